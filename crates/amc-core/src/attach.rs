@@ -1,0 +1,201 @@
+//! Checks on the files an agent asks to send. An agent that could name any local
+//! file could mail away the person's keys, so a `path` must resolve (symlinks and `..`
+//! followed) to a regular file inside a folder the person allowed. Accepted files are
+//! copied into a staging folder at once, so what the person reviews is what is sent.
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, ErrorCode, Result};
+use crate::model::StagedAttachment;
+
+/// The folders agents may send files from, resolved once at start-up.
+#[derive(Debug, Clone)]
+pub struct AttachmentPolicy {
+    allowed: Vec<PathBuf>,
+    staging: PathBuf,
+}
+
+/// A file that passed the checks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckedFile {
+    /// The resolved path.
+    pub path: PathBuf,
+    /// What the agent asked for.
+    pub requested: String,
+    /// The size when checked.
+    pub size: u64,
+}
+
+impl AttachmentPolicy {
+    /// Resolves the allowed folders (creating the first, the outbox, if missing) and the
+    /// staging folder. Folders that do not exist are skipped with a warning.
+    pub fn new(dirs: &[PathBuf], staging: &Path) -> Result<Self> {
+        if let Some(outbox) = dirs.first() {
+            std::fs::create_dir_all(outbox)?;
+        }
+        std::fs::create_dir_all(staging)?;
+        let mut allowed = Vec::new();
+        for d in dirs {
+            match d.canonicalize() {
+                Ok(c) if c.is_dir() => allowed.push(c),
+                _ => {
+                    tracing::warn!(dir = %d.display(), "attachment folder is missing; agents cannot send from it")
+                }
+            }
+        }
+        Ok(Self { allowed, staging: staging.canonicalize()? })
+    }
+
+    /// The folders agents may send files from.
+    pub fn allowed_dirs(&self) -> &[PathBuf] {
+        &self.allowed
+    }
+
+    fn refusal(&self) -> Error {
+        let dirs: Vec<String> = self.allowed.iter().map(|d| d.display().to_string()).collect();
+        Error::validation(format!(
+            "attachment path must be an absolute path to a regular file inside an allowed folder: {}",
+            dirs.join(", ")
+        ))
+    }
+
+    /// Checks a path an agent gave. Unknown, unreadable and disallowed files get the same
+    /// answer, so an agent cannot probe what exists outside the allowed folders.
+    pub fn check_path(&self, requested: &str, max_bytes: u64) -> Result<CheckedFile> {
+        let raw = Path::new(requested);
+        if !raw.is_absolute() || requested.contains('\0') {
+            return Err(self.refusal());
+        }
+        let path = raw.canonicalize().map_err(|_| self.refusal())?;
+        if !self.allowed.iter().any(|d| path.starts_with(d)) || path.starts_with(&self.staging) {
+            return Err(self.refusal());
+        }
+        let meta = std::fs::metadata(&path).map_err(|_| self.refusal())?;
+        if !meta.is_file() {
+            return Err(self.refusal());
+        }
+        if meta.len() > max_bytes {
+            return Err(too_large(meta.len(), max_bytes));
+        }
+        Ok(CheckedFile { path, requested: requested.to_owned(), size: meta.len() })
+    }
+
+    /// Copies checked files into `staging/<stage_id>/`, re-checking each one as it is
+    /// read, so a file swapped after the check is caught.
+    pub fn stage(&self, stage_id: &str, files: &[CheckedFile], max_bytes: u64) -> Result<Vec<StagedAttachment>> {
+        if files.is_empty() {
+            return Ok(Vec::new());
+        }
+        let dir = self.staging.join(stage_id);
+        std::fs::create_dir_all(&dir)?;
+        let staged: Result<Vec<_>> =
+            files.iter().enumerate().map(|(i, f)| self.stage_one(&dir, i, f, max_bytes)).collect();
+        if staged.is_err() {
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+        staged
+    }
+
+    fn stage_one(&self, dir: &Path, index: usize, f: &CheckedFile, max_bytes: u64) -> Result<StagedAttachment> {
+        let mut src = File::open(&f.path).map_err(|_| self.refusal())?;
+        if !src.metadata().map_err(|_| self.refusal())?.is_file() {
+            return Err(self.refusal());
+        }
+        // The path must still resolve inside the allowed folders now that it is open.
+        let again = f.path.canonicalize().map_err(|_| self.refusal())?;
+        if again != f.path {
+            return Err(self.refusal());
+        }
+        let filename = f.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "file".into());
+        let dest = dir.join(format!("{index}-{filename}"));
+        let mut out = File::create(&dest)?;
+        let mut buf = Vec::new();
+        Read::by_ref(&mut src).take(max_bytes + 1).read_to_end(&mut buf)?;
+        if buf.len() as u64 > max_bytes {
+            return Err(too_large(buf.len() as u64, max_bytes));
+        }
+        out.write_all(&buf)?;
+        out.sync_all()?;
+        Ok(StagedAttachment {
+            path: dest.display().to_string(),
+            filename,
+            size_bytes: buf.len() as u64,
+            origin: f.requested.clone(),
+        })
+    }
+
+    /// Removes a staging folder that will not be used.
+    pub fn discard(&self, stage_id: &str) {
+        let _ = std::fs::remove_dir_all(self.staging.join(stage_id));
+    }
+}
+
+fn too_large(size: u64, max: u64) -> Error {
+    Error::new(
+        ErrorCode::AttachmentTooLargeForPlatform,
+        format!("attachment is {size} bytes; this platform accepts at most {max}"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn setup() -> (tempfile::TempDir, AttachmentPolicy) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let outbox = dir.path().join("outbox");
+        let policy =
+            AttachmentPolicy::new(&[outbox, dir.path().join("missing")], &dir.path().join("staged")).expect("policy");
+        (dir, policy)
+    }
+
+    #[test]
+    fn accepts_a_file_inside_the_outbox_and_stages_a_copy() {
+        let (dir, policy) = setup();
+        let file = dir.path().join("outbox/report.pdf");
+        std::fs::write(&file, b"%PDF-1.7").expect("write");
+        let checked = policy.check_path(file.to_str().expect("utf8"), 100).expect("allowed");
+        let staged = policy.stage("s1", &[checked], 100).expect("staged");
+        assert_eq!(staged[0].filename, "report.pdf");
+        assert_eq!(std::fs::read(&staged[0].path).expect("read"), b"%PDF-1.7");
+        // The original can change afterwards; the staged copy is what gets sent.
+        std::fs::write(&file, b"changed").expect("write");
+        assert_eq!(std::fs::read(&staged[0].path).expect("read"), b"%PDF-1.7");
+    }
+
+    #[test]
+    fn refuses_escapes_by_dotdot_symlink_relative_path_directory_and_staging() {
+        let (dir, policy) = setup();
+        let secret = dir.path().join("id_ed25519");
+        std::fs::write(&secret, b"key").expect("write");
+        let outbox = dir.path().join("outbox");
+        std::os::unix::fs::symlink(&secret, outbox.join("innocent.txt")).expect("symlink");
+        std::fs::create_dir(outbox.join("sub")).expect("mkdir");
+        let cases = [
+            secret.display().to_string(),
+            format!("{}/../id_ed25519", outbox.display()),
+            outbox.join("innocent.txt").display().to_string(),
+            "outbox/innocent.txt".to_owned(),
+            outbox.join("sub").display().to_string(),
+            outbox.join("nope.txt").display().to_string(),
+            "/etc/passwd".to_owned(),
+            format!("{}/staged/x", dir.path().display()),
+        ];
+        for case in cases {
+            let err = policy.check_path(&case, 1 << 20).expect_err(&case);
+            assert_eq!(err.code, ErrorCode::ValidationFailed, "{case}");
+            assert!(err.message.contains("outbox"), "the message names the allowed folders: {}", err.message);
+        }
+    }
+
+    #[test]
+    fn refuses_a_file_over_the_platform_limit() {
+        let (dir, policy) = setup();
+        let file = dir.path().join("outbox/big.bin");
+        std::fs::write(&file, vec![0u8; 101]).expect("write");
+        let err = policy.check_path(file.to_str().expect("utf8"), 100).expect_err("too large");
+        assert_eq!(err.code, ErrorCode::AttachmentTooLargeForPlatform);
+    }
+}

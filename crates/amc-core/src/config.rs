@@ -1,0 +1,215 @@
+//! Configuration in two steps: raw settings from flags, environment and the config
+//! file ([`RawConfig`]), validated once into a [`Config`] that everything else takes.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::ratelimit::RateLimit;
+
+/// The config file's name inside the data directory.
+pub const CONFIG_FILE: &str = "config.toml";
+
+/// Settings as given, not yet checked.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RawConfig {
+    /// `--data-dir` / `AMC_DATA_DIR`.
+    pub data_dir: Option<PathBuf>,
+    /// `--listen`: a loopback TCP address to serve on besides the socket.
+    pub listen: Option<String>,
+    /// `--test-sender`: deliver sends to a recording sender instead of the platforms.
+    pub test_sender: bool,
+}
+
+/// The config file, `config.toml` in the data directory. Every key is optional.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    /// Folders (besides the data directory's `outbox`) that agents may send files from.
+    #[serde(default)]
+    pub attachment_dirs: Vec<String>,
+    /// Sends a channel takes in a burst.
+    pub rate_limit_burst: Option<u32>,
+    /// Sends per minute a channel takes after the burst.
+    pub rate_limit_per_minute: Option<u32>,
+    /// Seconds a platform gets to confirm a send before its outcome is `unknown`.
+    pub send_timeout_seconds: Option<u64>,
+    /// A loopback address to serve on, as `--listen`.
+    pub listen: Option<String>,
+}
+
+/// Validated configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// Where AMC keeps its database, socket and files.
+    pub data_dir: PathBuf,
+    /// A loopback TCP listener besides the socket, if asked for.
+    pub listen: Option<SocketAddr>,
+    /// Folders agents may send files from (absolute; the outbox folder first).
+    pub attachment_dirs: Vec<PathBuf>,
+    /// The per-channel send limit.
+    pub rate_limit: RateLimit,
+    /// How long a platform has to confirm a send.
+    pub send_timeout: Duration,
+    /// Whether sends go to the recording sender.
+    pub test_sender: bool,
+}
+
+/// A configuration that cannot be used, and why.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// No data directory was given and none can be derived (no home directory).
+    #[error("no data directory: set --data-dir or AMC_DATA_DIR")]
+    NoDataDir,
+    /// The listen address is not a loopback `IP:PORT`.
+    #[error("--listen must be a loopback address such as 127.0.0.1:7878, not {0:?}")]
+    Listen(String),
+    /// The config file does not parse.
+    #[error("{path}: {message}")]
+    File {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// The per-user data directory: `~/Library/Application Support/AMC` on macOS,
+/// `$XDG_DATA_HOME/amc` (or `~/.local/share/amc`) elsewhere.
+pub fn default_data_dir() -> Option<PathBuf> {
+    let home = std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
+    if cfg!(target_os = "macos") {
+        return home.map(|h| h.join("Library/Application Support/AMC"));
+    }
+    match std::env::var_os("XDG_DATA_HOME").filter(|d| !d.is_empty()) {
+        Some(d) => Some(PathBuf::from(d).join("amc")),
+        None => home.map(|h| h.join(".local/share/amc")),
+    }
+}
+
+/// Expands a leading `~/` to the home directory.
+pub fn expand_home(p: &str) -> PathBuf {
+    match (p.strip_prefix("~/"), std::env::var_os("HOME")) {
+        (Some(rest), Some(home)) => PathBuf::from(home).join(rest),
+        _ => PathBuf::from(p),
+    }
+}
+
+impl RawConfig {
+    /// Checks the settings and reads the config file of the data directory, if any.
+    pub fn validate(self) -> Result<Config, ConfigError> {
+        let data_dir = match self.data_dir {
+            Some(d) => absolute(&d),
+            None => default_data_dir().ok_or(ConfigError::NoDataDir)?,
+        };
+        let file = read_file_config(&data_dir.join(CONFIG_FILE))?;
+        let listen = match self.listen.or(file.listen) {
+            Some(l) => Some(parse_loopback(&l)?),
+            None => None,
+        };
+        let mut attachment_dirs = vec![data_dir.join("outbox")];
+        attachment_dirs.extend(file.attachment_dirs.iter().map(|d| absolute(&expand_home(d))));
+        let defaults = RateLimit::default();
+        Ok(Config {
+            listen,
+            attachment_dirs,
+            rate_limit: RateLimit {
+                burst: file.rate_limit_burst.unwrap_or(defaults.burst).max(1),
+                per_minute: file.rate_limit_per_minute.unwrap_or(defaults.per_minute).max(1),
+            },
+            send_timeout: Duration::from_secs(file.send_timeout_seconds.unwrap_or(60).clamp(1, 600)),
+            test_sender: self.test_sender,
+            data_dir,
+        })
+    }
+}
+
+fn absolute(p: &Path) -> PathBuf {
+    std::path::absolute(p).unwrap_or_else(|_| p.to_owned())
+}
+
+fn read_file_config(path: &Path) -> Result<FileConfig, ConfigError> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => {
+            toml::from_str(&text).map_err(|e| ConfigError::File { path: path.to_owned(), message: e.to_string() })
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(FileConfig::default()),
+        Err(e) => Err(ConfigError::File { path: path.to_owned(), message: e.to_string() }),
+    }
+}
+
+fn parse_loopback(s: &str) -> Result<SocketAddr, ConfigError> {
+    let addr: SocketAddr = s.parse().map_err(|_| ConfigError::Listen(s.to_owned()))?;
+    if addr.ip().is_loopback() { Ok(addr) } else { Err(ConfigError::Listen(s.to_owned())) }
+}
+
+impl Config {
+    /// The database file.
+    pub fn db_path(&self) -> PathBuf {
+        self.data_dir.join("amc.db")
+    }
+
+    /// The folder of the socket, kept at mode 0700.
+    pub fn run_dir(&self) -> PathBuf {
+        self.data_dir.join("run")
+    }
+
+    /// The daemon's Unix socket.
+    pub fn socket_path(&self) -> PathBuf {
+        self.run_dir().join("amc.sock")
+    }
+
+    /// The file holding the admin API's credential (mode 0600).
+    pub fn admin_token_path(&self) -> PathBuf {
+        self.data_dir.join("admin-token")
+    }
+
+    /// Where agents' attachments are copied before they are reviewed and sent.
+    pub fn staging_dir(&self) -> PathBuf {
+        self.data_dir.join("staged")
+    }
+
+    /// Where the recording sender logs its sends.
+    pub fn test_sender_log(&self) -> PathBuf {
+        self.data_dir.join("test-sender.jsonl")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listen_must_be_loopback() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let raw = |listen: &str| RawConfig {
+            data_dir: Some(dir.path().to_owned()),
+            listen: Some(listen.to_owned()),
+            ..Default::default()
+        };
+        assert!(raw("127.0.0.1:7878").validate().is_ok());
+        assert!(raw("[::1]:7878").validate().is_ok());
+        assert!(matches!(raw("0.0.0.0:7878").validate(), Err(ConfigError::Listen(_))));
+        assert!(matches!(raw("192.168.1.2:80").validate(), Err(ConfigError::Listen(_))));
+        assert!(matches!(raw("localhost").validate(), Err(ConfigError::Listen(_))));
+    }
+
+    #[test]
+    fn the_config_file_adds_folders_and_limits_and_rejects_unknown_keys() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(
+            dir.path().join(CONFIG_FILE),
+            "attachment_dirs = [\"/srv/share\"]\nrate_limit_burst = 2\nrate_limit_per_minute = 6\n",
+        )
+        .expect("write");
+        let cfg = RawConfig { data_dir: Some(dir.path().to_owned()), ..Default::default() }.validate().expect("valid");
+        assert_eq!(cfg.attachment_dirs, vec![dir.path().join("outbox"), PathBuf::from("/srv/share")]);
+        assert_eq!(cfg.rate_limit, RateLimit { burst: 2, per_minute: 6 });
+        std::fs::write(dir.path().join(CONFIG_FILE), "atachment_dirs = []\n").expect("write");
+        let err =
+            RawConfig { data_dir: Some(dir.path().to_owned()), ..Default::default() }.validate().expect_err("typo");
+        assert!(err.to_string().contains("atachment_dirs"), "{err}");
+    }
+}

@@ -1,0 +1,349 @@
+//! The domain types that cross AMC's edges: the message envelope, channels, sends.
+
+use serde::{Deserialize, Serialize};
+
+use crate::time::{Millis, serde_ms};
+
+macro_rules! str_enum {
+    ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $variant:ident = $s:literal),+ $(,)? }) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        pub enum $name { $($(#[$vm])* #[serde(rename = $s)] $variant),+ }
+
+        impl $name {
+            /// The name as stored and sent on the wire.
+            pub fn as_str(self) -> &'static str {
+                match self { $(Self::$variant => $s),+ }
+            }
+
+            /// Parses the wire name.
+            pub fn parse(s: &str) -> Option<Self> {
+                match s { $($s => Some(Self::$variant),)+ _ => None }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+str_enum! {
+    /// Where a channel lives.
+    Source {
+        /// iMessage and SMS, through macOS Messages.
+        Imessage = "imessage",
+        /// Discord, through a bot.
+        Discord = "discord",
+    }
+}
+
+str_enum! {
+    /// A one-to-one conversation or a group.
+    ChannelKind {
+        /// A one-to-one conversation.
+        Dm = "dm",
+        /// A group chat or a server channel.
+        Group = "group",
+    }
+}
+
+str_enum! {
+    /// The person's decision about a channel. Only `allowed` channels reach agents.
+    ChannelState {
+        /// Seen, not yet decided: its messages are quarantined.
+        Pending = "pending",
+        /// Approved: agents see its released history and new messages.
+        Allowed = "allowed",
+        /// Blocked: hidden from agents.
+        Blocked = "blocked",
+    }
+}
+
+str_enum! {
+    /// What an agent's send to a channel does.
+    SendPolicy {
+        /// Agents may read but not send.
+        ReadOnly = "read_only",
+        /// A send waits until the person approves it.
+        Review = "review",
+        /// A send goes out at once.
+        Auto = "auto",
+    }
+}
+
+str_enum! {
+    /// Whether a message came from the platform or was sent by an agent through AMC.
+    Direction {
+        /// From the platform (the person's own messages from their devices included).
+        Inbound = "inbound",
+        /// Sent by an agent through AMC.
+        Outbound = "outbound",
+    }
+}
+
+str_enum! {
+    /// Where an agent's send is.
+    OutboxStatus {
+        /// Waiting for the person's approval.
+        Held = "held",
+        /// Handed to the platform; the outcome is not recorded yet.
+        Sending = "sending",
+        /// Delivered.
+        Sent = "sent",
+        /// The platform refused it.
+        Failed = "failed",
+        /// The person rejected it.
+        Rejected = "rejected",
+        /// The platform call may or may not have happened; never retried by itself.
+        Unknown = "unknown",
+    }
+}
+
+/// Who wrote a message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SenderInfo {
+    /// The platform's id for the sender (a handle, a Discord user id, or `agent:<id>`).
+    pub id: String,
+    /// A name to show, when known.
+    pub display_name: Option<String>,
+    /// Whether the person wrote it (from any of their devices, or through AMC).
+    pub is_self: bool,
+}
+
+/// One reaction on a message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reaction {
+    /// The emoji (tapbacks are mapped to their emoji).
+    pub emoji: String,
+    /// Who reacted.
+    pub sender: SenderInfo,
+}
+
+/// An attachment as agents see it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AttachmentInfo {
+    /// `att_<ULID>`.
+    pub id: String,
+    /// The file name, when known.
+    pub filename: Option<String>,
+    /// The MIME type, when known.
+    pub mime_type: Option<String>,
+    /// The size in bytes, when known.
+    pub size_bytes: Option<i64>,
+    /// Whether the file can be fetched now (an iMessage file offloaded to iCloud cannot).
+    pub available: bool,
+    /// How an agent gets the file: `GET` this path on the daemon with its token.
+    pub download_path: String,
+}
+
+/// The channel summary carried in every envelope.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ChannelRef {
+    /// The channel's name.
+    pub name: String,
+    /// `dm` or `group`.
+    pub kind: ChannelKind,
+}
+
+/// A message as agents see it: the same shape for every source.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Envelope {
+    /// `msg_<ULID>`.
+    pub id: String,
+    /// `imessage` or `discord`.
+    pub source: Source,
+    /// The channel's id.
+    pub channel_id: String,
+    /// The channel's name and kind.
+    pub channel: ChannelRef,
+    /// Who wrote it.
+    pub sender: SenderInfo,
+    /// The text (empty for an attachment-only or unsent message).
+    pub text: String,
+    /// When it was sent, per the platform.
+    #[serde(with = "serde_ms")]
+    pub sent_at: Millis,
+    /// When it was last edited, if it was.
+    #[serde(with = "serde_ms::option")]
+    pub edited_at: Option<Millis>,
+    /// Whether the sender unsent (deleted) it.
+    pub unsent: bool,
+    /// The message it replies to, when that message is known to AMC.
+    pub reply_to: Option<String>,
+    /// Reactions, in the order they were added.
+    pub reactions: Vec<Reaction>,
+    /// Attachments.
+    pub attachments: Vec<AttachmentInfo>,
+    /// `inbound` (from the platform) or `outbound` (sent by an agent through AMC).
+    pub direction: Direction,
+    /// The agent that sent it, for outbound messages.
+    pub agent_id: Option<String>,
+}
+
+/// A channel as agents see it (`GET /channels`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ChannelInfo {
+    /// `ch_<ULID>`.
+    pub id: String,
+    /// `imessage` or `discord`.
+    pub source: Source,
+    /// The channel's name.
+    pub name: String,
+    /// `dm` or `group`.
+    pub kind: ChannelKind,
+    /// What a send does here.
+    pub send_policy: SendPolicy,
+    /// The newest message's time.
+    #[serde(with = "serde_ms::option")]
+    pub last_activity_at: Option<Millis>,
+}
+
+/// A channel as the person sees it (admin API).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ChannelAdmin {
+    /// `ch_<ULID>`.
+    pub id: String,
+    /// `imessage` or `discord`.
+    pub source: Source,
+    /// The platform's id (chat guid, Discord channel id).
+    pub platform_id: String,
+    /// The channel's name.
+    pub name: String,
+    /// `dm` or `group`.
+    pub kind: ChannelKind,
+    /// `pending`, `allowed` or `blocked`.
+    pub state: ChannelState,
+    /// What a send does here.
+    pub send_policy: SendPolicy,
+    /// While allowed, messages sent at or after this time are visible (`null`: all history).
+    #[serde(with = "serde_ms::option")]
+    pub visible_from: Option<Millis>,
+    /// All messages stored for the channel.
+    pub message_count: i64,
+    /// How many of them agents can see now.
+    pub visible_count: i64,
+    /// When AMC first saw the channel.
+    #[serde(with = "serde_ms")]
+    pub created_at: Millis,
+    /// The newest message's time.
+    #[serde(with = "serde_ms::option")]
+    pub last_message_at: Option<Millis>,
+}
+
+/// How much history approving a channel releases to agents.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HistoryRelease {
+    /// Only messages sent from the approval on.
+    FromNow,
+    /// Everything stored.
+    All,
+    /// Messages of the last N days.
+    LastDays(u32),
+}
+
+/// An attachment an agent asked to send, after AMC has staged it as a local file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StagedAttachment {
+    /// Where AMC keeps the staged copy.
+    pub path: String,
+    /// The file name to send it under.
+    pub filename: String,
+    /// The size in bytes.
+    pub size_bytes: u64,
+    /// Where it came from: the agent's path or URL.
+    pub origin: String,
+}
+
+/// An agent's send, as the outbox keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OutboxItem {
+    /// `msg_<ULID>`; the message's id once sent.
+    pub id: String,
+    /// The agent that sent it.
+    pub agent_id: String,
+    /// The channel.
+    pub channel_id: String,
+    /// The channel's name.
+    pub channel_name: String,
+    /// The channel's source.
+    pub source: Source,
+    /// The text.
+    pub text: String,
+    /// The message it replies to.
+    pub reply_to: Option<String>,
+    /// The staged attachments.
+    pub attachments: Vec<StagedAttachment>,
+    /// Where it is.
+    pub status: OutboxStatus,
+    /// When the agent asked.
+    #[serde(with = "serde_ms")]
+    pub created_at: Millis,
+    /// When it was delivered.
+    #[serde(with = "serde_ms::option")]
+    pub sent_at: Option<Millis>,
+    /// The error code of a failed send.
+    pub error_code: Option<String>,
+    /// The error message of a failed send, or the person's reason for a rejection.
+    pub error_message: Option<String>,
+}
+
+/// An agent as the person sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AgentInfo {
+    /// The agent's id, as sent in `X-Agent-ID`.
+    pub id: String,
+    /// When it was added.
+    #[serde(with = "serde_ms")]
+    pub created_at: Millis,
+    /// When its token was last used.
+    #[serde(with = "serde_ms::option")]
+    pub last_seen_at: Option<Millis>,
+    /// When it was revoked.
+    #[serde(with = "serde_ms::option")]
+    pub revoked_at: Option<Millis>,
+}
+
+/// A message a source hands to the store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IncomingMessage {
+    /// The platform's id, unique per source (iMessage guid, Discord snowflake).
+    pub platform_id: String,
+    /// Who wrote it.
+    pub sender: SenderInfo,
+    /// The text.
+    pub text: String,
+    /// When it was sent, per the platform.
+    pub sent_at: Millis,
+    /// The platform id of the message it replies to.
+    pub reply_to_platform_id: Option<String>,
+    /// Attachments.
+    pub attachments: Vec<IncomingAttachment>,
+    /// When it was last edited.
+    pub edited_at: Option<Millis>,
+    /// Whether it was unsent.
+    pub unsent: bool,
+    /// Reactions.
+    pub reactions: Vec<Reaction>,
+}
+
+/// An attachment a source hands to the store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IncomingAttachment {
+    /// The platform's id for the attachment, if any.
+    pub platform_id: Option<String>,
+    /// The file name.
+    pub filename: Option<String>,
+    /// The MIME type.
+    pub mime_type: Option<String>,
+    /// The size in bytes.
+    pub size_bytes: Option<i64>,
+    /// A local file (iMessage).
+    pub local_path: Option<String>,
+    /// A remote URL fetched on demand (Discord).
+    pub remote_url: Option<String>,
+    /// Whether the file can be fetched now.
+    pub available: bool,
+}

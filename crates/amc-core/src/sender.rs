@@ -1,0 +1,163 @@
+//! The interface a source implements to deliver an agent's send to its platform, and
+//! the recording sender that stands in for the platforms in tests and demos.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::io::Write;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+
+use serde::Serialize;
+
+use crate::model::{Source, StagedAttachment};
+use crate::store::SendTarget;
+use crate::time::{Millis, now_ms};
+
+/// A boxed future, so senders can live behind `dyn`.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// What the platform is asked to deliver.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OutgoingSend {
+    /// AMC's id for the send (`msg_<ULID>`).
+    pub send_id: String,
+    /// The channel, with its platform id.
+    #[serde(skip)]
+    pub channel: SendTarget,
+    /// The channel's platform id (chat guid, Discord channel id).
+    pub channel_platform_id: String,
+    /// The text, exactly as the agent gave it.
+    pub text: String,
+    /// The platform id of the message replied to.
+    pub reply_to_platform_id: Option<String>,
+    /// Files staged by AMC.
+    pub attachments: Vec<StagedAttachment>,
+}
+
+/// A delivered send.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delivery {
+    /// The platform's id for the message.
+    pub platform_id: String,
+    /// When the platform says it was sent.
+    pub sent_at: Millis,
+}
+
+/// Why a send was not delivered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SendError {
+    /// The platform refused AMC's credentials or automation permission.
+    #[error("{0}")]
+    Auth(String),
+    /// The platform asked AMC to slow down.
+    #[error("the platform is rate limiting; retry in {retry_after} s")]
+    RateLimited {
+        /// Seconds to wait.
+        retry_after: u64,
+    },
+    /// An attachment is over the platform's limit.
+    #[error("{0}")]
+    TooLarge(String),
+    /// The platform refused or failed the send.
+    #[error("{0}")]
+    Failed(String),
+    /// The send may or may not have gone out (a timeout after the platform call began).
+    #[error("{0}")]
+    Unknown(String),
+}
+
+/// Delivers agents' sends to one platform.
+pub trait Sender: Send + Sync {
+    /// The largest attachment the platform accepts, in bytes.
+    fn max_attachment_bytes(&self) -> u64;
+
+    /// Delivers one send. Implementations never retry a call whose outcome is unknown.
+    fn send(&self, msg: OutgoingSend) -> BoxFuture<'_, Result<Delivery, SendError>>;
+}
+
+/// The senders of the sources that are running, by source.
+#[derive(Clone, Default)]
+pub struct Senders {
+    by_source: HashMap<Source, Arc<dyn Sender>>,
+}
+
+impl Senders {
+    /// Registers the sender of a source.
+    pub fn with(mut self, source: Source, sender: Arc<dyn Sender>) -> Self {
+        self.by_source.insert(source, sender);
+        self
+    }
+
+    /// The sender of a source, if that source is running.
+    pub fn get(&self, source: Source) -> Option<&Arc<dyn Sender>> {
+        self.by_source.get(&source)
+    }
+}
+
+/// A sender that delivers nowhere: it records each send (in memory and, if asked, as a
+/// JSON line in a file) and answers as a platform would. It stands in for iMessage and
+/// Discord where they cannot run, and can be told to fail the next sends.
+#[derive(Clone, Default)]
+pub struct RecordingSender {
+    inner: Arc<Mutex<Recording>>,
+    log: Option<PathBuf>,
+}
+
+#[derive(Default)]
+struct Recording {
+    sent: Vec<OutgoingSend>,
+    fail_next: Vec<SendError>,
+}
+
+impl RecordingSender {
+    /// A sender that also appends every send to `log` as a JSON line.
+    pub fn with_log(log: PathBuf) -> Self {
+        Self { log: Some(log), ..Self::default() }
+    }
+
+    /// Everything delivered so far.
+    pub fn sent(&self) -> Vec<OutgoingSend> {
+        self.lock().sent.clone()
+    }
+
+    /// Makes the next send fail with `err` (queued, in order).
+    pub fn fail_next(&self, err: SendError) {
+        self.lock().fail_next.push(err);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Recording> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The attachment limit of the recording sender: Discord's default upload limit.
+pub const RECORDING_MAX_ATTACHMENT_BYTES: u64 = 10 * 1024 * 1024;
+
+impl Sender for RecordingSender {
+    fn max_attachment_bytes(&self) -> u64 {
+        RECORDING_MAX_ATTACHMENT_BYTES
+    }
+
+    fn send(&self, msg: OutgoingSend) -> BoxFuture<'_, Result<Delivery, SendError>> {
+        Box::pin(async move {
+            {
+                let mut rec = self.lock();
+                if !rec.fail_next.is_empty() {
+                    return Err(rec.fail_next.remove(0));
+                }
+                rec.sent.push(msg.clone());
+            }
+            if let Some(log) = &self.log {
+                let line = serde_json::to_string(&msg).map_err(|e| SendError::Failed(e.to_string()))?;
+                let mut f = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(log)
+                    .map_err(|e| SendError::Failed(format!("test sender log: {e}")))?;
+                writeln!(f, "{line}").map_err(|e| SendError::Failed(format!("test sender log: {e}")))?;
+            }
+            Ok(Delivery { platform_id: format!("test-{}", msg.send_id), sent_at: now_ms() })
+        })
+    }
+}

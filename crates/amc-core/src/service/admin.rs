@@ -1,0 +1,192 @@
+//! The person's actions: approving channels, reviewing sends, managing agents, pausing.
+//! The admin API, the CLI and the tray all come through here.
+
+use serde::Serialize;
+
+use super::Amc;
+use crate::error::{Error, Result};
+use crate::events::Event;
+use crate::model::{
+    AgentInfo, ChannelAdmin, ChannelState, Envelope, HistoryRelease, IncomingMessage, OutboxItem, OutboxStatus,
+    SendPolicy, Source,
+};
+use crate::store::{ChannelSpec, IngestReport};
+
+/// How many messages of the conversation a held send is shown with.
+const REVIEW_CONTEXT: u32 = 10;
+
+/// A send with the conversation it goes into, for review.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AdminSend {
+    /// The send.
+    #[serde(flatten)]
+    pub item: OutboxItem,
+    /// The channel's latest messages, oldest first.
+    pub conversation: Vec<Envelope>,
+}
+
+/// A message of the inbox view, with the agents that read it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct InboxItem {
+    /// The message.
+    #[serde(flatten)]
+    pub message: Envelope,
+    /// The agents that marked it read.
+    pub read_by: Vec<String>,
+}
+
+impl Amc {
+    /// Stores what a source read and tells the UI.
+    pub async fn ingest(
+        &self,
+        source: Source,
+        channel: ChannelSpec,
+        messages: Vec<IncomingMessage>,
+        checkpoint: Option<(String, String)>,
+    ) -> Result<IngestReport> {
+        let report = self
+            .blocking(move |s| {
+                s.ingest(source, &channel, &messages, checkpoint.as_ref().map(|(k, v)| (k.as_str(), v.as_str())))
+            })
+            .await?;
+        if report.channel_created {
+            self.publish(Event::ChannelCreated { channel_id: report.channel_id.clone() });
+        }
+        if !report.inserted.is_empty() || !report.updated.is_empty() {
+            self.publish(Event::MessagesChanged {
+                channel_id: report.channel_id.clone(),
+                inserted: report.inserted.len(),
+                updated: report.updated.len(),
+            });
+        }
+        Ok(report)
+    }
+
+    /// Every channel, for the person.
+    pub async fn admin_channels(
+        &self,
+        state: Option<ChannelState>,
+        search: Option<String>,
+    ) -> Result<Vec<ChannelAdmin>> {
+        self.blocking(move |s| s.admin_channels(state, search.as_deref())).await
+    }
+
+    /// One channel, for the person.
+    pub async fn admin_channel(&self, id: String) -> Result<ChannelAdmin> {
+        self.blocking(move |s| s.admin_channel(&id)).await
+    }
+
+    /// Approves a channel with the chosen history.
+    pub async fn approve_channel(
+        &self,
+        id: String,
+        release: HistoryRelease,
+        policy: Option<SendPolicy>,
+    ) -> Result<ChannelAdmin> {
+        let ch = self.blocking(move |s| s.approve_channel(&id, release, policy)).await?;
+        self.publish(Event::ChannelChanged { channel_id: ch.id.clone() });
+        Ok(ch)
+    }
+
+    /// Blocks a channel.
+    pub async fn block_channel(&self, id: String) -> Result<ChannelAdmin> {
+        let ch = self.blocking(move |s| s.block_channel(&id)).await?;
+        self.publish(Event::ChannelChanged { channel_id: ch.id.clone() });
+        Ok(ch)
+    }
+
+    /// Sets a channel's send policy.
+    pub async fn set_send_policy(&self, id: String, policy: SendPolicy) -> Result<ChannelAdmin> {
+        let ch = self.blocking(move |s| s.set_send_policy(&id, policy)).await?;
+        self.publish(Event::ChannelChanged { channel_id: ch.id.clone() });
+        Ok(ch)
+    }
+
+    /// Sends, newest first; `status` narrows to one status (`held` is the review queue).
+    /// Held sends come with their conversation.
+    pub async fn admin_sends(&self, status: Option<OutboxStatus>, limit: u32) -> Result<Vec<AdminSend>> {
+        self.blocking(move |s| {
+            let items = s.outbox(status, limit.clamp(1, 500))?;
+            items
+                .into_iter()
+                .map(|item| {
+                    let conversation = if item.status == OutboxStatus::Held {
+                        s.channel_tail(&item.channel_id, REVIEW_CONTEXT)?
+                    } else {
+                        Vec::new()
+                    };
+                    Ok(AdminSend { item, conversation })
+                })
+                .collect()
+        })
+        .await
+    }
+
+    /// One send with its conversation.
+    pub async fn admin_send(&self, id: String) -> Result<AdminSend> {
+        self.blocking(move |s| {
+            let item = s.outbox_item(&id)?;
+            let conversation = s.channel_tail(&item.channel_id, REVIEW_CONTEXT)?;
+            Ok(AdminSend { item, conversation })
+        })
+        .await
+    }
+
+    /// Approves a held send: it is delivered now, whatever the pause switch says.
+    pub async fn approve_send(&self, id: String) -> Result<OutboxItem> {
+        let item = self.blocking(move |s| s.claim_held(&id)).await?;
+        self.publish(Event::SendChanged { send_id: item.id.clone(), status: item.status });
+        self.deliver(item).await
+    }
+
+    /// Rejects a held send.
+    pub async fn reject_send(&self, id: String, reason: Option<String>) -> Result<OutboxItem> {
+        if reason.as_ref().is_some_and(|r| r.len() > 1000) {
+            return Err(Error::validation("reason is over 1000 bytes"));
+        }
+        let item = self.blocking(move |s| s.reject_held(&id, reason.as_deref())).await?;
+        self.publish(Event::SendChanged { send_id: item.id.clone(), status: item.status });
+        Ok(item)
+    }
+
+    /// Adds an agent; the token is returned once.
+    pub async fn create_agent(&self, id: String) -> Result<(AgentInfo, String)> {
+        let created = self.blocking(move |s| s.create_agent(&id)).await?;
+        self.publish(Event::AgentsChanged);
+        Ok(created)
+    }
+
+    /// Every agent.
+    pub async fn agents(&self) -> Result<Vec<AgentInfo>> {
+        self.blocking(|s| s.agents()).await
+    }
+
+    /// Revokes an agent.
+    pub async fn revoke_agent(&self, id: String) -> Result<AgentInfo> {
+        let agent = self.blocking(move |s| s.revoke_agent(&id)).await?;
+        self.publish(Event::AgentsChanged);
+        Ok(agent)
+    }
+
+    /// Pauses (every send is held) or resumes all agents. Kept across restarts.
+    pub async fn set_paused(&self, paused: bool) -> Result<()> {
+        self.blocking(move |s| s.set_setting(super::PAUSED_SETTING, if paused { "true" } else { "false" })).await?;
+        self.inner.paused.store(paused, std::sync::atomic::Ordering::SeqCst);
+        self.publish(Event::PauseChanged { paused });
+        Ok(())
+    }
+
+    /// Recent messages of allowed channels with the agents that read them.
+    pub async fn inbox(&self, limit: u32) -> Result<Vec<InboxItem>> {
+        self.blocking(move |s| {
+            let messages = s.recent_visible(limit.clamp(1, 500))?;
+            let ids: Vec<String> = messages.iter().map(|m| m.id.clone()).collect();
+            let mut readers = s.readers(&ids)?;
+            Ok(messages
+                .into_iter()
+                .map(|m| InboxItem { read_by: readers.remove(&m.id).unwrap_or_default(), message: m })
+                .collect())
+        })
+        .await
+    }
+}

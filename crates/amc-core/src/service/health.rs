@@ -1,0 +1,100 @@
+//! The sources' states, for `GET /healthz`, `amc doctor` and the tray's status screen.
+
+use std::collections::BTreeMap;
+use std::sync::RwLock;
+
+use serde::Serialize;
+
+use super::Amc;
+use crate::model::Source;
+use crate::sender::Senders;
+
+/// How a source is doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SourceState {
+    /// Running and reachable.
+    Connected,
+    /// Running with a problem the person can fix (see the reason).
+    Degraded,
+    /// Not running.
+    Disabled,
+}
+
+/// A source's state and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SourceStatus {
+    /// The state.
+    pub state: SourceState,
+    /// What is wrong and how to fix it, when not connected.
+    pub reason: Option<String>,
+}
+
+/// `GET /healthz`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Health {
+    /// `ok`, or `degraded` when a running source has a problem.
+    pub status: &'static str,
+    /// AMC's version.
+    pub version: &'static str,
+    /// Seconds since start.
+    pub uptime_seconds: u64,
+    /// Each source's state.
+    pub sources: BTreeMap<Source, SourceStatus>,
+    /// Whether the person paused agents' sends.
+    pub agents_paused: bool,
+}
+
+pub(super) struct Registry {
+    states: RwLock<BTreeMap<Source, SourceStatus>>,
+}
+
+impl Registry {
+    pub(super) fn new(senders: &Senders) -> Self {
+        let states = [Source::Imessage, Source::Discord]
+            .into_iter()
+            .map(|s| {
+                let status = if senders.get(s).is_some() {
+                    SourceStatus { state: SourceState::Connected, reason: None }
+                } else {
+                    SourceStatus { state: SourceState::Disabled, reason: Some("not configured".into()) }
+                };
+                (s, status)
+            })
+            .collect();
+        Self { states: RwLock::new(states) }
+    }
+}
+
+impl PartialOrd for Source {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Source {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.as_str().cmp(other.as_str())
+    }
+}
+
+impl Amc {
+    /// Records a source's state (sources call this as they connect and fail).
+    pub fn set_source_status(&self, source: Source, status: SourceStatus) {
+        let mut states = self.inner.health.states.write().unwrap_or_else(|p| p.into_inner());
+        states.insert(source, status);
+    }
+
+    /// The daemon's health.
+    pub fn health(&self) -> Health {
+        let sources = self.inner.health.states.read().unwrap_or_else(|p| p.into_inner()).clone();
+        let degraded = sources.values().any(|s| s.state == SourceState::Degraded);
+        Health {
+            status: if degraded { "degraded" } else { "ok" },
+            version: env!("CARGO_PKG_VERSION"),
+            uptime_seconds: self.inner.started.elapsed().as_secs(),
+            sources,
+            agents_paused: self.paused(),
+        }
+    }
+}

@@ -1,0 +1,166 @@
+//! The agents' reads. Every range and pattern of the inbox contract is checked here.
+
+use serde::{Deserialize, Serialize};
+
+use super::{AgentCtx, Amc};
+use crate::error::{Error, Result};
+use crate::events::Event;
+use crate::ids::{is_channel_id, is_message_id};
+use crate::model::{ChannelInfo, Envelope, Source};
+use crate::store::UnreadQuery;
+use crate::time::{format_ms, parse_rfc3339};
+
+/// The most ids one `mark_read` takes.
+pub const MARK_READ_MAX_IDS: usize = 1000;
+
+/// `list_unread_messages` / `GET /messages/unread`, as given.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct UnreadParams {
+    /// RFC 3339; only messages sent at or after it.
+    pub since: Option<String>,
+    /// `imessage` or `discord`.
+    pub source: Option<String>,
+    /// Only this channel.
+    pub channel_id: Option<String>,
+    /// 1..=100, default 20.
+    pub limit: Option<i64>,
+}
+
+/// The unread page.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct UnreadPage {
+    /// Oldest first.
+    pub messages: Vec<Envelope>,
+    /// The newest returned message's time; the `since` given when none; else `null`.
+    pub next_since: Option<String>,
+}
+
+/// `get_message_context` / `GET /messages/context`, as given.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct ContextParams {
+    /// The channel.
+    pub channel_id: Option<String>,
+    /// The target message.
+    pub around_message_id: Option<String>,
+    /// 0..=50, default 5.
+    pub before: Option<i64>,
+    /// 0..=50, default 5.
+    pub after: Option<i64>,
+}
+
+/// The context page.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ContextPage {
+    /// Chronological, the target included.
+    pub messages: Vec<Envelope>,
+}
+
+/// The answer of `mark_read`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct MarkReadResult {
+    /// The number of unique ids submitted.
+    pub marked_count: usize,
+}
+
+fn ranged(name: &str, value: Option<i64>, min: i64, max: i64, default: i64) -> Result<u32> {
+    let v = value.unwrap_or(default);
+    if !(min..=max).contains(&v) {
+        return Err(Error::validation(format!("{name} must be an integer from {min} to {max}")));
+    }
+    Ok(v as u32)
+}
+
+pub(super) fn check_channel_id(id: &str) -> Result<()> {
+    if is_channel_id(id) { Ok(()) } else { Err(Error::validation("channel_id must look like ch_<ULID>")) }
+}
+
+pub(super) fn check_message_id(field: &str, id: &str) -> Result<()> {
+    if is_message_id(id) {
+        Ok(())
+    } else {
+        Err(Error::validation(format!("{field} must match ^msg_[0-9A-HJKMNP-TV-Z]{{26}}$")))
+    }
+}
+
+fn parse_source(s: &str) -> Result<Source> {
+    Source::parse(s).ok_or_else(|| Error::validation("source must be \"imessage\" or \"discord\""))
+}
+
+impl Amc {
+    /// The agent's unread messages of allowed channels, oldest first.
+    pub async fn list_unread(&self, agent: &AgentCtx, p: UnreadParams) -> Result<UnreadPage> {
+        let since = match p.since.as_deref() {
+            Some(s) => Some(parse_rfc3339(s).ok_or_else(|| Error::validation("since must be an RFC 3339 timestamp"))?),
+            None => None,
+        };
+        let source = p.source.as_deref().map(parse_source).transpose()?;
+        if let Some(c) = &p.channel_id {
+            check_channel_id(c)?;
+        }
+        let q = UnreadQuery { since, source, channel_id: p.channel_id, limit: ranged("limit", p.limit, 1, 100, 20)? };
+        let agent_id = agent.agent_id.clone();
+        let (messages, next_since) = self.blocking(move |s| s.unread(&agent_id, &q)).await?;
+        Ok(UnreadPage { messages, next_since: next_since.map(format_ms) })
+    }
+
+    /// A message and its neighbours in its channel.
+    pub async fn message_context(&self, _agent: &AgentCtx, p: ContextParams) -> Result<ContextPage> {
+        let channel_id = p.channel_id.ok_or_else(|| Error::validation("channel_id is required"))?;
+        let around = p.around_message_id.ok_or_else(|| Error::validation("around_message_id is required"))?;
+        check_channel_id(&channel_id)?;
+        check_message_id("around_message_id", &around)?;
+        let before = ranged("before", p.before, 0, 50, 5)?;
+        let after = ranged("after", p.after, 0, 50, 5)?;
+        let messages = self.blocking(move |s| s.context(&channel_id, &around, before, after)).await?;
+        Ok(ContextPage { messages })
+    }
+
+    /// Marks messages read for this agent.
+    pub async fn mark_read(&self, agent: &AgentCtx, ids: Vec<String>) -> Result<MarkReadResult> {
+        if ids.len() > MARK_READ_MAX_IDS {
+            return Err(Error::validation(format!("message_ids takes at most {MARK_READ_MAX_IDS} ids")));
+        }
+        for id in &ids {
+            check_message_id("message_ids[]", id)?;
+        }
+        let agent_id = agent.agent_id.clone();
+        let marked_count = self.blocking(move |s| s.mark_read(&agent_id, &ids)).await?;
+        self.publish(Event::ReadChanged { agent_id: agent.agent_id.clone() });
+        Ok(MarkReadResult { marked_count })
+    }
+
+    /// One visible message.
+    pub async fn get_message(&self, _agent: &AgentCtx, id: String) -> Result<Envelope> {
+        if !is_message_id(&id) {
+            return Err(Error::message_not_found());
+        }
+        self.blocking(move |s| s.visible_message(&id)).await
+    }
+
+    /// The channels agents may use.
+    pub async fn list_channels(&self, _agent: &AgentCtx, source: Option<String>) -> Result<Vec<ChannelInfo>> {
+        let source = source.as_deref().map(parse_source).transpose()?;
+        self.blocking(move |s| s.visible_channels(source)).await
+    }
+
+    /// The local file behind a visible attachment: its path, name and type.
+    pub async fn attachment_file(
+        &self,
+        _agent: &AgentCtx,
+        id: String,
+    ) -> Result<(String, Option<String>, Option<String>)> {
+        if !crate::ids::is_attachment_id(&id) {
+            return Err(Error::not_found("attachment"));
+        }
+        let (path, filename, mime, available) = self.blocking(move |s| s.visible_attachment(&id)).await?;
+        match path {
+            Some(path) if available => Ok((path, filename, mime)),
+            _ => Err(Error::new(
+                crate::error::ErrorCode::NotFound,
+                "this attachment is not available on this Mac (for example, offloaded to iCloud)",
+            )),
+        }
+    }
+}

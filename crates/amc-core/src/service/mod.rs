@@ -1,0 +1,135 @@
+//! What agents and the person can do. Both the REST routes and the MCP tools call this
+//! layer, so every rule (approval, send policy, idempotency, limits, input ranges) is
+//! applied in one place.
+//!
+//! # Layout
+//! - `inbox.rs`: the agents' reads (unread, context, get, mark read, channels).
+//! - `send.rs`: the agents' sends and their delivery.
+//! - `admin.rs`: the person's actions (approval, review, agents, pause).
+//! - `health.rs`: the sources' states.
+
+mod admin;
+mod health;
+mod inbox;
+mod send;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use crate::attach::AttachmentPolicy;
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::events::{Event, EventBus};
+use crate::ratelimit::RateLimiter;
+use crate::sender::Senders;
+use crate::store::Store;
+
+pub use admin::{AdminSend, InboxItem};
+pub use health::{Health, SourceState, SourceStatus};
+pub use inbox::{ContextPage, ContextParams, MarkReadResult, UnreadPage, UnreadParams};
+pub use send::{AttachmentRef, SendReceipt, SendRequest};
+
+const PAUSED_SETTING: &str = "agents_paused";
+
+/// A cheap, cloneable handle on a running AMC core.
+#[derive(Clone)]
+pub struct Amc {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: Config,
+    store: Store,
+    senders: Senders,
+    events: EventBus,
+    limiter: RateLimiter,
+    attachments: AttachmentPolicy,
+    health: health::Registry,
+    paused: AtomicBool,
+    started: Instant,
+}
+
+/// An authenticated agent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentCtx {
+    /// The agent's id.
+    pub agent_id: String,
+}
+
+impl Amc {
+    /// Opens the store, settles sends a previous run left in flight (they become
+    /// `unknown`), and prepares the attachment folders.
+    pub fn start(config: Config, senders: Senders) -> Result<Self> {
+        std::fs::create_dir_all(&config.data_dir)?;
+        let store = Store::open(&config.db_path())?;
+        let interrupted = store.recover_interrupted_sends()?;
+        if !interrupted.is_empty() {
+            tracing::warn!(
+                count = interrupted.len(),
+                "sends were in flight when AMC stopped; marked unknown for review"
+            );
+        }
+        let attachments = AttachmentPolicy::new(&config.attachment_dirs, &config.staging_dir())?;
+        let paused = store.setting(PAUSED_SETTING)?.as_deref() == Some("true");
+        Ok(Self {
+            inner: Arc::new(Inner {
+                limiter: RateLimiter::new(config.rate_limit),
+                health: health::Registry::new(&senders),
+                config,
+                store,
+                senders,
+                events: EventBus::default(),
+                attachments,
+                paused: AtomicBool::new(paused),
+                started: Instant::now(),
+            }),
+        })
+    }
+
+    /// The store, for sources that ingest.
+    pub fn store(&self) -> &Store {
+        &self.inner.store
+    }
+
+    /// The change feed.
+    pub fn events(&self) -> &EventBus {
+        &self.inner.events
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &Config {
+        &self.inner.config
+    }
+
+    /// Whether the person paused all agents' sends.
+    pub fn paused(&self) -> bool {
+        self.inner.paused.load(Ordering::SeqCst)
+    }
+
+    /// Runs store work off the async threads.
+    async fn blocking<T: Send + 'static>(&self, f: impl FnOnce(&Store) -> Result<T> + Send + 'static) -> Result<T> {
+        let store = self.inner.store.clone();
+        tokio::task::spawn_blocking(move || f(&store)).await.map_err(Error::internal)?
+    }
+
+    /// Checks an agent's bearer token, and the `X-Agent-ID` it came with, if any.
+    pub async fn authenticate(&self, token: &str, claimed_agent: Option<&str>) -> Result<AgentCtx> {
+        let token = token.to_owned();
+        let found = self.blocking(move |s| s.authenticate_agent(&token)).await?;
+        let Some(agent_id) = found else {
+            return Err(Error::unauthorized("missing, unknown or revoked token"));
+        };
+        if let Some(claimed) = claimed_agent {
+            if claimed != agent_id {
+                return Err(Error::unauthorized("X-Agent-ID does not match the token's agent"));
+            }
+        }
+        Ok(AgentCtx { agent_id })
+    }
+
+    /// Publishes an event on the change feed.
+    pub fn publish(&self, event: Event) {
+        self.inner.events.publish(event);
+    }
+}

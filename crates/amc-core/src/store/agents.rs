@@ -1,0 +1,149 @@
+//! Agents and their tokens. A token is shown once; only its SHA-256 is stored.
+
+use rand::RngCore;
+use rusqlite::{OptionalExtension, params};
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+use super::Store;
+use crate::error::{Error, Result};
+use crate::model::AgentInfo;
+use crate::time::now_ms;
+
+/// The prefix of agent tokens, so secret scanners recognise them.
+pub const AGENT_TOKEN_PREFIX: &str = "amc_agent_";
+
+/// How often `last_seen_at` is written at most, per agent.
+const SEEN_RESOLUTION_MS: i64 = 60_000;
+
+/// A new random token: `prefix` and 256 random bits in hex.
+pub fn new_token(prefix: &str) -> String {
+    let mut bytes = [0u8; 32];
+    rand::rng().fill_bytes(&mut bytes);
+    let mut out = String::with_capacity(prefix.len() + 64);
+    out.push_str(prefix);
+    for b in bytes {
+        out.push_str(&format!("{b:02x}"));
+    }
+    out
+}
+
+/// SHA-256 of a token.
+pub fn hash_token(token: &str) -> [u8; 32] {
+    Sha256::digest(token.as_bytes()).into()
+}
+
+impl Store {
+    /// Adds an agent and returns its token, which is not stored and cannot be shown again.
+    pub fn create_agent(&self, id: &str) -> Result<(AgentInfo, String)> {
+        if !crate::ids::is_agent_id(id) {
+            return Err(Error::validation(
+                "agent id must be 1 to 64 characters of a-z, 0-9, '-' and '_', starting with a letter or digit",
+            ));
+        }
+        let token = new_token(AGENT_TOKEN_PREFIX);
+        let now = now_ms();
+        self.write(|tx| {
+            let exists: bool =
+                tx.prepare_cached("SELECT count(*) > 0 FROM agents WHERE id = ?1")?.query_row([id], |r| r.get(0))?;
+            if exists {
+                return Err(Error::conflict(format!(
+                    "an agent named {id} exists already (revoked agents keep their name)"
+                )));
+            }
+            tx.prepare_cached("INSERT INTO agents (id, token_hash, created_at) VALUES (?1, ?2, ?3)")?
+                .execute(params![id, hash_token(&token).as_slice(), now])?;
+            Ok(())
+        })?;
+        Ok((AgentInfo { id: id.to_owned(), created_at: now, last_seen_at: None, revoked_at: None }, token))
+    }
+
+    /// The agent a token belongs to, if the token is valid and not revoked.
+    pub fn authenticate_agent(&self, token: &str) -> Result<Option<String>> {
+        let hash = hash_token(token);
+        let found: Option<(String, Vec<u8>, Option<i64>, Option<i64>)> = self.read(|tx| {
+            Ok(tx
+                .prepare_cached("SELECT id, token_hash, revoked_at, last_seen_at FROM agents WHERE token_hash = ?1")?
+                .query_row([hash.as_slice()], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+                .optional()?)
+        })?;
+        let Some((id, stored, revoked, last_seen)) = found else {
+            return Ok(None);
+        };
+        if !bool::from(stored.as_slice().ct_eq(hash.as_slice())) || revoked.is_some() {
+            return Ok(None);
+        }
+        let now = now_ms();
+        if last_seen.is_none_or(|t| now - t > SEEN_RESOLUTION_MS) {
+            self.write(|tx| {
+                tx.prepare_cached("UPDATE agents SET last_seen_at = ?2 WHERE id = ?1")?.execute(params![id, now])?;
+                Ok(())
+            })?;
+        }
+        Ok(Some(id))
+    }
+
+    /// Every agent, revoked ones included.
+    pub fn agents(&self) -> Result<Vec<AgentInfo>> {
+        self.read(|tx| {
+            let mut stmt = tx.prepare_cached(
+                "SELECT id, created_at, last_seen_at, revoked_at FROM agents ORDER BY created_at, id",
+            )?;
+            let rows = stmt.query_map([], |r| {
+                Ok(AgentInfo { id: r.get(0)?, created_at: r.get(1)?, last_seen_at: r.get(2)?, revoked_at: r.get(3)? })
+            })?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+    }
+
+    /// Revokes an agent's token at once; its read state is kept.
+    pub fn revoke_agent(&self, id: &str) -> Result<AgentInfo> {
+        self.write(|tx| {
+            let changed = tx
+                .prepare_cached("UPDATE agents SET revoked_at = coalesce(revoked_at, ?2) WHERE id = ?1")?
+                .execute(params![id, now_ms()])?;
+            if changed == 0 {
+                return Err(Error::not_found("agent"));
+            }
+            Ok(tx
+                .prepare_cached("SELECT id, created_at, last_seen_at, revoked_at FROM agents WHERE id = ?1")?
+                .query_row([id], |r| {
+                    Ok(AgentInfo {
+                        id: r.get(0)?,
+                        created_at: r.get(1)?,
+                        last_seen_at: r.get(2)?,
+                        revoked_at: r.get(3)?,
+                    })
+                })?)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_are_long_random_and_prefixed() {
+        let a = new_token(AGENT_TOKEN_PREFIX);
+        let b = new_token(AGENT_TOKEN_PREFIX);
+        assert_ne!(a, b);
+        assert!(a.starts_with(AGENT_TOKEN_PREFIX));
+        assert_eq!(a.len(), AGENT_TOKEN_PREFIX.len() + 64);
+    }
+
+    #[test]
+    fn only_the_hash_is_stored_and_revocation_is_immediate() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(&dir.path().join("amc.db")).expect("open");
+        let (_, token) = store.create_agent("claude").expect("create");
+        assert_eq!(store.authenticate_agent(&token).expect("auth").as_deref(), Some("claude"));
+        assert_eq!(store.authenticate_agent("amc_agent_wrong").expect("auth"), None);
+        let mut raw = std::fs::read(store.path()).expect("read db");
+        raw.extend(std::fs::read(store.path().with_extension("db-wal")).unwrap_or_default());
+        assert!(!raw.windows(token.len()).any(|w| w == token.as_bytes()), "token stored in clear");
+        assert_eq!(store.create_agent("claude").err().map(|e| e.code), Some(crate::error::ErrorCode::Conflict));
+        store.revoke_agent("claude").expect("revoke");
+        assert_eq!(store.authenticate_agent(&token).expect("auth"), None);
+    }
+}

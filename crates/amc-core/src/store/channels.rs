@@ -1,0 +1,241 @@
+//! Channels and the person's approval of them.
+
+use rusqlite::{OptionalExtension, Row, Transaction, params};
+
+use super::Store;
+use crate::error::{Error, Result};
+use crate::model::{ChannelAdmin, ChannelInfo, ChannelKind, ChannelState, HistoryRelease, SendPolicy, Source};
+use crate::time::{Millis, now_ms};
+
+/// The SQL condition under which message `m` of channel `c` reaches agents.
+pub(super) const VISIBLE: &str = "c.state = 'allowed' AND (c.visible_from IS NULL OR m.sent_at >= c.visible_from)";
+
+const DAY_MS: i64 = 86_400_000;
+
+/// A channel as a source describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChannelSpec {
+    /// The platform's id (chat guid, Discord channel id).
+    pub platform_id: String,
+    /// The name to show.
+    pub name: String,
+    /// `dm` or `group`.
+    pub kind: ChannelKind,
+}
+
+/// The parts of a channel the send path needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SendTarget {
+    /// `ch_<ULID>`.
+    pub id: String,
+    /// The source.
+    pub source: Source,
+    /// The platform's id.
+    pub platform_id: String,
+    /// The name.
+    pub name: String,
+    /// The kind.
+    pub kind: ChannelKind,
+    /// The send policy.
+    pub send_policy: SendPolicy,
+}
+
+pub(super) fn parse_col<T>(row: &Row<'_>, idx: usize, parse: fn(&str) -> Option<T>) -> rusqlite::Result<T> {
+    let s: String = row.get(idx)?;
+    parse(&s).ok_or_else(|| rusqlite::Error::InvalidColumnType(idx, s, rusqlite::types::Type::Text))
+}
+
+const ADMIN_COLS: &str = "c.id, c.source, c.platform_id, c.name, c.kind, c.state, c.send_policy, c.visible_from, \
+     c.created_at, c.last_message_at, \
+     (SELECT count(*) FROM messages m WHERE m.channel_id = c.id), \
+     CASE WHEN c.state = 'allowed' THEN (SELECT count(*) FROM messages m WHERE m.channel_id = c.id \
+       AND (c.visible_from IS NULL OR m.sent_at >= c.visible_from)) ELSE 0 END";
+
+fn admin_from_row(row: &Row<'_>) -> rusqlite::Result<ChannelAdmin> {
+    Ok(ChannelAdmin {
+        id: row.get(0)?,
+        source: parse_col(row, 1, Source::parse)?,
+        platform_id: row.get(2)?,
+        name: row.get(3)?,
+        kind: parse_col(row, 4, ChannelKind::parse)?,
+        state: parse_col(row, 5, ChannelState::parse)?,
+        send_policy: parse_col(row, 6, SendPolicy::parse)?,
+        visible_from: row.get(7)?,
+        created_at: row.get(8)?,
+        last_message_at: row.get(9)?,
+        message_count: row.get(10)?,
+        visible_count: row.get(11)?,
+    })
+}
+
+/// Lowers every agent's unread floor to `at` and bumps the unread generation: called
+/// whenever messages sent at or after `at` may have become unread.
+pub(super) fn lower_floors(tx: &Transaction<'_>, at: Millis, id: &str) -> Result<()> {
+    tx.prepare_cached("UPDATE agents SET floor_at = ?1, floor_id = ?2 WHERE (floor_at, floor_id) > (?1, ?2)")?
+        .execute(params![at, id])?;
+    tx.prepare_cached("UPDATE unread_generation SET value = value + 1 WHERE id = 1")?.execute([])?;
+    Ok(())
+}
+
+/// Finds or creates the channel; returns its id and whether it is new.
+pub(super) fn upsert(tx: &Transaction<'_>, source: Source, spec: &ChannelSpec, now: Millis) -> Result<(String, bool)> {
+    let existing: Option<(String, String, String)> = tx
+        .prepare_cached("SELECT id, name, kind FROM channels WHERE source = ?1 AND platform_id = ?2")?
+        .query_row(params![source.as_str(), spec.platform_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .optional()?;
+    if let Some((id, name, kind)) = existing {
+        if name != spec.name || kind != spec.kind.as_str() {
+            tx.prepare_cached("UPDATE channels SET name = ?2, kind = ?3, updated_at = ?4 WHERE id = ?1")?
+                .execute(params![id, spec.name, spec.kind.as_str(), now])?;
+        }
+        return Ok((id, false));
+    }
+    let id = crate::ids::new_channel_id();
+    tx.prepare_cached(
+        "INSERT INTO channels (id, source, platform_id, name, kind, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)",
+    )?
+    .execute(params![id, source.as_str(), spec.platform_id, spec.name, spec.kind.as_str(), now])?;
+    Ok((id, true))
+}
+
+impl Store {
+    /// Finds or creates a channel (new channels start `pending`); returns its id and whether it is new.
+    pub fn ensure_channel(&self, source: Source, spec: &ChannelSpec) -> Result<(String, bool)> {
+        self.write(|tx| upsert(tx, source, spec, now_ms()))
+    }
+
+    /// Every channel with its state and counts, newest activity first, for the person.
+    /// `search` matches the name or platform id, case-insensitively.
+    pub fn admin_channels(&self, state: Option<ChannelState>, search: Option<&str>) -> Result<Vec<ChannelAdmin>> {
+        let pattern = search.map(|s| format!("%{}%", s.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_")));
+        self.read(|tx| {
+            let sql = format!(
+                "SELECT {ADMIN_COLS} FROM channels c WHERE (?1 IS NULL OR c.state = ?1) \
+                 AND (?2 IS NULL OR c.name LIKE ?2 ESCAPE '\\' OR c.platform_id LIKE ?2 ESCAPE '\\') \
+                 ORDER BY coalesce(c.last_message_at, c.created_at) DESC, c.id"
+            );
+            let mut stmt = tx.prepare_cached(&sql)?;
+            let rows = stmt.query_map(params![state.map(ChannelState::as_str), pattern], admin_from_row)?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+    }
+
+    /// One channel for the person.
+    pub fn admin_channel(&self, id: &str) -> Result<ChannelAdmin> {
+        self.read(|tx| {
+            let sql = format!("SELECT {ADMIN_COLS} FROM channels c WHERE c.id = ?1");
+            tx.prepare_cached(&sql)?
+                .query_row([id], admin_from_row)
+                .optional()?
+                .ok_or_else(|| Error::not_found("channel"))
+        })
+    }
+
+    /// Approves a channel, releasing as much history as the person chose. A channel
+    /// approved for the first time gets the `review` send policy unless `policy` says otherwise.
+    pub fn approve_channel(
+        &self,
+        id: &str,
+        release: HistoryRelease,
+        policy: Option<SendPolicy>,
+    ) -> Result<ChannelAdmin> {
+        let now = now_ms();
+        let visible_from = match release {
+            HistoryRelease::FromNow => Some(now),
+            HistoryRelease::All => None,
+            HistoryRelease::LastDays(days) => Some(now - i64::from(days) * DAY_MS),
+        };
+        self.write(|tx| {
+            let changed = tx
+                .prepare_cached(
+                    "UPDATE channels SET state = 'allowed', visible_from = ?2, \
+                     send_policy = coalesce(?3, send_policy), updated_at = ?4 WHERE id = ?1",
+                )?
+                .execute(params![id, visible_from, policy.map(SendPolicy::as_str), now])?;
+            if changed == 0 {
+                return Err(Error::not_found("channel"));
+            }
+            lower_floors(tx, visible_from.unwrap_or(i64::MIN), "")
+        })?;
+        self.admin_channel(id)
+    }
+
+    /// Blocks a channel: from this moment nothing of it reaches agents.
+    pub fn block_channel(&self, id: &str) -> Result<ChannelAdmin> {
+        self.write(|tx| {
+            let changed = tx
+                .prepare_cached("UPDATE channels SET state = 'blocked', updated_at = ?2 WHERE id = ?1")?
+                .execute(params![id, now_ms()])?;
+            if changed == 0 {
+                return Err(Error::not_found("channel"));
+            }
+            Ok(())
+        })?;
+        self.admin_channel(id)
+    }
+
+    /// Sets what an agent's send to this channel does.
+    pub fn set_send_policy(&self, id: &str, policy: SendPolicy) -> Result<ChannelAdmin> {
+        self.write(|tx| {
+            let changed = tx
+                .prepare_cached("UPDATE channels SET send_policy = ?2, updated_at = ?3 WHERE id = ?1")?
+                .execute(params![id, policy.as_str(), now_ms()])?;
+            if changed == 0 {
+                return Err(Error::not_found("channel"));
+            }
+            Ok(())
+        })?;
+        self.admin_channel(id)
+    }
+
+    /// The channels agents may use, most recently active first.
+    pub fn visible_channels(&self, source: Option<Source>) -> Result<Vec<ChannelInfo>> {
+        self.read(|tx| {
+            let mut stmt = tx.prepare_cached(
+                "SELECT id, source, name, kind, send_policy, last_message_at FROM channels \
+                 WHERE state = 'allowed' AND (?1 IS NULL OR source = ?1) \
+                 ORDER BY coalesce(last_message_at, created_at) DESC, id",
+            )?;
+            let rows = stmt.query_map(params![source.map(Source::as_str)], |r| {
+                Ok(ChannelInfo {
+                    id: r.get(0)?,
+                    source: parse_col(r, 1, Source::parse)?,
+                    name: r.get(2)?,
+                    kind: parse_col(r, 3, ChannelKind::parse)?,
+                    send_policy: parse_col(r, 4, SendPolicy::parse)?,
+                    last_activity_at: r.get(5)?,
+                })
+            })?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+    }
+
+    /// The channel an agent wants to send to, if agents may see it.
+    pub fn send_target(&self, id: &str) -> Result<Option<SendTarget>> {
+        self.read(|tx| target(tx, id, true))
+    }
+
+    /// The channel of a held send, whatever its state now (the person decides).
+    pub fn channel_target(&self, id: &str) -> Result<Option<SendTarget>> {
+        self.read(|tx| target(tx, id, false))
+    }
+}
+
+fn target(tx: &Transaction<'_>, id: &str, only_allowed: bool) -> Result<Option<SendTarget>> {
+    Ok(tx
+        .prepare_cached(
+            "SELECT id, source, platform_id, name, kind, send_policy FROM channels \
+             WHERE id = ?1 AND (?2 = 0 OR state = 'allowed')",
+        )?
+        .query_row(params![id, only_allowed], |r| {
+            Ok(SendTarget {
+                id: r.get(0)?,
+                source: parse_col(r, 1, Source::parse)?,
+                platform_id: r.get(2)?,
+                name: r.get(3)?,
+                kind: parse_col(r, 4, ChannelKind::parse)?,
+                send_policy: parse_col(r, 5, SendPolicy::parse)?,
+            })
+        })
+        .optional()?)
+}

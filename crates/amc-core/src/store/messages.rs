@@ -1,0 +1,468 @@
+//! Messages: ingest from sources, and the agents' views (unread, context, get), which
+//! only ever show messages of allowed channels inside their released history.
+
+use std::collections::{BTreeSet, HashMap};
+
+use rusqlite::{OptionalExtension, Row, Transaction, params};
+
+use super::Store;
+use super::channels::{ChannelSpec, VISIBLE, lower_floors, parse_col, upsert};
+use crate::error::{Error, Result};
+use crate::model::{AttachmentInfo, ChannelKind, ChannelRef, Direction, Envelope, IncomingMessage, SenderInfo, Source};
+use crate::time::{Millis, now_ms};
+
+/// The envelope's columns, for `FROM messages m JOIN channels c`.
+const ENVELOPE_COLS: &str = "m.id, m.source, m.channel_id, c.name, c.kind, m.sender_id, m.sender_name, m.is_self, \
+     m.text, m.sent_at, m.edited_at, m.unsent, m.reply_to, m.reactions, m.direction, m.agent_id";
+
+fn envelope_from_row(row: &Row<'_>) -> rusqlite::Result<Envelope> {
+    let reactions: String = row.get(13)?;
+    Ok(Envelope {
+        id: row.get(0)?,
+        source: parse_col(row, 1, Source::parse)?,
+        channel_id: row.get(2)?,
+        channel: ChannelRef { name: row.get(3)?, kind: parse_col(row, 4, ChannelKind::parse)? },
+        sender: SenderInfo { id: row.get(5)?, display_name: row.get(6)?, is_self: row.get(7)? },
+        text: row.get(8)?,
+        sent_at: row.get(9)?,
+        edited_at: row.get(10)?,
+        unsent: row.get(11)?,
+        reply_to: row.get(12)?,
+        reactions: serde_json::from_str(&reactions).unwrap_or_default(),
+        attachments: Vec::new(),
+        direction: parse_col(row, 14, Direction::parse)?,
+        agent_id: row.get(15)?,
+    })
+}
+
+/// Fills in the attachments of a page of envelopes with one query per message.
+fn load_attachments(tx: &Transaction<'_>, envelopes: &mut [Envelope]) -> Result<()> {
+    let mut stmt = tx.prepare_cached(
+        "SELECT id, filename, mime_type, size_bytes, available FROM attachments WHERE message_id = ?1 ORDER BY rowid",
+    )?;
+    for env in envelopes.iter_mut() {
+        let rows = stmt.query_map([&env.id], |r| {
+            let id: String = r.get(0)?;
+            Ok(AttachmentInfo {
+                download_path: format!("/attachments/{id}"),
+                id,
+                filename: r.get(1)?,
+                mime_type: r.get(2)?,
+                size_bytes: r.get(3)?,
+                available: r.get(4)?,
+            })
+        })?;
+        env.attachments = rows.collect::<rusqlite::Result<Vec<_>>>()?;
+    }
+    Ok(())
+}
+
+fn collect(tx: &Transaction<'_>, stmt_rows: rusqlite::Result<Vec<Envelope>>) -> Result<Vec<Envelope>> {
+    let mut envelopes = stmt_rows?;
+    load_attachments(tx, &mut envelopes)?;
+    Ok(envelopes)
+}
+
+/// What an ingest did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IngestReport {
+    /// The channel's id.
+    pub channel_id: String,
+    /// Whether the channel was seen for the first time (it is `pending`).
+    pub channel_created: bool,
+    /// Ids of messages stored for the first time.
+    pub inserted: Vec<String>,
+    /// Ids of stored messages whose text, edit, unsend or reactions changed.
+    pub updated: Vec<String>,
+}
+
+/// The filters of `GET /messages/unread`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UnreadQuery {
+    /// Only messages sent at or after this time.
+    pub since: Option<Millis>,
+    /// Only this source.
+    pub source: Option<Source>,
+    /// Only this channel.
+    pub channel_id: Option<String>,
+    /// At most this many (1..=100).
+    pub limit: u32,
+}
+
+impl Store {
+    /// Stores messages of one channel from a source, creating the channel (pending) if
+    /// new. Idempotent on the platform id: a message seen again updates its text, edit,
+    /// unsend and reactions, and is never stored twice. `checkpoint`, if given, is written
+    /// in the same transaction, so a source's high-water mark never runs ahead of its data.
+    #[tracing::instrument(skip_all, fields(source = %source, channel = %channel.platform_id, n = messages.len()), err)]
+    pub fn ingest(
+        &self,
+        source: Source,
+        channel: &ChannelSpec,
+        messages: &[IncomingMessage],
+        checkpoint: Option<(&str, &str)>,
+    ) -> Result<IngestReport> {
+        let now = now_ms();
+        self.write(|tx| {
+            let (channel_id, channel_created) = upsert(tx, source, channel, now)?;
+            let mut report = IngestReport { channel_id: channel_id.clone(), channel_created, ..Default::default() };
+            let mut lowest: Option<(Millis, String)> = None;
+            let mut newest: Option<Millis> = None;
+            for msg in messages {
+                match ingest_one(tx, source, &channel_id, msg, now)? {
+                    Ingested::Inserted(id) => {
+                        if lowest.as_ref().is_none_or(|(at, lid)| (msg.sent_at, &id) < (*at, lid)) {
+                            lowest = Some((msg.sent_at, id.clone()));
+                        }
+                        newest = newest.max(Some(msg.sent_at));
+                        report.inserted.push(id);
+                    }
+                    Ingested::Updated(id) => report.updated.push(id),
+                    Ingested::Unchanged => {}
+                }
+            }
+            if let Some((at, id)) = lowest {
+                lower_floors(tx, at, &id)?;
+            }
+            if let Some(newest) = newest {
+                tx.prepare_cached(
+                    "UPDATE channels SET last_message_at = max(coalesce(last_message_at, ?2), ?2) WHERE id = ?1",
+                )?
+                .execute(params![channel_id, newest])?;
+            }
+            if let Some((key, value)) = checkpoint {
+                set_source_state(tx, source, key, value)?;
+            }
+            Ok(report)
+        })
+    }
+
+    /// A source's checkpoint value, if any.
+    pub fn source_state(&self, source: Source, key: &str) -> Result<Option<String>> {
+        self.read(|tx| {
+            Ok(tx
+                .prepare_cached("SELECT value FROM source_state WHERE source = ?1 AND key = ?2")?
+                .query_row(params![source.as_str(), key], |r| r.get(0))
+                .optional()?)
+        })
+    }
+
+    /// Sets a source's checkpoint value on its own (ingest can write it with the data).
+    pub fn set_source_state(&self, source: Source, key: &str, value: &str) -> Result<()> {
+        self.write(|tx| set_source_state(tx, source, key, value))
+    }
+
+    /// The agent's unread messages, oldest first, and `next_since`.
+    pub fn unread(&self, agent_id: &str, q: &UnreadQuery) -> Result<(Vec<Envelope>, Option<Millis>)> {
+        let (messages, advance) = self.read(|tx| {
+            let generation: i64 = tx.query_row("SELECT value FROM unread_generation WHERE id = 1", [], |r| r.get(0))?;
+            let floor: (Millis, String) = tx
+                .prepare_cached("SELECT floor_at, floor_id FROM agents WHERE id = ?1")?
+                .query_row([agent_id], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()?
+                .ok_or_else(|| Error::unauthorized("unknown agent"))?;
+            let since = q.since.unwrap_or(i64::MIN);
+            let (start_at, start_id) = if since > floor.0 { (since, String::new()) } else { floor.clone() };
+            let sql = if q.channel_id.is_some() {
+                format!(
+                    "SELECT {ENVELOPE_COLS} FROM messages m INDEXED BY messages_by_channel JOIN channels c ON c.id = m.channel_id \
+                     WHERE m.channel_id = ?5 AND (m.sent_at, m.id) >= (?2, ?3) AND m.direction = 'inbound' AND {VISIBLE} \
+                     AND (?4 IS NULL OR m.source = ?4) \
+                     AND NOT EXISTS (SELECT 1 FROM read_state r WHERE r.agent_id = ?1 AND r.message_id = m.id) \
+                     ORDER BY m.sent_at, m.id LIMIT ?6"
+                )
+            } else {
+                format!(
+                    "SELECT {ENVELOPE_COLS} FROM messages m INDEXED BY messages_by_time JOIN channels c ON c.id = m.channel_id \
+                     WHERE (m.sent_at, m.id) >= (?2, ?3) AND m.direction = 'inbound' AND {VISIBLE} \
+                     AND (?4 IS NULL OR m.source = ?4) AND (?5 IS NULL) \
+                     AND NOT EXISTS (SELECT 1 FROM read_state r WHERE r.agent_id = ?1 AND r.message_id = m.id) \
+                     ORDER BY m.sent_at, m.id LIMIT ?6"
+                )
+            };
+            let mut stmt = tx.prepare_cached(&sql)?;
+            let rows = stmt
+                .query_map(
+                    params![agent_id, start_at, start_id, q.source.map(Source::as_str), q.channel_id, q.limit],
+                    envelope_from_row,
+                )?
+                .collect();
+            let messages = collect(tx, rows)?;
+            // Without filters, the scan proves that nothing before its first result (or,
+            // when empty, before the newest message) is unread: remember that.
+            let unfiltered = q.source.is_none() && q.channel_id.is_none() && since <= floor.0;
+            let advance = if unfiltered {
+                let candidate = match messages.first() {
+                    Some(m) => Some((m.sent_at, m.id.clone())),
+                    None => tx
+                        .query_row("SELECT max(sent_at) FROM messages", [], |r| r.get::<_, Option<Millis>>(0))?
+                        .map(|max| (max.saturating_add(1), String::new())),
+                };
+                candidate.filter(|c| *c > floor).map(|c| (generation, floor, c))
+            } else {
+                None
+            };
+            Ok((messages, advance))
+        })?;
+        if let Some((generation, old, new)) = advance {
+            // Only if nothing that could add an older unread message happened since the read.
+            self.write(|tx| {
+                tx.prepare_cached(
+                    "UPDATE agents SET floor_at = ?3, floor_id = ?4 WHERE id = ?1 AND floor_at = ?5 AND floor_id = ?6 \
+                     AND (SELECT value FROM unread_generation WHERE id = 1) = ?2",
+                )?
+                .execute(params![agent_id, generation, new.0, new.1, old.0, old.1])?;
+                Ok(())
+            })?;
+        }
+        let next_since = messages.last().map(|m| m.sent_at).or(q.since);
+        Ok((messages, next_since))
+    }
+
+    /// Marks messages read for an agent; returns the number of unique ids submitted.
+    /// Unknown and hidden ids are skipped but counted, so the count reveals nothing.
+    pub fn mark_read(&self, agent_id: &str, ids: &[String]) -> Result<usize> {
+        let unique: BTreeSet<&str> = ids.iter().map(String::as_str).collect();
+        let now = now_ms();
+        self.write(|tx| {
+            let sql = format!(
+                "INSERT INTO read_state (agent_id, message_id, read_at) \
+                 SELECT ?1, m.id, ?3 FROM messages m JOIN channels c ON c.id = m.channel_id WHERE m.id = ?2 AND {VISIBLE} \
+                 ON CONFLICT (agent_id, message_id) DO NOTHING"
+            );
+            let mut stmt = tx.prepare_cached(&sql)?;
+            for id in &unique {
+                stmt.execute(params![agent_id, id, now])?;
+            }
+            Ok(())
+        })?;
+        Ok(unique.len())
+    }
+
+    /// A visible message, or `MESSAGE_NOT_FOUND`.
+    pub fn visible_message(&self, id: &str) -> Result<Envelope> {
+        self.read(|tx| visible_one(tx, id, None))
+    }
+
+    /// The target message with up to `before` and `after` visible neighbours in its
+    /// channel, chronologically.
+    pub fn context(&self, channel_id: &str, around: &str, before: u32, after: u32) -> Result<Vec<Envelope>> {
+        self.read(|tx| {
+            let target = visible_one(tx, around, Some(channel_id))?;
+            let older_sql = format!(
+                "SELECT {ENVELOPE_COLS} FROM messages m JOIN channels c ON c.id = m.channel_id \
+                 WHERE m.channel_id = ?1 AND (m.sent_at, m.id) < (?2, ?3) AND {VISIBLE} \
+                 ORDER BY m.sent_at DESC, m.id DESC LIMIT ?4"
+            );
+            let newer_sql = format!(
+                "SELECT {ENVELOPE_COLS} FROM messages m JOIN channels c ON c.id = m.channel_id \
+                 WHERE m.channel_id = ?1 AND (m.sent_at, m.id) > (?2, ?3) AND {VISIBLE} \
+                 ORDER BY m.sent_at, m.id LIMIT ?4"
+            );
+            let mut older: Vec<Envelope> = tx
+                .prepare_cached(&older_sql)?
+                .query_map(params![channel_id, target.sent_at, target.id, before], envelope_from_row)?
+                .collect::<rusqlite::Result<_>>()?;
+            older.reverse();
+            let newer: Vec<Envelope> = tx
+                .prepare_cached(&newer_sql)?
+                .query_map(params![channel_id, target.sent_at, target.id, after], envelope_from_row)?
+                .collect::<rusqlite::Result<_>>()?;
+            let mut all = older;
+            all.push(target);
+            all.extend(newer);
+            load_attachments(tx, &mut all)?;
+            Ok(all)
+        })
+    }
+
+    /// The agents that have read each of `ids`.
+    pub fn readers(&self, ids: &[String]) -> Result<HashMap<String, Vec<String>>> {
+        self.read(|tx| {
+            let mut stmt =
+                tx.prepare_cached("SELECT agent_id FROM read_state WHERE message_id = ?1 ORDER BY read_at")?;
+            let mut out = HashMap::new();
+            for id in ids {
+                let agents = stmt.query_map([id], |r| r.get(0))?.collect::<rusqlite::Result<Vec<String>>>()?;
+                out.insert(id.clone(), agents);
+            }
+            Ok(out)
+        })
+    }
+
+    /// Recent messages of allowed channels, newest first, for the person's inbox view.
+    pub fn recent_visible(&self, limit: u32) -> Result<Vec<Envelope>> {
+        self.read(|tx| {
+            let sql = format!(
+                "SELECT {ENVELOPE_COLS} FROM messages m INDEXED BY messages_by_time JOIN channels c ON c.id = m.channel_id \
+                 WHERE {VISIBLE} ORDER BY m.sent_at DESC, m.id DESC LIMIT ?1"
+            );
+            let rows = tx.prepare_cached(&sql)?.query_map([limit], envelope_from_row)?.collect();
+            collect(tx, rows)
+        })
+    }
+
+    /// Messages of any channel, visible or not, newest first: the person sees the
+    /// conversation around a held send even in a channel agents cannot read.
+    pub fn channel_tail(&self, channel_id: &str, limit: u32) -> Result<Vec<Envelope>> {
+        self.read(|tx| {
+            let sql = format!(
+                "SELECT {ENVELOPE_COLS} FROM messages m JOIN channels c ON c.id = m.channel_id \
+                 WHERE m.channel_id = ?1 ORDER BY m.sent_at DESC, m.id DESC LIMIT ?2"
+            );
+            let rows = tx.prepare_cached(&sql)?.query_map(params![channel_id, limit], envelope_from_row)?.collect();
+            let mut out = collect(tx, rows)?;
+            out.reverse();
+            Ok(out)
+        })
+    }
+
+    /// The local file of a visible attachment, if AMC has one.
+    pub fn visible_attachment(&self, id: &str) -> Result<(Option<String>, Option<String>, Option<String>, bool)> {
+        self.read(|tx| {
+            let sql = format!(
+                "SELECT a.local_path, a.filename, a.mime_type, a.available FROM attachments a \
+                 JOIN messages m ON m.id = a.message_id JOIN channels c ON c.id = m.channel_id WHERE a.id = ?1 AND {VISIBLE}"
+            );
+            tx.prepare_cached(&sql)?
+                .query_row([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+                .optional()?
+                .ok_or_else(|| Error::not_found("attachment"))
+        })
+    }
+}
+
+fn visible_one(tx: &Transaction<'_>, id: &str, channel_id: Option<&str>) -> Result<Envelope> {
+    let sql = format!(
+        "SELECT {ENVELOPE_COLS} FROM messages m JOIN channels c ON c.id = m.channel_id \
+         WHERE m.id = ?1 AND (?2 IS NULL OR m.channel_id = ?2) AND {VISIBLE}"
+    );
+    let found = tx.prepare_cached(&sql)?.query_row(params![id, channel_id], envelope_from_row).optional()?;
+    let mut found: Vec<Envelope> = found.into_iter().collect();
+    load_attachments(tx, &mut found)?;
+    found.pop().ok_or_else(Error::message_not_found)
+}
+
+fn set_source_state(tx: &Transaction<'_>, source: Source, key: &str, value: &str) -> Result<()> {
+    tx.prepare_cached(
+        "INSERT INTO source_state (source, key, value) VALUES (?1, ?2, ?3) \
+         ON CONFLICT (source, key) DO UPDATE SET value = excluded.value",
+    )?
+    .execute(params![source.as_str(), key, value])?;
+    Ok(())
+}
+
+enum Ingested {
+    Inserted(String),
+    Updated(String),
+    Unchanged,
+}
+
+fn ingest_one(
+    tx: &Transaction<'_>,
+    source: Source,
+    channel_id: &str,
+    msg: &IncomingMessage,
+    now: Millis,
+) -> Result<Ingested> {
+    let reactions = serde_json::to_string(&msg.reactions).map_err(Error::internal)?;
+    let existing: Option<String> = tx
+        .prepare_cached("SELECT id FROM messages WHERE source = ?1 AND platform_id = ?2")?
+        .query_row(params![source.as_str(), msg.platform_id], |r| r.get(0))
+        .optional()?;
+    if let Some(id) = existing {
+        let changed = tx
+            .prepare_cached(
+                "UPDATE messages SET text = ?2, edited_at = ?3, unsent = ?4, reactions = ?5 WHERE id = ?1 \
+                 AND (text IS NOT ?2 OR edited_at IS NOT ?3 OR unsent IS NOT ?4 OR reactions IS NOT ?5)",
+            )?
+            .execute(params![id, msg.text, msg.edited_at, msg.unsent, reactions])?;
+        return Ok(if changed > 0 { Ingested::Updated(id) } else { Ingested::Unchanged });
+    }
+    let id = crate::ids::new_message_id();
+    let reply_to: Option<String> = match &msg.reply_to_platform_id {
+        Some(parent) => tx
+            .prepare_cached("SELECT id FROM messages WHERE source = ?1 AND platform_id = ?2")?
+            .query_row(params![source.as_str(), parent], |r| r.get(0))
+            .optional()?,
+        None => None,
+    };
+    tx.prepare_cached(
+        "INSERT INTO messages (id, channel_id, platform_id, source, sender_id, sender_name, is_self, text, sent_at, \
+         edited_at, unsent, reply_to, reply_to_platform_id, reactions, direction, agent_id, ingested_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, 'inbound', NULL, ?15)",
+    )?
+    .execute(params![
+        id,
+        channel_id,
+        msg.platform_id,
+        source.as_str(),
+        msg.sender.id,
+        msg.sender.display_name,
+        msg.sender.is_self,
+        msg.text,
+        msg.sent_at,
+        msg.edited_at,
+        msg.unsent,
+        reply_to,
+        msg.reply_to_platform_id,
+        reactions,
+        now
+    ])?;
+    // Replies that arrived before their parent now point at it.
+    tx.prepare_cached(
+        "UPDATE messages SET reply_to = ?1 WHERE source = ?2 AND reply_to_platform_id = ?3 AND reply_to IS NULL",
+    )?
+    .execute(params![id, source.as_str(), msg.platform_id])?;
+    let mut att_stmt = tx.prepare_cached(
+        "INSERT INTO attachments (id, message_id, platform_id, filename, mime_type, size_bytes, local_path, remote_url, available) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    )?;
+    for a in &msg.attachments {
+        att_stmt.execute(params![
+            crate::ids::new_attachment_id(),
+            id,
+            a.platform_id,
+            a.filename,
+            a.mime_type,
+            a.size_bytes,
+            a.local_path,
+            a.remote_url,
+            a.available
+        ])?;
+    }
+    Ok(Ingested::Inserted(id))
+}
+
+impl Store {
+    /// The platform id of a message, for replying to it on its platform.
+    pub fn message_platform_id(&self, id: &str) -> Result<Option<String>> {
+        self.read(|tx| {
+            Ok(tx
+                .prepare_cached("SELECT platform_id FROM messages WHERE id = ?1")?
+                .query_row([id], |r| r.get(0))
+                .optional()?)
+        })
+    }
+
+    /// A setting the person changed, if any.
+    pub fn setting(&self, key: &str) -> Result<Option<String>> {
+        self.read(|tx| {
+            Ok(tx
+                .prepare_cached("SELECT value FROM settings WHERE key = ?1")?
+                .query_row([key], |r| r.get(0))
+                .optional()?)
+        })
+    }
+
+    /// Changes a setting.
+    pub fn set_setting(&self, key: &str, value: &str) -> Result<()> {
+        self.write(|tx| {
+            tx.prepare_cached(
+                "INSERT INTO settings (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            )?
+            .execute(params![key, value])?;
+            Ok(())
+        })
+    }
+}

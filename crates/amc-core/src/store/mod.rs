@@ -1,0 +1,187 @@
+//! The store: AMC's one SQLite database. This module tree is the only code that writes
+//! SQL; everything else calls the typed methods here.
+//!
+//! # Layout
+//! - `mod.rs`: opening, pragmas, migrations, the connection pool.
+//! - `channels.rs`: channels and the person's approval.
+//! - `messages.rs`: ingest, unread, context, read state.
+//! - `agents.rs`: agents and their hashed tokens.
+//! - `outbox.rs`: agents' sends and their idempotency records.
+
+mod agents;
+mod channels;
+mod messages;
+mod outbox;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
+
+use crate::error::{Error, Result};
+
+pub use channels::{ChannelSpec, SendTarget};
+pub use messages::{IngestReport, UnreadQuery};
+pub use outbox::{NewSend, SendLookup, SendOutcome};
+
+/// The migrations, in order; `PRAGMA user_version` is the number applied.
+const MIGRATIONS: &[(&str, &str)] = &[("0001_initial", include_str!("migrations/0001_initial.sql"))];
+
+/// How long a connection waits for a lock held by another before giving up.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A cheap, cloneable handle on the database: one writer connection, and a pool of
+/// readers that WAL lets run beside it.
+#[derive(Clone)]
+pub struct Store {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    path: PathBuf,
+    writer: Mutex<Connection>,
+    readers: Mutex<Vec<Connection>>,
+}
+
+impl Store {
+    /// Opens (creating if needed) the database at `path` and applies pending migrations.
+    #[tracing::instrument(skip_all, fields(path = %path.display()), err)]
+    pub fn open(path: &Path) -> Result<Self> {
+        let mut writer = open_connection(path, false)?;
+        writer.pragma_update(None, "journal_mode", "wal")?;
+        migrate(&mut writer)?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                path: path.to_owned(),
+                writer: Mutex::new(writer),
+                readers: Mutex::new(Vec::new()),
+            }),
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// Runs `f` in one write transaction (`BEGIN IMMEDIATE`), committing if it returns `Ok`.
+    pub fn write<T>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
+        let mut conn = self.inner.writer.lock().map_err(|_| Error::internal("store writer lock poisoned"))?;
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let out = f(&tx)?;
+        tx.commit()?;
+        Ok(out)
+    }
+
+    /// Runs `f` in one read transaction on a pooled reader: every query in it sees the
+    /// same snapshot.
+    pub fn read<T>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
+        let pooled = self.inner.readers.lock().map_err(|_| Error::internal("store pool lock poisoned"))?.pop();
+        let mut conn = match pooled {
+            Some(c) => c,
+            None => open_connection(&self.inner.path, true)?,
+        };
+        let out = {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Deferred)?;
+            let out = f(&tx);
+            tx.finish()?;
+            out
+        };
+        if let Ok(mut pool) = self.inner.readers.lock() {
+            if pool.len() < 8 {
+                pool.push(conn);
+            }
+        }
+        out
+    }
+}
+
+fn open_connection(path: &Path, read_only: bool) -> Result<Connection> {
+    let flags = if read_only {
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX
+    } else {
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX
+    };
+    let conn = Connection::open_with_flags(path, flags)?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    conn.pragma_update(None, "foreign_keys", true)?;
+    conn.pragma_update(None, "synchronous", "normal")?;
+    conn.set_prepared_statement_cache_capacity(64);
+    Ok(conn)
+}
+
+/// Applies every migration newer than `PRAGMA user_version`, each in its own transaction.
+fn migrate(conn: &mut Connection) -> Result<()> {
+    let current: usize = conn.pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0))?.try_into().unwrap_or(0);
+    if current > MIGRATIONS.len() {
+        return Err(Error::internal(format_args!(
+            "the database is from a newer AMC (schema {current}, this build knows {})",
+            MIGRATIONS.len()
+        )));
+    }
+    for (i, (name, sql)) in MIGRATIONS.iter().enumerate().skip(current) {
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        tx.execute_batch(sql).map_err(|e| Error::internal(format_args!("migration {name}: {e}")))?;
+        tx.pragma_update(None, "user_version", (i + 1) as i64)?;
+        tx.commit()?;
+        tracing::info!(migration = name, "applied");
+    }
+    Ok(())
+}
+
+/// The schema version this build writes.
+pub fn schema_version() -> usize {
+    MIGRATIONS.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn migrations_apply_to_an_empty_database_and_set_user_version() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("amc.db");
+        let store = Store::open(&path).expect("open");
+        let (version, tables, journal): (i64, i64, String) = store
+            .read(|tx| {
+                Ok((
+                    tx.pragma_query_value(None, "user_version", |r| r.get(0))?,
+                    tx.query_row("SELECT count(*) FROM sqlite_master WHERE type = 'table'", [], |r| r.get(0))?,
+                    tx.pragma_query_value(None, "journal_mode", |r| r.get(0))?,
+                ))
+            })
+            .expect("read");
+        assert_eq!(version as usize, schema_version());
+        assert!(tables >= 9, "{tables} tables");
+        assert_eq!(journal, "wal");
+        drop(store);
+        // Opening again applies nothing and keeps the data.
+        let again = Store::open(&path).expect("reopen");
+        let v: i64 = again.read(|tx| Ok(tx.pragma_query_value(None, "user_version", |r| r.get(0))?)).expect("v");
+        assert_eq!(v as usize, schema_version());
+    }
+
+    #[test]
+    fn a_database_from_a_newer_build_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("amc.db");
+        let conn = Connection::open(&path).expect("open");
+        conn.pragma_update(None, "user_version", 999).expect("pragma");
+        drop(conn);
+        let err = Store::open(&path).err().expect("refused");
+        assert_eq!(err.code, crate::error::ErrorCode::InternalError);
+    }
+
+    #[test]
+    fn foreign_keys_are_enforced() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(&dir.path().join("amc.db")).expect("open");
+        let res = store.write(|tx| {
+            tx.execute("INSERT INTO read_state (agent_id, message_id, read_at) VALUES ('a', 'msg_x', 0)", [])?;
+            Ok(())
+        });
+        assert!(res.is_err());
+    }
+}

@@ -1,0 +1,260 @@
+//! The outbox of agents' sends, and their idempotency records.
+//!
+//! A send is recorded before the platform is called and its outcome after, so a crash
+//! in between leaves a `sending` row that start-up turns into `unknown`: never sent twice.
+
+use rusqlite::{OptionalExtension, Row, Transaction, params};
+
+use super::Store;
+use super::channels::parse_col;
+use crate::error::{Error, ErrorCode, Result};
+use crate::model::{OutboxItem, OutboxStatus, Source, StagedAttachment};
+use crate::time::{Millis, now_ms};
+
+/// How long an idempotency record is kept.
+pub const IDEMPOTENCY_TTL_MS: i64 = 24 * 3_600_000;
+
+/// A send to record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewSend<'a> {
+    /// The agent.
+    pub agent_id: &'a str,
+    /// The `Idempotency-Key`, if any, and the hash of the request it came with.
+    pub idempotency: Option<(&'a str, [u8; 32])>,
+    /// The channel.
+    pub channel_id: &'a str,
+    /// The text.
+    pub text: &'a str,
+    /// The message replied to.
+    pub reply_to: Option<&'a str>,
+    /// The staged attachments.
+    pub attachments: &'a [StagedAttachment],
+    /// `Held` (review) or `Sending` (auto).
+    pub status: OutboxStatus,
+}
+
+/// What recording a send found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SendLookup {
+    /// A new send was recorded.
+    New(OutboxItem),
+    /// The same key and payload were seen within 24 h: this is that send.
+    Replay(OutboxItem),
+}
+
+const OUTBOX_COLS: &str = "o.id, o.agent_id, o.channel_id, c.name, c.source, o.text, o.reply_to, o.attachments, o.status, \
+     o.created_at, o.sent_at, o.error_code, o.error_message";
+
+fn item_from_row(row: &Row<'_>) -> rusqlite::Result<OutboxItem> {
+    let attachments: String = row.get(7)?;
+    Ok(OutboxItem {
+        id: row.get(0)?,
+        agent_id: row.get(1)?,
+        channel_id: row.get(2)?,
+        channel_name: row.get(3)?,
+        source: parse_col(row, 4, Source::parse)?,
+        text: row.get(5)?,
+        reply_to: row.get(6)?,
+        attachments: serde_json::from_str(&attachments).unwrap_or_default(),
+        status: parse_col(row, 8, OutboxStatus::parse)?,
+        created_at: row.get(9)?,
+        sent_at: row.get(10)?,
+        error_code: row.get(11)?,
+        error_message: row.get(12)?,
+    })
+}
+
+fn item(tx: &Transaction<'_>, id: &str) -> Result<Option<OutboxItem>> {
+    let sql = format!("SELECT {OUTBOX_COLS} FROM outbox o JOIN channels c ON c.id = o.channel_id WHERE o.id = ?1");
+    Ok(tx.prepare_cached(&sql)?.query_row([id], item_from_row).optional()?)
+}
+
+/// The outcome of a platform call, as recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SendOutcome {
+    /// Delivered: the platform's id for it and when.
+    Sent {
+        /// The platform's message id.
+        platform_id: String,
+        /// When the platform says it was sent.
+        sent_at: Millis,
+    },
+    /// Refused by the platform.
+    Failed {
+        /// The stable code.
+        code: ErrorCode,
+        /// What to tell the agent and the person.
+        message: String,
+    },
+    /// It may or may not have gone out.
+    Unknown {
+        /// Why the outcome is not known.
+        reason: String,
+    },
+}
+
+impl Store {
+    /// Records a send, or finds the earlier send with the same idempotency key.
+    /// The same key with another payload is `IDEMPOTENCY_KEY_REUSE`.
+    pub fn record_send(&self, send: &NewSend<'_>) -> Result<SendLookup> {
+        let now = now_ms();
+        self.write(|tx| {
+            if let Some((key, hash)) = send.idempotency {
+                let earlier: Option<(Vec<u8>, String)> = tx
+                    .prepare_cached(
+                        "SELECT request_hash, outbox_id FROM idempotency WHERE agent_id = ?1 AND key = ?2 AND created_at > ?3",
+                    )?
+                    .query_row(params![send.agent_id, key, now - IDEMPOTENCY_TTL_MS], |r| Ok((r.get(0)?, r.get(1)?)))
+                    .optional()?;
+                if let Some((earlier_hash, outbox_id)) = earlier {
+                    if earlier_hash != hash {
+                        return Err(Error::new(
+                            ErrorCode::IdempotencyKeyReuse,
+                            "this Idempotency-Key was used for a different request in the last 24 hours",
+                        ));
+                    }
+                    let found = item(tx, &outbox_id)?.ok_or_else(|| Error::internal("idempotency record without send"))?;
+                    return Ok(SendLookup::Replay(found));
+                }
+            }
+            let id = crate::ids::new_message_id();
+            let attachments = serde_json::to_string(send.attachments).map_err(Error::internal)?;
+            tx.prepare_cached(
+                "INSERT INTO outbox (id, agent_id, channel_id, text, reply_to, attachments, status, created_at, updated_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)",
+            )?
+            .execute(params![
+                id,
+                send.agent_id,
+                send.channel_id,
+                send.text,
+                send.reply_to,
+                attachments,
+                send.status.as_str(),
+                now
+            ])?;
+            if let Some((key, hash)) = send.idempotency {
+                tx.prepare_cached(
+                    "INSERT INTO idempotency (agent_id, key, request_hash, outbox_id, created_at) VALUES (?1, ?2, ?3, ?4, ?5) \
+                     ON CONFLICT (agent_id, key) DO UPDATE SET request_hash = excluded.request_hash, \
+                     outbox_id = excluded.outbox_id, created_at = excluded.created_at",
+                )?
+                .execute(params![send.agent_id, key, hash.as_slice(), id, now])?;
+            }
+            let created = item(tx, &id)?.ok_or_else(|| Error::internal("outbox row vanished"))?;
+            Ok(SendLookup::New(created))
+        })
+    }
+
+    /// Moves a held send to `sending` (the person approved it). Anything else is a conflict.
+    pub fn claim_held(&self, id: &str) -> Result<OutboxItem> {
+        self.transition(id, OutboxStatus::Held, OutboxStatus::Sending, None)
+    }
+
+    /// Rejects a held send with the person's reason.
+    pub fn reject_held(&self, id: &str, reason: Option<&str>) -> Result<OutboxItem> {
+        self.transition(id, OutboxStatus::Held, OutboxStatus::Rejected, reason)
+    }
+
+    fn transition(&self, id: &str, from: OutboxStatus, to: OutboxStatus, note: Option<&str>) -> Result<OutboxItem> {
+        self.write(|tx| {
+            let changed = tx
+                .prepare_cached(
+                    "UPDATE outbox SET status = ?3, updated_at = ?4, error_message = coalesce(?5, error_message) \
+                     WHERE id = ?1 AND status = ?2",
+                )?
+                .execute(params![id, from.as_str(), to.as_str(), now_ms(), note])?;
+            let found = item(tx, id)?.ok_or_else(|| Error::not_found("send"))?;
+            if changed == 0 {
+                return Err(Error::conflict(format!("this send is {}, not {}", found.status, from)));
+            }
+            Ok(found)
+        })
+    }
+
+    /// Records the platform's answer for a send in `sending`. A delivered send becomes an
+    /// outbound message of its channel, with the send's id, in the same transaction.
+    pub fn finish_send(&self, id: &str, outcome: &SendOutcome) -> Result<OutboxItem> {
+        let now = now_ms();
+        self.write(|tx| {
+            let (status, sent_at, platform_id, code, message) = match outcome {
+                SendOutcome::Sent { platform_id, sent_at } => {
+                    (OutboxStatus::Sent, Some(*sent_at), Some(platform_id.as_str()), None, None)
+                }
+                SendOutcome::Failed { code, message } => {
+                    (OutboxStatus::Failed, None, None, Some(code.as_str()), Some(message.as_str()))
+                }
+                SendOutcome::Unknown { reason } => (OutboxStatus::Unknown, None, None, None, Some(reason.as_str())),
+            };
+            let changed = tx
+                .prepare_cached(
+                    "UPDATE outbox SET status = ?2, sent_at = ?3, platform_id = ?4, error_code = ?5, error_message = ?6, \
+                     updated_at = ?7 WHERE id = ?1 AND status = 'sending'",
+                )?
+                .execute(params![id, status.as_str(), sent_at, platform_id, code, message, now])?;
+            if changed == 0 {
+                return Err(Error::conflict("this send is not in flight"));
+            }
+            if let SendOutcome::Sent { platform_id, sent_at } = outcome {
+                tx.prepare_cached(
+                    "INSERT INTO messages (id, channel_id, platform_id, source, sender_id, sender_name, is_self, text, \
+                     sent_at, reply_to, direction, agent_id, ingested_at) \
+                     SELECT o.id, o.channel_id, ?2, c.source, 'agent:' || o.agent_id, o.agent_id, 1, o.text, ?3, o.reply_to, \
+                     'outbound', o.agent_id, ?4 FROM outbox o JOIN channels c ON c.id = o.channel_id WHERE o.id = ?1 \
+                     ON CONFLICT (source, platform_id) DO NOTHING",
+                )?
+                .execute(params![id, platform_id, sent_at, now])?;
+                tx.prepare_cached(
+                    "UPDATE channels SET last_message_at = max(coalesce(last_message_at, ?2), ?2) \
+                     WHERE id = (SELECT channel_id FROM outbox WHERE id = ?1)",
+                )?
+                .execute(params![id, sent_at])?;
+            }
+            item(tx, id)?.ok_or_else(|| Error::internal("outbox row vanished"))
+        })
+    }
+
+    /// Sends that were in flight when AMC stopped become `unknown`: they may have gone
+    /// out, so they are shown to the person and never retried by AMC. Returns their ids.
+    pub fn recover_interrupted_sends(&self) -> Result<Vec<String>> {
+        self.write(|tx| {
+            let ids: Vec<String> = tx
+                .prepare_cached("SELECT id FROM outbox WHERE status = 'sending'")?
+                .query_map([], |r| r.get(0))?
+                .collect::<rusqlite::Result<_>>()?;
+            tx.prepare_cached(
+                "UPDATE outbox SET status = 'unknown', updated_at = ?1, \
+                 error_message = 'AMC stopped while this send was in flight; check the conversation' WHERE status = 'sending'",
+            )?
+            .execute([now_ms()])?;
+            Ok(ids)
+        })
+    }
+
+    /// One send.
+    pub fn outbox_item(&self, id: &str) -> Result<OutboxItem> {
+        self.read(|tx| item(tx, id)?.ok_or_else(|| Error::not_found("send")))
+    }
+
+    /// Sends, newest first, optionally of one status.
+    pub fn outbox(&self, status: Option<OutboxStatus>, limit: u32) -> Result<Vec<OutboxItem>> {
+        self.read(|tx| {
+            let sql = format!(
+                "SELECT {OUTBOX_COLS} FROM outbox o JOIN channels c ON c.id = o.channel_id \
+                 WHERE (?1 IS NULL OR o.status = ?1) ORDER BY o.created_at DESC, o.id DESC LIMIT ?2"
+            );
+            let mut stmt = tx.prepare_cached(&sql)?;
+            let rows = stmt.query_map(params![status.map(OutboxStatus::as_str), limit], item_from_row)?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+    }
+
+    /// Forgets idempotency records older than 24 hours; returns how many.
+    pub fn purge_idempotency(&self) -> Result<usize> {
+        self.write(|tx| {
+            Ok(tx
+                .prepare_cached("DELETE FROM idempotency WHERE created_at <= ?1")?
+                .execute([now_ms() - IDEMPOTENCY_TTL_MS])?)
+        })
+    }
+}
