@@ -1,1 +1,80 @@
-fn main() {}
+//! `amc`: runs AMC's daemon headless and administers it from the command line.
+//!
+//! Logs go to stderr; stdout carries only command output.
+
+mod admin;
+mod serve;
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+/// AMC: lets your local AI agents read and answer the conversations you approve.
+#[derive(Parser)]
+#[command(name = "amc", version, about)]
+struct Cli {
+    /// Where AMC keeps its database and socket [default: the per-user data directory]
+    #[arg(long, global = true, env = "AMC_DATA_DIR")]
+    data_dir: Option<PathBuf>,
+    /// Print JSON instead of text (admin commands)
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the daemon (REST and admin API on the local socket) until stopped
+    Serve(serve::ServeArgs),
+    /// Add, list or revoke agents
+    #[command(subcommand)]
+    Agent(admin::AgentCmd),
+    /// List, approve or block channels, and set their send policy
+    #[command(subcommand)]
+    Channel(admin::ChannelCmd),
+    /// Review agents' sends: list, approve, reject, and the log of all sends
+    #[command(subcommand)]
+    Review(admin::ReviewCmd),
+    /// Hold every agent send until `amc resume`
+    Pause,
+    /// Let agents' sends follow each channel's send policy again
+    Resume,
+    /// Show the daemon's health and each source's state
+    Status,
+}
+
+fn main() -> std::process::ExitCode {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("AMC_LOG").unwrap_or_else(|_| "info".into()))
+        .init();
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("amc: cannot start: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async move {
+        let raw = amc_core::config::RawConfig { data_dir: cli.data_dir.clone(), ..Default::default() };
+        match cli.command {
+            Command::Serve(args) => serve::run(raw, args).await,
+            Command::Agent(cmd) => admin::agent(raw, cli.json, cmd).await,
+            Command::Channel(cmd) => admin::channel(raw, cli.json, cmd).await,
+            Command::Review(cmd) => admin::review(raw, cli.json, cmd).await,
+            Command::Pause => admin::pause(raw, cli.json, true).await,
+            Command::Resume => admin::pause(raw, cli.json, false).await,
+            Command::Status => admin::status(raw, cli.json).await,
+        }
+    });
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("amc: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

@@ -1,1 +1,153 @@
-//! placeholder
+//! AMC's daemon: the agents' REST API and the person's admin API, served on a Unix
+//! socket (and, when asked, on a loopback TCP port).
+//!
+//! # Layout
+//! - [`routes`]: the router; `routes/agent.rs` and `routes/admin.rs` hold the handlers.
+//! - [`extract`]: body, query and credential extractors that fail with the envelope.
+//! - [`error`]: the error envelope.
+//! - [`guard`]: header limits, panics, Host/Origin checks for TCP.
+//! - [`listener`]: the socket, its permissions and the one-daemon lock.
+//! - [`client`]: a small HTTP-over-Unix-socket client for the CLI and tests.
+#![deny(missing_docs)]
+
+pub mod client;
+pub mod error;
+pub mod extract;
+pub mod guard;
+pub mod listener;
+pub mod routes;
+
+use std::future::Future;
+use std::io;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::Path;
+
+use axum::Router;
+use tokio_util::sync::CancellationToken;
+use tower_http::catch_panic::CatchPanicLayer;
+
+use amc_core::service::Amc;
+
+pub use listener::{ListenError, SocketGuard, SocketListener, bind_socket};
+
+/// What every handler gets.
+#[derive(Clone)]
+pub struct AppState {
+    /// The core.
+    pub amc: Amc,
+    /// The admin credential.
+    pub admin_token: String,
+    /// Cancelled when the daemon stops, so long-lived responses end.
+    pub shutdown: CancellationToken,
+}
+
+/// The prefix of the admin token.
+pub const ADMIN_TOKEN_PREFIX: &str = "amc_admin_";
+
+/// Reads the admin token from `path`, creating it (mode 0600) on first start.
+pub fn load_or_create_admin_token(path: &Path) -> io::Result<String> {
+    match std::fs::read_to_string(path) {
+        Ok(t) if t.trim().starts_with(ADMIN_TOKEN_PREFIX) => {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+            return Ok(t.trim().to_owned());
+        }
+        Ok(_) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    let token = amc_core::store::new_token(ADMIN_TOKEN_PREFIX);
+    let tmp = path.with_extension("tmp");
+    {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new().create(true).truncate(true).write(true).mode(0o600).open(&tmp)?;
+        f.write_all(token.as_bytes())?;
+        f.sync_all()?;
+    }
+    std::fs::rename(&tmp, path)?;
+    Ok(token)
+}
+
+/// The router with its middleware, for a listener of the given kind.
+pub fn app(state: AppState, tcp: Option<std::net::SocketAddr>) -> Router {
+    let mut router = routes::router(state)
+        .layer(axum::middleware::from_fn(guard::header_limit))
+        .layer(CatchPanicLayer::custom(guard::panic_response));
+    if let Some(addr) = tcp {
+        router = router.layer(axum::middleware::from_fn_with_state(addr, guard::loopback_only));
+    }
+    router
+}
+
+/// Serves until `shutdown` resolves, then lets requests in flight finish (up to a few
+/// seconds) and removes the socket.
+pub async fn serve(
+    amc: Amc,
+    socket: SocketListener,
+    tcp: Option<tokio::net::TcpListener>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> io::Result<()> {
+    let admin_token = load_or_create_admin_token(&amc.config().admin_token_path())?;
+    let token = CancellationToken::new();
+    let state = AppState { amc: amc.clone(), admin_token, shutdown: token.clone() };
+    let purge = tokio::spawn(purge_loop(amc.clone(), token.clone()));
+    {
+        let token = token.clone();
+        tokio::spawn(async move {
+            shutdown.await;
+            token.cancel();
+        });
+    }
+    let unix_app = app(state.clone(), None);
+    let SocketListener { listener, guard } = socket;
+    let unix = {
+        let token = token.clone();
+        tokio::spawn(async move {
+            axum::serve(listener, unix_app).with_graceful_shutdown(async move { token.cancelled().await }).await
+        })
+    };
+    let tcp_task = match tcp {
+        Some(l) => {
+            let addr = l.local_addr()?;
+            let tcp_app = app(state, Some(addr));
+            let token = token.clone();
+            tracing::info!(%addr, "serving on loopback TCP");
+            Some(tokio::spawn(async move {
+                axum::serve(l, tcp_app).with_graceful_shutdown(async move { token.cancelled().await }).await
+            }))
+        }
+        None => None,
+    };
+    tracing::info!(socket = %guard.path.display(), "AMC is serving");
+    token.cancelled().await;
+    let drain = async {
+        let _ = unix.await;
+        if let Some(t) = tcp_task {
+            let _ = t.await;
+        }
+    };
+    if tokio::time::timeout(std::time::Duration::from_secs(5), drain).await.is_err() {
+        tracing::warn!("some connections did not close in time; stopping anyway");
+    }
+    purge.abort();
+    drop(guard);
+    tracing::info!("AMC stopped");
+    Ok(())
+}
+
+/// Forgets expired idempotency records every hour.
+async fn purge_loop(amc: Amc, token: CancellationToken) {
+    let mut tick = tokio::time::interval(std::time::Duration::from_secs(3600));
+    loop {
+        tokio::select! {
+            _ = token.cancelled() => return,
+            _ = tick.tick() => {
+                let store = amc.store().clone();
+                match tokio::task::spawn_blocking(move || store.purge_idempotency()).await {
+                    Ok(Ok(n)) if n > 0 => tracing::debug!(purged = n, "idempotency records expired"),
+                    Ok(Err(e)) => tracing::warn!(error = %e, "could not purge idempotency records"),
+                    _ => {}
+                }
+            }
+        }
+    }
+}

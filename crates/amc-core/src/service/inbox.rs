@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use crate::events::Event;
 use crate::ids::{is_channel_id, is_message_id};
 use crate::model::{ChannelInfo, Envelope, Source};
-use crate::store::UnreadQuery;
+use crate::store::{AttachmentFile, UnreadQuery};
 use crate::time::{format_ms, parse_rfc3339};
 
 /// The most ids one `mark_read` takes.
@@ -145,18 +145,14 @@ impl Amc {
         self.blocking(move |s| s.visible_channels(source)).await
     }
 
-    /// The local file behind a visible attachment: its path, name and type.
-    pub async fn attachment_file(
-        &self,
-        _agent: &AgentCtx,
-        id: String,
-    ) -> Result<(String, Option<String>, Option<String>)> {
+    /// The local file behind a visible attachment, if it is on this Mac.
+    pub async fn attachment_file(&self, _agent: &AgentCtx, id: String) -> Result<AttachmentFile> {
         if !crate::ids::is_attachment_id(&id) {
             return Err(Error::not_found("attachment"));
         }
-        let (path, filename, mime, available) = self.blocking(move |s| s.visible_attachment(&id)).await?;
-        match path {
-            Some(path) if available => Ok((path, filename, mime)),
+        let file = self.blocking(move |s| s.visible_attachment(&id)).await?;
+        match file.local_path {
+            Some(_) if file.available => Ok(file),
             _ => Err(Error::new(
                 crate::error::ErrorCode::NotFound,
                 "this attachment is not available on this Mac (for example, offloaded to iCloud)",

@@ -62,6 +62,8 @@ impl Amc {
     /// `unknown`), and prepares the attachment folders.
     pub fn start(config: Config, senders: Senders) -> Result<Self> {
         std::fs::create_dir_all(&config.data_dir)?;
+        // Messages are private: only the person's account may read AMC's files.
+        std::fs::set_permissions(&config.data_dir, std::os::unix::fs::PermissionsExt::from_mode(0o700))?;
         let store = Store::open(&config.db_path())?;
         let interrupted = store.recover_interrupted_sends()?;
         if !interrupted.is_empty() {
@@ -120,10 +122,10 @@ impl Amc {
         let Some(agent_id) = found else {
             return Err(Error::unauthorized("missing, unknown or revoked token"));
         };
-        if let Some(claimed) = claimed_agent {
-            if claimed != agent_id {
-                return Err(Error::unauthorized("X-Agent-ID does not match the token's agent"));
-            }
+        if let Some(claimed) = claimed_agent
+            && claimed != agent_id
+        {
+            return Err(Error::unauthorized("X-Agent-ID does not match the token's agent"));
         }
         Ok(AgentCtx { agent_id })
     }

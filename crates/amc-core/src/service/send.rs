@@ -198,6 +198,7 @@ impl Amc {
             Ok(SendLookup::Replay(item)) => {
                 self.inner.limiter.refund(&target.id);
                 self.inner.attachments.discard(&stage_id);
+                let item = if item.status == OutboxStatus::Sending { self.await_outcome(item).await? } else { item };
                 return SendReceipt::from_item(&item, true);
             }
             Err(e) => {
@@ -209,6 +210,30 @@ impl Amc {
         self.publish(Event::SendChanged { send_id: item.id.clone(), status: item.status });
         let item = if item.status == OutboxStatus::Sending { self.deliver(item).await? } else { item };
         SendReceipt::from_item(&item, false)
+    }
+
+    /// Waits (up to the send timeout) for a send in flight elsewhere to get its outcome,
+    /// so a retry of a request answers with what happened rather than "sending".
+    async fn await_outcome(&self, item: OutboxItem) -> Result<OutboxItem> {
+        let mut events = self.inner.events.subscribe();
+        let deadline = tokio::time::Instant::now() + self.inner.config.send_timeout + std::time::Duration::from_secs(1);
+        loop {
+            let id = item.id.clone();
+            let now = self.blocking(move |s| s.outbox_item(&id)).await?;
+            if now.status != OutboxStatus::Sending {
+                return Ok(now);
+            }
+            // Wake on any change of this send (or a missed event), then look again.
+            loop {
+                match tokio::time::timeout_at(deadline, events.recv()).await {
+                    Err(_) => return Ok(now),
+                    Ok(Ok(Event::SendChanged { send_id, .. })) if send_id == item.id => break,
+                    Ok(Err(tokio::sync::broadcast::error::RecvError::Lagged(_))) => break,
+                    Ok(Err(tokio::sync::broadcast::error::RecvError::Closed)) => return Ok(now),
+                    Ok(Ok(_)) => {}
+                }
+            }
+        }
     }
 
     /// Hands a send in `sending` to its platform and records the outcome. The work runs

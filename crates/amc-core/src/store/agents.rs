@@ -33,6 +33,13 @@ pub fn hash_token(token: &str) -> [u8; 32] {
     Sha256::digest(token.as_bytes()).into()
 }
 
+struct TokenRow {
+    id: String,
+    hash: Vec<u8>,
+    revoked_at: Option<i64>,
+    last_seen_at: Option<i64>,
+}
+
 impl Store {
     /// Adds an agent and returns its token, which is not stored and cannot be shown again.
     pub fn create_agent(&self, id: &str) -> Result<(AgentInfo, String)> {
@@ -61,13 +68,15 @@ impl Store {
     /// The agent a token belongs to, if the token is valid and not revoked.
     pub fn authenticate_agent(&self, token: &str) -> Result<Option<String>> {
         let hash = hash_token(token);
-        let found: Option<(String, Vec<u8>, Option<i64>, Option<i64>)> = self.read(|tx| {
+        let found = self.read(|tx| {
             Ok(tx
                 .prepare_cached("SELECT id, token_hash, revoked_at, last_seen_at FROM agents WHERE token_hash = ?1")?
-                .query_row([hash.as_slice()], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+                .query_row([hash.as_slice()], |r| {
+                    Ok(TokenRow { id: r.get(0)?, hash: r.get(1)?, revoked_at: r.get(2)?, last_seen_at: r.get(3)? })
+                })
                 .optional()?)
         })?;
-        let Some((id, stored, revoked, last_seen)) = found else {
+        let Some(TokenRow { id, hash: stored, revoked_at: revoked, last_seen_at: last_seen }) = found else {
             return Ok(None);
         };
         if !bool::from(stored.as_slice().ct_eq(hash.as_slice())) || revoked.is_some() {

@@ -76,6 +76,19 @@ pub struct IngestReport {
     pub updated: Vec<String>,
 }
 
+/// Where an attachment's file is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttachmentFile {
+    /// The local file, when AMC has one.
+    pub local_path: Option<String>,
+    /// The file name.
+    pub filename: Option<String>,
+    /// The MIME type.
+    pub mime_type: Option<String>,
+    /// Whether the file can be read now.
+    pub available: bool,
+}
+
 /// The filters of `GET /messages/unread`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct UnreadQuery {
@@ -318,14 +331,21 @@ impl Store {
     }
 
     /// The local file of a visible attachment, if AMC has one.
-    pub fn visible_attachment(&self, id: &str) -> Result<(Option<String>, Option<String>, Option<String>, bool)> {
+    pub fn visible_attachment(&self, id: &str) -> Result<AttachmentFile> {
         self.read(|tx| {
             let sql = format!(
                 "SELECT a.local_path, a.filename, a.mime_type, a.available FROM attachments a \
                  JOIN messages m ON m.id = a.message_id JOIN channels c ON c.id = m.channel_id WHERE a.id = ?1 AND {VISIBLE}"
             );
             tx.prepare_cached(&sql)?
-                .query_row([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+                .query_row([id], |r| {
+                    Ok(AttachmentFile {
+                        local_path: r.get(0)?,
+                        filename: r.get(1)?,
+                        mime_type: r.get(2)?,
+                        available: r.get(3)?,
+                    })
+                })
                 .optional()?
                 .ok_or_else(|| Error::not_found("attachment"))
         })

@@ -21,8 +21,9 @@ use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 
 use crate::error::{Error, Result};
 
+pub use agents::{AGENT_TOKEN_PREFIX, hash_token, new_token};
 pub use channels::{ChannelSpec, SendTarget};
-pub use messages::{IngestReport, UnreadQuery};
+pub use messages::{AttachmentFile, IngestReport, UnreadQuery};
 pub use outbox::{NewSend, SendLookup, SendOutcome};
 
 /// The migrations, in order; `PRAGMA user_version` is the number applied.
@@ -49,6 +50,7 @@ impl Store {
     #[tracing::instrument(skip_all, fields(path = %path.display()), err)]
     pub fn open(path: &Path) -> Result<Self> {
         let mut writer = open_connection(path, false)?;
+        std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
         writer.pragma_update(None, "journal_mode", "wal")?;
         migrate(&mut writer)?;
         Ok(Self {
@@ -88,10 +90,10 @@ impl Store {
             tx.finish()?;
             out
         };
-        if let Ok(mut pool) = self.inner.readers.lock() {
-            if pool.len() < 8 {
-                pool.push(conn);
-            }
+        if let Ok(mut pool) = self.inner.readers.lock()
+            && pool.len() < 8
+        {
+            pool.push(conn);
         }
         out
     }

@@ -1,0 +1,346 @@
+//! The admin commands: they talk to the running daemon's admin API over its socket,
+//! with the admin token from the data directory.
+#![allow(clippy::print_stdout)]
+
+use anyhow::{Context, bail};
+use clap::{Subcommand, ValueEnum};
+use serde_json::{Value, json};
+
+use amc_core::config::RawConfig;
+use amc_daemon::client::Connection;
+
+#[derive(Subcommand)]
+pub enum AgentCmd {
+    /// Add an agent and print its token (shown this once)
+    Add {
+        /// The agent's id (a-z, 0-9, '-', '_'), sent by the agent as X-Agent-ID
+        id: String,
+    },
+    /// List agents
+    List,
+    /// Revoke an agent's token at once
+    Revoke {
+        /// The agent's id
+        id: String,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum History {
+    /// Only messages from now on
+    FromNow,
+    /// All stored history
+    All,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum Policy {
+    ReadOnly,
+    Review,
+    Auto,
+}
+
+impl Policy {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::ReadOnly => "read_only",
+            Self::Review => "review",
+            Self::Auto => "auto",
+        }
+    }
+}
+
+#[derive(Subcommand)]
+pub enum ChannelCmd {
+    /// List channels with their state
+    List {
+        /// Only channels in this state
+        #[arg(long, value_parser = ["pending", "allowed", "blocked"])]
+        state: Option<String>,
+        /// Only channels whose name contains this
+        #[arg(long)]
+        search: Option<String>,
+    },
+    /// Let agents see a channel
+    Approve {
+        /// The channel's id (ch_…)
+        id: String,
+        /// How much history agents may see
+        #[arg(long, value_enum, default_value = "from-now", conflicts_with = "days")]
+        history: History,
+        /// Release only the last N days of history
+        #[arg(long)]
+        days: Option<u32>,
+        /// What an agent's send does here [default on first approval: review]
+        #[arg(long, value_enum)]
+        policy: Option<Policy>,
+    },
+    /// Hide a channel from agents at once
+    Block {
+        /// The channel's id
+        id: String,
+    },
+    /// Set what an agent's send to a channel does
+    Policy {
+        /// The channel's id
+        id: String,
+        /// read-only, review or auto
+        #[arg(value_enum)]
+        policy: Policy,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum ReviewCmd {
+    /// List sends waiting for your approval, with their conversation
+    List,
+    /// Approve a held send: it is delivered now
+    Approve {
+        /// The send's id (msg_…)
+        id: String,
+    },
+    /// Reject a held send
+    Reject {
+        /// The send's id
+        id: String,
+        /// Why (kept in the log)
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Every agent send, newest first, with its status
+    Log {
+        /// At most this many
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+    },
+}
+
+async fn connect(raw: RawConfig) -> anyhow::Result<Connection> {
+    let config = raw.validate()?;
+    let token_path = config.admin_token_path();
+    let token = std::fs::read_to_string(&token_path)
+        .with_context(|| format!("no admin token at {}: has AMC been started here?", token_path.display()))?;
+    Ok(Connection::connect(&config.socket_path()).await?.with_bearer(token.trim()))
+}
+
+/// Checks the status and returns the JSON body, or fails with the envelope's message.
+fn ok(resp: amc_daemon::client::Response) -> anyhow::Result<Value> {
+    let body = resp.json();
+    if !resp.status.is_success() {
+        let code = body["error"]["code"].as_str().unwrap_or("ERROR");
+        let message = body["error"]["message"].as_str().unwrap_or("request failed");
+        bail!("{code}: {message}");
+    }
+    Ok(body)
+}
+
+fn print_json(v: &Value) -> anyhow::Result<()> {
+    println!("{}", serde_json::to_string_pretty(v)?);
+    Ok(())
+}
+
+fn s<'a>(v: &'a Value, key: &str) -> &'a str {
+    v[key].as_str().unwrap_or("-")
+}
+
+pub async fn agent(raw: RawConfig, json_out: bool, cmd: AgentCmd) -> anyhow::Result<()> {
+    let mut c = connect(raw).await?;
+    match cmd {
+        AgentCmd::Add { id } => {
+            let v = ok(c.post("/admin/agents", &json!({ "id": id })).await?)?;
+            if json_out {
+                print_json(&v)?;
+            } else {
+                println!("Added agent {id}. Its token, shown this once:\n\n{}\n", s(&v, "token"));
+                println!("Give the agent AMC_AGENT_ID={id} and AMC_BEARER_TOKEN=<the token>; see docs/mcp.md.");
+            }
+        }
+        AgentCmd::List => {
+            let v = ok(c.get("/admin/agents").await?)?;
+            if json_out {
+                return print_json(&v);
+            }
+            for a in v["agents"].as_array().into_iter().flatten() {
+                let state = if a["revoked_at"].is_null() { "active" } else { "revoked" };
+                println!(
+                    "{:<24} {:<8} added {}  last seen {}",
+                    s(a, "id"),
+                    state,
+                    s(a, "created_at"),
+                    s(a, "last_seen_at")
+                );
+            }
+        }
+        AgentCmd::Revoke { id } => {
+            let v = ok(c.post(&format!("/admin/agents/{id}/revoke"), &json!({})).await?)?;
+            if json_out { print_json(&v)? } else { println!("Revoked {id}.") }
+        }
+    }
+    Ok(())
+}
+
+fn print_channel(ch: &Value) {
+    println!(
+        "{:<30} {:<8} {:<5} {:<8} {:<9} {:>6} msgs  {}",
+        s(ch, "id"),
+        s(ch, "source"),
+        s(ch, "kind"),
+        s(ch, "state"),
+        s(ch, "send_policy"),
+        ch["message_count"].as_i64().unwrap_or(0),
+        s(ch, "name")
+    );
+}
+
+pub async fn channel(raw: RawConfig, json_out: bool, cmd: ChannelCmd) -> anyhow::Result<()> {
+    let mut c = connect(raw).await?;
+    let v = match cmd {
+        ChannelCmd::List { state, search } => {
+            let mut q = Vec::new();
+            if let Some(st) = state {
+                q.push(format!("state={st}"));
+            }
+            if let Some(term) = search {
+                q.push(format!("q={}", encode(&term)));
+            }
+            let v = ok(c.get(&format!("/admin/channels?{}", q.join("&"))).await?)?;
+            if json_out {
+                return print_json(&v);
+            }
+            for ch in v["channels"].as_array().into_iter().flatten() {
+                print_channel(ch);
+            }
+            return Ok(());
+        }
+        ChannelCmd::Approve { id, history, days, policy } => {
+            let mut body = match (days, history) {
+                (Some(d), _) => json!({ "history": "days", "days": d }),
+                (None, History::All) => json!({ "history": "all" }),
+                (None, History::FromNow) => json!({ "history": "from_now" }),
+            };
+            if let Some(p) = policy {
+                body["send_policy"] = json!(p.as_str());
+            }
+            ok(c.post(&format!("/admin/channels/{id}/approve"), &body).await?)?
+        }
+        ChannelCmd::Block { id } => ok(c.post(&format!("/admin/channels/{id}/block"), &json!({})).await?)?,
+        ChannelCmd::Policy { id, policy } => {
+            ok(c.post(&format!("/admin/channels/{id}/policy"), &json!({ "send_policy": policy.as_str() })).await?)?
+        }
+    };
+    if json_out {
+        print_json(&v)?
+    } else {
+        print_channel(&v)
+    }
+    Ok(())
+}
+
+fn print_send(snd: &Value) {
+    println!(
+        "{}  {:<14} {:<12} to {} ({})",
+        s(snd, "id"),
+        s(snd, "status"),
+        s(snd, "agent_id"),
+        s(snd, "channel_name"),
+        s(snd, "source")
+    );
+    for line in s(snd, "text").lines() {
+        println!("    | {line}");
+    }
+    for a in snd["attachments"].as_array().into_iter().flatten() {
+        println!(
+            "    + {} ({} bytes, from {})",
+            s(a, "filename"),
+            a["size_bytes"].as_u64().unwrap_or(0),
+            s(a, "origin")
+        );
+    }
+    if let Some(e) = snd["error_message"].as_str() {
+        println!("    ! {e}");
+    }
+}
+
+pub async fn review(raw: RawConfig, json_out: bool, cmd: ReviewCmd) -> anyhow::Result<()> {
+    let mut c = connect(raw).await?;
+    let v = match cmd {
+        ReviewCmd::List | ReviewCmd::Log { .. } => {
+            let path = match cmd {
+                ReviewCmd::Log { limit } => format!("/admin/sends?limit={limit}"),
+                _ => "/admin/sends?status=held".to_owned(),
+            };
+            let v = ok(c.get(&path).await?)?;
+            if json_out {
+                return print_json(&v);
+            }
+            let sends = v["sends"].as_array().cloned().unwrap_or_default();
+            if sends.is_empty() {
+                println!("Nothing here.");
+            }
+            for snd in &sends {
+                if let Some(conv) = snd["conversation"].as_array().filter(|c| !c.is_empty()) {
+                    println!("-- conversation in {} --", s(snd, "channel_name"));
+                    for m in conv {
+                        let who = m["sender"]["display_name"].as_str().or(m["sender"]["id"].as_str()).unwrap_or("?");
+                        println!("  {} {}: {}", s(m, "sent_at"), who, s(m, "text"));
+                    }
+                }
+                print_send(snd);
+            }
+            return Ok(());
+        }
+        ReviewCmd::Approve { id } => ok(c.post(&format!("/admin/sends/{id}/approve"), &json!({})).await?)?,
+        ReviewCmd::Reject { id, reason } => {
+            ok(c.post(&format!("/admin/sends/{id}/reject"), &json!({ "reason": reason })).await?)?
+        }
+    };
+    if json_out {
+        print_json(&v)?
+    } else {
+        print_send(&v)
+    }
+    Ok(())
+}
+
+pub async fn pause(raw: RawConfig, json_out: bool, paused: bool) -> anyhow::Result<()> {
+    let mut c = connect(raw).await?;
+    let v = ok(c.post("/admin/pause", &json!({ "paused": paused })).await?)?;
+    if json_out {
+        print_json(&v)?;
+    } else if paused {
+        println!("Agents are paused: every send is held for your review.");
+    } else {
+        println!("Agents resumed: sends follow each channel's send policy.");
+    }
+    Ok(())
+}
+
+pub async fn status(raw: RawConfig, json_out: bool) -> anyhow::Result<()> {
+    let mut c = connect(raw).await?;
+    let v = ok(c.get("/healthz").await?)?;
+    if json_out {
+        return print_json(&v);
+    }
+    println!("AMC {} — {} (up {} s)", s(&v, "version"), s(&v, "status"), v["uptime_seconds"].as_u64().unwrap_or(0));
+    if v["agents_paused"].as_bool() == Some(true) {
+        println!("Agents are paused.");
+    }
+    for (name, st) in v["sources"].as_object().into_iter().flatten() {
+        println!(
+            "  {name:<9} {}{}",
+            s(st, "state"),
+            st["reason"].as_str().map(|r| format!(": {r}")).unwrap_or_default()
+        );
+    }
+    Ok(())
+}
+
+/// Percent-encodes a query value.
+fn encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}

@@ -1,0 +1,56 @@
+//! `amc serve`: the daemon, headless.
+
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::Args;
+
+use amc_core::config::RawConfig;
+use amc_core::model::Source;
+use amc_core::sender::{RecordingSender, Senders};
+use amc_core::service::Amc;
+
+#[derive(Args)]
+pub struct ServeArgs {
+    /// Also serve on this loopback address, e.g. 127.0.0.1:7878 (Host and Origin are checked)
+    #[arg(long)]
+    listen: Option<String>,
+    /// Deliver sends to a recording test sender (logged to test-sender.jsonl in the data
+    /// directory) instead of iMessage and Discord
+    #[arg(long, env = "AMC_TEST_SENDER")]
+    test_sender: bool,
+}
+
+pub async fn run(raw: RawConfig, args: ServeArgs) -> anyhow::Result<()> {
+    let config = RawConfig { listen: args.listen, test_sender: args.test_sender, ..raw }.validate()?;
+    let mut senders = Senders::default();
+    if config.test_sender {
+        let sender = Arc::new(RecordingSender::with_log(config.test_sender_log()));
+        senders = senders.with(Source::Imessage, sender.clone()).with(Source::Discord, sender);
+        tracing::warn!(log = %config.test_sender_log().display(), "test sender: nothing reaches iMessage or Discord");
+    }
+    let socket = amc_daemon::bind_socket(&config.run_dir(), &config.socket_path())?;
+    let tcp = match config.listen {
+        Some(addr) => Some(tokio::net::TcpListener::bind(addr).await.with_context(|| format!("listening on {addr}"))?),
+        None => None,
+    };
+    let amc = Amc::start(config, senders).context("starting AMC")?;
+    amc_daemon::serve(amc, socket, tcp, shutdown_signal()).await?;
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term => {}
+    }
+    tracing::info!("stopping");
+}

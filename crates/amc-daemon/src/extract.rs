@@ -1,0 +1,142 @@
+//! Extractors that turn every malformed request into the error envelope: JSON bodies,
+//! query strings, and the agent's and the person's credentials.
+
+use axum::extract::{FromRequest, FromRequestParts, Query, Request};
+use axum::http::StatusCode;
+use axum::http::request::Parts;
+use serde::de::DeserializeOwned;
+use subtle::ConstantTimeEq;
+
+use crate::AppState;
+use crate::error::ApiError;
+use amc_core::ErrorCode;
+use amc_core::service::AgentCtx;
+
+/// A JSON body, with unknown fields, wrong types and bad syntax as `VALIDATION_FAILED`
+/// and bodies over the limit as `PAYLOAD_TOO_LARGE`.
+pub struct ApiJson<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let bytes = axum::body::Bytes::from_request(req, state).await.map_err(|rejection| {
+            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::new(ErrorCode::PayloadTooLarge, "request body is over 1 MiB")
+            } else {
+                ApiError::new(ErrorCode::ValidationFailed, "could not read the request body")
+            }
+        })?;
+        let mut de = serde_json::Deserializer::from_slice(&bytes);
+        let value =
+            T::deserialize(&mut de).map_err(|e| ApiError::new(ErrorCode::ValidationFailed, json_message(&e)))?;
+        de.end().map_err(|e| ApiError::new(ErrorCode::ValidationFailed, json_message(&e)))?;
+        Ok(Self(value))
+    }
+}
+
+fn json_message(e: &serde_json::Error) -> String {
+    use serde_json::error::Category;
+    match e.classify() {
+        Category::Syntax | Category::Eof => format!("the body is not valid JSON: {e}"),
+        Category::Data => format!("invalid request: {e}"),
+        Category::Io => "could not read the request body".to_owned(),
+    }
+}
+
+/// Query parameters, with anything malformed as `VALIDATION_FAILED`.
+pub struct ApiQuery<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for ApiQuery<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let Query(value) = Query::<T>::from_request_parts(parts, state)
+            .await
+            .map_err(|e| ApiError::new(ErrorCode::ValidationFailed, format!("invalid query: {}", e.body_text())))?;
+        Ok(Self(value))
+    }
+}
+
+fn bearer(parts: &Parts) -> Option<&str> {
+    let value = parts.headers.get(axum::http::header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then_some(token.trim()).filter(|t| !t.is_empty())
+}
+
+fn agent_id_header(parts: &Parts) -> Result<Option<&str>, ApiError> {
+    match parts.headers.get("x-agent-id") {
+        None => Ok(None),
+        Some(v) => v
+            .to_str()
+            .ok()
+            .filter(|s| !s.is_empty())
+            .map(Some)
+            .ok_or_else(|| ApiError::new(ErrorCode::AgentIdRequired, "X-Agent-ID is empty or not ASCII")),
+    }
+}
+
+async fn authenticate(parts: &Parts, state: &AppState, need_agent_id: bool) -> Result<AgentCtx, ApiError> {
+    let token = bearer(parts).ok_or_else(|| {
+        ApiError::new(ErrorCode::Unauthorized, "missing bearer token: send Authorization: Bearer <agent token>")
+    })?;
+    let claimed = agent_id_header(parts)?;
+    let agent = state.amc.authenticate(token, claimed).await?;
+    if need_agent_id && claimed.is_none() {
+        return Err(ApiError::new(ErrorCode::AgentIdRequired, "this route needs the X-Agent-ID header"));
+    }
+    Ok(agent)
+}
+
+/// An agent authenticated by its bearer token; `X-Agent-ID`, if sent, must match it.
+pub struct Agent(pub AgentCtx);
+
+impl FromRequestParts<AppState> for Agent {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        Ok(Self(authenticate(parts, state, false).await?))
+    }
+}
+
+/// An agent authenticated by its bearer token that also sent a matching `X-Agent-ID`
+/// (the routes that read or change per-agent state).
+pub struct AgentWithId(pub AgentCtx);
+
+impl FromRequestParts<AppState> for AgentWithId {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        Ok(Self(authenticate(parts, state, true).await?))
+    }
+}
+
+/// The person, through the admin credential (the tray UI and the CLI).
+pub struct Admin;
+
+impl FromRequestParts<AppState> for Admin {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        match bearer(parts) {
+            Some(token) if bool::from(token.as_bytes().ct_eq(state.admin_token.as_bytes())) => Ok(Self),
+            _ => Err(ApiError::new(ErrorCode::Unauthorized, "the admin API needs the admin token")),
+        }
+    }
+}
+
+/// The `Idempotency-Key` header, if sent.
+pub struct IdempotencyKey(pub Option<String>);
+
+impl<S: Send + Sync> FromRequestParts<S> for IdempotencyKey {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        match parts.headers.get("idempotency-key") {
+            None => Ok(Self(None)),
+            Some(v) => v.to_str().map(|s| Self(Some(s.to_owned()))).map_err(|_| {
+                ApiError::new(ErrorCode::ValidationFailed, "Idempotency-Key must be visible ASCII characters")
+            }),
+        }
+    }
+}

@@ -1,0 +1,55 @@
+//! Middleware in front of every route: header size, panics, and for the TCP listener
+//! the Host and Origin checks that stop DNS rebinding.
+
+use std::net::SocketAddr;
+
+use axum::extract::{Request, State};
+use axum::http::header;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use crate::error::ApiError;
+use amc_core::ErrorCode;
+
+/// The most header bytes a request may carry.
+pub const MAX_HEADER_BYTES: usize = 32 * 1024;
+
+/// Refuses requests whose headers are over [`MAX_HEADER_BYTES`] with the envelope.
+pub async fn header_limit(req: Request, next: Next) -> Response {
+    let size: usize =
+        req.headers().iter().map(|(k, v)| k.as_str().len() + v.len() + 4).sum::<usize>() + req.uri().to_string().len();
+    if size > MAX_HEADER_BYTES {
+        return ApiError::new(ErrorCode::HeadersTooLarge, format!("request headers are over {MAX_HEADER_BYTES} bytes"))
+            .into_response();
+    }
+    next.run(req).await
+}
+
+/// Turns a panic in a handler into `INTERNAL_ERROR` without details.
+pub fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
+    tracing::error!("a request handler panicked");
+    ApiError::new(ErrorCode::InternalError, "internal error; see AMC's log").into_response()
+}
+
+/// For the loopback TCP listener only: the Host must name the loopback address and
+/// port, and an Origin, if sent, must be that same origin. A web page the person opens
+/// cannot reach AMC through a rebound DNS name or a cross-origin request.
+pub async fn loopback_only(State(addr): State<SocketAddr>, req: Request, next: Next) -> Response {
+    let port = addr.port();
+    let allowed_hosts = [format!("127.0.0.1:{port}"), format!("localhost:{port}"), format!("[::1]:{port}")];
+    let host = req.headers().get(header::HOST).and_then(|h| h.to_str().ok()).map(str::to_ascii_lowercase);
+    let host_ok = host.as_deref().is_some_and(|h| allowed_hosts.iter().any(|a| a == h));
+    let origin_ok = match req.headers().get(header::ORIGIN) {
+        None => true,
+        Some(o) => o
+            .to_str()
+            .ok()
+            .map(str::to_ascii_lowercase)
+            .is_some_and(|o| allowed_hosts.iter().any(|a| o == format!("http://{a}"))),
+    };
+    if !host_ok || !origin_ok {
+        return ApiError::new(ErrorCode::Forbidden, "requests must come from this machine's loopback origin")
+            .into_response();
+    }
+    next.run(req).await
+}

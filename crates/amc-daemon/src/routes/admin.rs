@@ -1,0 +1,245 @@
+//! The person's routes, under `/admin`, behind the admin credential.
+
+use std::convert::Infallible;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use futures_util::{Stream, StreamExt};
+use serde::Deserialize;
+use tokio_stream::wrappers::BroadcastStream;
+use tokio_stream::wrappers::errors::BroadcastStreamRecvError;
+
+use crate::AppState;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{Admin, ApiJson, ApiQuery};
+use amc_core::ErrorCode;
+use amc_core::model::{ChannelState, HistoryRelease, OutboxStatus, SendPolicy};
+
+/// The query of `GET /admin/channels`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChannelsQuery {
+    state: Option<String>,
+    q: Option<String>,
+}
+
+fn parse<T>(name: &str, value: &str, parse: fn(&str) -> Option<T>, allowed: &str) -> Result<T, ApiError> {
+    parse(value).ok_or_else(|| ApiError::new(ErrorCode::ValidationFailed, format!("{name} must be one of {allowed}")))
+}
+
+/// `GET /admin/channels?state=&q=`.
+pub async fn channels(
+    State(st): State<AppState>,
+    _: Admin,
+    ApiQuery(q): ApiQuery<ChannelsQuery>,
+) -> ApiResult<impl IntoResponse> {
+    let state =
+        q.state.as_deref().map(|s| parse("state", s, ChannelState::parse, "pending, allowed, blocked")).transpose()?;
+    Ok(Json(serde_json::json!({ "channels": st.amc.admin_channels(state, q.q).await? })))
+}
+
+/// `GET /admin/channels/{id}`.
+pub async fn channel(State(st): State<AppState>, _: Admin, Path(id): Path<String>) -> ApiResult<impl IntoResponse> {
+    Ok(Json(st.amc.admin_channel(id).await?))
+}
+
+/// The body of `POST /admin/channels/{id}/approve`.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct ApproveBody {
+    /// `from_now` (default), `all`, or `days` with `days`.
+    history: Option<String>,
+    days: Option<u32>,
+    send_policy: Option<String>,
+}
+
+/// `POST /admin/channels/{id}/approve`.
+pub async fn approve_channel(
+    State(st): State<AppState>,
+    _: Admin,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<ApproveBody>,
+) -> ApiResult<impl IntoResponse> {
+    let release = match (body.history.as_deref().unwrap_or("from_now"), body.days) {
+        ("from_now", None) => HistoryRelease::FromNow,
+        ("all", None) => HistoryRelease::All,
+        ("days", Some(d)) if (1..=36_500).contains(&d) => HistoryRelease::LastDays(d),
+        _ => {
+            return Err(ApiError::new(
+                ErrorCode::ValidationFailed,
+                "history must be \"from_now\", \"all\", or \"days\" with days from 1 to 36500",
+            ));
+        }
+    };
+    let policy = body
+        .send_policy
+        .as_deref()
+        .map(|p| parse("send_policy", p, SendPolicy::parse, "read_only, review, auto"))
+        .transpose()?;
+    Ok(Json(st.amc.approve_channel(id, release, policy).await?))
+}
+
+/// `POST /admin/channels/{id}/block`.
+pub async fn block_channel(
+    State(st): State<AppState>,
+    _: Admin,
+    Path(id): Path<String>,
+) -> ApiResult<impl IntoResponse> {
+    Ok(Json(st.amc.block_channel(id).await?))
+}
+
+/// The body of `POST /admin/channels/{id}/policy`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyBody {
+    send_policy: String,
+}
+
+/// `POST /admin/channels/{id}/policy`.
+pub async fn set_policy(
+    State(st): State<AppState>,
+    _: Admin,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<PolicyBody>,
+) -> ApiResult<impl IntoResponse> {
+    let policy = parse("send_policy", &body.send_policy, SendPolicy::parse, "read_only, review, auto")?;
+    Ok(Json(st.amc.set_send_policy(id, policy).await?))
+}
+
+/// The query of `GET /admin/sends`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SendsQuery {
+    status: Option<String>,
+    limit: Option<u32>,
+}
+
+/// `GET /admin/sends?status=held`: the review queue, or the log of every send.
+pub async fn sends(
+    State(st): State<AppState>,
+    _: Admin,
+    ApiQuery(q): ApiQuery<SendsQuery>,
+) -> ApiResult<impl IntoResponse> {
+    let status = q
+        .status
+        .as_deref()
+        .map(|s| parse("status", s, OutboxStatus::parse, "held, sending, sent, failed, rejected, unknown"))
+        .transpose()?;
+    Ok(Json(serde_json::json!({ "sends": st.amc.admin_sends(status, q.limit.unwrap_or(100)).await? })))
+}
+
+/// `GET /admin/sends/{id}`.
+pub async fn send(State(st): State<AppState>, _: Admin, Path(id): Path<String>) -> ApiResult<impl IntoResponse> {
+    Ok(Json(st.amc.admin_send(id).await?))
+}
+
+/// `POST /admin/sends/{id}/approve`: delivers a held send now.
+pub async fn approve_send(
+    State(st): State<AppState>,
+    _: Admin,
+    Path(id): Path<String>,
+) -> ApiResult<impl IntoResponse> {
+    Ok(Json(st.amc.approve_send(id).await?))
+}
+
+/// The body of `POST /admin/sends/{id}/reject`.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct RejectBody {
+    reason: Option<String>,
+}
+
+/// `POST /admin/sends/{id}/reject`.
+pub async fn reject_send(
+    State(st): State<AppState>,
+    _: Admin,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<RejectBody>,
+) -> ApiResult<impl IntoResponse> {
+    Ok(Json(st.amc.reject_send(id, body.reason).await?))
+}
+
+/// `GET /admin/agents`.
+pub async fn agents(State(st): State<AppState>, _: Admin) -> ApiResult<impl IntoResponse> {
+    Ok(Json(serde_json::json!({ "agents": st.amc.agents().await? })))
+}
+
+/// The body of `POST /admin/agents`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateAgentBody {
+    id: String,
+}
+
+/// `POST /admin/agents`: 201 with the token, shown this once.
+pub async fn create_agent(
+    State(st): State<AppState>,
+    _: Admin,
+    ApiJson(body): ApiJson<CreateAgentBody>,
+) -> ApiResult<impl IntoResponse> {
+    let (agent, token) = st.amc.create_agent(body.id).await?;
+    Ok((StatusCode::CREATED, Json(serde_json::json!({ "agent": agent, "token": token }))))
+}
+
+/// `POST /admin/agents/{id}/revoke`.
+pub async fn revoke_agent(
+    State(st): State<AppState>,
+    _: Admin,
+    Path(id): Path<String>,
+) -> ApiResult<impl IntoResponse> {
+    Ok(Json(st.amc.revoke_agent(id).await?))
+}
+
+/// The body of `POST /admin/pause`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PauseBody {
+    paused: bool,
+}
+
+/// `POST /admin/pause`: hold every agent send (`true`) or resume (`false`).
+pub async fn pause(
+    State(st): State<AppState>,
+    _: Admin,
+    ApiJson(body): ApiJson<PauseBody>,
+) -> ApiResult<impl IntoResponse> {
+    st.amc.set_paused(body.paused).await?;
+    Ok(Json(serde_json::json!({ "paused": body.paused })))
+}
+
+/// The query of `GET /admin/inbox`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InboxQuery {
+    limit: Option<u32>,
+}
+
+/// `GET /admin/inbox`: recent messages of allowed channels, with who read them.
+pub async fn inbox(
+    State(st): State<AppState>,
+    _: Admin,
+    ApiQuery(q): ApiQuery<InboxQuery>,
+) -> ApiResult<impl IntoResponse> {
+    Ok(Json(serde_json::json!({ "messages": st.amc.inbox(q.limit.unwrap_or(50)).await? })))
+}
+
+/// `GET /admin/events`: the change feed as server-sent events. A listener that falls
+/// behind gets a `resync` event and should reload what it shows.
+pub async fn events(State(st): State<AppState>, _: Admin) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
+    let shutdown = st.shutdown.clone();
+    let stream = BroadcastStream::new(st.amc.events().subscribe())
+        .map(|item| {
+            let event = match item {
+                Ok(e) => SseEvent::default().json_data(&e).unwrap_or_else(|_| SseEvent::default().data("{}")),
+                Err(BroadcastStreamRecvError::Lagged(n)) => {
+                    SseEvent::default().event("resync").data(format!("{{\"missed\":{n}}}"))
+                }
+            };
+            Ok(event)
+        })
+        .take_until(async move { shutdown.cancelled().await });
+    Sse::new(stream).keep_alive(KeepAlive::default())
+}

@@ -1,0 +1,44 @@
+//! The router: agents' routes at the root, the person's under `/admin`.
+
+pub mod admin;
+pub mod agent;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post};
+
+use crate::AppState;
+
+/// The largest request body accepted.
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+
+/// Every route, with the envelope for unknown routes and wrong methods.
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/messages/unread", get(agent::unread))
+        .route("/messages/context", get(agent::context))
+        .route("/messages/mark_read", post(agent::mark_read))
+        .route("/messages/send", post(agent::send))
+        .route("/messages/{id}", get(agent::get_message))
+        .route("/channels", get(agent::channels))
+        .route("/attachments/{id}", get(agent::attachment))
+        .route("/healthz", get(agent::healthz))
+        .route("/admin/channels", get(admin::channels))
+        .route("/admin/channels/{id}", get(admin::channel))
+        .route("/admin/channels/{id}/approve", post(admin::approve_channel))
+        .route("/admin/channels/{id}/block", post(admin::block_channel))
+        .route("/admin/channels/{id}/policy", post(admin::set_policy))
+        .route("/admin/sends", get(admin::sends))
+        .route("/admin/sends/{id}", get(admin::send))
+        .route("/admin/sends/{id}/approve", post(admin::approve_send))
+        .route("/admin/sends/{id}/reject", post(admin::reject_send))
+        .route("/admin/agents", get(admin::agents).post(admin::create_agent))
+        .route("/admin/agents/{id}/revoke", post(admin::revoke_agent))
+        .route("/admin/pause", post(admin::pause))
+        .route("/admin/inbox", get(admin::inbox))
+        .route("/admin/events", get(admin::events))
+        .fallback(agent::not_found)
+        .method_not_allowed_fallback(agent::method_not_allowed)
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .with_state(state)
+}

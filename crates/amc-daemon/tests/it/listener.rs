@@ -1,0 +1,97 @@
+//! The socket and the TCP listener: permissions, one daemon at a time, stale sockets,
+//! and the Host/Origin checks of loopback TCP.
+
+use std::os::unix::fs::PermissionsExt;
+
+use hyper::Method;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use super::harness::Daemon;
+use amc_daemon::ListenError;
+
+fn mode(p: &std::path::Path) -> u32 {
+    std::fs::metadata(p).expect("metadata").permissions().mode() & 0o777
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_socket_and_data_are_private_to_the_user() {
+    let d = Daemon::start().await;
+    assert_eq!(mode(&d.socket()), 0o600);
+    assert_eq!(mode(&d.config.run_dir()), 0o700);
+    assert_eq!(mode(&d.config.data_dir), 0o700);
+    assert_eq!(mode(&d.config.db_path()), 0o600);
+    assert_eq!(mode(&d.config.admin_token_path()), 0o600);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_daemon_is_refused_and_shutdown_removes_the_socket() {
+    let d = Daemon::start().await;
+    let err = amc_daemon::bind_socket(&d.config.run_dir(), &d.socket()).expect_err("second daemon");
+    assert!(matches!(err, ListenError::AlreadyRunning(_)), "{err}");
+    assert!(err.to_string().contains("already running"));
+    assert_eq!(d.anon().await.get("/nope").await.expect("first still serves").status, 404);
+    let socket = d.socket();
+    let _dir = d.stop().await;
+    assert!(!socket.exists(), "socket removed on shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_socket_is_replaced_but_a_foreign_file_is_not() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = dir.path().join("run");
+    std::fs::create_dir_all(&run).expect("mkdir");
+    let sock = run.join("amc.sock");
+    drop(std::os::unix::net::UnixListener::bind(&sock).expect("bind")); // a daemon that died
+    assert!(sock.exists());
+    let bound = amc_daemon::bind_socket(&run, &sock).expect("stale socket replaced");
+    drop(bound);
+
+    std::fs::write(&sock, b"not a socket").expect("write");
+    let err = amc_daemon::bind_socket(&run, &sock).expect_err("foreign file");
+    assert!(matches!(err, ListenError::NotOurs(_)), "{err}");
+    assert_eq!(std::fs::read(&sock).expect("left alone"), b"not a socket");
+}
+
+async fn raw_tcp(addr: std::net::SocketAddr, host: &str, origin: Option<&str>, token: &str) -> String {
+    let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let origin = origin.map(|o| format!("Origin: {o}\r\n")).unwrap_or_default();
+    let req = format!(
+        "GET /healthz HTTP/1.1\r\nHost: {host}\r\n{origin}Authorization: Bearer {token}\r\nConnection: close\r\n\r\n"
+    );
+    s.write_all(req.as_bytes()).await.expect("write");
+    let mut out = String::new();
+    s.read_to_string(&mut out).await.expect("read");
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn loopback_tcp_checks_host_and_origin_against_dns_rebinding() {
+    let d = Daemon::start_with(|c| c.listen = Some("127.0.0.1:0".parse().expect("addr"))).await;
+    let addr = d.tcp_addr.expect("tcp");
+    let port = addr.port();
+    let t = &d.admin_token;
+    assert!(raw_tcp(addr, &format!("127.0.0.1:{port}"), None, t).await.starts_with("HTTP/1.1 200"));
+    assert!(
+        raw_tcp(addr, &format!("localhost:{port}"), Some(&format!("http://localhost:{port}")), t)
+            .await
+            .starts_with("HTTP/1.1 200")
+    );
+    for (host, origin) in [
+        ("evil.example:80".to_owned(), None),
+        (format!("attacker.example:{port}"), None),
+        (format!("127.0.0.1:{port}"), Some("http://evil.example".to_owned())),
+        (format!("127.0.0.1:{port}"), Some("null".to_owned())),
+    ] {
+        let out = raw_tcp(addr, &host, origin.as_deref(), t).await;
+        assert!(out.starts_with("HTTP/1.1 403"), "{host} {origin:?}: {out}");
+        assert!(out.contains("\"FORBIDDEN\""));
+    }
+    // The socket has no such check: local clients there are the user's own.
+    let r = d
+        .admin()
+        .await
+        .request(Method::GET, "/healthz", &[("origin", "http://evil.example")], None)
+        .await
+        .expect("get");
+    assert_eq!(r.status, 200);
+}

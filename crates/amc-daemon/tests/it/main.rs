@@ -1,0 +1,9 @@
+//! The daemon's integration tests: the real daemon on a temporary socket with a
+//! temporary database, spoken to over HTTP on the socket.
+
+mod approval;
+mod harness;
+mod hostile;
+mod inbox;
+mod listener;
+mod sends;

@@ -1,0 +1,425 @@
+//! Agents' sends: policies, review, idempotency, limits, attachments, platform
+//! failures, unknown outcomes, and never sending twice.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use super::harness::{Daemon, code, ids, msg};
+use amc_core::model::{OutboxStatus, Source};
+use amc_core::sender::{BoxFuture, Delivery, OutgoingSend, SendError, Sender};
+use amc_core::store::{NewSend, SendLookup};
+use amc_core::time::now_ms;
+
+async fn allowed(d: &Daemon, chat: &str, policy: &str) -> (String, Vec<String>) {
+    let (ch, sent) = d.channel_with(chat, 2).await;
+    let r = d.approve(&ch, json!({ "history": "all", "send_policy": policy })).await;
+    assert_eq!(r.status, 200);
+    (ch, sent)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_auto_send_is_delivered_and_joins_the_conversation() {
+    let d = Daemon::start().await;
+    let (mut agent, _) = d.agent("claude").await;
+    let (ch, sent) = allowed(&d, "a", "auto").await;
+    let r = agent
+        .post("/messages/send", &json!({ "channel_id": ch, "text": "On my way", "reply_to": sent[1] }))
+        .await
+        .expect("post");
+    assert_eq!(r.status, 200, "{:?}", r.json());
+    let v = r.json();
+    assert_eq!(v["status"], "sent");
+    let id = v["message_id"].as_str().expect("id").to_owned();
+    assert!(amc_core::ids::is_message_id(&id));
+    assert_eq!(v["sent_at"].as_str().map(str::len), Some(24));
+
+    let delivered = d.sender.sent();
+    assert_eq!(delivered.len(), 1);
+    assert_eq!(delivered[0].text, "On my way");
+    assert_eq!(delivered[0].channel_platform_id, "a");
+    assert_eq!(delivered[0].reply_to_platform_id.as_deref(), Some("a-1"));
+
+    let m = agent.get(&format!("/messages/{id}")).await.expect("get").json();
+    assert_eq!(m["direction"], "outbound");
+    assert_eq!(m["agent_id"], "claude");
+    assert_eq!(m["reply_to"], sent[1].as_str());
+    assert_eq!(m["sender"]["is_self"], true);
+    let v = agent.get(&format!("/messages/context?channel_id={ch}&around_message_id={id}")).await.expect("get");
+    assert_eq!(ids(&v.json()).last(), Some(&id));
+    // An agent's own send is not unread for anyone.
+    assert_eq!(ids(&agent.get("/messages/unread").await.expect("get").json()), sent);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_review_send_waits_for_the_person_then_goes_once() {
+    let d = Daemon::start().await;
+    let (mut agent, _) = d.agent("claude").await;
+    let (ch, _) = allowed(&d, "a", "review").await;
+    let r = agent.post("/messages/send", &json!({ "channel_id": ch, "text": "Draft reply" })).await.expect("post");
+    assert_eq!(r.status, 202);
+    let v = r.json();
+    assert_eq!(v["status"], "pending_review");
+    assert!(v["sent_at"].is_null());
+    let id = v["message_id"].as_str().expect("id").to_owned();
+    assert!(d.sender.sent().is_empty());
+
+    let mut admin = d.admin().await;
+    let q = admin.get("/admin/sends?status=held").await.expect("get").json();
+    let held = &q["sends"][0];
+    assert_eq!(held["id"], id.as_str());
+    assert_eq!(held["agent_id"], "claude");
+    assert_eq!(held["text"], "Draft reply");
+    assert_eq!(held["channel_name"], "Chat a");
+    assert_eq!(held["conversation"].as_array().map(Vec::len), Some(2), "the conversation around it");
+
+    let r = admin.post(&format!("/admin/sends/{id}/approve"), &json!({})).await.expect("post");
+    assert_eq!(r.json()["status"], "sent");
+    assert_eq!(d.sender.sent().len(), 1);
+    let r = admin.post(&format!("/admin/sends/{id}/approve"), &json!({})).await.expect("post");
+    assert_eq!(code(&r), "CONFLICT");
+    assert_eq!(d.sender.sent().len(), 1, "approving twice never sends twice");
+    assert_eq!(agent.get(&format!("/messages/{id}")).await.expect("get").json()["direction"], "outbound");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rejected_send_never_goes_and_its_replay_says_so() {
+    let d = Daemon::start().await;
+    let (mut agent, _) = d.agent("claude").await;
+    let (ch, _) = allowed(&d, "a", "review").await;
+    let body = json!({ "channel_id": ch, "text": "Should not go" });
+    let key = [("idempotency-key", "k-reject")];
+    let r =
+        agent.request(hyper::Method::POST, "/messages/send", &key, Some(body.to_string().into())).await.expect("post");
+    let id = r.json()["message_id"].as_str().expect("id").to_owned();
+    let mut admin = d.admin().await;
+    let r = admin.post(&format!("/admin/sends/{id}/reject"), &json!({ "reason": "wrong tone" })).await.expect("post");
+    assert_eq!(r.json()["status"], "rejected");
+    assert_eq!(r.json()["error_message"], "wrong tone");
+    let r = admin.post(&format!("/admin/sends/{id}/approve"), &json!({})).await.expect("post");
+    assert_eq!(code(&r), "CONFLICT");
+    assert!(d.sender.sent().is_empty());
+    let r =
+        agent.request(hyper::Method::POST, "/messages/send", &key, Some(body.to_string().into())).await.expect("post");
+    assert_eq!(r.json()["status"], "rejected");
+    assert_eq!(r.header("idempotency-replayed"), Some("true"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_only_channels_refuse_sends_and_reply_to_must_be_in_the_channel() {
+    let d = Daemon::start().await;
+    let (mut agent, _) = d.agent("claude").await;
+    let (ro, _) = allowed(&d, "ro", "read_only").await;
+    let (auto, _) = allowed(&d, "auto", "auto").await;
+    let (_, other_msgs) = allowed(&d, "other", "auto").await;
+    let r = agent.post("/messages/send", &json!({ "channel_id": ro, "text": "hi" })).await.expect("post");
+    assert_eq!((r.status.as_u16(), code(&r).as_str()), (403, "CHANNEL_READ_ONLY"));
+    let r = agent
+        .post("/messages/send", &json!({ "channel_id": auto, "text": "hi", "reply_to": other_msgs[0] }))
+        .await
+        .expect("post");
+    assert_eq!(code(&r), "MESSAGE_NOT_FOUND");
+    let r = agent.post("/messages/send", &json!({ "channel_id": "ch_nope", "text": "hi" })).await.expect("post");
+    assert_eq!((r.status.as_u16(), code(&r).as_str()), (404, "CHANNEL_NOT_FOUND"));
+    assert!(d.sender.sent().is_empty());
+}
+
+async fn post_keyed(c: &mut amc_daemon::client::Connection, b: serde_json::Value) -> amc_daemon::client::Response {
+    let key = [("idempotency-key", "5f0c3e3a-7d1e-4a4b-9a55-0c1e0f6b2a10")];
+    c.request(hyper::Method::POST, "/messages/send", &key, Some(b.to_string().into_bytes())).await.expect("post")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idempotency_replays_the_same_send_and_refuses_key_reuse() {
+    let d = Daemon::start().await;
+    let (mut agent, _) = d.agent("claude").await;
+    let (mut other, _) = d.agent("codex").await;
+    let (ch, _) = allowed(&d, "a", "auto").await;
+    let body = json!({ "channel_id": ch, "text": "once" });
+    let first = post_keyed(&mut agent, body.clone()).await;
+    assert_eq!(first.status, 200);
+    assert_eq!(first.header("idempotency-replayed"), None);
+    let again = post_keyed(&mut agent, body.clone()).await;
+    assert_eq!(again.status, 200);
+    assert_eq!(again.header("idempotency-replayed"), Some("true"));
+    assert_eq!(again.json(), first.json());
+    assert_eq!(d.sender.sent().len(), 1, "a replay does not send again");
+
+    let reuse = post_keyed(&mut agent, json!({ "channel_id": ch, "text": "twice?" })).await;
+    assert_eq!((reuse.status.as_u16(), code(&reuse).as_str()), (409, "IDEMPOTENCY_KEY_REUSE"));
+    // Keys are scoped per agent.
+    let theirs = post_keyed(&mut other, body).await;
+    assert_eq!(theirs.status, 200);
+    assert_ne!(theirs.json()["message_id"], first.json()["message_id"]);
+    assert_eq!(d.sender.sent().len(), 2);
+
+    let bad = agent
+        .request(hyper::Method::POST, "/messages/send", &[("idempotency-key", "")], Some(b"{}".to_vec()))
+        .await
+        .expect("post");
+    assert_eq!(code(&bad), "VALIDATION_FAILED");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_sends_with_one_key_deliver_once_and_distinct_keys_all_deliver() {
+    let d = Daemon::start_with(|c| c.rate_limit = amc_core::ratelimit::RateLimit { burst: 100, per_minute: 100 }).await;
+    let (mut agent, token) = d.agent("claude").await;
+    let (ch, sent) = allowed(&d, "a", "auto").await;
+    let socket = d.socket();
+    let mut tasks = Vec::new();
+    for i in 0..16 {
+        let (socket, token, ch) = (socket.clone(), token.clone(), ch.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut c = amc_daemon::client::Connection::connect(&socket).await.expect("connect").with_bearer(&token);
+            let key = if i < 8 { "same-key".to_owned() } else { format!("key-{i}") };
+            let text = if i < 8 { "same".to_owned() } else { format!("text {i}") };
+            let body = json!({ "channel_id": ch, "text": text }).to_string().into_bytes();
+            c.request(hyper::Method::POST, "/messages/send", &[("idempotency-key", &key)], Some(body))
+                .await
+                .expect("post")
+        }));
+    }
+    // Concurrent mark_read from the same agent at the same time.
+    for _ in 0..4 {
+        let r = agent.post("/messages/mark_read", &json!({ "message_ids": sent })).await.expect("post");
+        assert_eq!(r.json()["marked_count"], 2);
+    }
+    let mut same_ids = std::collections::HashSet::new();
+    for (i, t) in tasks.into_iter().enumerate() {
+        let r = t.await.expect("join");
+        assert_eq!(r.status, 200, "{:?}", r.json());
+        if i < 8 {
+            same_ids.insert(r.json()["message_id"].as_str().expect("id").to_owned());
+        }
+    }
+    assert_eq!(same_ids.len(), 1, "one key, one send");
+    let delivered = d.sender.sent();
+    assert_eq!(delivered.iter().filter(|s| s.text == "same").count(), 1);
+    assert_eq!(delivered.len(), 9);
+    assert!(ids(&agent.get("/messages/unread").await.expect("get").json()).is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_channel_takes_a_burst_then_answers_rate_limited_with_retry_after() {
+    let d = Daemon::start_with(|c| c.rate_limit = amc_core::ratelimit::RateLimit { burst: 2, per_minute: 2 }).await;
+    let (mut agent, _) = d.agent("claude").await;
+    let (ch, _) = allowed(&d, "a", "auto").await;
+    let (other, _) = allowed(&d, "b", "auto").await;
+    for i in 0..2 {
+        let r = agent.post("/messages/send", &json!({ "channel_id": ch, "text": format!("{i}") })).await.expect("post");
+        assert_eq!(r.status, 200);
+    }
+    let r = agent.post("/messages/send", &json!({ "channel_id": ch, "text": "3" })).await.expect("post");
+    assert_eq!((r.status.as_u16(), code(&r).as_str()), (429, "RATE_LIMITED"));
+    let retry: u64 = r.header("retry-after").expect("Retry-After").parse().expect("seconds");
+    assert!((1..=30).contains(&retry), "{retry}");
+    let r = agent.post("/messages/send", &json!({ "channel_id": other, "text": "elsewhere" })).await.expect("post");
+    assert_eq!(r.status, 200, "other channels have their own bucket");
+    assert_eq!(d.sender.sent().len(), 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attachments_come_only_from_allowed_folders_and_are_staged() {
+    let d = Daemon::start().await;
+    let (mut agent, _) = d.agent("claude").await;
+    let (ch, _) = allowed(&d, "a", "review").await;
+    let outbox = d.config.data_dir.join("outbox");
+    std::fs::write(outbox.join("invoice.pdf"), b"%PDF-1.7 invoice").expect("write");
+    let secret = d.dir.path().join("amc.db");
+    let ok = agent
+        .post(
+            "/messages/send",
+            &json!({ "channel_id": ch, "text": "", "attachments": [{ "path": outbox.join("invoice.pdf") }] }),
+        )
+        .await
+        .expect("post");
+    assert_eq!(ok.status, 202, "{:?}", ok.json());
+    let id = ok.json()["message_id"].as_str().expect("id").to_owned();
+    // The person sees the staged file before it goes; changing the original changes nothing.
+    std::fs::write(outbox.join("invoice.pdf"), b"swapped").expect("write");
+    let held = d.admin().await.get(&format!("/admin/sends/{id}")).await.expect("get").json();
+    let staged = &held["attachments"][0];
+    assert_eq!(staged["filename"], "invoice.pdf");
+    assert_eq!(staged["size_bytes"], 16);
+    d.admin().await.post(&format!("/admin/sends/{id}/approve"), &json!({})).await.expect("approve");
+    let delivered = d.sender.sent();
+    assert_eq!(std::fs::read(&delivered[0].attachments[0].path).expect("staged"), b"%PDF-1.7 invoice");
+
+    for (bad, expect) in [
+        (json!([{ "path": secret }]), "VALIDATION_FAILED"),
+        (json!([{ "path": format!("{}/../amc.db", outbox.display()) }]), "VALIDATION_FAILED"),
+        (json!([{ "path": "/etc/passwd" }]), "VALIDATION_FAILED"),
+        (json!([{ "path": "invoice.pdf" }]), "VALIDATION_FAILED"),
+        (json!([{}]), "VALIDATION_FAILED"),
+        (json!([{ "path": outbox.join("invoice.pdf"), "url": "https://example.com/a.png" }]), "VALIDATION_FAILED"),
+        (json!([{ "path": outbox.join("invoice.pdf"), "sha": "x" }]), "VALIDATION_FAILED"),
+    ] {
+        let r = agent
+            .post("/messages/send", &json!({ "channel_id": ch, "text": "x", "attachments": bad }))
+            .await
+            .expect("post");
+        assert_eq!(code(&r), expect, "{bad}");
+    }
+    let r = agent
+        .post("/messages/send", &json!({ "channel_id": ch, "text": "x", "attachments": [{ "path": secret }] }))
+        .await
+        .expect("post");
+    assert!(code(&r) == "VALIDATION_FAILED" && r.json()["error"]["message"].as_str().unwrap_or("").contains("outbox"));
+
+    let big = outbox.join("big.bin");
+    std::fs::write(&big, vec![0u8; amc_core::sender::RECORDING_MAX_ATTACHMENT_BYTES as usize + 1]).expect("write");
+    let r = agent
+        .post("/messages/send", &json!({ "channel_id": ch, "text": "", "attachments": [{ "path": big }] }))
+        .await
+        .expect("post");
+    assert_eq!((r.status.as_u16(), code(&r).as_str()), (413, "ATTACHMENT_TOO_LARGE_FOR_PLATFORM"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn platform_failures_map_to_their_codes() {
+    let d = Daemon::start_with(|c| c.rate_limit = amc_core::ratelimit::RateLimit { burst: 100, per_minute: 100 }).await;
+    let (mut agent, _) = d.agent("claude").await;
+    let (ch, _) = allowed(&d, "a", "auto").await;
+    let cases = [
+        (SendError::Auth("Messages refused automation (-1743)".into()), 502, "PLATFORM_AUTH"),
+        (SendError::Failed("boom".into()), 502, "PLATFORM_SEND_FAILED"),
+        (SendError::RateLimited { retry_after: 7 }, 429, "RATE_LIMITED"),
+        (SendError::TooLarge("over 25 MB".into()), 413, "ATTACHMENT_TOO_LARGE_FOR_PLATFORM"),
+    ];
+    for (i, (err, status, expect)) in cases.into_iter().enumerate() {
+        d.sender.fail_next(err);
+        let key = format!("fail-{i}");
+        let body = json!({ "channel_id": ch, "text": format!("try {i}") }).to_string().into_bytes();
+        let r = agent
+            .request(hyper::Method::POST, "/messages/send", &[("idempotency-key", &key)], Some(body.clone()))
+            .await
+            .expect("post");
+        assert_eq!((r.status.as_u16(), code(&r).as_str()), (status, expect));
+        if expect == "RATE_LIMITED" {
+            assert_eq!(r.header("retry-after"), Some("7"));
+        }
+        // The failure is recorded: a replay answers the same, and nothing is sent.
+        let again = agent
+            .request(hyper::Method::POST, "/messages/send", &[("idempotency-key", &key)], Some(body))
+            .await
+            .expect("post");
+        assert_eq!(code(&again), expect);
+    }
+    assert!(d.sender.sent().is_empty());
+    let log = d.admin().await.get("/admin/sends?status=failed").await.expect("get").json();
+    assert_eq!(log["sends"].as_array().map(Vec::len), Some(4));
+}
+
+/// A platform that never answers.
+struct Hanging;
+
+impl Sender for Hanging {
+    fn max_attachment_bytes(&self) -> u64 {
+        1 << 20
+    }
+    fn send(&self, _: OutgoingSend) -> BoxFuture<'_, Result<Delivery, SendError>> {
+        Box::pin(async {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            Err(SendError::Failed("unreachable".into()))
+        })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_send_without_confirmation_is_unknown_and_never_retried() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = Daemon::start_in(dir, |c| c.send_timeout = Duration::from_millis(300), Some(Arc::new(Hanging))).await;
+    let (mut agent, _) = d.agent("claude").await;
+    let (ch, _) = allowed(&d, "a", "auto").await;
+    let key = [("idempotency-key", "k-unknown")];
+    let body = json!({ "channel_id": ch, "text": "did it go?" }).to_string().into_bytes();
+    let r = agent.request(hyper::Method::POST, "/messages/send", &key, Some(body.clone())).await.expect("post");
+    assert_eq!(r.status, 202);
+    assert_eq!(r.json()["status"], "unknown");
+    assert!(r.json()["sent_at"].is_null());
+    let r = agent.request(hyper::Method::POST, "/messages/send", &key, Some(body)).await.expect("post");
+    assert_eq!(r.json()["status"], "unknown", "a retry with the same key does not send again");
+    let log = d.admin().await.get("/admin/sends?status=unknown").await.expect("get").json();
+    assert_eq!(log["sends"].as_array().map(Vec::len), Some(1));
+    assert!(log["sends"][0]["error_message"].as_str().is_some_and(|m| m.contains("confirm")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_send_in_flight_at_a_crash_becomes_unknown_on_restart() {
+    let d = Daemon::start().await;
+    let (_, _) = d.agent("claude").await;
+    let (ch, _) = allowed(&d, "a", "auto").await;
+    // What the outbox holds when AMC dies between recording a send and its outcome.
+    let lookup = d
+        .amc
+        .store()
+        .record_send(&NewSend {
+            agent_id: "claude",
+            idempotency: None,
+            channel_id: &ch,
+            text: "in flight",
+            reply_to: None,
+            attachments: &[],
+            status: OutboxStatus::Sending,
+        })
+        .expect("record");
+    let SendLookup::New(item) = lookup else { panic!("new") };
+    let sender = d.sender.clone();
+    let dir = d.stop().await;
+    let d = Daemon::start_in(dir, |_| {}, Some(Arc::new(sender.clone()))).await;
+    let v = d.admin().await.get(&format!("/admin/sends/{}", item.id)).await.expect("get").json();
+    assert_eq!(v["status"], "unknown");
+    assert!(sender.sent().is_empty(), "never retried");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pausing_holds_every_send_until_resumed_and_survives_restart() {
+    let d = Daemon::start().await;
+    let (mut agent, _) = d.agent("claude").await;
+    let (ch, _) = allowed(&d, "a", "auto").await;
+    let r = d.admin().await.post("/admin/pause", &json!({ "paused": true })).await.expect("post");
+    assert_eq!(r.json(), json!({ "paused": true }));
+    let r = agent.post("/messages/send", &json!({ "channel_id": ch, "text": "held" })).await.expect("post");
+    assert_eq!(r.json()["status"], "pending_review");
+    assert!(d.sender.sent().is_empty());
+    assert_eq!(agent.get("/healthz").await.expect("get").json()["agents_paused"], true);
+
+    let dir = d.stop().await;
+    let d = Daemon::start_in(dir, |_| {}, None).await;
+    let (mut agent, _) = d.agent("codex").await;
+    let r = agent.post("/messages/send", &json!({ "channel_id": ch, "text": "still held" })).await.expect("post");
+    assert_eq!(r.json()["status"], "pending_review");
+    d.admin().await.post("/admin/pause", &json!({ "paused": false })).await.expect("post");
+    let r = agent.post("/messages/send", &json!({ "channel_id": ch, "text": "goes" })).await.expect("post");
+    assert_eq!(r.json()["status"], "sent");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_event_stream_tells_the_ui_about_changes() {
+    let d = Daemon::start().await;
+    let (mut agent, _) = d.agent("claude").await;
+    let (ch, _) = allowed(&d, "a", "review").await;
+    let mut stream = tokio::net::UnixStream::connect(d.socket()).await.expect("connect");
+    let req =
+        format!("GET /admin/events HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {}\r\n\r\n", d.admin_token);
+    stream.write_all(req.as_bytes()).await.expect("write");
+    let mut seen = String::new();
+    let mut buf = [0u8; 4096];
+    // Wait for the response head, so the subscription exists before the change.
+    while !seen.contains("text/event-stream") {
+        let n = stream.read(&mut buf).await.expect("read");
+        assert!(n > 0, "closed: {seen}");
+        seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+    agent.post("/messages/send", &json!({ "channel_id": ch, "text": "hello" })).await.expect("post");
+    d.ingest(Source::Imessage, "new-chat", vec![msg("n-1", "hi", now_ms())]).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while !(seen.contains("\"send_changed\"") && seen.contains("\"channel_created\"")) {
+        let n = tokio::time::timeout_at(deadline, stream.read(&mut buf)).await.expect("in time").expect("read");
+        assert!(n > 0, "closed: {seen}");
+        seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+    assert!(seen.contains("\"status\":\"held\""), "{seen}");
+}
