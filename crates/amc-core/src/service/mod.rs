@@ -48,6 +48,7 @@ struct Inner {
     health: health::Registry,
     paused: AtomicBool,
     started: Instant,
+    url_filter: crate::attach::url::AddressFilter,
 }
 
 /// An authenticated agent.
@@ -85,6 +86,7 @@ impl Amc {
                 attachments,
                 paused: AtomicBool::new(paused),
                 started: Instant::now(),
+                url_filter: crate::attach::url::is_public,
             }),
         })
     }

@@ -6,7 +6,7 @@ use sha2::{Digest, Sha256};
 
 use super::inbox::{check_channel_id, check_message_id};
 use super::{AgentCtx, Amc};
-use crate::attach::CheckedFile;
+use crate::attach::Accepted;
 use crate::error::{Error, ErrorCode, Result};
 use crate::events::Event;
 use crate::model::{OutboxItem, OutboxStatus, SendPolicy};
@@ -146,15 +146,15 @@ impl Amc {
             .get(target.source)
             .map(|s| s.max_attachment_bytes())
             .unwrap_or(FALLBACK_MAX_ATTACHMENT_BYTES);
-        let mut checked: Vec<CheckedFile> = Vec::with_capacity(refs.len());
+        // Local files are checked first; URLs are fetched only once the send is within
+        // its channel's rate limit.
+        let mut accepted: Vec<Option<Accepted>> = Vec::with_capacity(refs.len());
         for (i, a) in refs.iter().enumerate() {
             match (&a.url, &a.path) {
-                (Some(_), None) => {
-                    return Err(Error::validation(format!(
-                        "attachments[{i}]: url attachments are not accepted by this AMC; put the file in an allowed folder and give its path"
-                    )));
+                (Some(_), None) => accepted.push(None),
+                (None, Some(path)) => {
+                    accepted.push(Some(Accepted::File(self.inner.attachments.check_path(path, max_bytes)?)))
                 }
-                (None, Some(path)) => checked.push(self.inner.attachments.check_path(path, max_bytes)?),
                 _ => {
                     return Err(Error::validation(format!("attachments[{i}] must have exactly one of url or path")));
                 }
@@ -165,8 +165,25 @@ impl Amc {
             .limiter
             .take(&target.id)
             .map_err(|wait| Error::rate_limited(wait.as_secs_f64().ceil().max(1.0) as u64))?;
+        let mut files = Vec::with_capacity(refs.len());
+        for (a, r) in accepted.into_iter().zip(&refs) {
+            let fetched = match (a, &r.url) {
+                (Some(f), _) => Ok(f),
+                (None, Some(url)) => {
+                    crate::attach::url::fetch(url, max_bytes, self.inner.url_filter).await.map(Accepted::Download)
+                }
+                (None, None) => Err(Error::internal("attachment without url or path")),
+            };
+            match fetched {
+                Ok(f) => files.push(f),
+                Err(e) => {
+                    self.inner.limiter.refund(&target.id);
+                    return Err(e);
+                }
+            }
+        }
         let stage_id = ulid::Ulid::generate().to_string();
-        let staged = match self.inner.attachments.stage(&stage_id, &checked, max_bytes) {
+        let staged = match self.inner.attachments.stage(&stage_id, &files, max_bytes) {
             Ok(s) => s,
             Err(e) => {
                 self.inner.limiter.refund(&target.id);

@@ -255,6 +255,10 @@ async fn attachments_come_only_from_allowed_folders_and_are_staged() {
         (json!([{}]), "VALIDATION_FAILED"),
         (json!([{ "path": outbox.join("invoice.pdf"), "url": "https://example.com/a.png" }]), "VALIDATION_FAILED"),
         (json!([{ "path": outbox.join("invoice.pdf"), "sha": "x" }]), "VALIDATION_FAILED"),
+        (json!([{ "url": "http://127.0.0.1:9/internal.png" }]), "VALIDATION_FAILED"),
+        (json!([{ "url": "http://169.254.169.254/latest/meta-data/" }]), "VALIDATION_FAILED"),
+        (json!([{ "url": "http://localhost:9/a.png" }]), "VALIDATION_FAILED"),
+        (json!([{ "url": "file:///etc/passwd" }]), "VALIDATION_FAILED"),
     ] {
         let r = agent
             .post("/messages/send", &json!({ "channel_id": ch, "text": "x", "attachments": bad }))

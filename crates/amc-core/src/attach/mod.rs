@@ -1,7 +1,10 @@
 //! Checks on the files an agent asks to send. An agent that could name any local
 //! file could mail away the person's keys, so a `path` must resolve (symlinks and `..`
-//! followed) to a regular file inside a folder the person allowed. Accepted files are
-//! copied into a staging folder at once, so what the person reviews is what is sent.
+//! followed) to a regular file inside a folder the person allowed; a `url` is fetched
+//! only from public addresses ([`url`]). Accepted files are copied into a staging
+//! folder at once, so what the person reviews is what is sent.
+
+pub mod url;
 
 use std::fs::File;
 use std::io::{Read, Write};
@@ -15,6 +18,15 @@ use crate::model::StagedAttachment;
 pub struct AttachmentPolicy {
     allowed: Vec<PathBuf>,
     staging: PathBuf,
+}
+
+/// An attachment that passed its checks, before staging.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Accepted {
+    /// A local file inside an allowed folder.
+    File(CheckedFile),
+    /// A downloaded file.
+    Download(url::Download),
 }
 
 /// A file that passed the checks.
@@ -82,9 +94,9 @@ impl AttachmentPolicy {
         Ok(CheckedFile { path, requested: requested.to_owned(), size: meta.len() })
     }
 
-    /// Copies checked files into `staging/<stage_id>/`, re-checking each one as it is
-    /// read, so a file swapped after the check is caught.
-    pub fn stage(&self, stage_id: &str, files: &[CheckedFile], max_bytes: u64) -> Result<Vec<StagedAttachment>> {
+    /// Copies accepted files into `staging/<stage_id>/`, re-checking each local one as it
+    /// is read, so a file swapped after the check is caught.
+    pub fn stage(&self, stage_id: &str, files: &[Accepted], max_bytes: u64) -> Result<Vec<StagedAttachment>> {
         if files.is_empty() {
             return Ok(Vec::new());
         }
@@ -98,7 +110,22 @@ impl AttachmentPolicy {
         staged
     }
 
-    fn stage_one(&self, dir: &Path, index: usize, f: &CheckedFile, max_bytes: u64) -> Result<StagedAttachment> {
+    fn stage_one(&self, dir: &Path, index: usize, a: &Accepted, max_bytes: u64) -> Result<StagedAttachment> {
+        let f = match a {
+            Accepted::File(f) => f,
+            Accepted::Download(d) => {
+                let dest = dir.join(format!("{index}-{}", d.filename));
+                let mut out = File::create(&dest)?;
+                out.write_all(&d.bytes)?;
+                out.sync_all()?;
+                return Ok(StagedAttachment {
+                    path: dest.display().to_string(),
+                    filename: d.filename.clone(),
+                    size_bytes: d.bytes.len() as u64,
+                    origin: d.url.clone(),
+                });
+            }
+        };
         let mut src = File::open(&f.path).map_err(|_| self.refusal())?;
         if !src.metadata().map_err(|_| self.refusal())?.is_file() {
             return Err(self.refusal());
@@ -157,7 +184,7 @@ mod tests {
         let file = dir.path().join("outbox/report.pdf");
         std::fs::write(&file, b"%PDF-1.7").expect("write");
         let checked = policy.check_path(file.to_str().expect("utf8"), 100).expect("allowed");
-        let staged = policy.stage("s1", &[checked], 100).expect("staged");
+        let staged = policy.stage("s1", &[Accepted::File(checked)], 100).expect("staged");
         assert_eq!(staged[0].filename, "report.pdf");
         assert_eq!(std::fs::read(&staged[0].path).expect("read"), b"%PDF-1.7");
         // The original can change afterwards; the staged copy is what gets sent.
