@@ -1,0 +1,142 @@
+//! The `amc` binary end to end: `amc serve` in a temporary data directory, driven by
+//! the admin commands as a person at a terminal would.
+
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use amc_core::model::{ChannelKind, IncomingMessage, SenderInfo, Source};
+use amc_core::store::{ChannelSpec, Store};
+
+const AMC: &str = env!("CARGO_BIN_EXE_amc");
+
+struct Serve {
+    child: Child,
+}
+
+impl Serve {
+    fn start(dir: &Path) -> Self {
+        let child = Command::new(AMC)
+            .args(["serve", "--test-sender"])
+            .env("AMC_DATA_DIR", dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn amc serve");
+        let socket = dir.join("run/amc.sock");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !(socket.exists() && dir.join("admin-token").exists()) {
+            assert!(Instant::now() < deadline, "amc serve did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Self { child }
+    }
+
+    fn stop(mut self) -> Output {
+        let pid = self.child.id().to_string();
+        Command::new("kill").args(["-TERM", &pid]).status().expect("kill");
+        let child = std::mem::replace(&mut self.child, Command::new("true").spawn().expect("true"));
+        child.wait_with_output().expect("wait")
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn amc(dir: &Path, args: &[&str]) -> Output {
+    Command::new(AMC).args(args).env("AMC_DATA_DIR", dir).output().expect("run amc")
+}
+
+fn stdout(o: &Output) -> String {
+    assert!(o.status.success(), "amc failed: {}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn json(o: &Output) -> serde_json::Value {
+    serde_json::from_str(&stdout(o)).expect("json output")
+}
+
+#[test]
+fn a_headless_install_is_administered_from_the_command_line() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path();
+    let serve = Serve::start(dir);
+
+    let out = stdout(&amc(dir, &["agent", "add", "claude-code"]));
+    assert!(out.contains("amc_agent_"), "{out}");
+    assert!(out.contains("AMC_AGENT_ID=claude-code"));
+    let listed = json(&amc(dir, &["--json", "agent", "list"]));
+    assert_eq!(listed["agents"][0]["id"], "claude-code");
+    let dup = amc(dir, &["agent", "add", "claude-code"]);
+    assert!(!dup.status.success());
+    assert!(String::from_utf8_lossy(&dup.stderr).contains("CONFLICT"));
+
+    // A source stores a conversation (here straight into the database, as the iMessage source would).
+    let store = Store::open(&dir.join("amc.db")).expect("open store");
+    let spec = ChannelSpec { platform_id: "iMessage;-;+15551234567".into(), name: "Ada".into(), kind: ChannelKind::Dm };
+    let msg = IncomingMessage {
+        platform_id: "guid-1".into(),
+        sender: SenderInfo { id: "+15551234567".into(), display_name: Some("Ada".into()), is_self: false },
+        text: "Dinner at 8?".into(),
+        sent_at: amc_core::time::now_ms(),
+        reply_to_platform_id: None,
+        attachments: vec![],
+        edited_at: None,
+        unsent: false,
+        reactions: vec![],
+    };
+    let report = store.ingest(Source::Imessage, &spec, &[msg], None).expect("ingest");
+    let ch = report.channel_id;
+
+    let pending = stdout(&amc(dir, &["channel", "list", "--state", "pending"]));
+    assert!(pending.contains(&ch) && pending.contains("Ada") && pending.contains("pending"), "{pending}");
+    let approved = json(&amc(dir, &["--json", "channel", "approve", &ch, "--history", "all", "--policy", "auto"]));
+    assert_eq!((approved["state"].as_str(), approved["send_policy"].as_str()), (Some("allowed"), Some("auto")));
+    let policy = json(&amc(dir, &["--json", "channel", "policy", &ch, "review"]));
+    assert_eq!(policy["send_policy"], "review");
+
+    assert!(stdout(&amc(dir, &["review", "list"])).contains("Nothing here"));
+    let status = stdout(&amc(dir, &["status"]));
+    assert!(status.contains("ok") && status.contains("imessage"), "{status}");
+    assert!(stdout(&amc(dir, &["pause"])).contains("paused"));
+    assert_eq!(json(&amc(dir, &["--json", "status"]))["agents_paused"], true);
+    stdout(&amc(dir, &["resume"]));
+    let blocked = json(&amc(dir, &["--json", "channel", "block", &ch]));
+    assert_eq!(blocked["state"], "blocked");
+    let bad = amc(dir, &["channel", "approve", "ch_nope"]);
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("NOT_FOUND"));
+    assert!(stdout(&amc(dir, &["agent", "revoke", "claude-code"])).contains("Revoked"));
+
+    // A second daemon is refused with a clear message.
+    let second = amc(dir, &["serve"]);
+    assert!(!second.status.success());
+    assert!(String::from_utf8_lossy(&second.stderr).contains("already running"));
+
+    // SIGTERM stops it cleanly and removes the socket.
+    let out = serve.stop();
+    assert!(out.status.success(), "exit: {:?} {}", out.status, String::from_utf8_lossy(&out.stderr));
+    assert!(!dir.join("run/amc.sock").exists());
+    let logs = String::from_utf8_lossy(&out.stderr);
+    assert!(logs.contains("AMC stopped"), "{logs}");
+    assert!(!logs.contains("amc_agent_"), "tokens never reach the log");
+
+    let down = amc(dir, &["status"]);
+    assert!(!down.status.success());
+    assert!(String::from_utf8_lossy(&down.stderr).contains("AMC is not running"));
+}
+
+#[test]
+fn bad_configuration_is_reported_in_one_line() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out = amc(tmp.path(), &["serve", "--listen", "0.0.0.0:7878"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("loopback"), "{err}");
+    std::fs::write(tmp.path().join("config.toml"), "rate_limit_burst = \"many\"\n").expect("write");
+    let out = amc(tmp.path(), &["serve"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("config.toml"));
+}
