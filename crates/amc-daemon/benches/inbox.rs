@@ -1,0 +1,162 @@
+//! Inbox latency over the Unix socket with a large store.
+//!
+//! `cargo bench -p amc-daemon --bench inbox` loads 1,000,000 messages in 500 channels
+//! with 10 agents (agent k has read the oldest k/10 of everything), then measures
+//! `GET /messages/unread?limit=100` and `GET /messages/context` through the real daemon
+//! over its socket, and prints p50/p99. `AMC_BENCH_MESSAGES` scales the data down.
+
+use std::time::{Duration, Instant};
+
+use amc_core::config::RawConfig;
+use amc_core::model::{ChannelKind, HistoryRelease, IncomingMessage, SenderInfo, Source};
+use amc_core::sender::Senders;
+use amc_core::service::Amc;
+use amc_core::store::ChannelSpec;
+use amc_daemon::client::Connection;
+use rand::{Rng, SeedableRng};
+
+const CHANNELS: usize = 500;
+const AGENTS: usize = 10;
+const SAMPLES: usize = 2000;
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+fn report(name: &str, mut samples: Vec<Duration>) {
+    samples.sort();
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    println!(
+        "{name:<44} n={:<5} p50={:>7.3} ms  p99={:>7.3} ms  max={:>7.3} ms",
+        samples.len(),
+        ms(percentile(&samples, 0.50)),
+        ms(percentile(&samples, 0.99)),
+        ms(*samples.last().unwrap_or(&Duration::ZERO))
+    );
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let total: usize = std::env::var("AMC_BENCH_MESSAGES").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000_000);
+    let per_channel = total / CHANNELS;
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let dir = tempfile::tempdir()?;
+    let config = RawConfig { data_dir: Some(dir.path().to_owned()), ..Default::default() }.validate()?;
+    let amc = Amc::start(config.clone(), Senders::default())?;
+    let store = amc.store().clone();
+
+    // Load: message j of channel c is sent at base + (j * CHANNELS + c) seconds, so the
+    // channels interleave in time as real conversations do.
+    let started = Instant::now();
+    let base = amc_core::time::now_ms() - (total as i64) * 1000;
+    let mut by_channel: Vec<(String, Vec<String>)> = Vec::with_capacity(CHANNELS);
+    for c in 0..CHANNELS {
+        let spec =
+            ChannelSpec { platform_id: format!("chat-{c}"), name: format!("Chat {c}"), kind: ChannelKind::Group };
+        let msgs: Vec<IncomingMessage> = (0..per_channel)
+            .map(|j| IncomingMessage {
+                platform_id: format!("m-{c}-{j}"),
+                sender: SenderInfo { id: format!("+1555000{:04}", j % 50), display_name: None, is_self: j % 7 == 0 },
+                text: format!("message {j} in chat {c}: some ordinary text of ordinary length for a chat"),
+                sent_at: base + ((j * CHANNELS + c) as i64) * 1000,
+                reply_to_platform_id: (j % 5 == 0 && j > 0).then(|| format!("m-{c}-{}", j - 1)),
+                attachments: vec![],
+                edited_at: None,
+                unsent: false,
+                reactions: vec![],
+            })
+            .collect();
+        let report = store.ingest(Source::Discord, &spec, &msgs, None)?;
+        store.approve_channel(&report.channel_id, HistoryRelease::All, None)?;
+        by_channel.push((report.channel_id, report.inserted));
+    }
+    let load_messages = started.elapsed();
+
+    // Agent k has read the oldest k/10 of all messages.
+    let started = Instant::now();
+    let mut agents = Vec::new();
+    for k in 0..AGENTS {
+        let id = format!("agent-{k}");
+        let (_, token) = store.create_agent(&id)?;
+        let cut = per_channel * k / AGENTS;
+        let read: Vec<String> = by_channel.iter().flat_map(|(_, ids)| ids[..cut].iter().cloned()).collect();
+        for chunk in read.chunks(5000) {
+            store.mark_read(&id, chunk)?;
+        }
+        agents.push((id, token));
+    }
+    let load_reads = started.elapsed();
+    let db_bytes = std::fs::metadata(config.db_path())?.len()
+        + std::fs::metadata(config.db_path().with_extension("db-wal")).map(|m| m.len()).unwrap_or(0);
+    println!(
+        "loaded {total} messages in {CHANNELS} channels: {:.1} s ({:.0} msg/s); read state of {AGENTS} agents: {:.1} s; database {:.0} MB",
+        load_messages.as_secs_f64(),
+        total as f64 / load_messages.as_secs_f64(),
+        load_reads.as_secs_f64(),
+        db_bytes as f64 / 1e6
+    );
+
+    rt.block_on(async {
+        let socket = amc_daemon::bind_socket(&config.run_dir(), &config.socket_path())?;
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(amc_daemon::serve(amc.clone(), socket, None, async move {
+            let _ = stopped.await;
+        }));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+
+        let mut conns = Vec::new();
+        for (id, token) in &agents {
+            conns.push(
+                Connection::connect(&config.socket_path()).await?.with_bearer(token).with_header("x-agent-id", id),
+            );
+        }
+        // Warm up: each agent's first call moves its unread floor past what it has read.
+        for c in conns.iter_mut() {
+            let r = c.get("/messages/unread?limit=100").await?;
+            assert_eq!(r.status, 200);
+        }
+        let mut unread = Vec::with_capacity(SAMPLES);
+        for i in 0..SAMPLES {
+            let c = &mut conns[i % AGENTS];
+            let t = Instant::now();
+            let r = c.get("/messages/unread?limit=100").await?;
+            unread.push(t.elapsed());
+            assert_eq!(r.status, 200);
+            assert_eq!(r.json()["messages"].as_array().map(Vec::len), Some(100));
+        }
+        report("GET /messages/unread?limit=100", unread);
+
+        let mut unread_ch = Vec::with_capacity(SAMPLES);
+        for i in 0..SAMPLES {
+            let (ch, _) = &by_channel[rng.random_range(0..CHANNELS)];
+            let c = &mut conns[i % AGENTS];
+            let t = Instant::now();
+            let r = c.get(&format!("/messages/unread?limit=100&channel_id={ch}")).await?;
+            unread_ch.push(t.elapsed());
+            assert_eq!(r.status, 200);
+        }
+        report("GET /messages/unread?limit=100&channel_id=…", unread_ch);
+
+        for (before, after) in [(5, 5), (50, 50)] {
+            let mut context = Vec::with_capacity(SAMPLES);
+            for i in 0..SAMPLES {
+                let (ch, ids) = &by_channel[rng.random_range(0..CHANNELS)];
+                let target = &ids[rng.random_range(0..ids.len())];
+                let c = &mut conns[i % AGENTS];
+                let t = Instant::now();
+                let r = c
+                    .get(&format!(
+                        "/messages/context?channel_id={ch}&around_message_id={target}&before={before}&after={after}"
+                    ))
+                    .await?;
+                context.push(t.elapsed());
+                assert_eq!(r.status, 200);
+            }
+            report(&format!("GET /messages/context before={before} after={after}"), context);
+        }
+        let _ = stop.send(());
+        server.await??;
+        Ok::<_, Box<dyn std::error::Error>>(())
+    })?;
+    Ok(())
+}
