@@ -5,6 +5,8 @@
 //! `GET /messages/unread?limit=100` and `GET /messages/context` through the real daemon
 //! over its socket, and prints p50/p99. `AMC_BENCH_MESSAGES` scales the data down.
 
+#![allow(clippy::print_stdout)] // a bench binary reports on stdout
+
 use std::time::{Duration, Instant};
 
 use amc_core::config::RawConfig;
