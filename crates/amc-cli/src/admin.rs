@@ -6,8 +6,8 @@ use anyhow::{Context, bail};
 use clap::{Subcommand, ValueEnum};
 use serde_json::{Value, json};
 
+use amc_client::Connection;
 use amc_core::config::RawConfig;
-use amc_daemon::client::Connection;
 
 #[derive(Subcommand)]
 pub enum AgentCmd {
@@ -124,7 +124,7 @@ async fn connect(raw: RawConfig) -> anyhow::Result<Connection> {
 }
 
 /// Checks the status and returns the JSON body, or fails with the envelope's message.
-fn ok(resp: amc_daemon::client::Response) -> anyhow::Result<Value> {
+fn ok(resp: amc_client::Response) -> anyhow::Result<Value> {
     let body = resp.json();
     if !resp.status.is_success() {
         let code = body["error"]["code"].as_str().unwrap_or("ERROR");

@@ -9,12 +9,12 @@
 
 use std::time::{Duration, Instant};
 
+use amc_client::Connection;
 use amc_core::config::RawConfig;
 use amc_core::model::{ChannelKind, HistoryRelease, IncomingMessage, SenderInfo, Source};
 use amc_core::sender::Senders;
 use amc_core::service::Amc;
 use amc_core::store::ChannelSpec;
-use amc_daemon::client::Connection;
 use rand::{Rng, SeedableRng};
 
 const CHANNELS: usize = 500;

@@ -7,10 +7,8 @@
 //! - [`error`]: the error envelope.
 //! - [`guard`]: header limits, panics, Host/Origin checks for TCP.
 //! - [`listener`]: the socket, its permissions and the one-daemon lock.
-//! - [`client`]: a small HTTP-over-Unix-socket client for the CLI and tests.
 #![deny(missing_docs)]
 
-pub mod client;
 pub mod error;
 pub mod extract;
 pub mod guard;

@@ -118,6 +118,9 @@ impl Amc {
         if refs.len() > MAX_ATTACHMENTS {
             return Err(Error::validation(format!("at most {MAX_ATTACHMENTS} attachments per message")));
         }
+        if let Some(i) = refs.iter().position(|a| a.url.is_some() == a.path.is_some()) {
+            return Err(Error::validation(format!("attachments[{i}] must have exactly one of url or path")));
+        }
         if req.text.is_empty() && refs.is_empty() {
             return Err(Error::validation("a message needs text or an attachment"));
         }
@@ -155,9 +158,7 @@ impl Amc {
                 (None, Some(path)) => {
                     accepted.push(Some(Accepted::File(self.inner.attachments.check_path(path, max_bytes)?)))
                 }
-                _ => {
-                    return Err(Error::validation(format!("attachments[{i}] must have exactly one of url or path")));
-                }
+                _ => return Err(Error::internal(format_args!("attachments[{i}] passed the shape check"))),
             }
         }
 

@@ -2,6 +2,7 @@
 
 pub mod admin;
 pub mod agent;
+pub mod mcp;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
@@ -14,7 +15,12 @@ pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 
 /// Every route, with the envelope for unknown routes and wrong methods.
 pub fn router(state: AppState) -> Router {
+    let inbox_mcp = amc_mcp::inbox_service(state.amc.clone(), state.shutdown.child_token());
+    let mcp = Router::new()
+        .route_service("/mcp", inbox_mcp)
+        .route_layer(axum::middleware::from_fn_with_state(state.clone(), mcp::authenticate));
     Router::new()
+        .merge(mcp)
         .route("/messages/unread", get(agent::unread))
         .route("/messages/context", get(agent::context))
         .route("/messages/mark_read", post(agent::mark_read))

@@ -4,9 +4,9 @@
 use serde_json::json;
 
 use super::harness::{Daemon, attachment, code, ids, msg};
+use amc_client::Connection;
 use amc_core::model::Source;
 use amc_core::time::now_ms;
-use amc_daemon::client::Connection;
 
 const DAY: i64 = 86_400_000;
 

@@ -3,13 +3,13 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use amc_client::{Connection, Response};
 use amc_core::config::{Config, RawConfig};
 use amc_core::model::{ChannelKind, IncomingAttachment, IncomingMessage, SenderInfo, Source};
 use amc_core::sender::{RecordingSender, Senders};
 use amc_core::service::Amc;
 use amc_core::store::ChannelSpec;
 use amc_core::time::now_ms;
-use amc_daemon::client::{Connection, Response};
 use serde_json::Value;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;

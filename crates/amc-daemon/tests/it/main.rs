@@ -6,4 +6,5 @@ mod harness;
 mod hostile;
 mod inbox;
 mod listener;
+mod mcp;
 mod sends;

@@ -126,7 +126,7 @@ async fn read_only_channels_refuse_sends_and_reply_to_must_be_in_the_channel() {
     assert!(d.sender.sent().is_empty());
 }
 
-async fn post_keyed(c: &mut amc_daemon::client::Connection, b: serde_json::Value) -> amc_daemon::client::Response {
+async fn post_keyed(c: &mut amc_client::Connection, b: serde_json::Value) -> amc_client::Response {
     let key = [("idempotency-key", "5f0c3e3a-7d1e-4a4b-9a55-0c1e0f6b2a10")];
     c.request(hyper::Method::POST, "/messages/send", &key, Some(b.to_string().into_bytes())).await.expect("post")
 }
@@ -172,7 +172,7 @@ async fn concurrent_sends_with_one_key_deliver_once_and_distinct_keys_all_delive
     for i in 0..16 {
         let (socket, token, ch) = (socket.clone(), token.clone(), ch.clone());
         tasks.push(tokio::spawn(async move {
-            let mut c = amc_daemon::client::Connection::connect(&socket).await.expect("connect").with_bearer(&token);
+            let mut c = amc_client::Connection::connect(&socket).await.expect("connect").with_bearer(&token);
             let key = if i < 8 { "same-key".to_owned() } else { format!("key-{i}") };
             let text = if i < 8 { "same".to_owned() } else { format!("text {i}") };
             let body = json!({ "channel_id": ch, "text": text }).to_string().into_bytes();

@@ -1,5 +1,6 @@
 //! A small HTTP/1.1 client over the daemon's Unix socket, for the `amc` CLI, the stdio
 //! bridge and tests. One [`Connection`] keeps its socket open between requests.
+#![deny(missing_docs)]
 
 use std::path::{Path, PathBuf};
 

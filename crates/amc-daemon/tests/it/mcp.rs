@@ -1,0 +1,175 @@
+//! The inbox toolset over MCP on the daemon's socket, with rmcp's own client (which
+//! sends absolute-form request targets).
+
+use std::collections::HashMap;
+
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::RunningService;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::common::unix_socket::UnixSocketHttpClient;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{Value, json};
+
+use super::harness::{Daemon, code};
+
+const URI: &str = "http://localhost/mcp";
+
+async fn connect(d: &Daemon, token: &str, agent_id: Option<&str>) -> RunningService<RoleClient, ()> {
+    let mut headers = HashMap::new();
+    if let Some(id) = agent_id {
+        headers.insert("x-agent-id".parse().expect("name"), id.parse().expect("value"));
+    }
+    let config = StreamableHttpClientTransportConfig::with_uri(URI).auth_header(token).custom_headers(headers);
+    let client = UnixSocketHttpClient::new(d.socket().to_str().expect("utf8"), URI);
+    ().serve(StreamableHttpClientTransport::with_client(client, config)).await.expect("mcp handshake")
+}
+
+async fn call(c: &RunningService<RoleClient, ()>, name: &str, args: Value) -> CallToolResult {
+    let Value::Object(map) = args else { panic!("arguments must be an object") };
+    c.call_tool(CallToolRequestParams::new(name.to_owned()).with_arguments(map)).await.expect("call")
+}
+
+/// The structured content of a result, checking that the text is the same JSON, pretty-printed.
+fn structured(r: &CallToolResult) -> Value {
+    let v = r.structured_content.clone().expect("structuredContent");
+    let text = r.content[0].as_text().expect("text content").text.clone();
+    assert_eq!(text, serde_json::to_string_pretty(&v).expect("pretty"), "content[0].text is the pretty JSON");
+    v
+}
+
+fn error_code(r: &CallToolResult) -> String {
+    assert_eq!(r.is_error, Some(true), "expected a failure: {r:?}");
+    let v = structured(r);
+    assert!(v["error"]["message"].is_string() && v["error"]["status"].is_u64(), "{v}");
+    v["error"]["code"].as_str().expect("code").to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rmcp_client_lists_the_tools_and_calls_each_over_the_socket() {
+    let d = Daemon::start().await;
+    let (_, token) = d.agent("claude").await;
+    let (ch, sent) = d.channel_with("a", 3).await;
+    d.approve(&ch, json!({ "history": "all", "send_policy": "auto" })).await;
+    let c = connect(&d, &token, Some("claude")).await;
+
+    let info = c.peer_info().expect("server info");
+    assert_eq!(info.server_info.as_ref().map(|i| i.name.as_str()), Some("amc"));
+    let tools = c.list_all_tools().await.expect("tools/list");
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(names, ["list_unread_messages", "send_message", "mark_read", "get_message_context", "list_channels"]);
+    for t in &tools {
+        assert!(t.output_schema.is_some(), "{} declares an output schema", t.name);
+        let a = t.annotations.as_ref().expect("annotations");
+        assert!(a.read_only_hint.is_some() && a.destructive_hint.is_some());
+        assert!(a.idempotent_hint.is_some() && a.open_world_hint.is_some());
+    }
+
+    let r = call(&c, "list_unread_messages", json!({ "limit": 2 })).await;
+    assert_eq!(r.is_error, Some(false));
+    let v = structured(&r);
+    assert_eq!(v["messages"].as_array().map(Vec::len), Some(2));
+    assert_eq!(v["messages"][0]["id"], sent[0].as_str());
+
+    let v = structured(
+        &call(
+            &c,
+            "get_message_context",
+            json!({ "channel_id": ch, "around_message_id": sent[1], "before": 1, "after": 0 }),
+        )
+        .await,
+    );
+    assert_eq!(v["messages"].as_array().map(Vec::len), Some(2));
+
+    let v = structured(&call(&c, "mark_read", json!({ "message_ids": [sent[0], sent[0], sent[1]] })).await);
+    assert_eq!(v, json!({ "marked_count": 2 }));
+
+    let v = structured(
+        &call(&c, "send_message", json!({ "channel_id": ch, "text": "from MCP", "reply_to": sent[2] })).await,
+    );
+    assert_eq!(v["status"], "sent");
+    assert_eq!(d.sender.sent()[0].text, "from MCP");
+    // The same call again is a new message: the server gives each call its own key.
+    let again = structured(
+        &call(&c, "send_message", json!({ "channel_id": ch, "text": "from MCP", "reply_to": sent[2] })).await,
+    );
+    assert_ne!(again["message_id"], v["message_id"]);
+    assert_eq!(d.sender.sent().len(), 2);
+
+    let v = structured(&call(&c, "list_channels", json!({})).await);
+    assert_eq!(v["channels"][0]["id"], ch.as_str());
+    assert_eq!(v["channels"][0]["send_policy"], "auto");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tool_failures_carry_the_envelope_and_bad_input_fails_at_the_boundary() {
+    let d = Daemon::start().await;
+    let (_, token) = d.agent("claude").await;
+    let (ch, sent) = d.channel_with("a", 1).await;
+    let c = connect(&d, &token, Some("claude")).await;
+    let ghost = format!("msg_{}", ulid::Ulid::generate());
+    for (tool, args, expect) in [
+        ("list_unread_messages", json!({ "limit": 0 }), "VALIDATION_FAILED"),
+        ("list_unread_messages", json!({ "limit": 101 }), "VALIDATION_FAILED"),
+        ("list_unread_messages", json!({ "limit": "5" }), "VALIDATION_FAILED"),
+        ("list_unread_messages", json!({ "source": "sms" }), "VALIDATION_FAILED"),
+        ("list_unread_messages", json!({ "since": "last week" }), "VALIDATION_FAILED"),
+        ("list_unread_messages", json!({ "colour": "red" }), "VALIDATION_FAILED"),
+        (
+            "get_message_context",
+            json!({ "channel_id": ch, "around_message_id": sent[0], "before": 51 }),
+            "VALIDATION_FAILED",
+        ),
+        ("get_message_context", json!({ "channel_id": ch, "around_message_id": "msg_x" }), "VALIDATION_FAILED"),
+        ("get_message_context", json!({ "channel_id": ch }), "VALIDATION_FAILED"),
+        ("get_message_context", json!({ "channel_id": ch, "around_message_id": sent[0] }), "MESSAGE_NOT_FOUND"),
+        ("get_message_context", json!({ "channel_id": ch, "around_message_id": ghost }), "MESSAGE_NOT_FOUND"),
+        ("mark_read", json!({ "message_ids": ["nope"] }), "VALIDATION_FAILED"),
+        ("mark_read", json!({}), "VALIDATION_FAILED"),
+        ("send_message", json!({ "channel_id": ch, "text": "hi" }), "CHANNEL_NOT_FOUND"),
+        ("send_message", json!({ "channel_id": ch }), "VALIDATION_FAILED"),
+        (
+            "send_message",
+            json!({ "channel_id": ch, "text": "x", "attachments": [{ "url": "https://a.example/x", "path": "/tmp/x" }] }),
+            "VALIDATION_FAILED",
+        ),
+    ] {
+        let r = call(&c, tool, args.clone()).await;
+        assert_eq!(error_code(&r), expect, "{tool} {args}");
+    }
+    // An unknown tool is a protocol error, not a tool result.
+    let Value::Object(map) = json!({}) else { unreachable!() };
+    assert!(c.call_tool(CallToolRequestParams::new("delete_everything").with_arguments(map)).await.is_err());
+
+    // Without X-Agent-ID, the tools that read per-agent state say so.
+    let c2 = connect(&d, &token, None).await;
+    let r = call(&c2, "list_unread_messages", json!({})).await;
+    assert_eq!(error_code(&r), "AGENT_ID_REQUIRED");
+    let r = call(&c2, "list_channels", json!({})).await;
+    assert_eq!(r.is_error, Some(false));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mcp_endpoint_needs_a_token_and_a_local_origin() {
+    let d = Daemon::start().await;
+    let (_, token) = d.agent("claude").await;
+    let init = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "probe", "version": "0" } } });
+    let body = init.to_string().into_bytes();
+    let accept = ("accept", "application/json, text/event-stream");
+    let r = d.anon().await.request(hyper::Method::POST, "/mcp", &[accept], Some(body.clone())).await.expect("post");
+    assert_eq!((r.status.as_u16(), code(&r).as_str()), (401, "UNAUTHORIZED"));
+    let mut authed = d.anon().await.with_bearer(&token);
+    let r = authed
+        .request(hyper::Method::POST, "/mcp", &[accept, ("origin", "http://evil.example")], Some(body.clone()))
+        .await
+        .expect("post");
+    assert_eq!((r.status.as_u16(), code(&r).as_str()), (403, "FORBIDDEN"));
+    let r = authed
+        .request(hyper::Method::POST, "/mcp", &[accept, ("origin", "http://localhost:6274")], Some(body.clone()))
+        .await
+        .expect("post");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json()["result"]["protocolVersion"], "2025-11-25");
+    assert_eq!(r.json()["result"]["serverInfo"]["name"], "amc");
+}

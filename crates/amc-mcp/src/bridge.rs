@@ -1,0 +1,1 @@
+//! The stdio bridge (todo).

@@ -1,0 +1,177 @@
+//! The inbox toolset as an MCP server. Each tool call goes straight to the same service
+//! layer as the REST routes; there is no HTTP hop inside the daemon.
+
+use axum::http::request::Parts;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ContentBlock, Implementation, ListToolsResult, PaginatedRequestParams,
+    ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use amc_core::service::{AgentCtx, Amc, ContextParams, SendRequest, UnreadParams};
+use amc_core::{Error, ErrorCode};
+
+use crate::tools;
+
+/// The inbox toolset, served at `/mcp`.
+#[derive(Clone)]
+pub struct InboxServer {
+    amc: Amc,
+}
+
+impl InboxServer {
+    /// A server calling into `amc`.
+    pub fn new(amc: Amc) -> Self {
+        Self { amc }
+    }
+}
+
+/// The agent the daemon authenticated for this request, and whether it sent `X-Agent-ID`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpCaller {
+    /// The agent.
+    pub agent: AgentCtx,
+    /// Whether the request carried `X-Agent-ID` (some tools require it).
+    pub sent_agent_id: bool,
+}
+
+/// The envelope `{"error": {"code", "message", "status"}}`, as REST returns it.
+pub fn envelope(e: &Error) -> Value {
+    serde_json::json!({ "error": { "code": e.code.as_str(), "message": e.message, "status": e.code.status() } })
+}
+
+fn pretty(v: &Value) -> String {
+    serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string())
+}
+
+/// A successful call: the pretty-printed JSON as text, and the same as structured content.
+pub fn success(v: Value) -> CallToolResult {
+    let mut r = CallToolResult::structured(v);
+    if let Some(v) = &r.structured_content {
+        r.content = vec![ContentBlock::text(pretty(v))];
+    }
+    r
+}
+
+/// A failed call: `isError`, with the envelope as text and as structured content.
+pub fn failure(e: &Error) -> CallToolResult {
+    let env = envelope(e);
+    let mut r = CallToolResult::structured_error(env.clone());
+    r.content = vec![ContentBlock::text(pretty(&env))];
+    r
+}
+
+fn args<T: DeserializeOwned>(v: Value) -> Result<T, Error> {
+    serde_json::from_value(v).map_err(|e| Error::validation(format!("invalid arguments: {e}")))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MarkReadArgs {
+    message_ids: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ChannelsArgs {
+    #[serde(default)]
+    source: Option<String>,
+}
+
+fn caller(ctx: &RequestContext<RoleServer>) -> Result<McpCaller, Error> {
+    ctx.extensions
+        .get::<Parts>()
+        .and_then(|p| p.extensions.get::<McpCaller>())
+        .cloned()
+        .ok_or_else(|| Error::unauthorized("missing, unknown or revoked token"))
+}
+
+fn need_agent_id(c: &McpCaller) -> Result<(), Error> {
+    if c.sent_agent_id {
+        Ok(())
+    } else {
+        Err(Error::new(ErrorCode::AgentIdRequired, "this tool needs the X-Agent-ID header (AMC_AGENT_ID)"))
+    }
+}
+
+fn to_value<T: serde::Serialize>(v: T) -> Result<Value, Error> {
+    serde_json::to_value(v).map_err(Error::internal)
+}
+
+impl InboxServer {
+    async fn dispatch(&self, name: &str, arguments: Value, ctx: &RequestContext<RoleServer>) -> Result<Value, Error> {
+        let c = caller(ctx)?;
+        let agent = &c.agent;
+        match name {
+            "list_unread_messages" => {
+                need_agent_id(&c)?;
+                to_value(self.amc.list_unread(agent, args::<UnreadParams>(arguments)?).await?)
+            }
+            "send_message" => {
+                let req = args::<SendRequest>(arguments)?;
+                // Each call is a new send: the server gives it a fresh key, so a retry
+                // inside AMC can never be mistaken for another message.
+                let key = uuid::Uuid::new_v4().to_string();
+                to_value(self.amc.send(agent, req, Some(key)).await?)
+            }
+            "mark_read" => {
+                need_agent_id(&c)?;
+                to_value(self.amc.mark_read(agent, args::<MarkReadArgs>(arguments)?.message_ids).await?)
+            }
+            "get_message_context" => {
+                need_agent_id(&c)?;
+                to_value(self.amc.message_context(agent, args::<ContextParams>(arguments)?).await?)
+            }
+            "list_channels" => {
+                let channels = self.amc.list_channels(agent, args::<ChannelsArgs>(arguments)?.source).await?;
+                Ok(serde_json::json!({ "channels": channels }))
+            }
+            _ => Err(Error::new(ErrorCode::NotFound, format!("no tool named {name:?}"))),
+        }
+    }
+}
+
+impl ServerHandler for InboxServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("amc", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "AMC gives you the person's iMessage and Discord conversations that they approved. \
+                 Call list_unread_messages to see what is new, get_message_context for the conversation around a \
+                 message, send_message to reply (it may wait for the person's approval), and mark_read when done. \
+                 list_channels shows where you can write.",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(tools::inbox_tools()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        tools::inbox_tools().into_iter().find(|t| t.name == name)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CallToolResponse, McpError> {
+        if self.get_tool(&request.name).is_none() {
+            return Err(McpError::invalid_params(format!("unknown tool: {}", request.name), None));
+        }
+        let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
+        let result = match self.dispatch(&request.name, arguments, &context).await {
+            Ok(v) => success(v),
+            Err(e) => failure(&e),
+        };
+        Ok(result.into())
+    }
+}

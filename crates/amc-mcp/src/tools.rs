@@ -1,0 +1,269 @@
+//! The inbox toolset's definitions: names, input schemas exactly as the contract gives
+//! them (`tests/fixtures/spec/inbox-mcp-tools.md`), output schemas and annotations.
+
+use std::sync::Arc;
+
+use rmcp::model::{JsonObject, Tool, ToolAnnotations};
+use serde_json::{Value, json};
+
+/// The contract's message id pattern.
+pub const MSG_ID_PATTERN: &str = "^msg_[0-9A-HJKMNP-TV-Z]{26}$";
+
+fn object(v: Value) -> Arc<JsonObject> {
+    match v {
+        Value::Object(map) => Arc::new(map),
+        _ => Arc::new(JsonObject::new()),
+    }
+}
+
+/// Every hint is set explicitly, so hosts never fall back to the spec's defaults.
+fn annotations(title: &str, read_only: bool, destructive: bool, idempotent: bool, open_world: bool) -> ToolAnnotations {
+    ToolAnnotations::with_title(title)
+        .read_only(read_only)
+        .destructive(destructive)
+        .idempotent(idempotent)
+        .open_world(open_world)
+}
+
+fn sender_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "id": { "type": "string" },
+            "display_name": { "type": ["string", "null"] },
+            "is_self": { "type": "boolean" }
+        },
+        "required": ["id", "display_name", "is_self"]
+    })
+}
+
+/// The message envelope's JSON Schema.
+pub fn envelope_schema() -> Value {
+    let timestamp = json!({ "type": "string", "format": "date-time" });
+    json!({
+        "type": "object",
+        "properties": {
+            "id": { "type": "string", "pattern": MSG_ID_PATTERN },
+            "source": { "type": "string", "enum": ["imessage", "discord"] },
+            "channel_id": { "type": "string" },
+            "channel": {
+                "type": "object",
+                "properties": { "name": { "type": "string" }, "kind": { "type": "string", "enum": ["dm", "group"] } },
+                "required": ["name", "kind"]
+            },
+            "sender": sender_schema(),
+            "text": { "type": "string" },
+            "sent_at": timestamp,
+            "edited_at": { "type": ["string", "null"], "format": "date-time" },
+            "unsent": { "type": "boolean" },
+            "reply_to": { "type": ["string", "null"] },
+            "reactions": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": { "emoji": { "type": "string" }, "sender": sender_schema() },
+                    "required": ["emoji", "sender"]
+                }
+            },
+            "attachments": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "id": { "type": "string" },
+                        "filename": { "type": ["string", "null"] },
+                        "mime_type": { "type": ["string", "null"] },
+                        "size_bytes": { "type": ["integer", "null"] },
+                        "available": { "type": "boolean" },
+                        "download_path": { "type": "string" }
+                    },
+                    "required": ["id", "filename", "mime_type", "size_bytes", "available", "download_path"]
+                }
+            },
+            "direction": { "type": "string", "enum": ["inbound", "outbound"] },
+            "agent_id": { "type": ["string", "null"] }
+        },
+        "required": ["id", "source", "channel_id", "channel", "sender", "text", "sent_at", "edited_at", "unsent",
+                     "reply_to", "reactions", "attachments", "direction", "agent_id"]
+    })
+}
+
+fn messages_output(extra: Value) -> Value {
+    let mut props = json!({ "messages": { "type": "array", "items": envelope_schema() } });
+    let mut required = vec![json!("messages")];
+    if let (Some(p), Value::Object(extra)) = (props.as_object_mut(), extra) {
+        for (k, v) in extra {
+            required.push(json!(k));
+            p.insert(k, v);
+        }
+    }
+    json!({ "type": "object", "properties": props, "required": required })
+}
+
+const VISIBILITY: &str =
+    "Only channels the person approved in AMC are visible; messages of other channels never appear.";
+
+/// `list_unread_messages`.
+pub fn list_unread_messages() -> Tool {
+    Tool::new(
+        "list_unread_messages",
+        format!(
+            "List messages this agent has not marked read yet, oldest first, from the person's iMessage and Discord \
+             conversations. {VISIBILITY} Filter by source, channel or time (since, inclusive), up to `limit` (1-100, \
+             default 20). Pass `next_since` back as `since` to continue; call mark_read once you have handled messages."
+        ),
+        object(json!({
+            "type": "object",
+            "properties": {
+                "since": { "type": "string", "format": "date-time", "description": "ISO 8601 / RFC 3339 timestamp; only messages sent at or after it." },
+                "source": { "type": "string", "enum": ["imessage", "discord"] },
+                "channel_id": { "type": "string" },
+                "limit": { "type": "integer", "minimum": 1, "maximum": 100, "default": 20 }
+            },
+            "additionalProperties": false
+        })),
+    )
+    .with_raw_output_schema(object(messages_output(json!({
+        "next_since": { "type": ["string", "null"], "format": "date-time" }
+    }))))
+    .with_annotations(annotations("List unread messages", true, false, true, false))
+}
+
+/// `send_message`.
+pub fn send_message() -> Tool {
+    Tool::new(
+        "send_message",
+        format!(
+            "Send a message to a channel, optionally as a reply (reply_to: a message of the same channel) and with \
+             attachments, each given by exactly one of `url` (http/https, public addresses) or `path` (a file inside a \
+             folder the person allowed, by default AMC's outbox folder). {VISIBILITY} Depending on the channel's send \
+             policy the message goes out at once (status `sent`), or waits for the person's approval (status \
+             `pending_review`, sent_at null): do not resend it. Status `unknown` means the platform did not confirm; \
+             the person will check it. Read-only channels refuse sends with CHANNEL_READ_ONLY."
+        ),
+        object(json!({
+            "type": "object",
+            "properties": {
+                "channel_id": { "type": "string" },
+                "text": { "type": "string", "description": "The message text (may be empty when there are attachments)." },
+                "reply_to": { "type": "string", "pattern": MSG_ID_PATTERN },
+                "attachments": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "url": { "type": "string", "description": "An http or https URL." },
+                            "path": { "type": "string", "description": "An absolute local path inside an allowed folder." }
+                        },
+                        "additionalProperties": false,
+                        "oneOf": [ { "required": ["url"] }, { "required": ["path"] } ]
+                    }
+                }
+            },
+            "required": ["channel_id", "text"],
+            "additionalProperties": false
+        })),
+    )
+    .with_raw_output_schema(object(json!({
+        "type": "object",
+        "properties": {
+            "message_id": { "type": "string", "pattern": MSG_ID_PATTERN },
+            "sent_at": { "type": ["string", "null"], "format": "date-time" },
+            "status": { "type": "string", "enum": ["sent", "pending_review", "unknown", "sending", "rejected"] }
+        },
+        "required": ["message_id", "sent_at", "status"]
+    })))
+    .with_annotations(annotations("Send a message", false, false, false, true))
+}
+
+/// `mark_read`.
+pub fn mark_read() -> Tool {
+    Tool::new(
+        "mark_read",
+        "Mark messages as read for this agent so they no longer appear in list_unread_messages. Idempotent; unknown \
+         ids are skipped but still counted in marked_count (the number of unique ids submitted). Other agents' read \
+         state is not affected.",
+        object(json!({
+            "type": "object",
+            "properties": {
+                "message_ids": { "type": "array", "items": { "type": "string", "pattern": MSG_ID_PATTERN } }
+            },
+            "required": ["message_ids"],
+            "additionalProperties": false
+        })),
+    )
+    .with_raw_output_schema(object(json!({
+        "type": "object",
+        "properties": { "marked_count": { "type": "integer", "minimum": 0 } },
+        "required": ["marked_count"]
+    })))
+    .with_annotations(annotations("Mark messages read", false, false, true, false))
+}
+
+/// `get_message_context`.
+pub fn get_message_context() -> Tool {
+    Tool::new(
+        "get_message_context",
+        format!(
+            "Fetch up to `before` messages before and `after` messages after a message of a channel (each 0-50, \
+             default 5), in chronological order with the target included. {VISIBILITY}"
+        ),
+        object(json!({
+            "type": "object",
+            "properties": {
+                "channel_id": { "type": "string" },
+                "around_message_id": { "type": "string", "pattern": MSG_ID_PATTERN },
+                "before": { "type": "integer", "minimum": 0, "maximum": 50, "default": 5 },
+                "after": { "type": "integer", "minimum": 0, "maximum": 50, "default": 5 }
+            },
+            "required": ["channel_id", "around_message_id"],
+            "additionalProperties": false
+        })),
+    )
+    .with_raw_output_schema(object(messages_output(json!({}))))
+    .with_annotations(annotations("Get message context", true, false, true, false))
+}
+
+/// `list_channels`, additive: the channels an agent may read and write to.
+pub fn list_channels() -> Tool {
+    Tool::new(
+        "list_channels",
+        format!(
+            "List the channels this agent can use, with their names, kind (dm or group), source and send policy \
+             (read_only, review: sends wait for the person's approval, or auto). Use it to write to someone without \
+             waiting for an inbound message. {VISIBILITY}"
+        ),
+        object(json!({
+            "type": "object",
+            "properties": { "source": { "type": "string", "enum": ["imessage", "discord"] } },
+            "additionalProperties": false
+        })),
+    )
+    .with_raw_output_schema(object(json!({
+        "type": "object",
+        "properties": {
+            "channels": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "id": { "type": "string" },
+                        "source": { "type": "string", "enum": ["imessage", "discord"] },
+                        "name": { "type": "string" },
+                        "kind": { "type": "string", "enum": ["dm", "group"] },
+                        "send_policy": { "type": "string", "enum": ["read_only", "review", "auto"] },
+                        "last_activity_at": { "type": ["string", "null"], "format": "date-time" }
+                    },
+                    "required": ["id", "source", "name", "kind", "send_policy", "last_activity_at"]
+                }
+            }
+        },
+        "required": ["channels"]
+    })))
+    .with_annotations(annotations("List channels", true, false, true, false))
+}
+
+/// Every tool of the inbox toolset, in the order `tools/list` gives them.
+pub fn inbox_tools() -> Vec<Tool> {
+    vec![list_unread_messages(), send_message(), mark_read(), get_message_context(), list_channels()]
+}
