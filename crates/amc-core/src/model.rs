@@ -288,6 +288,9 @@ pub struct OutboxItem {
     pub error_code: Option<String>,
     /// The error message of a failed send, or the person's reason for a rejection.
     pub error_message: Option<String>,
+    /// For a send the platform rate-limited: when it may be tried again.
+    #[serde(with = "serde_ms::option")]
+    pub retry_after_at: Option<Millis>,
 }
 
 /// An agent as the person sees it.

@@ -80,8 +80,13 @@ async fn authenticate(parts: &Parts, state: &AppState, need_agent_id: bool) -> R
     let token = bearer(parts).ok_or_else(|| {
         ApiError::new(ErrorCode::Unauthorized, "missing bearer token: send Authorization: Bearer <agent token>")
     })?;
+    let agent = state.amc.authenticate(token, None).await?;
     let claimed = agent_id_header(parts)?;
-    let agent = state.amc.authenticate(token, claimed).await?;
+    if let Some(claimed) = claimed
+        && claimed != agent.agent_id
+    {
+        return Err(ApiError::new(ErrorCode::Unauthorized, "X-Agent-ID does not match the token's agent"));
+    }
     if need_agent_id && claimed.is_none() {
         return Err(ApiError::new(ErrorCode::AgentIdRequired, "this route needs the X-Agent-ID header"));
     }
@@ -122,6 +127,20 @@ impl FromRequestParts<AppState> for Admin {
             Some(token) if bool::from(token.as_bytes().ct_eq(state.admin_token.as_bytes())) => Ok(Self),
             _ => Err(ApiError::new(ErrorCode::Unauthorized, "the admin API needs the admin token")),
         }
+    }
+}
+
+/// A path parameter, with a malformed one as `VALIDATION_FAILED`.
+pub struct ApiPath<T>(pub T);
+
+impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for ApiPath<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let axum::extract::Path(value) = axum::extract::Path::<T>::from_request_parts(parts, state)
+            .await
+            .map_err(|e| ApiError::new(ErrorCode::ValidationFailed, format!("invalid path: {}", e.body_text())))?;
+        Ok(Self(value))
     }
 }
 

@@ -132,13 +132,17 @@ pub async fn serve(
     Ok(())
 }
 
-/// Forgets expired idempotency records every hour.
+/// Every minute: sends stuck in flight become `unknown`, and idempotency records older
+/// than 24 hours are forgotten.
 async fn purge_loop(amc: Amc, token: CancellationToken) {
-    let mut tick = tokio::time::interval(std::time::Duration::from_secs(3600));
+    let mut tick = tokio::time::interval(std::time::Duration::from_secs(60));
     loop {
         tokio::select! {
             _ = token.cancelled() => return,
             _ = tick.tick() => {
+                if let Err(e) = amc.expire_stale_sends().await {
+                    tracing::warn!(error = %e, "could not check for stuck sends");
+                }
                 let store = amc.store().clone();
                 match tokio::task::spawn_blocking(move || store.purge_idempotency()).await {
                     Ok(Ok(n)) if n > 0 => tracing::debug!(purged = n, "idempotency records expired"),

@@ -8,6 +8,7 @@ pub mod url;
 
 use std::fs::File;
 use std::io::{Read, Write};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, ErrorCode, Result};
@@ -18,7 +19,13 @@ use crate::model::StagedAttachment;
 pub struct AttachmentPolicy {
     allowed: Vec<PathBuf>,
     staging: PathBuf,
+    /// AMC's own files (the database, the admin token) are never sendable, even when an
+    /// allowed folder contains the data directory; only its `outbox` is.
+    private: Option<(PathBuf, PathBuf)>,
 }
+
+/// The longest file name AMC stages, in bytes (file systems allow 255).
+const MAX_NAME_BYTES: usize = 120;
 
 /// An attachment that passed its checks, before staging.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,16 +45,23 @@ pub struct CheckedFile {
     pub requested: String,
     /// The size when checked.
     pub size: u64,
+    /// The file's identity when checked, so staging copies that very file.
+    pub dev_ino: (u64, u64),
 }
 
 impl AttachmentPolicy {
     /// Resolves the allowed folders (creating the first, the outbox, if missing) and the
-    /// staging folder. Folders that do not exist are skipped with a warning.
-    pub fn new(dirs: &[PathBuf], staging: &Path) -> Result<Self> {
+    /// staging folder. Folders that do not exist are skipped with a warning. Nothing in
+    /// `data_dir` but the outbox can be sent.
+    pub fn new(dirs: &[PathBuf], staging: &Path, data_dir: &Path) -> Result<Self> {
         if let Some(outbox) = dirs.first() {
             std::fs::create_dir_all(outbox)?;
         }
         std::fs::create_dir_all(staging)?;
+        let private = match (data_dir.canonicalize(), dirs.first().map(|o| o.canonicalize())) {
+            (Ok(d), Some(Ok(o))) => Some((d, o)),
+            _ => None,
+        };
         let mut allowed = Vec::new();
         for d in dirs {
             match d.canonicalize() {
@@ -57,7 +71,7 @@ impl AttachmentPolicy {
                 }
             }
         }
-        Ok(Self { allowed, staging: staging.canonicalize()? })
+        Ok(Self { allowed, staging: staging.canonicalize()?, private })
     }
 
     /// The folders agents may send files from.
@@ -84,14 +98,21 @@ impl AttachmentPolicy {
         if !self.allowed.iter().any(|d| path.starts_with(d)) || path.starts_with(&self.staging) {
             return Err(self.refusal());
         }
+        if let Some((data, outbox)) = &self.private
+            && path.starts_with(data)
+            && !path.starts_with(outbox)
+        {
+            return Err(self.refusal());
+        }
         let meta = std::fs::metadata(&path).map_err(|_| self.refusal())?;
-        if !meta.is_file() {
+        // A hard link would let a file from anywhere appear inside an allowed folder.
+        if !meta.is_file() || meta.nlink() > 1 {
             return Err(self.refusal());
         }
         if meta.len() > max_bytes {
             return Err(too_large(meta.len(), max_bytes));
         }
-        Ok(CheckedFile { path, requested: requested.to_owned(), size: meta.len() })
+        Ok(CheckedFile { path, requested: requested.to_owned(), size: meta.len(), dev_ino: (meta.dev(), meta.ino()) })
     }
 
     /// Copies accepted files into `staging/<stage_id>/`, re-checking each local one as it
@@ -114,7 +135,7 @@ impl AttachmentPolicy {
         let f = match a {
             Accepted::File(f) => f,
             Accepted::Download(d) => {
-                let dest = dir.join(format!("{index}-{}", d.filename));
+                let dest = dir.join(format!("{index}-{}", short_name(&d.filename)));
                 let mut out = File::create(&dest)?;
                 out.write_all(&d.bytes)?;
                 out.sync_all()?;
@@ -126,17 +147,20 @@ impl AttachmentPolicy {
                 });
             }
         };
-        let mut src = File::open(&f.path).map_err(|_| self.refusal())?;
-        if !src.metadata().map_err(|_| self.refusal())?.is_file() {
-            return Err(self.refusal());
-        }
-        // The path must still resolve inside the allowed folders now that it is open.
-        let again = f.path.canonicalize().map_err(|_| self.refusal())?;
-        if again != f.path {
+        // Open without following a last symlink and without blocking on a FIFO, then make
+        // sure the open file is the very file that was checked: a swap in between is
+        // refused, whatever it swapped in.
+        let mut src = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(&f.path)
+            .map_err(|_| self.refusal())?;
+        let meta = src.metadata().map_err(|_| self.refusal())?;
+        if !meta.is_file() || (meta.dev(), meta.ino()) != f.dev_ino || meta.nlink() > 1 {
             return Err(self.refusal());
         }
         let filename = f.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "file".into());
-        let dest = dir.join(format!("{index}-{filename}"));
+        let dest = dir.join(format!("{index}-{}", short_name(&filename)));
         let mut out = File::create(&dest)?;
         let mut buf = Vec::new();
         Read::by_ref(&mut src).take(max_bytes + 1).read_to_end(&mut buf)?;
@@ -157,6 +181,33 @@ impl AttachmentPolicy {
     pub fn discard(&self, stage_id: &str) {
         let _ = std::fs::remove_dir_all(self.staging.join(stage_id));
     }
+
+    /// Removes a staging folder given by path, if it is one.
+    pub fn discard_dir(&self, dir: &Path) {
+        if dir.parent() == Some(self.staging.as_path()) {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
+/// Shortens a file name to [`MAX_NAME_BYTES`], keeping its extension.
+fn short_name(name: &str) -> String {
+    if name.len() <= MAX_NAME_BYTES {
+        return name.to_owned();
+    }
+    let ext = Path::new(name).extension().map(|e| e.to_string_lossy().into_owned()).filter(|e| e.len() <= 16);
+    let keep = MAX_NAME_BYTES - ext.as_ref().map_or(0, |e| e.len() + 1);
+    let mut stem: String = String::new();
+    for c in name.chars() {
+        if stem.len() + c.len_utf8() > keep {
+            break;
+        }
+        stem.push(c);
+    }
+    match ext {
+        Some(e) => format!("{stem}.{e}"),
+        None => stem,
+    }
 }
 
 fn too_large(size: u64, max: u64) -> Error {
@@ -174,7 +225,8 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let outbox = dir.path().join("outbox");
         let policy =
-            AttachmentPolicy::new(&[outbox, dir.path().join("missing")], &dir.path().join("staged")).expect("policy");
+            AttachmentPolicy::new(&[outbox, dir.path().join("missing")], &dir.path().join("staged"), dir.path())
+                .expect("policy");
         (dir, policy)
     }
 
@@ -215,6 +267,38 @@ mod tests {
             assert_eq!(err.code, ErrorCode::ValidationFailed, "{case}");
             assert!(err.message.contains("outbox"), "the message names the allowed folders: {}", err.message);
         }
+    }
+
+    #[test]
+    fn refuses_hard_links_amcs_own_files_and_swaps_after_the_check() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let data = dir.path().join("data");
+        let outbox = data.join("outbox");
+        // The person allowed a folder that contains AMC's data directory.
+        let policy = AttachmentPolicy::new(&[outbox.clone(), dir.path().to_owned()], &data.join("staged"), &data)
+            .expect("policy");
+        std::fs::write(data.join("amc.db"), b"every message").expect("write");
+        let err = policy.check_path(data.join("amc.db").to_str().expect("utf8"), 1 << 20).expect_err("private");
+        assert_eq!(err.code, ErrorCode::ValidationFailed);
+        std::fs::write(dir.path().join("secret"), b"key").expect("write");
+        std::fs::hard_link(dir.path().join("secret"), outbox.join("linked")).expect("link");
+        assert!(policy.check_path(outbox.join("linked").to_str().expect("utf8"), 1 << 20).is_err());
+
+        let file = outbox.join("note.txt");
+        std::fs::write(&file, b"fine").expect("write");
+        let checked = policy.check_path(file.to_str().expect("utf8"), 1 << 20).expect("ok");
+        std::fs::remove_file(&file).expect("rm");
+        std::os::unix::fs::symlink(dir.path().join("secret"), &file).expect("swap in a symlink");
+        let err = policy.stage("s", &[Accepted::File(checked.clone())], 1 << 20).expect_err("swapped");
+        assert_eq!(err.code, ErrorCode::ValidationFailed);
+    }
+
+    #[test]
+    fn long_names_are_shortened_keeping_the_extension() {
+        let long = format!("{}.pdf", "é".repeat(200));
+        let short = short_name(&long);
+        assert!(short.len() <= MAX_NAME_BYTES && short.ends_with(".pdf"), "{short}");
+        assert_eq!(short_name("a.txt"), "a.txt");
     }
 
     #[test]

@@ -54,20 +54,22 @@ fn is_public_v4(ip: Ipv4Addr) -> bool {
         || a == 0
         || (a == 100 && (64..128).contains(&b))
         || (a == 192 && b == 0 && c == 0)
+        || (a == 192 && b == 88 && c == 99)
         || (a == 198 && (b == 18 || b == 19))
         || a >= 240)
 }
 
+/// Only global unicast (`2000::/3`) counts, less the ranges inside it that embed IPv4
+/// addresses or are reserved; everything else (IPv4-compatible, NAT64, site-local,
+/// unique-local, link-local, multicast) is refused.
 fn is_public_v6(ip: Ipv6Addr) -> bool {
     let s = ip.segments();
-    !(ip.is_unspecified()
-        || ip.is_loopback()
-        || ip.is_multicast()
-        || (s[0] & 0xfe00) == 0xfc00 // unique local
-        || (s[0] & 0xffc0) == 0xfe80 // link-local
-        || (s[0] == 0x2001 && s[1] == 0x0db8) // documentation
-        || (s[0] == 0x0064 && s[1] == 0xff9b) // NAT64
-        || s[0] == 0x2002) // 6to4 can embed any v4
+    (s[0] & 0xe000) == 0x2000
+        && !(s[0] == 0x2001 && s[1] == 0x0db8) // documentation
+        && !(s[0] == 0x2001 && s[1] == 0x0000) // Teredo embeds IPv4
+        && !(s[0] == 0x2001 && s[1] == 0x0002 && s[2] == 0) // benchmarking
+        && !(s[0] == 0x2001 && s[1] < 0x0200) // other IETF protocol assignments
+        && s[0] != 0x2002 // 6to4 embeds IPv4
 }
 
 /// Resolves names like the system does, then drops every address the filter refuses.

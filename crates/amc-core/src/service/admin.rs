@@ -132,11 +132,17 @@ impl Amc {
         .await
     }
 
-    /// Approves a held send: it is delivered now, whatever the pause switch says.
+    /// Approves a held send: it is delivered now, whatever the pause switch says. The
+    /// claim and the delivery run on one task, so a caller that goes away cannot leave
+    /// the send claimed but never tried.
     pub async fn approve_send(&self, id: String) -> Result<OutboxItem> {
-        let item = self.blocking(move |s| s.claim_held(&id)).await?;
-        self.publish(Event::SendChanged { send_id: item.id.clone(), status: item.status });
-        self.deliver(item).await
+        let amc = self.clone();
+        let task = tokio::spawn(async move {
+            let item = amc.blocking(move |s| s.claim_held(&id)).await?;
+            amc.publish(Event::SendChanged { send_id: item.id.clone(), status: item.status });
+            amc.deliver_now(item).await
+        });
+        task.await.map_err(Error::internal)?
     }
 
     /// Rejects a held send.
@@ -145,6 +151,7 @@ impl Amc {
             return Err(Error::validation("reason is over 1000 bytes"));
         }
         let item = self.blocking(move |s| s.reject_held(&id, reason.as_deref())).await?;
+        self.discard_stage_files(&item);
         self.publish(Event::SendChanged { send_id: item.id.clone(), status: item.status });
         Ok(item)
     }
@@ -166,6 +173,17 @@ impl Amc {
         let agent = self.blocking(move |s| s.revoke_agent(&id)).await?;
         self.publish(Event::AgentsChanged);
         Ok(agent)
+    }
+
+    /// Sends stuck in `sending` for longer than a platform may take become `unknown`.
+    pub async fn expire_stale_sends(&self) -> Result<()> {
+        let older_than = crate::time::now_ms() - self.config().send_timeout.as_millis() as i64 - 60_000;
+        let expired = self.blocking(move |s| s.expire_stale_sends(older_than)).await?;
+        for id in expired {
+            tracing::warn!(send = %id, "a send never got its outcome; marked unknown for review");
+            self.publish(Event::SendChanged { send_id: id, status: OutboxStatus::Unknown });
+        }
+        Ok(())
     }
 
     /// Pauses (every send is held) or resumes all agents. Kept across restarts.

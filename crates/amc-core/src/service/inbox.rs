@@ -133,9 +133,7 @@ impl Amc {
 
     /// One visible message.
     pub async fn get_message(&self, _agent: &AgentCtx, id: String) -> Result<Envelope> {
-        if !is_message_id(&id) {
-            return Err(Error::message_not_found());
-        }
+        check_message_id("message id", &id)?;
         self.blocking(move |s| s.visible_message(&id)).await
     }
 
@@ -148,7 +146,7 @@ impl Amc {
     /// The local file behind a visible attachment, if it is on this Mac.
     pub async fn attachment_file(&self, _agent: &AgentCtx, id: String) -> Result<AttachmentFile> {
         if !crate::ids::is_attachment_id(&id) {
-            return Err(Error::not_found("attachment"));
+            return Err(Error::validation("attachment id must look like att_<ULID>"));
         }
         let file = self.blocking(move |s| s.visible_attachment(&id)).await?;
         match file.local_path {

@@ -73,7 +73,7 @@ impl Amc {
                 "sends were in flight when AMC stopped; marked unknown for review"
             );
         }
-        let attachments = AttachmentPolicy::new(&config.attachment_dirs, &config.staging_dir())?;
+        let attachments = AttachmentPolicy::new(&config.attachment_dirs, &config.staging_dir(), &config.data_dir)?;
         let paused = store.setting(PAUSED_SETTING)?.as_deref() == Some("true");
         Ok(Self {
             inner: Arc::new(Inner {

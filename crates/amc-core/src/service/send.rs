@@ -12,7 +12,7 @@ use crate::events::Event;
 use crate::model::{OutboxItem, OutboxStatus, SendPolicy};
 use crate::sender::{OutgoingSend, SendError};
 use crate::store::{NewSend, SendLookup, SendOutcome};
-use crate::time::{Millis, serde_ms};
+use crate::time::{Millis, now_ms, serde_ms};
 
 /// The longest text AMC passes to a platform, in bytes.
 pub const MAX_TEXT_BYTES: usize = 64 * 1024;
@@ -75,7 +75,11 @@ impl SendReceipt {
             OutboxStatus::Failed => {
                 let code =
                     item.error_code.as_deref().and_then(ErrorCode::parse).unwrap_or(ErrorCode::PlatformSendFailed);
-                return Err(Error::new(code, item.error_message.clone().unwrap_or_else(|| "the send failed".into())));
+                let mut e = Error::new(code, item.error_message.clone().unwrap_or_else(|| "the send failed".into()));
+                if let Some(at) = item.retry_after_at {
+                    e.retry_after = Some(((at - now_ms()).max(0) as u64).div_ceil(1000).max(1));
+                }
+                return Err(e);
             }
         };
         Ok(Self { message_id: item.id.clone(), sent_at: item.sent_at, status, replayed })
@@ -96,38 +100,59 @@ fn check_key(key: &str) -> Result<()> {
     }
 }
 
+/// Checks what can be checked without the store: shapes, sizes, patterns.
+fn check_shape(req: &SendRequest) -> Result<()> {
+    check_channel_id(&req.channel_id)?;
+    if req.text.len() > MAX_TEXT_BYTES {
+        return Err(Error::validation(format!("text is over {MAX_TEXT_BYTES} bytes")));
+    }
+    if req.text.contains('\0') {
+        return Err(Error::validation("text must not contain NUL characters"));
+    }
+    if let Some(r) = &req.reply_to {
+        check_message_id("reply_to", r)?;
+    }
+    let refs = req.attachments.as_deref().unwrap_or_default();
+    if refs.len() > MAX_ATTACHMENTS {
+        return Err(Error::validation(format!("at most {MAX_ATTACHMENTS} attachments per message")));
+    }
+    if let Some(i) = refs.iter().position(|a| a.url.is_some() == a.path.is_some()) {
+        return Err(Error::validation(format!("attachments[{i}] must have exactly one of url or path")));
+    }
+    if req.text.is_empty() && refs.is_empty() {
+        return Err(Error::validation("a message needs text or an attachment"));
+    }
+    Ok(())
+}
+
+fn reuse() -> Error {
+    Error::new(
+        ErrorCode::IdempotencyKeyReuse,
+        "this Idempotency-Key was used for a different request in the last 24 hours",
+    )
+}
+
 impl Amc {
-    /// Sends (or holds for review) an agent's message.
+    /// Sends (or holds for review) an agent's message. A request whose
+    /// `Idempotency-Key` was seen before answers as the first one did, without any check
+    /// or platform call being made again.
     pub async fn send(
         &self,
         agent: &AgentCtx,
         req: SendRequest,
         idempotency_key: Option<String>,
     ) -> Result<SendReceipt> {
-        check_channel_id(&req.channel_id).map_err(|_| Error::channel_not_found())?;
-        if req.text.len() > MAX_TEXT_BYTES {
-            return Err(Error::validation(format!("text is over {MAX_TEXT_BYTES} bytes")));
-        }
-        if req.text.contains('\0') {
-            return Err(Error::validation("text must not contain NUL characters"));
-        }
-        if let Some(r) = &req.reply_to {
-            check_message_id("reply_to", r)?;
-        }
-        let refs = req.attachments.clone().unwrap_or_default();
-        if refs.len() > MAX_ATTACHMENTS {
-            return Err(Error::validation(format!("at most {MAX_ATTACHMENTS} attachments per message")));
-        }
-        if let Some(i) = refs.iter().position(|a| a.url.is_some() == a.path.is_some()) {
-            return Err(Error::validation(format!("attachments[{i}] must have exactly one of url or path")));
-        }
-        if req.text.is_empty() && refs.is_empty() {
-            return Err(Error::validation("a message needs text or an attachment"));
-        }
+        check_shape(&req)?;
         if let Some(k) = &idempotency_key {
             check_key(k)?;
         }
         let hash = request_hash(&req)?;
+        if let Some(key) = idempotency_key.clone() {
+            let agent_id = agent.agent_id.clone();
+            if let Some((earlier, item)) = self.blocking(move |s| s.find_idempotent(&agent_id, &key)).await? {
+                return if earlier == hash { self.replay(item).await } else { Err(reuse()) };
+            }
+        }
 
         let channel_id = req.channel_id.clone();
         let target = self.blocking(move |s| s.send_target(&channel_id)).await?.ok_or_else(Error::channel_not_found)?;
@@ -149,42 +174,26 @@ impl Amc {
             .get(target.source)
             .map(|s| s.max_attachment_bytes())
             .unwrap_or(FALLBACK_MAX_ATTACHMENT_BYTES);
-        // Local files are checked first; URLs are fetched only once the send is within
-        // its channel's rate limit.
-        let mut accepted: Vec<Option<Accepted>> = Vec::with_capacity(refs.len());
-        for (i, a) in refs.iter().enumerate() {
-            match (&a.url, &a.path) {
-                (Some(_), None) => accepted.push(None),
-                (None, Some(path)) => {
-                    accepted.push(Some(Accepted::File(self.inner.attachments.check_path(path, max_bytes)?)))
-                }
-                _ => return Err(Error::internal(format_args!("attachments[{i}] passed the shape check"))),
-            }
-        }
 
+        // Local files are checked before anything is spent; URLs are fetched only once
+        // the send is within its channel's rate limit.
+        let refs = req.attachments.clone().unwrap_or_default();
+        let paths: Vec<Option<String>> = refs.iter().map(|a| a.path.clone()).collect();
+        let policy = self.inner.attachments.clone();
+        let checked = self
+            .run_blocking(move || {
+                paths
+                    .into_iter()
+                    .map(|p| p.map(|p| policy.check_path(&p, max_bytes)).transpose())
+                    .collect::<Result<Vec<_>>>()
+            })
+            .await?;
         self.inner
             .limiter
             .take(&target.id)
             .map_err(|wait| Error::rate_limited(wait.as_secs_f64().ceil().max(1.0) as u64))?;
-        let mut files = Vec::with_capacity(refs.len());
-        for (a, r) in accepted.into_iter().zip(&refs) {
-            let fetched = match (a, &r.url) {
-                (Some(f), _) => Ok(f),
-                (None, Some(url)) => {
-                    crate::attach::url::fetch(url, max_bytes, self.inner.url_filter).await.map(Accepted::Download)
-                }
-                (None, None) => Err(Error::internal("attachment without url or path")),
-            };
-            match fetched {
-                Ok(f) => files.push(f),
-                Err(e) => {
-                    self.inner.limiter.refund(&target.id);
-                    return Err(e);
-                }
-            }
-        }
         let stage_id = ulid::Ulid::generate().to_string();
-        let staged = match self.inner.attachments.stage(&stage_id, &files, max_bytes) {
+        let staged = match self.fetch_and_stage(&stage_id, checked, &refs, max_bytes).await {
             Ok(s) => s,
             Err(e) => {
                 self.inner.limiter.refund(&target.id);
@@ -196,38 +205,82 @@ impl Amc {
         } else {
             OutboxStatus::Sending
         };
-        let (store_agent, store_key, store_req, store_staged) =
-            (agent.agent_id.clone(), idempotency_key.clone(), req.clone(), staged.clone());
-        let lookup = self
-            .blocking(move |s| {
-                s.record_send(&NewSend {
-                    agent_id: &store_agent,
-                    idempotency: store_key.as_deref().map(|k| (k, hash)),
-                    channel_id: &store_req.channel_id,
-                    text: &store_req.text,
-                    reply_to: store_req.reply_to.as_deref(),
-                    attachments: &store_staged,
-                    status,
+
+        // From here on the work runs on its own task: a caller that goes away (a closed
+        // connection, a cancelled tool call) cannot leave a send recorded but never tried.
+        let amc = self.clone();
+        let agent_id = agent.agent_id.clone();
+        let target_id = target.id.clone();
+        let task = tokio::spawn(async move {
+            let lookup = amc
+                .blocking(move |s| {
+                    s.record_send(&NewSend {
+                        agent_id: &agent_id,
+                        idempotency: idempotency_key.as_deref().map(|k| (k, hash)),
+                        channel_id: &req.channel_id,
+                        text: &req.text,
+                        reply_to: req.reply_to.as_deref(),
+                        attachments: &staged,
+                        status,
+                    })
                 })
-            })
-            .await;
-        let item = match lookup {
-            Ok(SendLookup::New(item)) => item,
-            Ok(SendLookup::Replay(item)) => {
-                self.inner.limiter.refund(&target.id);
-                self.inner.attachments.discard(&stage_id);
-                let item = if item.status == OutboxStatus::Sending { self.await_outcome(item).await? } else { item };
-                return SendReceipt::from_item(&item, true);
+                .await;
+            match lookup {
+                Ok(SendLookup::New(item)) => {
+                    amc.publish(Event::SendChanged { send_id: item.id.clone(), status: item.status });
+                    let item = if item.status == OutboxStatus::Sending { amc.deliver_now(item).await? } else { item };
+                    SendReceipt::from_item(&item, false)
+                }
+                // A concurrent request with the same key got there first.
+                Ok(SendLookup::Replay(item)) => {
+                    amc.discard_stage(&stage_id, &target_id).await;
+                    amc.replay(item).await
+                }
+                Err(e) => {
+                    amc.discard_stage(&stage_id, &target_id).await;
+                    Err(e)
+                }
             }
-            Err(e) => {
-                self.inner.limiter.refund(&target.id);
-                self.inner.attachments.discard(&stage_id);
-                return Err(e);
+        });
+        task.await.map_err(Error::internal)?
+    }
+
+    async fn discard_stage(&self, stage_id: &str, channel_id: &str) {
+        self.inner.limiter.refund(channel_id);
+        let (policy, stage_id) = (self.inner.attachments.clone(), stage_id.to_owned());
+        let _ = tokio::task::spawn_blocking(move || policy.discard(&stage_id)).await;
+    }
+
+    /// Answers a repeated request with the first one's outcome, waiting for it if it is
+    /// still in flight.
+    async fn replay(&self, item: OutboxItem) -> Result<SendReceipt> {
+        let item = if item.status == OutboxStatus::Sending { self.await_outcome(item).await? } else { item };
+        SendReceipt::from_item(&item, true)
+    }
+
+    /// Downloads URL attachments and copies every file into the staging folder.
+    async fn fetch_and_stage(
+        &self,
+        stage_id: &str,
+        checked: Vec<Option<crate::attach::CheckedFile>>,
+        refs: &[AttachmentRef],
+        max_bytes: u64,
+    ) -> Result<Vec<crate::model::StagedAttachment>> {
+        let mut files = Vec::with_capacity(refs.len());
+        for (c, r) in checked.into_iter().zip(refs) {
+            match (c, &r.url) {
+                (Some(f), _) => files.push(Accepted::File(f)),
+                (None, Some(url)) => files
+                    .push(Accepted::Download(crate::attach::url::fetch(url, max_bytes, self.inner.url_filter).await?)),
+                (None, None) => return Err(Error::internal("attachment without url or path")),
             }
-        };
-        self.publish(Event::SendChanged { send_id: item.id.clone(), status: item.status });
-        let item = if item.status == OutboxStatus::Sending { self.deliver(item).await? } else { item };
-        SendReceipt::from_item(&item, false)
+        }
+        let (policy, stage_id) = (self.inner.attachments.clone(), stage_id.to_owned());
+        self.run_blocking(move || policy.stage(&stage_id, &files, max_bytes)).await
+    }
+
+    async fn run_blocking<T: Send + 'static>(&self, f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+        tokio::task::spawn_blocking(f).await.map_err(Error::internal)?
     }
 
     /// Waits (up to the send timeout) for a send in flight elsewhere to get its outcome,
@@ -254,16 +307,60 @@ impl Amc {
         }
     }
 
-    /// Hands a send in `sending` to its platform and records the outcome. The work runs
-    /// on its own task, so a caller that goes away does not leave the send half done.
-    pub(super) async fn deliver(&self, item: OutboxItem) -> Result<OutboxItem> {
-        let amc = self.clone();
-        tokio::spawn(async move { amc.deliver_now(item).await }).await.map_err(Error::internal)?
+    /// Calls the platform once and records what happened. Whatever fails here, the send
+    /// leaves `sending`: it is recorded `failed` (nothing went out) or `unknown`.
+    pub(super) async fn deliver_now(&self, item: OutboxItem) -> Result<OutboxItem> {
+        let outcome = self.call_platform(&item).await;
+        let id = item.id.clone();
+        let mut recorded = None;
+        for attempt in 0..3u64 {
+            let (id, outcome) = (id.clone(), outcome.clone());
+            match self.blocking(move |s| s.finish_send(&id, &outcome)).await {
+                Ok(done) => {
+                    recorded = Some(done);
+                    break;
+                }
+                Err(e) if e.code == ErrorCode::Conflict => return Err(e),
+                Err(e) => {
+                    tracing::warn!(send = %item.id, attempt, error = %e, "could not record a send's outcome; retrying");
+                    tokio::time::sleep(std::time::Duration::from_millis(50 * (attempt + 1))).await;
+                }
+            }
+        }
+        let Some(done) = recorded else {
+            // The row stays `sending` and becomes `unknown` at the next sweep or start;
+            // the agent must not retry what may have gone out.
+            tracing::error!(send = %item.id, "the outcome of a send could not be recorded");
+            return Ok(OutboxItem { status: OutboxStatus::Unknown, ..item });
+        };
+        if let SendOutcome::Sent { .. } = outcome {
+            self.publish(Event::MessagesChanged { channel_id: done.channel_id.clone(), inserted: 1, updated: 0 });
+        }
+        if matches!(done.status, OutboxStatus::Failed | OutboxStatus::Rejected) {
+            self.discard_stage_files(&done);
+        }
+        self.publish(Event::SendChanged { send_id: done.id.clone(), status: done.status });
+        Ok(done)
     }
 
-    async fn deliver_now(&self, item: OutboxItem) -> Result<OutboxItem> {
+    /// Removes the staged copies of a send that will never go out.
+    pub(super) fn discard_stage_files(&self, item: &OutboxItem) {
+        let dirs: std::collections::BTreeSet<std::path::PathBuf> = item
+            .attachments
+            .iter()
+            .filter_map(|a| std::path::Path::new(&a.path).parent().map(std::path::Path::to_path_buf))
+            .collect();
+        let policy = self.inner.attachments.clone();
+        tokio::task::spawn_blocking(move || {
+            for d in dirs {
+                policy.discard_dir(&d);
+            }
+        });
+    }
+
+    async fn call_platform(&self, item: &OutboxItem) -> SendOutcome {
         let (channel_id, reply_to) = (item.channel_id.clone(), item.reply_to.clone());
-        let (target, reply_platform_id) = self
+        let looked_up = self
             .blocking(move |s| {
                 let target = s.channel_target(&channel_id)?.ok_or_else(Error::channel_not_found)?;
                 let reply = match reply_to {
@@ -272,57 +369,45 @@ impl Amc {
                 };
                 Ok((target, reply))
             })
-            .await?;
-        let mut platform_wait = None;
-        let outcome = match self.inner.senders.get(target.source) {
-            None => SendOutcome::Failed {
-                code: ErrorCode::PlatformSendFailed,
-                message: format!("the {} source is not running", target.source),
-            },
-            Some(sender) => {
-                let msg = OutgoingSend {
-                    send_id: item.id.clone(),
-                    channel_platform_id: target.platform_id.clone(),
-                    channel: target,
-                    text: item.text.clone(),
-                    reply_to_platform_id: reply_platform_id,
-                    attachments: item.attachments.clone(),
-                };
-                match tokio::time::timeout(self.inner.config.send_timeout, sender.send(msg)).await {
-                    Err(_) => SendOutcome::Unknown { reason: "the platform did not confirm the send in time".into() },
-                    Ok(Ok(d)) => SendOutcome::Sent { platform_id: d.platform_id, sent_at: d.sent_at },
-                    Ok(Err(e)) => {
-                        if let SendError::RateLimited { retry_after } = e {
-                            platform_wait = Some(retry_after.max(1));
-                        }
-                        outcome_of(e)
-                    }
-                }
+            .await;
+        let (target, reply_platform_id) = match looked_up {
+            Ok(found) => found,
+            Err(e) => {
+                return failed(ErrorCode::PlatformSendFailed, format!("could not prepare the send: {}", e.message));
             }
         };
-        let id = item.id.clone();
-        let done = {
-            let outcome = outcome.clone();
-            self.blocking(move |s| s.finish_send(&id, &outcome)).await?
+        let Some(sender) = self.inner.senders.get(target.source) else {
+            return failed(ErrorCode::PlatformSendFailed, format!("the {} source is not running", target.source));
         };
-        if let SendOutcome::Sent { .. } = outcome {
-            self.publish(Event::MessagesChanged { channel_id: done.channel_id.clone(), inserted: 1, updated: 0 });
+        let msg = OutgoingSend {
+            send_id: item.id.clone(),
+            channel_platform_id: target.platform_id.clone(),
+            channel: target,
+            text: item.text.clone(),
+            reply_to_platform_id: reply_platform_id,
+            attachments: item.attachments.clone(),
+        };
+        match tokio::time::timeout(self.inner.config.send_timeout, sender.send(msg)).await {
+            Err(_) => SendOutcome::Unknown { reason: "the platform did not confirm the send in time".into() },
+            Ok(Ok(d)) => SendOutcome::Sent { platform_id: d.platform_id, sent_at: d.sent_at },
+            Ok(Err(e)) => outcome_of(e),
         }
-        self.publish(Event::SendChanged { send_id: done.id.clone(), status: done.status });
-        if let Some(wait) = platform_wait {
-            return Err(Error::rate_limited(wait));
-        }
-        Ok(done)
     }
+}
+
+fn failed(code: ErrorCode, message: String) -> SendOutcome {
+    SendOutcome::Failed { code, message, retry_after: None }
 }
 
 fn outcome_of(e: SendError) -> SendOutcome {
     let message = e.to_string();
     match e {
-        SendError::Auth(_) => SendOutcome::Failed { code: ErrorCode::PlatformAuth, message },
-        SendError::RateLimited { .. } => SendOutcome::Failed { code: ErrorCode::RateLimited, message },
-        SendError::TooLarge(_) => SendOutcome::Failed { code: ErrorCode::AttachmentTooLargeForPlatform, message },
-        SendError::Failed(_) => SendOutcome::Failed { code: ErrorCode::PlatformSendFailed, message },
+        SendError::Auth(_) => failed(ErrorCode::PlatformAuth, message),
+        SendError::RateLimited { retry_after } => {
+            SendOutcome::Failed { code: ErrorCode::RateLimited, message, retry_after: Some(retry_after.max(1)) }
+        }
+        SendError::TooLarge(_) => failed(ErrorCode::AttachmentTooLargeForPlatform, message),
+        SendError::Failed(_) => failed(ErrorCode::PlatformSendFailed, message),
         SendError::Unknown(_) => SendOutcome::Unknown { reason: message },
     }
 }

@@ -192,7 +192,8 @@ impl Store {
     pub fn visible_channels(&self, source: Option<Source>) -> Result<Vec<ChannelInfo>> {
         self.read(|tx| {
             let mut stmt = tx.prepare_cached(
-                "SELECT id, source, name, kind, send_policy, last_message_at FROM channels \
+                "SELECT id, source, name, kind, send_policy, \
+                 CASE WHEN visible_from IS NULL OR last_message_at >= visible_from THEN last_message_at END FROM channels \
                  WHERE state = 'allowed' AND (?1 IS NULL OR source = ?1) \
                  ORDER BY coalesce(last_message_at, created_at) DESC, id",
             )?;

@@ -12,8 +12,14 @@ use crate::model::{AttachmentInfo, ChannelKind, ChannelRef, Direction, Envelope,
 use crate::time::{Millis, now_ms};
 
 /// The envelope's columns, for `FROM messages m JOIN channels c`.
+/// `reply_to` is shown only when the parent is inside the channel's released history, so
+/// an envelope never names a quarantined message.
 const ENVELOPE_COLS: &str = "m.id, m.source, m.channel_id, c.name, c.kind, m.sender_id, m.sender_name, m.is_self, \
-     m.text, m.sent_at, m.edited_at, m.unsent, m.reply_to, m.reactions, m.direction, m.agent_id";
+     m.text, m.sent_at, m.edited_at, m.unsent, \
+     CASE WHEN m.reply_to IS NOT NULL AND EXISTS (SELECT 1 FROM messages p WHERE p.id = m.reply_to \
+       AND p.channel_id = m.channel_id AND (c.visible_from IS NULL OR p.sent_at >= c.visible_from)) \
+       THEN m.reply_to END, \
+     m.reactions, m.direction, m.agent_id";
 
 fn envelope_from_row(row: &Row<'_>) -> rusqlite::Result<Envelope> {
     let reactions: String = row.get(13)?;
@@ -167,6 +173,9 @@ impl Store {
 
     /// The agent's unread messages, oldest first, and `next_since`.
     pub fn unread(&self, agent_id: &str, q: &UnreadQuery) -> Result<(Vec<Envelope>, Option<Millis>)> {
+        if q.limit == 0 {
+            return Ok((Vec::new(), q.since));
+        }
         let (messages, advance) = self.read(|tx| {
             let generation: i64 = tx.query_row("SELECT value FROM unread_generation WHERE id = 1", [], |r| r.get(0))?;
             let floor: (Millis, String) = tx
@@ -218,15 +227,19 @@ impl Store {
             Ok((messages, advance))
         })?;
         if let Some((generation, old, new)) = advance {
-            // Only if nothing that could add an older unread message happened since the read.
-            self.write(|tx| {
+            // Only if nothing that could add an older unread message happened since the
+            // read. An optimisation: failing it changes nothing the agent sees.
+            let raised = self.write(|tx| {
                 tx.prepare_cached(
                     "UPDATE agents SET floor_at = ?3, floor_id = ?4 WHERE id = ?1 AND floor_at = ?5 AND floor_id = ?6 \
                      AND (SELECT value FROM unread_generation WHERE id = 1) = ?2",
                 )?
                 .execute(params![agent_id, generation, new.0, new.1, old.0, old.1])?;
                 Ok(())
-            })?;
+            });
+            if let Err(e) = raised {
+                tracing::debug!(error = %e, "unread floor not raised");
+            }
         }
         let next_since = messages.last().map(|m| m.sent_at).or(q.since);
         Ok((messages, next_since))

@@ -69,7 +69,9 @@ impl Store {
 
     /// Runs `f` in one write transaction (`BEGIN IMMEDIATE`), committing if it returns `Ok`.
     pub fn write<T>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
-        let mut conn = self.inner.writer.lock().map_err(|_| Error::internal("store writer lock poisoned"))?;
+        // A panic inside an earlier closure dropped its transaction, which rolled back:
+        // the connection is still sound.
+        let mut conn = self.inner.writer.lock().unwrap_or_else(|p| p.into_inner());
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let out = f(&tx)?;
         tx.commit()?;
@@ -79,7 +81,7 @@ impl Store {
     /// Runs `f` in one read transaction on a pooled reader: every query in it sees the
     /// same snapshot.
     pub fn read<T>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
-        let pooled = self.inner.readers.lock().map_err(|_| Error::internal("store pool lock poisoned"))?.pop();
+        let pooled = self.inner.readers.lock().unwrap_or_else(|p| p.into_inner()).pop();
         let mut conn = match pooled {
             Some(c) => c,
             None => open_connection(&self.inner.path, true)?,

@@ -43,7 +43,7 @@ pub enum SendLookup {
 }
 
 const OUTBOX_COLS: &str = "o.id, o.agent_id, o.channel_id, c.name, c.source, o.text, o.reply_to, o.attachments, o.status, \
-     o.created_at, o.sent_at, o.error_code, o.error_message";
+     o.created_at, o.sent_at, o.error_code, o.error_message, o.retry_after_at";
 
 fn item_from_row(row: &Row<'_>) -> rusqlite::Result<OutboxItem> {
     let attachments: String = row.get(7)?;
@@ -61,6 +61,7 @@ fn item_from_row(row: &Row<'_>) -> rusqlite::Result<OutboxItem> {
         sent_at: row.get(10)?,
         error_code: row.get(11)?,
         error_message: row.get(12)?,
+        retry_after_at: row.get(13)?,
     })
 }
 
@@ -85,6 +86,8 @@ pub enum SendOutcome {
         code: ErrorCode,
         /// What to tell the agent and the person.
         message: String,
+        /// For `RATE_LIMITED`: seconds the platform asked to wait.
+        retry_after: Option<u64>,
     },
     /// It may or may not have gone out.
     Unknown {
@@ -94,6 +97,23 @@ pub enum SendOutcome {
 }
 
 impl Store {
+    /// The send an agent made with this idempotency key in the last 24 hours, and the
+    /// hash of its request.
+    pub fn find_idempotent(&self, agent_id: &str, key: &str) -> Result<Option<([u8; 32], OutboxItem)>> {
+        self.read(|tx| {
+            let found: Option<(Vec<u8>, String)> = tx
+                .prepare_cached(
+                    "SELECT request_hash, outbox_id FROM idempotency WHERE agent_id = ?1 AND key = ?2 AND created_at > ?3",
+                )?
+                .query_row(params![agent_id, key, now_ms() - IDEMPOTENCY_TTL_MS], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()?;
+            let Some((hash, outbox_id)) = found else { return Ok(None) };
+            let hash: [u8; 32] = hash.try_into().map_err(|_| Error::internal("idempotency hash of the wrong size"))?;
+            let found = item(tx, &outbox_id)?.ok_or_else(|| Error::internal("idempotency record without send"))?;
+            Ok(Some((hash, found)))
+        })
+    }
+
     /// Records a send, or finds the earlier send with the same idempotency key.
     /// The same key with another payload is `IDEMPOTENCY_KEY_REUSE`.
     pub fn record_send(&self, send: &NewSend<'_>) -> Result<SendLookup> {
@@ -177,40 +197,53 @@ impl Store {
     pub fn finish_send(&self, id: &str, outcome: &SendOutcome) -> Result<OutboxItem> {
         let now = now_ms();
         self.write(|tx| {
-            let (status, sent_at, platform_id, code, message) = match outcome {
+            let (status, sent_at, platform_id, code, message, retry_at) = match outcome {
                 SendOutcome::Sent { platform_id, sent_at } => {
-                    (OutboxStatus::Sent, Some(*sent_at), Some(platform_id.as_str()), None, None)
+                    (OutboxStatus::Sent, Some(*sent_at), Some(platform_id.as_str()), None, None, None)
                 }
-                SendOutcome::Failed { code, message } => {
-                    (OutboxStatus::Failed, None, None, Some(code.as_str()), Some(message.as_str()))
+                SendOutcome::Failed { code, message, retry_after } => (
+                    OutboxStatus::Failed,
+                    None,
+                    None,
+                    Some(code.as_str()),
+                    Some(message.as_str()),
+                    retry_after.map(|s| now + (s as i64) * 1000),
+                ),
+                SendOutcome::Unknown { reason } => {
+                    (OutboxStatus::Unknown, None, None, None, Some(reason.as_str()), None)
                 }
-                SendOutcome::Unknown { reason } => (OutboxStatus::Unknown, None, None, None, Some(reason.as_str())),
             };
             let changed = tx
                 .prepare_cached(
                     "UPDATE outbox SET status = ?2, sent_at = ?3, platform_id = ?4, error_code = ?5, error_message = ?6, \
-                     updated_at = ?7 WHERE id = ?1 AND status = 'sending'",
+                     retry_after_at = ?8, updated_at = ?7 WHERE id = ?1 AND status = 'sending'",
                 )?
-                .execute(params![id, status.as_str(), sent_at, platform_id, code, message, now])?;
+                .execute(params![id, status.as_str(), sent_at, platform_id, code, message, now, retry_at])?;
             if changed == 0 {
                 return Err(Error::conflict("this send is not in flight"));
             }
             if let SendOutcome::Sent { platform_id, sent_at } = outcome {
-                tx.prepare_cached(
-                    "INSERT INTO messages (id, channel_id, platform_id, source, sender_id, sender_name, is_self, text, \
-                     sent_at, reply_to, direction, agent_id, ingested_at) \
-                     SELECT o.id, o.channel_id, ?2, c.source, 'agent:' || o.agent_id, o.agent_id, 1, o.text, ?3, o.reply_to, \
-                     'outbound', o.agent_id, ?4 FROM outbox o JOIN channels c ON c.id = o.channel_id WHERE o.id = ?1 \
-                     ON CONFLICT (source, platform_id) DO NOTHING",
-                )?
-                .execute(params![id, platform_id, sent_at, now])?;
-                tx.prepare_cached(
-                    "UPDATE channels SET last_message_at = max(coalesce(last_message_at, ?2), ?2) \
-                     WHERE id = (SELECT channel_id FROM outbox WHERE id = ?1)",
-                )?
-                .execute(params![id, sent_at])?;
+                store_outbound(tx, id, platform_id, *sent_at, now)?;
             }
             item(tx, id)?.ok_or_else(|| Error::internal("outbox row vanished"))
+        })
+    }
+
+    /// Sends stuck in `sending` since before `older_than` (their delivery task died)
+    /// become `unknown`; returns their ids.
+    pub fn expire_stale_sends(&self, older_than: Millis) -> Result<Vec<String>> {
+        self.write(|tx| {
+            let ids: Vec<String> = tx
+                .prepare_cached("SELECT id FROM outbox WHERE status = 'sending' AND updated_at < ?1")?
+                .query_map([older_than], |r| r.get(0))?
+                .collect::<rusqlite::Result<_>>()?;
+            tx.prepare_cached(
+                "UPDATE outbox SET status = 'unknown', updated_at = ?2, \
+                 error_message = 'the platform never confirmed this send; check the conversation' \
+                 WHERE status = 'sending' AND updated_at < ?1",
+            )?
+            .execute(params![older_than, now_ms()])?;
+            Ok(ids)
         })
     }
 
@@ -257,4 +290,51 @@ impl Store {
                 .execute([now_ms() - IDEMPOTENCY_TTL_MS])?)
         })
     }
+}
+
+/// Makes a delivered send an outbound message of its channel, with the send's id and
+/// its staged attachments. If the platform's echo of it was ingested first (as an
+/// inbound message), the echo is folded into it, so the message exists once.
+fn store_outbound(tx: &Transaction<'_>, id: &str, platform_id: &str, sent_at: Millis, now: Millis) -> Result<()> {
+    let echo: Option<String> = tx
+        .prepare_cached(
+            "SELECT m.id FROM messages m JOIN outbox o ON o.id = ?1 JOIN channels c ON c.id = o.channel_id \
+             WHERE m.source = c.source AND m.platform_id = ?2",
+        )?
+        .query_row(params![id, platform_id], |r| r.get(0))
+        .optional()?;
+    if let Some(echo) = &echo {
+        tx.prepare_cached("UPDATE messages SET platform_id = platform_id || '#echo-' || id WHERE id = ?1")?
+            .execute([echo])?;
+    }
+    tx.prepare_cached(
+        "INSERT INTO messages (id, channel_id, platform_id, source, sender_id, sender_name, is_self, text, \
+         sent_at, reply_to, direction, agent_id, ingested_at) \
+         SELECT o.id, o.channel_id, ?2, c.source, 'agent:' || o.agent_id, o.agent_id, 1, o.text, ?3, o.reply_to, \
+         'outbound', o.agent_id, ?4 FROM outbox o JOIN channels c ON c.id = o.channel_id WHERE o.id = ?1",
+    )?
+    .execute(params![id, platform_id, sent_at, now])?;
+    if let Some(echo) = &echo {
+        tx.prepare_cached("UPDATE attachments SET message_id = ?2 WHERE message_id = ?1")?
+            .execute(params![echo, id])?;
+        tx.prepare_cached("UPDATE messages SET reply_to = ?2 WHERE reply_to = ?1")?.execute(params![echo, id])?;
+        tx.prepare_cached("DELETE FROM messages WHERE id = ?1")?.execute([echo])?;
+    } else {
+        let staged: String =
+            tx.prepare_cached("SELECT attachments FROM outbox WHERE id = ?1")?.query_row([id], |r| r.get(0))?;
+        let staged: Vec<StagedAttachment> = serde_json::from_str(&staged).unwrap_or_default();
+        let mut insert = tx.prepare_cached(
+            "INSERT INTO attachments (id, message_id, filename, size_bytes, local_path, available) \
+             VALUES (?1, ?2, ?3, ?4, ?5, 1)",
+        )?;
+        for a in staged {
+            insert.execute(params![crate::ids::new_attachment_id(), id, a.filename, a.size_bytes as i64, a.path])?;
+        }
+    }
+    tx.prepare_cached(
+        "UPDATE channels SET last_message_at = max(coalesce(last_message_at, ?2), ?2) \
+         WHERE id = (SELECT channel_id FROM outbox WHERE id = ?1)",
+    )?
+    .execute(params![id, sent_at])?;
+    Ok(())
 }

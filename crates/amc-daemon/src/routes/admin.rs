@@ -3,7 +3,7 @@
 use std::convert::Infallible;
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
@@ -14,7 +14,7 @@ use tokio_stream::wrappers::errors::BroadcastStreamRecvError;
 
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{Admin, ApiJson, ApiQuery};
+use crate::extract::{Admin, ApiJson, ApiPath, ApiQuery};
 use amc_core::ErrorCode;
 use amc_core::model::{ChannelState, HistoryRelease, OutboxStatus, SendPolicy};
 
@@ -42,7 +42,11 @@ pub async fn channels(
 }
 
 /// `GET /admin/channels/{id}`.
-pub async fn channel(State(st): State<AppState>, _: Admin, Path(id): Path<String>) -> ApiResult<impl IntoResponse> {
+pub async fn channel(
+    State(st): State<AppState>,
+    _: Admin,
+    ApiPath(id): ApiPath<String>,
+) -> ApiResult<impl IntoResponse> {
     Ok(Json(st.amc.admin_channel(id).await?))
 }
 
@@ -60,7 +64,7 @@ pub struct ApproveBody {
 pub async fn approve_channel(
     State(st): State<AppState>,
     _: Admin,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
     ApiJson(body): ApiJson<ApproveBody>,
 ) -> ApiResult<impl IntoResponse> {
     let release = match (body.history.as_deref().unwrap_or("from_now"), body.days) {
@@ -86,7 +90,7 @@ pub async fn approve_channel(
 pub async fn block_channel(
     State(st): State<AppState>,
     _: Admin,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> ApiResult<impl IntoResponse> {
     Ok(Json(st.amc.block_channel(id).await?))
 }
@@ -102,7 +106,7 @@ pub struct PolicyBody {
 pub async fn set_policy(
     State(st): State<AppState>,
     _: Admin,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
     ApiJson(body): ApiJson<PolicyBody>,
 ) -> ApiResult<impl IntoResponse> {
     let policy = parse("send_policy", &body.send_policy, SendPolicy::parse, "read_only, review, auto")?;
@@ -132,7 +136,7 @@ pub async fn sends(
 }
 
 /// `GET /admin/sends/{id}`.
-pub async fn send(State(st): State<AppState>, _: Admin, Path(id): Path<String>) -> ApiResult<impl IntoResponse> {
+pub async fn send(State(st): State<AppState>, _: Admin, ApiPath(id): ApiPath<String>) -> ApiResult<impl IntoResponse> {
     Ok(Json(st.amc.admin_send(id).await?))
 }
 
@@ -140,7 +144,7 @@ pub async fn send(State(st): State<AppState>, _: Admin, Path(id): Path<String>) 
 pub async fn approve_send(
     State(st): State<AppState>,
     _: Admin,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> ApiResult<impl IntoResponse> {
     Ok(Json(st.amc.approve_send(id).await?))
 }
@@ -156,7 +160,7 @@ pub struct RejectBody {
 pub async fn reject_send(
     State(st): State<AppState>,
     _: Admin,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
     ApiJson(body): ApiJson<RejectBody>,
 ) -> ApiResult<impl IntoResponse> {
     Ok(Json(st.amc.reject_send(id, body.reason).await?))
@@ -188,7 +192,7 @@ pub async fn create_agent(
 pub async fn revoke_agent(
     State(st): State<AppState>,
     _: Admin,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> ApiResult<impl IntoResponse> {
     Ok(Json(st.amc.revoke_agent(id).await?))
 }

@@ -2,14 +2,14 @@
 
 use axum::Json;
 use axum::body::Body;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{Agent, AgentWithId, ApiJson, ApiQuery, IdempotencyKey};
+use crate::extract::{Agent, AgentWithId, ApiJson, ApiPath, ApiQuery, IdempotencyKey};
 use amc_core::service::{ContextParams, SendRequest, UnreadParams};
 use amc_core::{Error, ErrorCode};
 
@@ -68,7 +68,7 @@ pub async fn send(
 pub async fn get_message(
     State(st): State<AppState>,
     Agent(agent): Agent,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> ApiResult<impl IntoResponse> {
     Ok(Json(st.amc.get_message(&agent, id).await?))
 }
@@ -94,7 +94,7 @@ pub async fn channels(
 pub async fn attachment(
     State(st): State<AppState>,
     Agent(agent): Agent,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> ApiResult<Response> {
     let found = st.amc.attachment_file(&agent, id).await?;
     let (path, filename, mime) = (found.local_path.unwrap_or_default(), found.filename, found.mime_type);

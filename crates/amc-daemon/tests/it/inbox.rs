@@ -154,11 +154,17 @@ async fn channels_lists_allowed_channels_with_policy() {
     let (mut agent, _) = d.agent("claude").await;
     let (a, _) = d.channel_with("a", 1).await;
     let (_pending, _) = d.channel_with("b", 1).await;
-    d.approve(&a, json!({ "send_policy": "auto" })).await;
+    let (c, _) = d.channel_with("c", 1).await;
+    d.approve(&a, json!({ "history": "all", "send_policy": "auto" })).await;
     let v = agent.get("/channels").await.expect("get").json();
     let list = v["channels"].as_array().expect("channels");
     assert_eq!(list.len(), 1);
     assert_eq!(list[0]["id"], a.as_str());
+    // A channel approved from now on does not reveal when its quarantined history was active.
+    d.approve(&c, json!({})).await;
+    let v2 = agent.get("/channels").await.expect("get").json();
+    let c_info = v2["channels"].as_array().expect("list").iter().find(|x| x["id"] == c.as_str()).cloned().expect("c");
+    assert!(c_info["last_activity_at"].is_null(), "{c_info}");
     assert_eq!(list[0]["send_policy"], "auto");
     assert_eq!(list[0]["source"], "imessage");
     assert_eq!(list[0]["kind"], "dm");

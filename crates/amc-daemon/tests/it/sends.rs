@@ -121,8 +121,11 @@ async fn read_only_channels_refuse_sends_and_reply_to_must_be_in_the_channel() {
         .await
         .expect("post");
     assert_eq!(code(&r), "MESSAGE_NOT_FOUND");
-    let r = agent.post("/messages/send", &json!({ "channel_id": "ch_nope", "text": "hi" })).await.expect("post");
+    let unknown = format!("ch_{}", ulid::Ulid::generate());
+    let r = agent.post("/messages/send", &json!({ "channel_id": unknown, "text": "hi" })).await.expect("post");
     assert_eq!((r.status.as_u16(), code(&r).as_str()), (404, "CHANNEL_NOT_FOUND"));
+    let r = agent.post("/messages/send", &json!({ "channel_id": "general", "text": "hi" })).await.expect("post");
+    assert_eq!((r.status.as_u16(), code(&r).as_str()), (422, "VALIDATION_FAILED"));
     assert!(d.sender.sent().is_empty());
 }
 
@@ -426,4 +429,159 @@ async fn the_event_stream_tells_the_ui_about_changes() {
         seen.push_str(&String::from_utf8_lossy(&buf[..n]));
     }
     assert!(seen.contains("\"status\":\"held\""), "{seen}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replay_answers_as_the_first_request_did_even_after_the_channel_changed() {
+    let d = Daemon::start().await;
+    let (mut agent, _) = d.agent("claude").await;
+    let (ch, _) = allowed(&d, "a", "auto").await;
+    let body = json!({ "channel_id": ch, "text": "once" }).to_string().into_bytes();
+    let key = [("idempotency-key", "k-first")];
+    let first = agent.request(hyper::Method::POST, "/messages/send", &key, Some(body.clone())).await.expect("post");
+    assert_eq!(first.json()["status"], "sent");
+    d.admin().await.post(&format!("/admin/channels/{ch}/block"), &json!({})).await.expect("block");
+    let again = agent.request(hyper::Method::POST, "/messages/send", &key, Some(body)).await.expect("post");
+    assert_eq!(again.json(), first.json());
+    assert_eq!(again.header("idempotency-replayed"), Some("true"));
+    assert_eq!(d.sender.sent().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn amcs_own_files_are_never_attachments_even_inside_an_allowed_folder() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let parent = dir.path().to_owned();
+    let data = parent.join("amc-data");
+    std::fs::create_dir_all(&data).expect("mkdir");
+    // The person allowed their whole home-like folder, which holds AMC's data directory.
+    let d = Daemon::start_in(
+        dir,
+        |c| {
+            c.data_dir = data.clone();
+            c.attachment_dirs = vec![data.join("outbox"), parent.clone()];
+        },
+        None,
+    )
+    .await;
+    let (mut agent, _) = d.agent("claude").await;
+    let (ch, _) = allowed(&d, "a", "review").await;
+    for private in [data.join("amc.db"), data.join("admin-token"), data.join("amc.db-wal")] {
+        let r = agent
+            .post("/messages/send", &json!({ "channel_id": ch, "text": "x", "attachments": [{ "path": private }] }))
+            .await
+            .expect("post");
+        assert_eq!(code(&r), "VALIDATION_FAILED", "{}", private.display());
+    }
+    std::fs::write(parent.join("shared.txt"), b"fine to send").expect("write");
+    let r = agent
+        .post(
+            "/messages/send",
+            &json!({ "channel_id": ch, "text": "x", "attachments": [{ "path": parent.join("shared.txt") }] }),
+        )
+        .await
+        .expect("post");
+    assert_eq!(r.status, 202, "{:?}", r.json());
+}
+
+/// A platform whose echo of a send reaches AMC's ingest before the send's own answer.
+struct Echoing {
+    amc: std::sync::OnceLock<amc_core::service::Amc>,
+}
+
+impl Sender for Echoing {
+    fn max_attachment_bytes(&self) -> u64 {
+        1 << 20
+    }
+    fn send(&self, msg: OutgoingSend) -> BoxFuture<'_, Result<Delivery, SendError>> {
+        Box::pin(async move {
+            let amc = self.amc.get().expect("wired");
+            let spec = amc_core::store::ChannelSpec {
+                platform_id: msg.channel_platform_id.clone(),
+                name: msg.channel.name.clone(),
+                kind: msg.channel.kind,
+            };
+            let mut echo = msg_of("echo-1", &msg.text);
+            echo.sender.is_self = true;
+            amc.ingest(msg.channel.source, spec, vec![echo], None).await.expect("echo ingested");
+            Ok(Delivery { platform_id: "echo-1".into(), sent_at: now_ms() })
+        })
+    }
+}
+
+fn msg_of(id: &str, text: &str) -> amc_core::model::IncomingMessage {
+    msg(id, text, now_ms())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_platform_echo_that_arrives_first_becomes_the_sent_message_not_a_second_one() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let echoing = Arc::new(Echoing { amc: std::sync::OnceLock::new() });
+    let d = Daemon::start_in(dir, |_| {}, Some(echoing.clone())).await;
+    let _ = echoing.amc.set(d.amc.clone());
+    let (mut agent, _) = d.agent("claude").await;
+    let (mut other, _) = d.agent("codex").await;
+    let (ch, sent) = allowed(&d, "a", "auto").await;
+    let r = agent.post("/messages/send", &json!({ "channel_id": ch, "text": "hello" })).await.expect("post");
+    assert_eq!(r.json()["status"], "sent", "{:?}", r.json());
+    let id = r.json()["message_id"].as_str().expect("id").to_owned();
+    let m = agent.get(&format!("/messages/{id}")).await.expect("get").json();
+    assert_eq!((m["direction"].as_str(), m["agent_id"].as_str()), (Some("outbound"), Some("claude")));
+    let ctx =
+        agent.get(&format!("/messages/context?channel_id={ch}&around_message_id={id}")).await.expect("get").json();
+    assert_eq!(ids(&ctx).iter().filter(|m| !sent.contains(m)).count(), 1, "one message, not two: {ctx}");
+    assert_eq!(ids(&other.get("/messages/unread").await.expect("get").json()), sent, "the echo is not unread");
+}
+
+/// The recording sender, slowed down like a real platform.
+struct Slow(amc_core::sender::RecordingSender);
+
+impl Sender for Slow {
+    fn max_attachment_bytes(&self) -> u64 {
+        1 << 20
+    }
+    fn send(&self, msg: OutgoingSend) -> BoxFuture<'_, Result<Delivery, SendError>> {
+        Box::pin(async move {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            self.0.send(msg).await
+        })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sends_survive_their_callers_going_away() {
+    let recording = amc_core::sender::RecordingSender::default();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = Daemon::start_in(dir, |_| {}, Some(Arc::new(Slow(recording.clone())))).await;
+    let (mut agent, token) = d.agent("claude").await;
+    let (review, _) = allowed(&d, "a", "review").await;
+    let (auto, _) = allowed(&d, "b", "auto").await;
+
+    // The person approves, and their request goes away while the platform is working.
+    let r = agent.post("/messages/send", &json!({ "channel_id": review, "text": "approved" })).await.expect("post");
+    let id = r.json()["message_id"].as_str().expect("id").to_owned();
+    let amc = d.amc.clone();
+    let approving = tokio::spawn(async move { amc.approve_send(id).await });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    approving.abort();
+
+    // An agent's connection closes while its auto send is in flight.
+    let socket = d.socket();
+    let body = json!({ "channel_id": auto, "text": "auto" }).to_string().into_bytes();
+    let sending = tokio::spawn(async move {
+        let mut c = amc_client::Connection::connect(&socket).await.expect("connect").with_bearer(&token);
+        c.request(hyper::Method::POST, "/messages/send", &[], Some(body)).await
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    sending.abort();
+
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while recording.sent().len() < 2 {
+        assert!(tokio::time::Instant::now() < deadline, "not delivered: {:?}", recording.sent());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let log = d.admin().await.get("/admin/sends").await.expect("get").json();
+    let statuses: Vec<&str> =
+        log["sends"].as_array().expect("list").iter().filter_map(|s| s["status"].as_str()).collect();
+    assert_eq!(statuses, ["sent", "sent"], "{log}");
 }

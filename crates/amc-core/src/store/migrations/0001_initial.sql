@@ -63,7 +63,7 @@ CREATE TABLE agents (
     revoked_at      INTEGER,
     -- No visible inbound message before (floor_at, floor_id) is unread for this agent.
     -- An optimisation for list_unread, lowered whenever that could stop being true.
-    floor_at        INTEGER NOT NULL DEFAULT 0,
+    floor_at        INTEGER NOT NULL DEFAULT -9223372036854775808,
     floor_id        TEXT NOT NULL DEFAULT ''
 );
 
@@ -88,7 +88,8 @@ CREATE TABLE outbox (
     sent_at       INTEGER,
     platform_id   TEXT,
     error_code    TEXT,
-    error_message TEXT
+    error_message TEXT,
+    retry_after_at INTEGER                            -- a platform's RATE_LIMITED: when to retry
 );
 CREATE INDEX outbox_by_status ON outbox (status, created_at);
 CREATE INDEX outbox_by_created ON outbox (created_at);
