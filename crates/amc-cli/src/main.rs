@@ -3,6 +3,7 @@
 //! Logs go to stderr; stdout carries only command output.
 
 mod admin;
+mod mcp;
 mod serve;
 
 use std::path::PathBuf;
@@ -27,6 +28,8 @@ struct Cli {
 enum Command {
     /// Run the daemon (REST and admin API on the local socket) until stopped
     Serve(serve::ServeArgs),
+    /// Speak MCP on stdin/stdout for an MCP host, relaying to the running daemon
+    Mcp(mcp::McpArgs),
     /// Add, list or revoke agents
     #[command(subcommand)]
     Agent(admin::AgentCmd),
@@ -45,12 +48,17 @@ enum Command {
 }
 
 fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    // MCP hosts show the bridge's stderr to the person: keep it to what matters (the
+    // bridge reports its own problems in one line; rmcp would repeat each one).
+    let default_level = if matches!(cli.command, Command::Mcp(_)) { "warn,rmcp=error" } else { "info" };
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("AMC_LOG").unwrap_or_else(|_| "info".into()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("AMC_LOG").unwrap_or_else(|_| default_level.into()),
+        )
         .init();
-    let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(r) => r,
         Err(e) => {
@@ -62,6 +70,7 @@ fn main() -> std::process::ExitCode {
         let raw = amc_core::config::RawConfig { data_dir: cli.data_dir.clone(), ..Default::default() };
         match cli.command {
             Command::Serve(args) => serve::run(raw, args).await,
+            Command::Mcp(args) => mcp::run(raw, args).await,
             Command::Agent(cmd) => admin::agent(raw, cli.json, cmd).await,
             Command::Channel(cmd) => admin::channel(raw, cli.json, cmd).await,
             Command::Review(cmd) => admin::review(raw, cli.json, cmd).await,

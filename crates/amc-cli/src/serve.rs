@@ -1,12 +1,9 @@
 //! `amc serve`: the daemon, headless.
 
-use std::sync::Arc;
-
 use anyhow::Context;
 use clap::Args;
 
 use amc_core::config::RawConfig;
-use amc_core::model::Source;
 use amc_core::sender::{RecordingSender, Senders};
 use amc_core::service::Amc;
 
@@ -25,8 +22,7 @@ pub async fn run(raw: RawConfig, args: ServeArgs) -> anyhow::Result<()> {
     let config = RawConfig { listen: args.listen, test_sender: args.test_sender, ..raw }.validate()?;
     let mut senders = Senders::default();
     if config.test_sender {
-        let sender = Arc::new(RecordingSender::with_log(config.test_sender_log()));
-        senders = senders.with(Source::Imessage, sender.clone()).with(Source::Discord, sender);
+        senders = Senders::recording(RecordingSender::with_log(config.test_sender_log()));
         tracing::warn!(log = %config.test_sender_log().display(), "test sender: nothing reaches iMessage or Discord");
     }
     let socket = amc_daemon::bind_socket(&config.run_dir(), &config.socket_path())?;

@@ -80,9 +80,26 @@ pub trait Sender: Send + Sync {
 #[derive(Clone, Default)]
 pub struct Senders {
     by_source: HashMap<Source, Arc<dyn Sender>>,
+    recording: Option<RecordingSender>,
 }
 
 impl Senders {
+    /// Every source delivers to one recording sender (`amc serve --test-sender`).
+    pub fn recording(sender: RecordingSender) -> Self {
+        let shared: Arc<dyn Sender> = Arc::new(sender.clone());
+        Self::default().with(Source::Imessage, shared.clone()).with(Source::Discord, shared).with_recording(sender)
+    }
+
+    fn with_recording(mut self, sender: RecordingSender) -> Self {
+        self.recording = Some(sender);
+        self
+    }
+
+    /// The recording sender, when the platforms are stood in for.
+    pub fn recording_sender(&self) -> Option<&RecordingSender> {
+        self.recording.as_ref()
+    }
+
     /// Registers the sender of a source.
     pub fn with(mut self, source: Source, sender: Arc<dyn Sender>) -> Self {
         self.by_source.insert(source, sender);

@@ -106,6 +106,11 @@ impl Amc {
         &self.inner.config
     }
 
+    /// The recording sender, when AMC runs with `--test-sender`.
+    pub fn test_sender(&self) -> Option<&crate::sender::RecordingSender> {
+        self.inner.senders.recording_sender()
+    }
+
     /// Whether the person paused all agents' sends.
     pub fn paused(&self) -> bool {
         self.inner.paused.load(Ordering::SeqCst)

@@ -128,7 +128,7 @@ impl Store {
             let mut lowest: Option<(Millis, String)> = None;
             let mut newest: Option<Millis> = None;
             for msg in messages {
-                match ingest_one(tx, source, &channel_id, msg, now)? {
+                match ingest_one(tx, source, &channel_id, msg, now, || self.next_message_id())? {
                     Ingested::Inserted(id) => {
                         if lowest.as_ref().is_none_or(|(at, lid)| (msg.sent_at, &id) < (*at, lid)) {
                             lowest = Some((msg.sent_at, id.clone()));
@@ -397,6 +397,7 @@ fn ingest_one(
     channel_id: &str,
     msg: &IncomingMessage,
     now: Millis,
+    new_id: impl FnOnce() -> String,
 ) -> Result<Ingested> {
     let reactions = serde_json::to_string(&msg.reactions).map_err(Error::internal)?;
     let existing: Option<String> = tx
@@ -412,7 +413,7 @@ fn ingest_one(
             .execute(params![id, msg.text, msg.edited_at, msg.unsent, reactions])?;
         return Ok(if changed > 0 { Ingested::Updated(id) } else { Ingested::Unchanged });
     }
-    let id = crate::ids::new_message_id();
+    let id = new_id();
     let reply_to: Option<String> = match &msg.reply_to_platform_id {
         Some(parent) => tx
             .prepare_cached("SELECT id FROM messages WHERE source = ?1 AND platform_id = ?2")?

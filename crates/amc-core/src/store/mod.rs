@@ -43,6 +43,8 @@ struct Inner {
     path: PathBuf,
     writer: Mutex<Connection>,
     readers: Mutex<Vec<Connection>>,
+    /// Message ids made within one millisecond still sort in the order they were made.
+    ids: Mutex<ulid::Generator>,
 }
 
 impl Store {
@@ -58,8 +60,19 @@ impl Store {
                 path: path.to_owned(),
                 writer: Mutex::new(writer),
                 readers: Mutex::new(Vec::new()),
+                ids: Mutex::new(ulid::Generator::new()),
             }),
         })
+    }
+
+    /// A new `msg_<ULID>`, later than every one this store made before.
+    pub fn next_message_id(&self) -> String {
+        let mut generator = self.inner.ids.lock().unwrap_or_else(|p| p.into_inner());
+        match generator.generate() {
+            Ok(id) => format!("msg_{id}"),
+            // The random part ran out within one millisecond: a fresh id is still unique.
+            Err(_) => crate::ids::new_message_id(),
+        }
     }
 
     /// The database file.

@@ -137,7 +137,7 @@ impl Store {
                     return Ok(SendLookup::Replay(found));
                 }
             }
-            let id = crate::ids::new_message_id();
+            let id = self.next_message_id();
             let attachments = serde_json::to_string(send.attachments).map_err(Error::internal)?;
             tx.prepare_cached(
                 "INSERT INTO outbox (id, agent_id, channel_id, text, reply_to, attachments, status, created_at, updated_at) \

@@ -3,6 +3,7 @@
 pub mod admin;
 pub mod agent;
 pub mod mcp;
+pub mod test;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
@@ -19,8 +20,16 @@ pub fn router(state: AppState) -> Router {
     let mcp = Router::new()
         .route_service("/mcp", inbox_mcp)
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), mcp::authenticate));
+    let test_routes = if state.amc.test_sender().is_some() {
+        Router::new()
+            .route("/admin/test/ingest", post(test::ingest))
+            .route("/admin/test/fail-next", post(test::fail_next))
+    } else {
+        Router::new()
+    };
     Router::new()
         .merge(mcp)
+        .merge(test_routes)
         .route("/messages/unread", get(agent::unread))
         .route("/messages/context", get(agent::context))
         .route("/messages/mark_read", post(agent::mark_read))

@@ -1,0 +1,124 @@
+//! Routes that exist only with `amc serve --test-sender`, for end-to-end tests of hosts
+//! and of the UI: a stand-in source that delivers messages, and a way to make the
+//! stand-in platform fail. They are behind the admin token like every admin route.
+
+use axum::Json;
+use axum::extract::State;
+use axum::response::IntoResponse;
+use serde::Deserialize;
+
+use crate::AppState;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{Admin, ApiJson};
+use amc_core::model::{ChannelKind, IncomingMessage, SenderInfo, Source};
+use amc_core::sender::SendError;
+use amc_core::store::ChannelSpec;
+use amc_core::time::{now_ms, parse_rfc3339};
+use amc_core::{Error, ErrorCode};
+
+/// A message the stand-in source delivers.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TestMessage {
+    id: String,
+    #[serde(default)]
+    sender: Option<String>,
+    #[serde(default)]
+    sender_name: Option<String>,
+    #[serde(default)]
+    is_self: bool,
+    text: String,
+    #[serde(default)]
+    sent_at: Option<String>,
+    #[serde(default)]
+    reply_to: Option<String>,
+}
+
+/// The body of `POST /admin/test/ingest`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IngestBody {
+    source: String,
+    chat_id: String,
+    chat_name: String,
+    #[serde(default)]
+    group: bool,
+    messages: Vec<TestMessage>,
+}
+
+/// `POST /admin/test/ingest`: stores messages as a source would.
+pub async fn ingest(
+    State(st): State<AppState>,
+    _: Admin,
+    ApiJson(b): ApiJson<IngestBody>,
+) -> ApiResult<impl IntoResponse> {
+    let source = Source::parse(&b.source)
+        .ok_or_else(|| ApiError::new(ErrorCode::ValidationFailed, "source must be imessage or discord"))?;
+    let mut messages = Vec::with_capacity(b.messages.len());
+    let now = now_ms();
+    for (i, m) in b.messages.into_iter().enumerate() {
+        // Messages without a time are a millisecond apart, in the order given.
+        let sent_at = match m.sent_at.as_deref() {
+            Some(t) => parse_rfc3339(t).ok_or_else(|| Error::validation("sent_at must be RFC 3339"))?,
+            None => now + i as i64,
+        };
+        messages.push(IncomingMessage {
+            platform_id: m.id,
+            sender: SenderInfo {
+                id: m.sender.unwrap_or_else(|| "+15550000000".into()),
+                display_name: m.sender_name,
+                is_self: m.is_self,
+            },
+            text: m.text,
+            sent_at,
+            reply_to_platform_id: m.reply_to,
+            attachments: Vec::new(),
+            edited_at: None,
+            unsent: false,
+            reactions: Vec::new(),
+        });
+    }
+    let kind = if b.group { ChannelKind::Group } else { ChannelKind::Dm };
+    let spec = ChannelSpec { platform_id: b.chat_id, name: b.chat_name, kind };
+    let report = st.amc.ingest(source, spec, messages, None).await?;
+    Ok(Json(serde_json::json!({
+        "channel_id": report.channel_id,
+        "channel_created": report.channel_created,
+        "inserted": report.inserted,
+        "updated": report.updated,
+    })))
+}
+
+/// The body of `POST /admin/test/fail-next`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FailBody {
+    /// `auth`, `rate_limited`, `too_large`, `failed` or `unknown`.
+    error: String,
+    #[serde(default)]
+    retry_after: Option<u64>,
+}
+
+/// `POST /admin/test/fail-next`: the stand-in platform fails its next send so.
+pub async fn fail_next(
+    State(st): State<AppState>,
+    _: Admin,
+    ApiJson(b): ApiJson<FailBody>,
+) -> ApiResult<impl IntoResponse> {
+    let err = match b.error.as_str() {
+        "auth" => SendError::Auth("the platform refused AMC's credentials (test)".into()),
+        "rate_limited" => SendError::RateLimited { retry_after: b.retry_after.unwrap_or(5) },
+        "too_large" => SendError::TooLarge("the platform refused the attachment's size (test)".into()),
+        "failed" => SendError::Failed("the platform failed the send (test)".into()),
+        "unknown" => SendError::Unknown("the platform did not confirm (test)".into()),
+        _ => {
+            return Err(ApiError::new(
+                ErrorCode::ValidationFailed,
+                "error must be auth, rate_limited, too_large, failed or unknown",
+            ));
+        }
+    };
+    let sender = st.amc.test_sender().ok_or_else(|| ApiError::new(ErrorCode::NotFound, "no test sender"))?;
+    sender.fail_next(err);
+    Ok(Json(serde_json::json!({ "queued": b.error })))
+}
