@@ -173,3 +173,35 @@ async fn the_mcp_endpoint_needs_a_token_and_a_local_origin() {
     assert_eq!(r.json()["result"]["protocolVersion"], "2025-11-25");
     assert_eq!(r.json()["result"]["serverInfo"]["name"], "amc");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stateless_2026_07_28_requests_are_served_without_a_handshake() {
+    let d = Daemon::start().await;
+    let (_, token) = d.agent("claude").await;
+    let (ch, _) = d.channel_with("a", 1).await;
+    d.approve(&ch, json!({ "history": "all" })).await;
+    let meta = json!({ "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                       "io.modelcontextprotocol/clientCapabilities": {} });
+    let mut c = d.anon().await.with_bearer(&token).with_header("x-agent-id", "claude");
+    let post = |method: &'static str, name: Option<&'static str>, params: Value| {
+        let mut headers = vec![
+            ("accept", "application/json, text/event-stream"),
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", method),
+        ];
+        if let Some(n) = name {
+            headers.push(("mcp-name", n));
+        }
+        let body = json!({ "jsonrpc": "2.0", "id": 7, "method": method, "params": params }).to_string().into_bytes();
+        (headers, body)
+    };
+    let (h, b) = post("tools/list", None, json!({ "_meta": meta }));
+    let r = c.request(hyper::Method::POST, "/mcp", &h, Some(b)).await.expect("post");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json()["result"]["tools"].as_array().map(Vec::len), Some(5));
+    let (h, b) =
+        post("tools/call", Some("list_channels"), json!({ "name": "list_channels", "arguments": {}, "_meta": meta }));
+    let r = c.request(hyper::Method::POST, "/mcp", &h, Some(b)).await.expect("post");
+    assert_eq!(r.json()["result"]["structuredContent"]["channels"][0]["id"], ch.as_str());
+    assert_eq!(r.json()["result"]["isError"], false);
+}
