@@ -44,6 +44,12 @@ pub enum ErrorCode {
     Conflict,
     /// Something failed inside AMC; details are in AMC's log, never in the response.
     InternalError,
+    /// Relay: no such thread, or the caller cannot see it.
+    ThreadNotFound,
+    /// Relay: a single-use write invitation was already redeemed by someone else.
+    InvitationUsed,
+    /// Relay: a cursor that is malformed, altered, from another thread or another version.
+    CursorInvalid,
 }
 
 impl ErrorCode {
@@ -68,6 +74,9 @@ impl ErrorCode {
             Self::HeadersTooLarge => "HEADERS_TOO_LARGE",
             Self::Conflict => "CONFLICT",
             Self::InternalError => "INTERNAL_ERROR",
+            Self::ThreadNotFound => "THREAD_NOT_FOUND",
+            Self::InvitationUsed => "INVITATION_USED",
+            Self::CursorInvalid => "CURSOR_INVALID",
         }
     }
 
@@ -86,6 +95,9 @@ impl ErrorCode {
             Self::MethodNotAllowed => 405,
             Self::HeadersTooLarge => 431,
             Self::InternalError => 500,
+            Self::ThreadNotFound => 404,
+            Self::InvitationUsed => 409,
+            Self::CursorInvalid => 400,
         }
     }
 
@@ -95,7 +107,10 @@ impl ErrorCode {
     }
 }
 
-const ALL_CODES: [ErrorCode; 18] = [
+const ALL_CODES: [ErrorCode; 21] = [
+    ErrorCode::ThreadNotFound,
+    ErrorCode::InvitationUsed,
+    ErrorCode::CursorInvalid,
     ErrorCode::Unauthorized,
     ErrorCode::AgentIdRequired,
     ErrorCode::ValidationFailed,

@@ -7,10 +7,12 @@
 //! - `send.rs`: the agents' sends and their delivery.
 //! - `admin.rs`: the person's actions (approval, review, agents, pause).
 //! - `health.rs`: the sources' states.
+//! - `relay.rs`: the agent relay: threads, sharing, cursors, search, long-poll.
 
 mod admin;
 mod health;
 mod inbox;
+mod relay;
 mod send;
 
 use std::sync::Arc;
@@ -28,6 +30,7 @@ use crate::store::Store;
 pub use admin::{AdminSend, InboxItem};
 pub use health::{Health, SourceState, SourceStatus};
 pub use inbox::{ContextPage, ContextParams, MarkReadResult, UnreadPage, UnreadParams};
+pub use relay::{Minted, Page, PageMessage, Principal, Receipt, SearchPage};
 pub use send::{AttachmentRef, SendReceipt, SendRequest};
 
 const PAUSED_SETTING: &str = "agents_paused";
@@ -49,6 +52,8 @@ struct Inner {
     paused: AtomicBool,
     started: Instant,
     url_filter: crate::attach::url::AddressFilter,
+    relay_notifier: relay::Notifier,
+    relay_cursors: std::sync::Mutex<Option<Arc<relay::Cursors>>>,
 }
 
 /// An authenticated agent.
@@ -87,6 +92,8 @@ impl Amc {
                 paused: AtomicBool::new(paused),
                 started: Instant::now(),
                 url_filter: crate::attach::url::is_public,
+                relay_notifier: relay::Notifier::default(),
+                relay_cursors: std::sync::Mutex::new(None),
             }),
         })
     }

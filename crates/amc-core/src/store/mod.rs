@@ -7,11 +7,13 @@
 //! - `messages.rs`: ingest, unread, context, read state.
 //! - `agents.rs`: agents and their hashed tokens.
 //! - `outbox.rs`: agents' sends and their idempotency records.
+//! - `relay.rs`: the agent relay's threads, tokens, messages and search index.
 
 mod agents;
 mod channels;
 mod messages;
 mod outbox;
+mod relay;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -25,9 +27,13 @@ pub use agents::{AGENT_TOKEN_PREFIX, hash_token, new_token};
 pub use channels::{ChannelSpec, SendTarget};
 pub use messages::{AttachmentFile, IngestReport, UnreadQuery};
 pub use outbox::{NewSend, SendLookup, SendOutcome};
+pub use relay::{Access, Joined, PERSON, RelayMessage, SearchHit, ThreadMeta, TokenInfo};
 
 /// The migrations, in order; `PRAGMA user_version` is the number applied.
-const MIGRATIONS: &[(&str, &str)] = &[("0001_initial", include_str!("migrations/0001_initial.sql"))];
+const MIGRATIONS: &[(&str, &str)] = &[
+    ("0001_initial", include_str!("migrations/0001_initial.sql")),
+    ("0002_relay", include_str!("migrations/0002_relay.sql")),
+];
 
 /// How long a connection waits for a lock held by another before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);

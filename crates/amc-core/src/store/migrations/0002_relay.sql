@@ -1,0 +1,57 @@
+-- The agent relay: private threads shared by capability tokens.
+-- Principals are `agent:<id>` for agents and `person` for the person (through the tray).
+
+CREATE TABLE relay_threads (
+    id          TEXT PRIMARY KEY,                     -- UUID
+    title       TEXT NOT NULL,
+    owner       TEXT NOT NULL,
+    created_at  INTEGER NOT NULL,
+    latest_seq  INTEGER NOT NULL DEFAULT 0,
+    create_key  TEXT NOT NULL,                        -- the owner's idempotency key
+    UNIQUE (owner, create_key)
+);
+
+CREATE TABLE relay_members (
+    thread_id  TEXT NOT NULL REFERENCES relay_threads (id),
+    principal  TEXT NOT NULL,
+    access     TEXT NOT NULL CHECK (access IN ('owner', 'write', 'read')),
+    joined_at  INTEGER NOT NULL,
+    PRIMARY KEY (thread_id, principal)
+) WITHOUT ROWID;
+CREATE INDEX relay_members_by_principal ON relay_members (principal, thread_id);
+
+-- Read capabilities (reusable) and write invitations (single use). Only hashes are kept.
+CREATE TABLE relay_tokens (
+    id          TEXT PRIMARY KEY,                     -- inv_<ULID>, safe to show
+    thread_id   TEXT NOT NULL REFERENCES relay_threads (id),
+    kind        TEXT NOT NULL CHECK (kind IN ('read', 'write')),
+    token_hash  BLOB NOT NULL UNIQUE,
+    created_by  TEXT NOT NULL,
+    created_at  INTEGER NOT NULL,
+    expires_at  INTEGER,
+    revoked_at  INTEGER,
+    used_by     TEXT,
+    used_at     INTEGER
+);
+CREATE INDEX relay_tokens_by_thread ON relay_tokens (thread_id, created_at);
+
+CREATE TABLE relay_messages (
+    thread_id     TEXT NOT NULL REFERENCES relay_threads (id),
+    seq           INTEGER NOT NULL,
+    author        TEXT NOT NULL,
+    body          TEXT NOT NULL,
+    reply_to_seq  INTEGER,
+    created_at    INTEGER NOT NULL,
+    idem_key      TEXT NOT NULL,
+    request_hash  BLOB NOT NULL,
+    PRIMARY KEY (thread_id, seq)
+) WITHOUT ROWID;
+CREATE UNIQUE INDEX relay_messages_by_idempotency ON relay_messages (author, thread_id, idem_key);
+
+-- Titles (seq 0) and bodies, for search_threads.
+CREATE VIRTUAL TABLE relay_fts USING fts5 (
+    thread_id UNINDEXED,
+    seq UNINDEXED,
+    text,
+    tokenize = 'unicode61 remove_diacritics 2'
+);

@@ -1,0 +1,455 @@
+//! The relay's tables: threads, members, capability tokens, messages and their search
+//! index. Rules about who may do what live in `service/relay.rs`; this module keeps the
+//! data consistent (gapless sequence numbers, single-use invitations) in transactions.
+
+use rusqlite::{OptionalExtension, Row, Transaction, params};
+use serde::Serialize;
+
+use super::Store;
+use crate::error::{Error, ErrorCode, Result};
+use crate::time::{Millis, serde_ms};
+
+/// The person's principal: they see and may act on every thread.
+pub const PERSON: &str = "person";
+
+/// What a principal may do in a thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Access {
+    /// Read only.
+    Read,
+    /// Read and post.
+    Write,
+    /// Everything, including sharing.
+    Owner,
+}
+
+impl Access {
+    fn parse(s: &str) -> Option<Self> {
+        match s {
+            "read" => Some(Self::Read),
+            "write" => Some(Self::Write),
+            "owner" => Some(Self::Owner),
+            _ => None,
+        }
+    }
+
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Read => "read",
+            Self::Write => "write",
+            Self::Owner => "owner",
+        }
+    }
+}
+
+/// A thread's metadata, as `create_thread` and `join_thread` return it. Never a secret.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ThreadMeta {
+    /// The thread's UUID.
+    pub thread_id: String,
+    /// Its title.
+    pub title: String,
+    /// The principal that created it.
+    pub owner: String,
+    /// When.
+    #[serde(with = "serde_ms")]
+    pub created_at: Millis,
+    /// The last sequence number used (0: no messages yet).
+    pub latest_seq: i64,
+    /// What the caller may do.
+    pub access: Access,
+}
+
+/// One message of a thread.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RelayMessage {
+    /// Its position in the thread, from 1, without gaps.
+    pub seq: i64,
+    /// The principal that wrote it.
+    pub author: String,
+    /// The body (Markdown).
+    pub body: String,
+    /// The message it replies to.
+    pub reply_to_seq: Option<i64>,
+    /// When it was posted.
+    pub created_at: Millis,
+}
+
+/// A token as the owner sees it later: never the secret.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TokenInfo {
+    /// `inv_<ULID>`, for revoking.
+    pub token_id: String,
+    /// The thread.
+    pub thread_id: String,
+    /// `read` (reusable) or `write` (single use).
+    pub kind: String,
+    /// Who minted it.
+    pub created_by: String,
+    /// When.
+    #[serde(with = "serde_ms")]
+    pub created_at: Millis,
+    /// When it stops working.
+    #[serde(with = "serde_ms::option")]
+    pub expires_at: Option<Millis>,
+    /// When it was revoked.
+    #[serde(with = "serde_ms::option")]
+    pub revoked_at: Option<Millis>,
+    /// Who redeemed a write invitation.
+    pub used_by: Option<String>,
+}
+
+/// A search hit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SearchHit {
+    /// The thread.
+    pub thread_id: String,
+    /// Its title.
+    pub title: String,
+    /// The message's seq; `null` when the title matched.
+    pub seq: Option<i64>,
+    /// The matching text around the hit, matches in `[` `]`.
+    pub snippet: String,
+}
+
+fn thread_from_row(row: &Row<'_>) -> rusqlite::Result<(String, String, String, Millis, i64)> {
+    Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?))
+}
+
+fn not_found() -> Error {
+    Error::new(ErrorCode::ThreadNotFound, "no such thread, or you have no access to it")
+}
+
+fn access_in(tx: &Transaction<'_>, thread_id: &str, principal: &str) -> Result<Option<Access>> {
+    if principal == PERSON {
+        let exists: bool = tx
+            .prepare_cached("SELECT count(*) > 0 FROM relay_threads WHERE id = ?1")?
+            .query_row([thread_id], |r| r.get(0))?;
+        return Ok(exists.then_some(Access::Owner));
+    }
+    let access: Option<String> = tx
+        .prepare_cached("SELECT access FROM relay_members WHERE thread_id = ?1 AND principal = ?2")?
+        .query_row(params![thread_id, principal], |r| r.get(0))
+        .optional()?;
+    Ok(access.as_deref().and_then(Access::parse))
+}
+
+fn meta(tx: &Transaction<'_>, thread_id: &str, principal: &str) -> Result<ThreadMeta> {
+    let access = access_in(tx, thread_id, principal)?.ok_or_else(not_found)?;
+    let (thread_id, title, owner, created_at, latest_seq) = tx
+        .prepare_cached("SELECT id, title, owner, created_at, latest_seq FROM relay_threads WHERE id = ?1")?
+        .query_row([thread_id], thread_from_row)?;
+    Ok(ThreadMeta { thread_id, title, owner, created_at, latest_seq, access })
+}
+
+fn message_from_row(row: &Row<'_>) -> rusqlite::Result<RelayMessage> {
+    Ok(RelayMessage {
+        seq: row.get(0)?,
+        author: row.get(1)?,
+        body: row.get(2)?,
+        reply_to_seq: row.get(3)?,
+        created_at: row.get(4)?,
+    })
+}
+
+fn token_from_row(row: &Row<'_>) -> rusqlite::Result<TokenInfo> {
+    Ok(TokenInfo {
+        token_id: row.get(0)?,
+        thread_id: row.get(1)?,
+        kind: row.get(2)?,
+        created_by: row.get(3)?,
+        created_at: row.get(4)?,
+        expires_at: row.get(5)?,
+        revoked_at: row.get(6)?,
+        used_by: row.get(7)?,
+    })
+}
+
+const TOKEN_COLS: &str = "id, thread_id, kind, created_by, created_at, expires_at, revoked_at, used_by";
+
+/// What redeeming a token did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Joined {
+    /// The principal is now a member (or already was) with this thread's metadata.
+    Member(ThreadMeta),
+}
+
+impl Store {
+    /// Creates a thread owned by `principal`, or returns the one an earlier call with the
+    /// same key created (`true`). The same key with another title is `IDEMPOTENCY_KEY_REUSE`.
+    pub fn relay_create_thread(
+        &self,
+        id: &str,
+        principal: &str,
+        title: &str,
+        key: &str,
+        now: Millis,
+    ) -> Result<(ThreadMeta, bool)> {
+        self.write(|tx| {
+            let earlier: Option<(String, String)> = tx
+                .prepare_cached("SELECT id, title FROM relay_threads WHERE owner = ?1 AND create_key = ?2")?
+                .query_row(params![principal, key], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()?;
+            if let Some((id, earlier_title)) = earlier {
+                if earlier_title != title {
+                    return Err(Error::new(
+                        ErrorCode::IdempotencyKeyReuse,
+                        "this idempotency_key created a thread with another title",
+                    ));
+                }
+                return Ok((meta(tx, &id, principal)?, true));
+            }
+            tx.prepare_cached(
+                "INSERT INTO relay_threads (id, title, owner, created_at, create_key) VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?
+            .execute(params![id, title, principal, now, key])?;
+            tx.prepare_cached(
+                "INSERT INTO relay_members (thread_id, principal, access, joined_at) VALUES (?1, ?2, 'owner', ?3)",
+            )?
+            .execute(params![id, principal, now])?;
+            tx.prepare_cached("INSERT INTO relay_fts (thread_id, seq, text) VALUES (?1, 0, ?2)")?
+                .execute(params![id, title])?;
+            Ok((meta(tx, id, principal)?, false))
+        })
+    }
+
+    /// A thread's metadata for `principal`, or `THREAD_NOT_FOUND` if they have no access.
+    pub fn relay_thread(&self, thread_id: &str, principal: &str) -> Result<ThreadMeta> {
+        self.read(|tx| meta(tx, thread_id, principal))
+    }
+
+    /// The threads `principal` can see (every thread for the person), newest first.
+    pub fn relay_threads(&self, principal: &str) -> Result<Vec<ThreadMeta>> {
+        self.read(|tx| {
+            let ids: Vec<String> = tx
+                .prepare_cached(
+                    "SELECT t.id FROM relay_threads t WHERE ?1 = 'person' OR EXISTS \
+                     (SELECT 1 FROM relay_members m WHERE m.thread_id = t.id AND m.principal = ?1) \
+                     ORDER BY t.created_at DESC, t.id",
+                )?
+                .query_map([principal], |r| r.get(0))?
+                .collect::<rusqlite::Result<_>>()?;
+            ids.iter().map(|id| meta(tx, id, principal)).collect()
+        })
+    }
+
+    /// Stores a new token's hash. The caller checked the minter may share the thread.
+    pub fn relay_mint_token(
+        &self,
+        thread_id: &str,
+        kind: Access,
+        hash: &[u8; 32],
+        created_by: &str,
+        expires_at: Option<Millis>,
+        now: Millis,
+    ) -> Result<TokenInfo> {
+        let id = format!("inv_{}", ulid::Ulid::generate());
+        self.write(|tx| {
+            tx.prepare_cached(
+                "INSERT INTO relay_tokens (id, thread_id, kind, token_hash, created_by, created_at, expires_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )?
+            .execute(params![
+                id,
+                thread_id,
+                kind.as_str(),
+                hash.as_slice(),
+                created_by,
+                now,
+                expires_at
+            ])?;
+            let sql = format!("SELECT {TOKEN_COLS} FROM relay_tokens WHERE id = ?1");
+            Ok(tx.prepare_cached(&sql)?.query_row([&id], token_from_row)?)
+        })
+    }
+
+    /// The tokens of a thread (never their secrets), newest first.
+    pub fn relay_tokens(&self, thread_id: &str) -> Result<Vec<TokenInfo>> {
+        self.read(|tx| {
+            let sql =
+                format!("SELECT {TOKEN_COLS} FROM relay_tokens WHERE thread_id = ?1 ORDER BY created_at DESC, id");
+            let mut stmt = tx.prepare_cached(&sql)?;
+            let rows = stmt.query_map([thread_id], token_from_row)?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+    }
+
+    /// Revokes a token of a thread; members who joined with it keep their access.
+    pub fn relay_revoke_token(&self, thread_id: &str, token_id: &str, now: Millis) -> Result<TokenInfo> {
+        self.write(|tx| {
+            let changed = tx
+                .prepare_cached(
+                    "UPDATE relay_tokens SET revoked_at = coalesce(revoked_at, ?3) WHERE id = ?1 AND thread_id = ?2",
+                )?
+                .execute(params![token_id, thread_id, now])?;
+            if changed == 0 {
+                return Err(Error::not_found("invitation"));
+            }
+            let sql = format!("SELECT {TOKEN_COLS} FROM relay_tokens WHERE id = ?1");
+            Ok(tx.prepare_cached(&sql)?.query_row([token_id], token_from_row)?)
+        })
+    }
+
+    /// Redeems a token for `principal`, atomically. A write invitation works once; the
+    /// same principal redeeming it again is a no-op. Unknown, revoked or expired tokens,
+    /// and tokens of other threads, are `THREAD_NOT_FOUND`: nothing is revealed.
+    pub fn relay_join(&self, thread_id: &str, hash: &[u8; 32], principal: &str, now: Millis) -> Result<Joined> {
+        self.write(|tx| {
+            let found: Option<(String, String, Option<String>)> = tx
+                .prepare_cached(
+                    "SELECT id, kind, used_by FROM relay_tokens WHERE token_hash = ?1 AND thread_id = ?2 \
+                     AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?3)",
+                )?
+                .query_row(params![hash.as_slice(), thread_id, now], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                .optional()?;
+            let Some((token_id, kind, used_by)) = found else { return Err(not_found()) };
+            let access = Access::parse(&kind).ok_or_else(|| Error::internal("stored token kind"))?;
+            if access == Access::Write {
+                match used_by.as_deref() {
+                    None => {
+                        tx.prepare_cached(
+                            "UPDATE relay_tokens SET used_by = ?2, used_at = ?3 WHERE id = ?1 AND used_by IS NULL",
+                        )?
+                        .execute(params![token_id, principal, now])?;
+                    }
+                    Some(p) if p == principal => {}
+                    Some(_) => {
+                        return Err(Error::new(
+                            ErrorCode::InvitationUsed,
+                            "this invitation was already used by someone else",
+                        ));
+                    }
+                }
+            }
+            // Joining never lowers access (an owner redeeming a read link stays owner).
+            let current = access_in(tx, thread_id, principal)?;
+            if principal != PERSON && current.is_none_or(|c| c < access) {
+                tx.prepare_cached(
+                    "INSERT INTO relay_members (thread_id, principal, access, joined_at) VALUES (?1, ?2, ?3, ?4) \
+                     ON CONFLICT (thread_id, principal) DO UPDATE SET access = excluded.access",
+                )?
+                .execute(params![thread_id, principal, access.as_str(), now])?;
+            }
+            Ok(Joined::Member(meta(tx, thread_id, principal)?))
+        })
+    }
+
+    /// Appends a message for `author`, or returns the one an earlier call with the same
+    /// key posted (`true`). Sequence numbers are assigned in the transaction, so they have
+    /// no gaps whatever runs at the same time.
+    #[allow(clippy::too_many_arguments)]
+    pub fn relay_post(
+        &self,
+        thread_id: &str,
+        author: &str,
+        body: &str,
+        reply_to_seq: Option<i64>,
+        key: &str,
+        hash: &[u8; 32],
+        now: Millis,
+    ) -> Result<(RelayMessage, bool)> {
+        self.write(|tx| {
+            let access = access_in(tx, thread_id, author)?.ok_or_else(not_found)?;
+            let earlier: Option<(i64, Vec<u8>)> = tx
+                .prepare_cached(
+                    "SELECT seq, request_hash FROM relay_messages WHERE author = ?1 AND thread_id = ?2 AND idem_key = ?3",
+                )?
+                .query_row(params![author, thread_id, key], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()?;
+            if let Some((seq, earlier_hash)) = earlier {
+                if earlier_hash != hash {
+                    return Err(Error::new(
+                        ErrorCode::IdempotencyKeyReuse,
+                        "this idempotency_key posted a different message to this thread",
+                    ));
+                }
+                let m = tx
+                    .prepare_cached(
+                        "SELECT seq, author, body, reply_to_seq, created_at FROM relay_messages WHERE thread_id = ?1 AND seq = ?2",
+                    )?
+                    .query_row(params![thread_id, seq], message_from_row)?;
+                return Ok((m, true));
+            }
+            if access < Access::Write {
+                return Err(Error::new(ErrorCode::Forbidden, "you have read-only access to this thread"));
+            }
+            let latest: i64 = tx
+                .prepare_cached("SELECT latest_seq FROM relay_threads WHERE id = ?1")?
+                .query_row([thread_id], |r| r.get(0))?;
+            if let Some(r) = reply_to_seq
+                && (r < 1 || r > latest)
+            {
+                return Err(Error::validation(format!("reply_to_seq {r} is not a message of this thread")));
+            }
+            let seq = latest + 1;
+            tx.prepare_cached("UPDATE relay_threads SET latest_seq = ?2 WHERE id = ?1")?.execute(params![thread_id, seq])?;
+            tx.prepare_cached(
+                "INSERT INTO relay_messages (thread_id, seq, author, body, reply_to_seq, created_at, idem_key, request_hash) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            )?
+            .execute(params![thread_id, seq, author, body, reply_to_seq, now, key, hash.as_slice()])?;
+            tx.prepare_cached("INSERT INTO relay_fts (thread_id, seq, text) VALUES (?1, ?2, ?3)")?
+                .execute(params![thread_id, seq, body])?;
+            Ok((RelayMessage { seq, author: author.to_owned(), body: body.to_owned(), reply_to_seq, created_at: now }, false))
+        })
+    }
+
+    /// Messages after `after_seq`, ascending, at most `limit`, and the thread's latest seq.
+    pub fn relay_read(&self, thread_id: &str, after_seq: i64, limit: u32) -> Result<(Vec<RelayMessage>, i64)> {
+        self.read(|tx| {
+            let latest: i64 = tx
+                .prepare_cached("SELECT latest_seq FROM relay_threads WHERE id = ?1")?
+                .query_row([thread_id], |r| r.get(0))
+                .optional()?
+                .ok_or_else(not_found)?;
+            let mut stmt = tx.prepare_cached(
+                "SELECT seq, author, body, reply_to_seq, created_at FROM relay_messages \
+                 WHERE thread_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
+            )?;
+            let rows = stmt.query_map(params![thread_id, after_seq, limit], message_from_row)?;
+            Ok((rows.collect::<rusqlite::Result<Vec<_>>>()?, latest))
+        })
+    }
+
+    /// Full-text search, ranked by bm25, restricted in the query itself to threads
+    /// `principal` can see. `fts_query` must already be quoted tokens.
+    pub fn relay_search(&self, principal: &str, fts_query: &str, offset: u32, limit: u32) -> Result<Vec<SearchHit>> {
+        self.read(|tx| {
+            let mut stmt = tx.prepare_cached(
+                "SELECT f.thread_id, t.title, f.seq, snippet(relay_fts, 2, '[', ']', '…', 16) \
+                 FROM relay_fts f JOIN relay_threads t ON t.id = f.thread_id \
+                 WHERE relay_fts MATCH ?2 \
+                 AND (?1 = 'person' OR EXISTS (SELECT 1 FROM relay_members m WHERE m.thread_id = f.thread_id AND m.principal = ?1)) \
+                 ORDER BY bm25(relay_fts), f.thread_id, f.seq LIMIT ?4 OFFSET ?3",
+            )?;
+            let rows = stmt.query_map(params![principal, fts_query, offset, limit], |r| {
+                let seq: i64 = r.get(2)?;
+                Ok(SearchHit { thread_id: r.get(0)?, title: r.get(1)?, seq: (seq > 0).then_some(seq), snippet: r.get(3)? })
+            })?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+    }
+
+    /// The relay's secret for signing cursors, made on first use.
+    pub fn relay_cursor_key(&self) -> Result<Vec<u8>> {
+        if let Some(hex) = self.setting("relay_cursor_key")? {
+            return decode_hex(&hex).ok_or_else(|| Error::internal("relay cursor key is not hex"));
+        }
+        let fresh = super::new_token("");
+        self.write(|tx| {
+            tx.prepare_cached(
+                "INSERT INTO settings (key, value) VALUES ('relay_cursor_key', ?1) ON CONFLICT (key) DO NOTHING",
+            )?
+            .execute([&fresh])?;
+            Ok(())
+        })?;
+        let hex = self.setting("relay_cursor_key")?.ok_or_else(|| Error::internal("relay cursor key vanished"))?;
+        decode_hex(&hex).ok_or_else(|| Error::internal("relay cursor key is not hex"))
+    }
+}
+
+fn decode_hex(s: &str) -> Option<Vec<u8>> {
+    (0..s.len()).step_by(2).map(|i| s.get(i..i + 2).and_then(|b| u8::from_str_radix(b, 16).ok())).collect()
+}
