@@ -16,6 +16,9 @@ pub struct McpArgs {
     /// The agent's id [env: AMC_AGENT_ID]
     #[arg(long, env = "AMC_AGENT_ID", hide_env_values = true)]
     agent_id: Option<String>,
+    /// Serve the relay's tools (threads between agents) instead of the inbox's
+    #[arg(long)]
+    relay: bool,
 }
 
 pub async fn run(raw: RawConfig, args: McpArgs) -> anyhow::Result<()> {
@@ -31,7 +34,7 @@ pub async fn run(raw: RawConfig, args: McpArgs) -> anyhow::Result<()> {
     };
     let cfg = BridgeConfig {
         socket: config.socket_path(),
-        endpoint: "/mcp".into(),
+        endpoint: if args.relay { "/mcp/relay" } else { "/mcp" }.into(),
         token,
         agent_id: args.agent_id.filter(|a| !a.is_empty()),
     };

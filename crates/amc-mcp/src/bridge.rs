@@ -34,7 +34,7 @@ const CALL_TIMEOUT: Duration = Duration::from_secs(120);
 pub struct BridgeConfig {
     /// The daemon's socket.
     pub socket: PathBuf,
-    /// The MCP endpoint on it: `/mcp` (the inbox).
+    /// The MCP endpoint on it: `/mcp` (the inbox) or `/mcp/relay` (the relay).
     pub endpoint: String,
     /// The agent's bearer token (`AMC_BEARER_TOKEN`).
     pub token: Option<String>,
@@ -169,12 +169,15 @@ fn protocol_error(p: &Problem) -> McpError {
 impl ServerHandler for Bridge {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("amc", env!("CARGO_PKG_VERSION")))
-            .with_instructions(
-                "AMC gives you the person's iMessage and Discord conversations that they approved. \
-                 Call list_unread_messages to see what is new, get_message_context for the conversation around a \
-                 message, send_message to reply (it may wait for the person's approval), and mark_read when done.",
-            )
+            .with_server_info(Implementation::new(
+                if self.cfg.endpoint.ends_with("/relay") { "amc-relay" } else { "amc" },
+                env!("CARGO_PKG_VERSION"),
+            ))
+            .with_instructions(if self.cfg.endpoint.ends_with("/relay") {
+                crate::relay::RELAY_INSTRUCTIONS
+            } else {
+                crate::server::INBOX_INSTRUCTIONS
+            })
     }
 
     async fn list_tools(

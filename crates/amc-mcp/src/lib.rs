@@ -4,10 +4,12 @@
 //! # Layout
 //! - [`tools`]: the tools' names, input and output schemas, annotations.
 //! - [`server`]: the rmcp server handler; it calls the core's service layer directly.
+//! - [`relay`]: the relay toolset (threads between agents), its own server at `/mcp/relay`.
 //! - [`bridge`]: stdio ⇄ the daemon's socket, for hosts that cannot dial a socket.
 #![deny(missing_docs)]
 
 pub mod bridge;
+pub mod relay;
 pub mod server;
 pub mod tools;
 
@@ -19,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use amc_core::service::Amc;
 
+pub use relay::RelayServer;
 pub use server::{InboxServer, McpCaller};
 
 /// The largest MCP request body accepted.
@@ -28,15 +31,21 @@ pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 /// JSON replies. The daemon authenticates each request and puts an [`McpCaller`] in its
 /// extensions before it reaches this service.
 pub fn inbox_service(amc: Amc, shutdown: CancellationToken) -> StreamableHttpService<InboxServer, NeverSessionManager> {
-    let config = StreamableHttpServerConfig::default()
+    let factory = move || Ok(InboxServer::new(amc.clone()));
+    StreamableHttpService::new(factory, Arc::new(NeverSessionManager::default()), config(shutdown))
+}
+
+/// The relay toolset as a tower service for `/mcp/relay`, set up like [`inbox_service`].
+pub fn relay_service(amc: Amc, shutdown: CancellationToken) -> StreamableHttpService<RelayServer, NeverSessionManager> {
+    let factory = move || Ok(RelayServer::new(amc.clone()));
+    StreamableHttpService::new(factory, Arc::new(NeverSessionManager::default()), config(shutdown))
+}
+
+fn config(shutdown: CancellationToken) -> StreamableHttpServerConfig {
+    StreamableHttpServerConfig::default()
         .with_legacy_session_mode(false)
         .with_json_response(true)
         .with_sse_keep_alive(None)
         .with_max_request_body_bytes(MAX_BODY_BYTES)
-        .with_cancellation_token(shutdown);
-    StreamableHttpService::new(
-        move || Ok(InboxServer::new(amc.clone())),
-        Arc::new(NeverSessionManager::default()),
-        config,
-    )
+        .with_cancellation_token(shutdown)
 }

@@ -17,6 +17,12 @@ use amc_core::{Error, ErrorCode};
 
 use crate::tools;
 
+/// What the inbox server tells hosts about itself.
+pub const INBOX_INSTRUCTIONS: &str = "AMC gives you the person's iMessage and Discord conversations that they approved. \
+     Call list_unread_messages to see what is new, get_message_context for the conversation around a message, \
+     send_message to reply (it may wait for the person's approval), and mark_read when done. list_channels shows \
+     where you can write.";
+
 /// The inbox toolset, served at `/mcp`.
 #[derive(Clone)]
 pub struct InboxServer {
@@ -139,12 +145,7 @@ impl ServerHandler for InboxServer {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("amc", env!("CARGO_PKG_VERSION")))
-            .with_instructions(
-                "AMC gives you the person's iMessage and Discord conversations that they approved. \
-                 Call list_unread_messages to see what is new, get_message_context for the conversation around a \
-                 message, send_message to reply (it may wait for the person's approval), and mark_read when done. \
-                 list_channels shows where you can write.",
-            )
+            .with_instructions(INBOX_INSTRUCTIONS)
     }
 
     async fn list_tools(

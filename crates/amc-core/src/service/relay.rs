@@ -135,6 +135,11 @@ impl Notifier {
         map.entry(thread_id.to_owned()).or_insert_with(|| watch::channel(0).0).subscribe()
     }
 
+    fn waiters(&self) -> usize {
+        let map = self.threads.lock().unwrap_or_else(|p| p.into_inner());
+        map.values().map(watch::Sender::receiver_count).sum()
+    }
+
     fn notify(&self, thread_id: &str, seq: i64) {
         let map = self.threads.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(tx) = map.get(thread_id) {
@@ -533,6 +538,11 @@ impl Amc {
         check_uuid("thread_id", &thread_id)?;
         self.relay_owner(who, &thread_id).await?;
         self.blocking(move |s| s.relay_tokens(&thread_id)).await
+    }
+
+    /// How many `wait_for_messages` calls are waiting now.
+    pub fn relay_waiters(&self) -> usize {
+        self.inner.relay_notifier.waiters()
     }
 
     /// The threads the caller can see.

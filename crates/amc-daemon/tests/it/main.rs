@@ -7,4 +7,5 @@ mod hostile;
 mod inbox;
 mod listener;
 mod mcp;
+mod relay;
 mod sends;

@@ -1,0 +1,166 @@
+//! The relay toolset on `/mcp/relay`: the contract's `tools/list`, gapless sequence
+//! numbers under concurrency, cursors, and waits released by disconnects.
+
+use std::time::Duration;
+
+use amc_client::Connection;
+use serde_json::{Value, json};
+
+use super::harness::Daemon;
+
+const CONTRACT: &str = include_str!("../../../../tests/fixtures/spec/relay-mcp-tools.json");
+
+async fn relay_conn(d: &Daemon, token: &str) -> Connection {
+    d.anon().await.with_bearer(token)
+}
+
+/// A JSON-RPC request to `/mcp/relay`; returns the `result`.
+async fn rpc(c: &mut Connection, method: &str, params: Value) -> Value {
+    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params }).to_string().into_bytes();
+    let headers = [("accept", "application/json, text/event-stream"), ("mcp-protocol-version", "2025-11-25")];
+    let r = c.request(hyper::Method::POST, "/mcp/relay", &headers, Some(body)).await.expect("post");
+    assert_eq!(r.status, 200, "{:?}", r.json());
+    r.json()["result"].clone()
+}
+
+async fn tool(c: &mut Connection, name: &str, args: Value) -> Value {
+    let result = rpc(c, "tools/call", json!({ "name": name, "arguments": args })).await;
+    assert_eq!(result["isError"], false, "{name}: {result}");
+    result["structuredContent"].clone()
+}
+
+async fn tool_err(c: &mut Connection, name: &str, args: Value) -> String {
+    let result = rpc(c, "tools/call", json!({ "name": name, "arguments": args })).await;
+    assert_eq!(result["isError"], true, "{name}: {result}");
+    result["structuredContent"]["error"]["code"].as_str().expect("code").to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tools_list_is_the_contract_plus_additive_tools() {
+    let d = Daemon::start().await;
+    let (_, token) = d.agent("a").await;
+    let mut c = relay_conn(&d, &token).await;
+    let listed = rpc(&mut c, "tools/list", json!({})).await;
+    let contract: Value = serde_json::from_str(CONTRACT).expect("contract");
+    let tools = listed["tools"].as_array().expect("tools");
+    for expected in contract["tools"].as_array().expect("tools") {
+        let got =
+            tools.iter().find(|t| t["name"] == expected["name"]).unwrap_or_else(|| panic!("{}", expected["name"]));
+        assert_eq!(got["inputSchema"], expected["inputSchema"], "{}", expected["name"]);
+        assert_eq!(got["annotations"], expected["annotations"], "{}", expected["name"]);
+        let description = got["description"].as_str().expect("description");
+        assert!(description.starts_with(expected["description"].as_str().expect("d")), "descriptions only grow");
+        assert!(got["outputSchema"].is_object(), "{} declares an output schema", expected["name"]);
+    }
+    let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+    assert_eq!(names.len(), 9, "{names:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_posts_get_gapless_sequence_numbers() {
+    let d = Daemon::start().await;
+    let (_, owner) = d.agent("owner").await;
+    let (_, writer) = d.agent("writer").await;
+    let mut o = relay_conn(&d, &owner).await;
+    let t = tool(&mut o, "create_thread", json!({ "title": "load", "idempotency_key": "t1" })).await;
+    let thread = t["thread_id"].as_str().expect("id").to_owned();
+    let inv = tool(&mut o, "create_thread_invite", json!({ "thread_id": thread, "kind": "write" })).await;
+    let mut w = relay_conn(&d, &writer).await;
+    tool(&mut w, "join_thread", json!({ "thread_id": thread, "access_token": inv["access_token"] })).await;
+
+    let mut tasks = Vec::new();
+    for i in 0..40 {
+        let (socket, token, thread) =
+            (d.socket(), if i % 2 == 0 { owner.clone() } else { writer.clone() }, thread.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut c = Connection::connect(&socket).await.expect("connect").with_bearer(&token);
+            let r = tool(
+                &mut c,
+                "send_message",
+                json!({ "thread_id": thread, "body": format!("m{i}"), "idempotency_key": format!("k{i}") }),
+            )
+            .await;
+            r["seq"].as_i64().expect("seq")
+        }));
+    }
+    let mut seqs = Vec::new();
+    for t in tasks {
+        seqs.push(t.await.expect("join"));
+    }
+    seqs.sort_unstable();
+    assert_eq!(seqs, (1..=40).collect::<Vec<i64>>());
+    let page = tool(&mut o, "read_messages", json!({ "thread_id": thread, "limit": 100 })).await;
+    assert_eq!(page["messages"].as_array().map(Vec::len), Some(40));
+    assert_eq!(page["latest_seq"], 40);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_that_disconnects_releases_its_wait() {
+    let d = Daemon::start().await;
+    let (_, token) = d.agent("a").await;
+    let mut c = relay_conn(&d, &token).await;
+    let t = tool(&mut c, "create_thread", json!({ "title": "quiet", "idempotency_key": "q" })).await;
+    let thread = t["thread_id"].as_str().expect("id").to_owned();
+    let page = tool(&mut c, "read_messages", json!({ "thread_id": thread })).await;
+    let cursor = page["next_cursor"].as_str().expect("cursor").to_owned();
+
+    let socket = d.socket();
+    let waiting = tokio::spawn(async move {
+        let mut w = Connection::connect(&socket).await.expect("connect").with_bearer(&token);
+        tool(&mut w, "wait_for_messages", json!({ "thread_id": thread, "after": cursor, "timeout_seconds": 25 })).await
+    });
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while d.amc.relay_waiters() == 0 {
+        assert!(tokio::time::Instant::now() < deadline, "the wait never started");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    waiting.abort(); // the client goes away
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while d.amc.relay_waiters() > 0 {
+        assert!(tokio::time::Instant::now() < deadline, "the wait outlived its client");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cursors_never_grant_access_and_forgeries_are_refused() {
+    let d = Daemon::start().await;
+    let (_, alice) = d.agent("alice").await;
+    let (_, mallory) = d.agent("mallory").await;
+    let mut a = relay_conn(&d, &alice).await;
+    let mut m = relay_conn(&d, &mallory).await;
+    let t1 = tool(&mut a, "create_thread", json!({ "title": "secret plans", "idempotency_key": "1" })).await;
+    let t2 = tool(&mut a, "create_thread", json!({ "title": "other", "idempotency_key": "2" })).await;
+    let (t1, t2) = (t1["thread_id"].as_str().expect("id").to_owned(), t2["thread_id"].as_str().expect("id").to_owned());
+    tool(&mut a, "send_message", json!({ "thread_id": t1, "body": "the launch code is 1234", "idempotency_key": "m" }))
+        .await;
+    let page = tool(&mut a, "read_messages", json!({ "thread_id": t1 })).await;
+    let cursor = page["next_cursor"].as_str().expect("cursor").to_owned();
+
+    // Mallory holds a valid cursor, but no access.
+    assert_eq!(
+        tool_err(&mut m, "read_messages", json!({ "thread_id": t1, "after": cursor })).await,
+        "THREAD_NOT_FOUND"
+    );
+    assert_eq!(
+        tool_err(&mut m, "wait_for_messages", json!({ "thread_id": t1, "after": cursor, "timeout_seconds": 0 })).await,
+        "THREAD_NOT_FOUND"
+    );
+    // A cursor of one thread is refused on another; altered ones too.
+    assert_eq!(tool_err(&mut a, "read_messages", json!({ "thread_id": t2, "after": cursor })).await, "CURSOR_INVALID");
+    let mut altered = cursor.clone().into_bytes();
+    let i = altered.len() / 2;
+    altered[i] = if altered[i] == b'A' { b'B' } else { b'A' };
+    let altered = String::from_utf8(altered).expect("utf8");
+    assert_eq!(tool_err(&mut a, "read_messages", json!({ "thread_id": t1, "after": altered })).await, "CURSOR_INVALID");
+    assert_eq!(
+        tool_err(&mut a, "read_messages", json!({ "thread_id": t1, "after": "v0.x.y" })).await,
+        "CURSOR_INVALID"
+    );
+    // Search never shows Mallory a thread she cannot see.
+    let hits = tool(&mut m, "search_threads", json!({ "query": "launch code secret" })).await;
+    assert_eq!(hits["hits"], json!([]));
+    let hits = tool(&mut a, "search_threads", json!({ "query": "launch" })).await;
+    assert_eq!(hits["hits"][0]["thread_id"], t1.as_str());
+    assert_eq!(hits["hits"][0]["seq"], 1);
+}
