@@ -2,11 +2,10 @@
 
 use std::path::PathBuf;
 
-use anyhow::Context;
 use clap::Args;
 
 use amc_core::config::RawConfig;
-use amc_mcp::bridge::{Bridge, BridgeConfig, check};
+use amc_mcp::bridge::{Bridge, BridgeConfig, Problem, check};
 
 #[derive(Args)]
 pub struct McpArgs {
@@ -22,27 +21,45 @@ pub struct McpArgs {
 }
 
 pub async fn run(raw: RawConfig, args: McpArgs) -> anyhow::Result<()> {
-    let config = raw.validate()?;
+    let endpoint = if args.relay { "/mcp/relay" } else { "/mcp" }.to_owned();
+    let config = raw.clone().validate();
+    let socket = match &config {
+        Ok(c) => c.socket_path(),
+        Err(_) => RawConfig { data_dir: raw.data_dir.clone(), ..Default::default() }
+            .data_dir
+            .map(|d| d.join("run/amc.sock"))
+            .unwrap_or_default(),
+    };
     let token = match &args.token_file {
-        Some(path) => Some(
-            std::fs::read_to_string(path)
-                .with_context(|| format!("reading the token file {}", path.display()))?
-                .trim()
-                .to_owned(),
-        ),
-        None => std::env::var("AMC_BEARER_TOKEN").ok().filter(|t| !t.trim().is_empty()).map(|t| t.trim().to_owned()),
+        Some(path) => std::fs::read_to_string(path)
+            .map(|t| Some(t.trim().to_owned()))
+            .map_err(|e| Problem::Config(format!("cannot read the token file {}: {e}", path.display()))),
+        None => {
+            Ok(std::env::var("AMC_BEARER_TOKEN").ok().filter(|t| !t.trim().is_empty()).map(|t| t.trim().to_owned()))
+        }
     };
     let cfg = BridgeConfig {
-        socket: config.socket_path(),
-        endpoint: if args.relay { "/mcp/relay" } else { "/mcp" }.into(),
-        token,
+        socket,
+        endpoint,
+        token: token.clone().ok().flatten(),
         agent_id: args.agent_id.filter(|a| !a.is_empty()),
     };
-    // Say what is wrong at once, in one line; then serve anyway, answering every
-    // request with that error until it is fixed (a daemon started later is picked up).
+    // A broken setup is said at once, in one line, and every MCP request answers with it:
+    // the host sees why rather than a process that died.
+    let fixed = match (config, token) {
+        (Err(e), _) => Some(Problem::Config(format!("AMC's configuration: {e}"))),
+        (_, Err(p)) => Some(p),
+        _ => None,
+    };
+    if let Some(problem) = fixed {
+        eprintln!("amc mcp: {problem}");
+        Bridge::broken(cfg, problem).serve_stdio().await?;
+        return Ok(());
+    }
+    // Otherwise check now; a daemon started later is picked up by the next request.
     if let Err(problem) = check(&cfg).await {
         eprintln!("amc mcp: {problem}");
-    } else if cfg.agent_id.is_none() {
+    } else if cfg.agent_id.is_none() && !args.relay {
         eprintln!(
             "amc mcp: AMC_AGENT_ID is not set: list_unread_messages, mark_read and get_message_context will answer AGENT_ID_REQUIRED"
         );

@@ -8,6 +8,7 @@
 //! daemon started later is picked up.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
@@ -28,9 +29,11 @@ use crate::server::failure;
 /// How long one call to the daemon may take before the bridge gives up on it. Long
 /// enough for a send the platform takes its time to confirm.
 const CALL_TIMEOUT: Duration = Duration::from_secs(120);
+/// How long checking on or connecting to the daemon may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What the bridge needs to reach the daemon as an agent.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct BridgeConfig {
     /// The daemon's socket.
     pub socket: PathBuf,
@@ -42,6 +45,17 @@ pub struct BridgeConfig {
     pub agent_id: Option<String>,
 }
 
+impl std::fmt::Debug for BridgeConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BridgeConfig")
+            .field("socket", &self.socket)
+            .field("endpoint", &self.endpoint)
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("agent_id", &self.agent_id)
+            .finish()
+    }
+}
+
 /// Why the bridge cannot reach AMC as this agent.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Problem {
@@ -51,9 +65,15 @@ pub enum Problem {
     /// Nothing listens on the socket.
     #[error("AMC is not running (no daemon at {0}); start it with `amc serve` or the AMC app")]
     NotRunning(String),
+    /// Something listens but does not answer.
+    #[error("AMC is not responding (at {0}); restart it")]
+    NotResponding(String),
     /// The daemon refused the token or agent id.
     #[error("AMC refused this agent: {0}")]
     Refused(String),
+    /// The bridge's own configuration is broken.
+    #[error("{0}")]
+    Config(String),
     /// Anything else.
     #[error("cannot reach AMC: {0}")]
     Other(String),
@@ -63,13 +83,21 @@ impl Problem {
     fn envelope(&self) -> Error {
         match self {
             Self::MissingCredentials | Self::Refused(_) => Error::unauthorized(self.to_string()),
-            Self::NotRunning(_) | Self::Other(_) => Error::new(ErrorCode::InternalError, self.to_string()),
+            _ => Error::new(ErrorCode::InternalError, self.to_string()),
         }
     }
 }
 
-/// Asks the daemon whether this agent may come in (`GET /healthz` with its token).
+/// Asks the daemon whether this agent may come in, on a route only agents may use.
 pub async fn check(cfg: &BridgeConfig) -> Result<(), Problem> {
+    let where_ = cfg.socket.display().to_string();
+    match tokio::time::timeout(CONNECT_TIMEOUT, check_now(cfg)).await {
+        Ok(r) => r,
+        Err(_) => Err(Problem::NotResponding(where_)),
+    }
+}
+
+async fn check_now(cfg: &BridgeConfig) -> Result<(), Problem> {
     let Some(token) = &cfg.token else {
         return Err(Problem::MissingCredentials);
     };
@@ -81,7 +109,7 @@ pub async fn check(cfg: &BridgeConfig) -> Result<(), Problem> {
     if let Some(agent_id) = &cfg.agent_id {
         conn = conn.with_header("x-agent-id", agent_id);
     }
-    let resp = conn.get("/healthz").await.map_err(|e| Problem::Other(e.to_string()))?;
+    let resp = conn.get("/channels").await.map_err(|e| Problem::Other(e.to_string()))?;
     if resp.status.is_success() {
         return Ok(());
     }
@@ -93,16 +121,33 @@ pub async fn check(cfg: &BridgeConfig) -> Result<(), Problem> {
     })
 }
 
+type Upstream = Arc<RunningService<RoleClient, ()>>;
+
 /// The stdio side: an MCP server whose tools are the daemon's.
 pub struct Bridge {
     cfg: BridgeConfig,
-    upstream: std::sync::Arc<Mutex<Option<RunningService<RoleClient, ()>>>>,
+    /// A problem no retry can fix (a broken config): every request answers with it.
+    fixed_problem: Option<Problem>,
+    upstream: Arc<Mutex<Option<Upstream>>>,
+}
+
+/// How a relayed request failed.
+enum Failure {
+    /// The daemon answered with an MCP protocol error: pass it on as it is.
+    Protocol(McpError),
+    /// The bridge could not get an answer.
+    Unreachable { problem: Problem, handed_over: bool },
 }
 
 impl Bridge {
     /// A bridge for `cfg`; it connects to the daemon on the first request.
     pub fn new(cfg: BridgeConfig) -> Self {
-        Self { cfg, upstream: std::sync::Arc::new(Mutex::new(None)) }
+        Self { cfg, fixed_problem: None, upstream: Arc::new(Mutex::new(None)) }
+    }
+
+    /// A bridge that answers every request with `problem`.
+    pub fn broken(cfg: BridgeConfig, problem: Problem) -> Self {
+        Self { fixed_problem: Some(problem), ..Self::new(cfg) }
     }
 
     /// Serves MCP on this process's stdin and stdout until the host closes them.
@@ -111,7 +156,9 @@ impl Bridge {
         let running = self.serve(rmcp::transport::stdio()).await.map_err(std::io::Error::other)?;
         running.waiting().await.map_err(std::io::Error::other)?;
         // The host closed stdin: close the daemon side cleanly too.
-        if let Some(up) = upstream.lock().await.take() {
+        if let Some(up) = upstream.lock().await.take()
+            && let Ok(up) = Arc::try_unwrap(up)
+        {
             let _ = up.cancel().await;
         }
         Ok(())
@@ -130,54 +177,60 @@ impl Bridge {
             .custom_headers(headers);
         let socket = self.cfg.socket.to_string_lossy().into_owned();
         let transport = StreamableHttpClientTransport::with_client(UnixSocketHttpClient::new(&socket, &uri), config);
-        ().serve(transport).await.map_err(|e| Problem::Other(e.to_string()))
+        match tokio::time::timeout(CONNECT_TIMEOUT, ().serve(transport)).await {
+            Ok(Ok(running)) => Ok(running),
+            Ok(Err(e)) => Err(check(&self.cfg).await.err().unwrap_or(Problem::Other(e.to_string()))),
+            Err(_) => Err(Problem::NotResponding(socket)),
+        }
     }
 
-    /// Runs `f` against the daemon, connecting first if needed. A failure drops the
-    /// connection (the next request reconnects) and is explained by asking the daemon
-    /// again, so the host hears "not running" or "refused" rather than a transport error.
-    async fn with_upstream<T, F>(&self, f: F) -> Result<T, Problem>
+    /// The connection to the daemon, made if there is none. Connecting happens outside
+    /// the lock, so a slow daemon never queues every other request behind it.
+    async fn upstream(&self) -> Result<Upstream, Problem> {
+        if let Some(p) = &self.fixed_problem {
+            return Err(p.clone());
+        }
+        if let Some(up) = self.upstream.lock().await.as_ref().filter(|u| !u.is_closed()) {
+            return Ok(up.clone());
+        }
+        let fresh = Arc::new(self.connect().await?);
+        let mut slot = self.upstream.lock().await;
+        match slot.as_ref().filter(|u| !u.is_closed()) {
+            Some(other) => Ok(other.clone()),
+            None => {
+                *slot = Some(fresh.clone());
+                Ok(fresh)
+            }
+        }
+    }
+
+    /// Runs `f` against the daemon. Calls run side by side; one call's failure never
+    /// touches another's. A dead connection is replaced on the next request.
+    async fn relay<T, F>(&self, f: F) -> Result<T, Failure>
     where
         F: AsyncFnOnce(&Peer<RoleClient>) -> Result<T, rmcp::ServiceError>,
     {
-        // The lock covers connecting only; calls run side by side on a shared peer.
-        let peer = {
-            let mut guard = self.upstream.lock().await;
-            if guard.is_none() {
-                *guard = Some(self.connect().await?);
-            }
-            match guard.as_ref() {
-                Some(up) => up.peer().clone(),
-                None => return Err(Problem::Other("no connection".into())),
-            }
-        };
-        let outcome = tokio::time::timeout(CALL_TIMEOUT, f(&peer)).await;
-        let failed = match outcome {
+        let up = self.upstream().await.map_err(|problem| Failure::Unreachable { problem, handed_over: false })?;
+        let problem = match tokio::time::timeout(CALL_TIMEOUT, f(up.peer())).await {
             Ok(Ok(v)) => return Ok(v),
+            Ok(Err(rmcp::ServiceError::McpError(e))) => return Err(Failure::Protocol(e)),
             Ok(Err(e)) => check(&self.cfg).await.err().unwrap_or(Problem::Other(e.to_string())),
-            Err(_) => Problem::Other("AMC did not answer in time".into()),
+            Err(_) => Problem::NotResponding(self.cfg.socket.display().to_string()),
         };
-        *self.upstream.lock().await = None;
-        Err(failed)
+        let mut slot = self.upstream.lock().await;
+        if slot.as_ref().is_some_and(|s| Arc::ptr_eq(s, &up) && s.is_closed()) {
+            *slot = None;
+        }
+        Err(Failure::Unreachable { problem, handed_over: true })
     }
-}
-
-fn protocol_error(p: &Problem) -> McpError {
-    McpError::internal_error(p.to_string(), None)
 }
 
 impl ServerHandler for Bridge {
     fn get_info(&self) -> ServerConfig {
+        let relay = self.cfg.endpoint.ends_with("/relay");
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new(
-                if self.cfg.endpoint.ends_with("/relay") { "amc-relay" } else { "amc" },
-                env!("CARGO_PKG_VERSION"),
-            ))
-            .with_instructions(if self.cfg.endpoint.ends_with("/relay") {
-                crate::relay::RELAY_INSTRUCTIONS
-            } else {
-                crate::server::INBOX_INSTRUCTIONS
-            })
+            .with_server_info(Implementation::new(if relay { "amc-relay" } else { "amc" }, env!("CARGO_PKG_VERSION")))
+            .with_instructions(if relay { crate::relay::RELAY_INSTRUCTIONS } else { crate::server::INBOX_INSTRUCTIONS })
     }
 
     async fn list_tools(
@@ -185,7 +238,10 @@ impl ServerHandler for Bridge {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        self.with_upstream(async |up| up.list_tools(request).await).await.map_err(|p| protocol_error(&p))
+        self.relay(async |up| up.list_tools(request).await).await.map_err(|f| match f {
+            Failure::Protocol(e) => e,
+            Failure::Unreachable { problem, .. } => McpError::internal_error(problem.to_string(), None),
+        })
     }
 
     async fn call_tool(
@@ -193,11 +249,23 @@ impl ServerHandler for Bridge {
         request: CallToolRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        // A tool call is sent once: never retried here, so a send cannot go out twice.
-        match self.with_upstream(async |up| up.call_tool(request).await).await {
+        // A tool call is relayed once, never retried, so nothing can go out twice.
+        let name = request.name.clone();
+        match self.relay(async |up| up.call_tool(request).await).await {
             Ok(result) => Ok(result.into()),
+            Err(Failure::Protocol(e)) => Err(e),
             // The agent reads tool results, not protocol errors: say what is wrong there.
-            Err(p) => Ok(failure(&p.envelope()).into()),
+            Err(Failure::Unreachable { problem, handed_over }) => {
+                let mut err = problem.envelope();
+                if handed_over && name == "send_message" {
+                    err.message = format!(
+                        "{} The send may still be delivered: do not send it again; check the conversation with \
+                         get_message_context, or ask the person.",
+                        err.message
+                    );
+                }
+                Ok(failure(&err).into())
+            }
         }
     }
 }

@@ -138,7 +138,7 @@ fn contract_tools() -> Vec<Tool> {
             if let Some(d) = tool.description.as_mut() {
                 d.to_mut().push_str(extra);
             }
-            let schema = object(output_schema(&tool.name));
+            let schema = crate::tools::output_schema(output_schema(&tool.name));
             Some(tool.with_raw_output_schema(schema))
         })
         .collect()
@@ -163,7 +163,7 @@ fn additive_tools() -> Vec<Tool> {
                 "required": ["thread_id", "kind"]
             })),
         )
-        .with_raw_output_schema(object(json!({
+        .with_raw_output_schema(crate::tools::output_schema(json!({
             "type": "object",
             "properties": {
                 "token_id": { "type": "string" },
@@ -192,7 +192,7 @@ fn additive_tools() -> Vec<Tool> {
                 "required": ["thread_id", "token_id"]
             })),
         )
-        .with_raw_output_schema(object(json!({
+        .with_raw_output_schema(crate::tools::output_schema(json!({
             "type": "object",
             "properties": {
                 "token_id": { "type": "string" },
@@ -214,7 +214,7 @@ fn additive_tools() -> Vec<Tool> {
             "List the threads you own or joined, with your access and each thread's latest_seq.",
             object(json!({ "type": "object", "additionalProperties": false, "properties": {} })),
         )
-        .with_raw_output_schema(object(json!({
+        .with_raw_output_schema(crate::tools::output_schema(json!({
             "type": "object",
             "properties": { "threads": { "type": "array", "items": thread_meta_schema() } },
             "required": ["threads"]

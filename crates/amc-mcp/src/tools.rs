@@ -16,6 +16,33 @@ fn object(v: Value) -> Arc<JsonObject> {
     }
 }
 
+/// An output schema that also admits the error envelope, which failed calls carry as
+/// their structured content: the result has its fields, or it has `error`.
+pub fn output_schema(success: Value) -> Arc<JsonObject> {
+    let mut schema = success;
+    let required = schema.get("required").cloned().unwrap_or_else(|| json!([]));
+    if let Some(map) = schema.as_object_mut() {
+        map.remove("required");
+        if let Some(Value::Object(props)) = map.get_mut("properties") {
+            props.insert(
+                "error".into(),
+                json!({
+                    "type": "object",
+                    "description": "Present instead of the result when isError is true.",
+                    "properties": {
+                        "code": { "type": "string" },
+                        "message": { "type": "string" },
+                        "status": { "type": "integer" }
+                    },
+                    "required": ["code", "message", "status"]
+                }),
+            );
+        }
+        map.insert("anyOf".into(), json!([{ "required": required }, { "required": ["error"] }]));
+    }
+    object(schema)
+}
+
 /// Every hint is set explicitly, so hosts never fall back to the spec's defaults.
 fn annotations(title: &str, read_only: bool, destructive: bool, idempotent: bool, open_world: bool) -> ToolAnnotations {
     ToolAnnotations::with_title(title)
@@ -123,7 +150,7 @@ pub fn list_unread_messages() -> Tool {
             "additionalProperties": false
         })),
     )
-    .with_raw_output_schema(object(messages_output(json!({
+    .with_raw_output_schema(output_schema(messages_output(json!({
         "next_since": { "type": ["string", "null"], "format": "date-time" }
     }))))
     .with_annotations(annotations("List unread messages", true, false, true, false))
@@ -164,7 +191,7 @@ pub fn send_message() -> Tool {
             "additionalProperties": false
         })),
     )
-    .with_raw_output_schema(object(json!({
+    .with_raw_output_schema(output_schema(json!({
         "type": "object",
         "properties": {
             "message_id": { "type": "string", "pattern": MSG_ID_PATTERN },
@@ -180,9 +207,11 @@ pub fn send_message() -> Tool {
 pub fn mark_read() -> Tool {
     Tool::new(
         "mark_read",
-        "Mark messages as read for this agent so they no longer appear in list_unread_messages. Idempotent; unknown \
-         ids are skipped but still counted in marked_count (the number of unique ids submitted). Other agents' read \
-         state is not affected.",
+        format!(
+            "Mark messages as read for this agent so they no longer appear in list_unread_messages. Idempotent; \
+             unknown ids are skipped but still counted in marked_count (the number of unique ids submitted). Other \
+             agents' read state is not affected. {VISIBILITY}"
+        ),
         object(json!({
             "type": "object",
             "properties": {
@@ -192,7 +221,7 @@ pub fn mark_read() -> Tool {
             "additionalProperties": false
         })),
     )
-    .with_raw_output_schema(object(json!({
+    .with_raw_output_schema(output_schema(json!({
         "type": "object",
         "properties": { "marked_count": { "type": "integer", "minimum": 0 } },
         "required": ["marked_count"]
@@ -220,7 +249,7 @@ pub fn get_message_context() -> Tool {
             "additionalProperties": false
         })),
     )
-    .with_raw_output_schema(object(messages_output(json!({}))))
+    .with_raw_output_schema(output_schema(messages_output(json!({}))))
     .with_annotations(annotations("Get message context", true, false, true, false))
 }
 
@@ -239,7 +268,7 @@ pub fn list_channels() -> Tool {
             "additionalProperties": false
         })),
     )
-    .with_raw_output_schema(object(json!({
+    .with_raw_output_schema(output_schema(json!({
         "type": "object",
         "properties": {
             "channels": {
