@@ -3,6 +3,7 @@ over stdio, as Claude Code, Codex CLI or Claude Desktop would."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import time
@@ -10,6 +11,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
+import jsonschema
 import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
@@ -66,7 +68,8 @@ async def test_tools_list_matches_the_contract(daemon: Daemon, inbox_spec: str):
     assert list(tools)[:4] == ["list_unread_messages", "send_message", "mark_read", "get_message_context"]
     assert "list_channels" in tools
     for name in ["list_unread_messages", "send_message", "mark_read", "get_message_context"]:
-        assert name in inbox_spec  # the contract names them
+        assert f"\n{name}\n\nMaps to:" in inbox_spec, f"{name} is a tool of the contract"
+        assert "approved" in tools[name].description, f"{name} says only approved channels are visible"
     for t in tools.values():
         assert t.output_schema and t.output_schema["type"] == "object", t.name
         a = t.annotations
@@ -105,11 +108,22 @@ async def test_tools_list_matches_the_contract(daemon: Daemon, inbox_spec: str):
     assert "pending_review" in tools["send_message"].description
 
 
-async def test_each_tool_succeeds_and_results_match_their_output_schemas(daemon: Daemon):
+async def test_each_tool_succeeds_and_results_match_their_output_schemas(daemon: Daemon, tmp_path: Path):
     token = daemon.add_agent("claude")
     ch, ids = daemon.chat("a", ["Dinner at 8?", "Bring the wine", "🍷 or 🍺?"], approve={"history": "all", "send_policy": "auto"})
     review_ch, _ = daemon.chat("b", ["hello"], approve={"history": "all"})
+    photo = tmp_path / "IMG_0001.heic"
+    photo.write_bytes(b"heic")
+    # A message with everything an envelope can carry: reactions, an attachment, an edit, a reply.
+    rich = daemon.admin("POST", "/admin/test/ingest", {"source": "imessage", "chat_id": "a", "chat_name": "Chat a", "messages": [
+        {"id": "rich", "text": "Look (edited)", "reply_to": "a-0", "edited_at": "2026-11-30T10:00:00.000Z",
+         "reactions": [{"emoji": "❤️", "sender": "+15557654321", "is_self": True}],
+         "attachments": [{"path": str(photo), "mime_type": "image/heic"}, {"path": str(tmp_path / "offloaded.mov")}]},
+        {"id": "gone", "text": "", "unsent": True},
+    ]})["inserted"]
+    ids = ids + rich
     async with bridge(daemon.data_dir, token, "claude") as s:
+        schemas = {t.name: t.output_schema for t in (await s.list_tools()).tools}
         # The SDK validates each structured result against the tool's output schema.
         page = ok(await s.call_tool("list_unread_messages", {"limit": 2}))
         assert [m["id"] for m in page["messages"]] == ids[:2]
@@ -123,10 +137,21 @@ async def test_each_tool_succeeds_and_results_match_their_output_schemas(daemon:
 
         assert ok(await s.call_tool("mark_read", {"message_ids": [ids[0], ids[0], ids[1]]})) == {"marked_count": 2}
         page = ok(await s.call_tool("list_unread_messages", {"channel_id": ch}))
-        assert [x["id"] for x in page["messages"]] == [ids[2]]
+        assert [x["id"] for x in page["messages"]] == ids[2:]
+        jsonschema.validate(page, schemas["list_unread_messages"])
+        full = page["messages"][1]
+        assert full["reply_to"] == ids[0] and full["edited_at"] == "2026-11-30T10:00:00.000Z"
+        assert full["reactions"] == [{"emoji": "❤️", "sender": {"id": "+15557654321", "display_name": None, "is_self": True}}]
+        assert [(a["filename"], a["available"]) for a in full["attachments"]] == [("IMG_0001.heic", True), ("offloaded.mov", False)]
+        assert page["messages"][2]["unsent"] is True
 
         sent = ok(await s.call_tool("send_message", {"channel_id": ch, "text": "On my way 🚗", "reply_to": ids[2]}))
         assert sent["status"] == "sent" and sent["sent_at"]
+        jsonschema.validate(sent, schemas["send_message"])
+        around = ok(await s.call_tool("get_message_context", {"channel_id": ch, "around_message_id": sent["message_id"], "after": 0}))
+        jsonschema.validate(around, schemas["get_message_context"])
+        mine = around["messages"][-1]
+        assert (mine["direction"], mine["agent_id"], mine["reply_to"]) == ("outbound", "claude", ids[2])
         held = ok(await s.call_tool("send_message", {"channel_id": review_ch, "text": "Sounds good"}))
         assert held["status"] == "pending_review" and held["sent_at"] is None
 
@@ -214,3 +239,38 @@ async def test_a_wrong_token_is_reported_in_one_line(daemon: Daemon, tmp_path: P
     lines = [l for l in errlog.read().splitlines() if l.strip()]
     assert len(lines) == 1 and "refused" in lines[0], lines
     assert "f" * 64 not in lines[0], "the token is never printed"
+
+
+async def test_unknown_tools_are_protocol_errors_and_calls_run_side_by_side(daemon: Daemon):
+    token = daemon.add_agent("claude")
+    ch, ids = daemon.chat("a", [f"m{i}" for i in range(5)], approve={"history": "all", "send_policy": "auto"})
+    async with bridge(daemon.data_dir, token, "claude") as s:
+        with pytest.raises(Exception) as unknown:
+            await s.call_tool("delete_everything", {})
+        assert "unknown tool" in str(unknown.value)
+        # A failing call beside working ones leaves them alone.
+        results = await asyncio.gather(
+            *[s.call_tool("list_unread_messages", {"limit": 5}) for _ in range(8)],
+            s.call_tool("get_message_context", {"channel_id": ch, "around_message_id": "msg_nope"}),
+            s.call_tool("send_message", {"channel_id": ch, "text": "side by side"}),
+        )
+        for r in results[:8]:
+            assert [m["id"] for m in ok(r)["messages"]] == ids
+        assert envelope(results[8])["code"] == "VALIDATION_FAILED"
+        assert ok(results[9])["status"] == "sent"
+    assert daemon.sent_texts() == ["side by side"]
+
+
+async def test_a_daemon_started_after_the_bridge_is_picked_up(tmp_path: Path):
+    data = tmp_path / "amc"
+    first = Daemon(data)
+    token = first.add_agent("claude")
+    first.stop()
+    errlog = open(tmp_path / "bridge.err", "w+")
+    async with bridge(data, token, "claude", errlog=errlog) as s:
+        assert "not running" in envelope(await s.call_tool("list_channels", {}))["message"]
+        again = Daemon(data)
+        try:
+            assert ok(await s.call_tool("list_channels", {})) == {"channels": []}
+        finally:
+            again.stop()

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Admin, ApiJson};
-use amc_core::model::{ChannelKind, IncomingMessage, SenderInfo, Source};
+use amc_core::model::{ChannelKind, IncomingAttachment, IncomingMessage, Reaction, SenderInfo, Source};
 use amc_core::sender::SendError;
 use amc_core::store::ChannelSpec;
 use amc_core::time::{now_ms, parse_rfc3339};
@@ -32,6 +32,33 @@ pub struct TestMessage {
     sent_at: Option<String>,
     #[serde(default)]
     reply_to: Option<String>,
+    #[serde(default)]
+    edited_at: Option<String>,
+    #[serde(default)]
+    unsent: bool,
+    #[serde(default)]
+    reactions: Vec<TestReaction>,
+    #[serde(default)]
+    attachments: Vec<TestAttachment>,
+}
+
+/// A reaction the stand-in source reports.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TestReaction {
+    emoji: String,
+    sender: String,
+    #[serde(default)]
+    is_self: bool,
+}
+
+/// An attachment the stand-in source reports: a local file.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TestAttachment {
+    path: String,
+    #[serde(default)]
+    mime_type: Option<String>,
 }
 
 /// The body of `POST /admin/test/ingest`.
@@ -72,10 +99,35 @@ pub async fn ingest(
             text: m.text,
             sent_at,
             reply_to_platform_id: m.reply_to,
-            attachments: Vec::new(),
-            edited_at: None,
-            unsent: false,
-            reactions: Vec::new(),
+            attachments: m
+                .attachments
+                .into_iter()
+                .map(|a| {
+                    let meta = std::fs::metadata(&a.path).ok();
+                    IncomingAttachment {
+                        platform_id: None,
+                        filename: std::path::Path::new(&a.path).file_name().map(|n| n.to_string_lossy().into_owned()),
+                        mime_type: a.mime_type,
+                        size_bytes: meta.as_ref().map(|m| m.len() as i64),
+                        available: meta.is_some(),
+                        local_path: Some(a.path),
+                        remote_url: None,
+                    }
+                })
+                .collect(),
+            edited_at: match m.edited_at.as_deref() {
+                Some(t) => Some(parse_rfc3339(t).ok_or_else(|| Error::validation("edited_at must be RFC 3339"))?),
+                None => None,
+            },
+            unsent: m.unsent,
+            reactions: m
+                .reactions
+                .into_iter()
+                .map(|r| Reaction {
+                    emoji: r.emoji,
+                    sender: SenderInfo { id: r.sender, display_name: None, is_self: r.is_self },
+                })
+                .collect(),
         });
     }
     let kind = if b.group { ChannelKind::Group } else { ChannelKind::Dm };
