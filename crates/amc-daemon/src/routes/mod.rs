@@ -3,6 +3,7 @@
 pub mod admin;
 pub mod agent;
 pub mod mcp;
+pub mod relay;
 pub mod test;
 
 use axum::Router;
@@ -54,6 +55,13 @@ pub fn router(state: AppState) -> Router {
         .route("/admin/pause", post(admin::pause))
         .route("/admin/inbox", get(admin::inbox))
         .route("/admin/events", get(admin::events))
+        .route("/admin/relay/threads", get(relay::threads).post(relay::create))
+        .route("/admin/relay/threads/{id}/join", post(relay::join))
+        .route("/admin/relay/threads/{id}/messages", get(relay::read).post(relay::post))
+        .route("/admin/relay/threads/{id}/wait", get(relay::wait))
+        .route("/admin/relay/threads/{id}/invites", get(relay::invites).post(relay::mint))
+        .route("/admin/relay/threads/{id}/invites/{token_id}/revoke", post(relay::revoke))
+        .route("/admin/relay/search", get(relay::search))
         .fallback(agent::not_found)
         .method_not_allowed_fallback(agent::method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
