@@ -121,18 +121,29 @@ pub struct Minted {
     pub expires_at: Option<Millis>,
 }
 
+/// The newest messages of a thread, as the notifier hands them to woken waiters so they
+/// need not read the store: a post wakes a thousand waiters without a thousand reads.
+#[derive(Debug, Default)]
+pub(super) struct Recent {
+    latest_seq: i64,
+    messages: std::collections::VecDeque<RelayMessage>,
+}
+
+/// How many of a thread's newest messages the notifier keeps for its waiters.
+const RECENT: usize = 64;
+
 /// Wakes `wait_for_messages` callers when a thread gets a message: one watch channel
 /// per thread with waiters, so a waiter is a parked future, never a thread.
 #[derive(Default)]
 pub(super) struct Notifier {
-    threads: Mutex<HashMap<String, watch::Sender<i64>>>,
+    threads: Mutex<HashMap<String, watch::Sender<Arc<Recent>>>>,
 }
 
 impl Notifier {
-    fn subscribe(&self, thread_id: &str) -> watch::Receiver<i64> {
+    fn subscribe(&self, thread_id: &str) -> watch::Receiver<Arc<Recent>> {
         let mut map = self.threads.lock().unwrap_or_else(|p| p.into_inner());
         map.retain(|_, tx| tx.receiver_count() > 0);
-        map.entry(thread_id.to_owned()).or_insert_with(|| watch::channel(0).0).subscribe()
+        map.entry(thread_id.to_owned()).or_insert_with(|| watch::channel(Arc::new(Recent::default())).0).subscribe()
     }
 
     fn waiters(&self) -> usize {
@@ -140,10 +151,18 @@ impl Notifier {
         map.values().map(watch::Sender::receiver_count).sum()
     }
 
-    fn notify(&self, thread_id: &str, seq: i64) {
+    fn notify(&self, thread_id: &str, message: &RelayMessage) {
         let map = self.threads.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(tx) = map.get(thread_id) {
-            tx.send_replace(seq);
+            tx.send_modify(|recent| {
+                let mut next =
+                    Recent { latest_seq: recent.latest_seq.max(message.seq), messages: recent.messages.clone() };
+                next.messages.push_back(message.clone());
+                while next.messages.len() > RECENT {
+                    next.messages.pop_front();
+                }
+                *recent = Arc::new(next);
+            });
         }
     }
 }
@@ -256,6 +275,46 @@ impl Cursors {
     }
 }
 
+/// A page from messages after `after_seq`, cut to the byte budget (never below one
+/// message), with the cursor after the last one kept.
+fn build_page(
+    who: &Principal,
+    cursors: &Cursors,
+    thread_id: String,
+    after_seq: i64,
+    messages: Vec<RelayMessage>,
+    latest: i64,
+) -> Result<Page> {
+    let me = who.as_string();
+    let mut page = Page {
+        next_cursor: cursors.read_cursor(&thread_id, after_seq)?,
+        thread_id,
+        messages: Vec::new(),
+        latest_seq: latest,
+    };
+    let mut size = pretty_len(&page) + 64;
+    for RelayMessage { seq, author, body, reply_to_seq, created_at } in messages {
+        let is_you = author == me;
+        let m = PageMessage {
+            seq,
+            untrusted_content: !is_you,
+            author_is_you: is_you,
+            author,
+            body,
+            reply_to_seq,
+            created_at,
+        };
+        let add = pretty_len(&m) + 16;
+        if !page.messages.is_empty() && size + add > PAGE_BUDGET_BYTES {
+            break;
+        }
+        size += add;
+        page.next_cursor = cursors.read_cursor(&page.thread_id, seq)?;
+        page.messages.push(m);
+    }
+    Ok(page)
+}
+
 fn pretty_len<T: Serialize>(v: &T) -> usize {
     serde_json::to_string_pretty(v).map(|s| s.len()).unwrap_or(usize::MAX)
 }
@@ -337,7 +396,7 @@ impl Amc {
         let (msg, replay) =
             self.blocking(move |s| s.relay_post(&tid, &p, &body, reply_to, &key, &hash, now_ms())).await?;
         if !replay {
-            self.inner.relay_notifier.notify(&thread_id, msg.seq);
+            self.inner.relay_notifier.notify(&thread_id, &msg);
         }
         Ok(Receipt { thread_id, seq: msg.seq, created_at: msg.created_at })
     }
@@ -377,34 +436,7 @@ impl Amc {
     ) -> Result<Page> {
         let tid = thread_id.clone();
         let (messages, latest) = self.blocking(move |s| s.relay_read(&tid, after_seq, limit)).await?;
-        let me = who.as_string();
-        let mut page = Page {
-            thread_id: thread_id.clone(),
-            messages: Vec::new(),
-            next_cursor: cursors.read_cursor(&thread_id, after_seq)?,
-            latest_seq: latest,
-        };
-        let mut size = pretty_len(&page) + 64;
-        for RelayMessage { seq, author, body, reply_to_seq, created_at } in messages {
-            let is_you = author == me;
-            let m = PageMessage {
-                seq,
-                untrusted_content: !is_you,
-                author_is_you: is_you,
-                author,
-                body,
-                reply_to_seq,
-                created_at,
-            };
-            let add = pretty_len(&m) + 16;
-            if !page.messages.is_empty() && size + add > PAGE_BUDGET_BYTES {
-                break;
-            }
-            size += add;
-            page.next_cursor = cursors.read_cursor(&thread_id, seq)?;
-            page.messages.push(m);
-        }
-        Ok(page)
+        build_page(who, cursors, thread_id, after_seq, messages, latest)
     }
 
     /// Like [`Amc::relay_read`], but when nothing is there yet, waits up to `timeout`
@@ -437,11 +469,17 @@ impl Amc {
             return Ok(page);
         }
         let woke = tokio::select! {
-            r = tokio::time::timeout(Duration::from_secs(timeout as u64), rx.wait_for(|seq| *seq > after_seq)) => r.is_ok(),
+            r = tokio::time::timeout(Duration::from_secs(timeout as u64), rx.wait_for(|r| r.latest_seq > after_seq)) => r.is_ok(),
             () = cancelled => false,
         };
         if !woke {
             return Ok(page);
+        }
+        // The notifier usually holds what came after our position: no store read needed.
+        let recent = rx.borrow().clone();
+        if recent.messages.front().is_some_and(|m| m.seq <= after_seq + 1) {
+            let messages = recent.messages.iter().filter(|m| m.seq > after_seq).take(limit as usize).cloned().collect();
+            return build_page(who, &cursors, thread_id, after_seq, messages, recent.latest_seq);
         }
         self.relay_page(who, &cursors, thread_id, after_seq, limit).await
     }

@@ -1,0 +1,189 @@
+//! The relay's three figures: how fast a post wakes 1,000 waiting `wait_for_messages`
+//! calls, how many posts per second one thread takes (with search indexing), and search
+//! latency over 1,000,000 messages. `cargo bench -p amc-core --bench relay`;
+//! `AMC_BENCH_MESSAGES` scales the search corpus.
+#![allow(clippy::print_stdout)] // a bench binary reports on stdout
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use amc_core::config::RawConfig;
+use amc_core::sender::Senders;
+use amc_core::service::{Amc, Principal};
+use amc_core::store::hash_token;
+
+const WAITERS_DEFAULT: usize = 1000;
+const ROUNDS: usize = 20;
+
+fn report(name: &str, mut samples: Vec<Duration>) {
+    samples.sort();
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    let p = |q: f64| ms(samples[((samples.len() - 1) as f64 * q).round() as usize]);
+    println!(
+        "{name:<56} n={:<6} p50={:>8.3} ms  p99={:>8.3} ms  max={:>8.3} ms",
+        samples.len(),
+        p(0.5),
+        p(0.99),
+        p(1.0)
+    );
+}
+
+const WORDS: &[&str] = &[
+    "deploy",
+    "release",
+    "budget",
+    "review",
+    "schedule",
+    "incident",
+    "customer",
+    "invoice",
+    "design",
+    "meeting",
+    "launch",
+    "migration",
+    "database",
+    "latency",
+    "roadmap",
+    "contract",
+    "hiring",
+    "travel",
+    "report",
+    "backup",
+];
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let waiters: usize =
+        std::env::var("AMC_BENCH_WAITERS").ok().and_then(|v| v.parse().ok()).unwrap_or(WAITERS_DEFAULT);
+    let settle: u64 = std::env::var("AMC_BENCH_SETTLE_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(500);
+    let corpus: usize = std::env::var("AMC_BENCH_MESSAGES").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000_000);
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let dir = tempfile::tempdir()?;
+    let config = RawConfig { data_dir: Some(dir.path().to_owned()), ..Default::default() }.validate()?;
+    let amc = Amc::start(config, Senders::default())?;
+    let owner = Principal::Person;
+
+    rt.block_on(async {
+        // 1. Wake latency with 1,000 waiters on one thread.
+        let thread = amc.relay_create_thread(&owner, "wake".into(), "wake".into()).await?.thread_id;
+        let mut cursor = amc.relay_read(&owner, thread.clone(), None, None).await?.next_cursor;
+        let mut samples = Vec::with_capacity(waiters * ROUNDS);
+        for round in 0..ROUNDS {
+            let mut waits = Vec::with_capacity(waiters);
+            for _ in 0..waiters {
+                let (amc, thread, cursor) = (amc.clone(), thread.clone(), cursor.clone());
+                waits.push(tokio::spawn(async move {
+                    let page = amc
+                        .relay_wait(&Principal::Person, thread, cursor, Some(25), Some(1), std::future::pending())
+                        .await;
+                    (Instant::now(), page)
+                }));
+            }
+            // Every waiter has subscribed; give them time to finish their first read and
+            // park, so the figure is the wake itself, not the start of the waits.
+            while amc.relay_waiters() < waiters {
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+            tokio::time::sleep(Duration::from_millis(settle)).await;
+            let t0 = Instant::now();
+            amc.relay_send(&owner, thread.clone(), format!("wake {round}"), None, format!("w{round}")).await?;
+            for w in waits {
+                let (done, page) = w.await?;
+                let page = page?;
+                assert_eq!(page.messages.len(), 1);
+                cursor = page.next_cursor;
+                samples.push(done.saturating_duration_since(t0));
+            }
+        }
+        report(&format!("wait_for_messages wake latency, {waiters} waiters"), samples);
+
+        // 2. Sustained posts into one thread, with search indexing.
+        let thread = amc.relay_create_thread(&owner, "firehose".into(), "firehose".into()).await?.thread_id;
+        let posts = 20_000;
+        let t0 = Instant::now();
+        for i in 0..posts {
+            let body = format!("{} {} note {i}", WORDS[i % WORDS.len()], WORDS[(i * 7) % WORDS.len()]);
+            amc.relay_send(&owner, thread.clone(), body, None, format!("p{i}")).await?;
+        }
+        let one = t0.elapsed();
+        println!(
+            "send_message into one thread, one caller: {:.0} posts/s ({posts} posts)",
+            posts as f64 / one.as_secs_f64()
+        );
+        let t0 = Instant::now();
+        let callers = 8;
+        let mut tasks = Vec::new();
+        for c in 0..callers {
+            let (amc, thread) = (amc.clone(), thread.clone());
+            tasks.push(tokio::spawn(async move {
+                for i in 0..posts / callers {
+                    let body = format!("{} parallel {c} {i}", WORDS[i % WORDS.len()]);
+                    amc.relay_send(&Principal::Person, thread.clone(), body, None, format!("c{c}-{i}")).await?;
+                }
+                Ok::<_, amc_core::Error>(())
+            }));
+        }
+        for t in tasks {
+            t.await??;
+        }
+        println!(
+            "send_message into one thread, {callers} callers: {:.0} posts/s ({posts} posts)",
+            posts as f64 / t0.elapsed().as_secs_f64()
+        );
+
+        // 3. Search over a large corpus: many threads, the searcher a member of all.
+        let store = amc.store().clone();
+        let threads = 100;
+        let t0 = Instant::now();
+        let seeker = "agent:seeker";
+        let store2 = store.clone();
+        tokio::task::spawn_blocking(move || -> Result<(), amc_core::Error> {
+            let now = amc_core::time::now_ms();
+            for t in 0..threads {
+                let id = format!("00000000-0000-4000-8000-{t:012}");
+                store2.relay_create_thread(
+                    &id,
+                    "person",
+                    &format!("corpus {t} {}", WORDS[t % WORDS.len()]),
+                    &format!("c{t}"),
+                    now,
+                )?;
+                let token = format!("amc_relay_read_{t:064}");
+                store2.relay_mint_token(
+                    &id,
+                    amc_core::store::Access::Read,
+                    &hash_token(&token),
+                    "person",
+                    None,
+                    now,
+                )?;
+                store2.relay_join(&id, &hash_token(&token), seeker, now)?;
+                for i in 0..corpus / threads {
+                    let body = format!(
+                        "{} {} {} item {i} of thread {t}",
+                        WORDS[(i * 3 + t) % WORDS.len()],
+                        WORDS[(i * 11 + 5) % WORDS.len()],
+                        WORDS[(i * 17 + t * 3) % WORDS.len()]
+                    );
+                    let key = format!("k{i}");
+                    store2.relay_post(&id, "person", &body, None, &key, &hash_token(&key), now)?;
+                }
+            }
+            Ok(())
+        })
+        .await??;
+        println!("loaded {corpus} messages in {threads} threads for search: {:.1} s", t0.elapsed().as_secs_f64());
+        let who = Principal::Agent("seeker".into());
+        let _ = Arc::new(());
+        let mut samples = Vec::new();
+        for i in 0..500 {
+            let q = format!("{} {}", WORDS[i % WORDS.len()], WORDS[(i * 3 + 1) % WORDS.len()]);
+            let t = Instant::now();
+            let page = amc.relay_search(&who, q, None, Some(20)).await?;
+            samples.push(t.elapsed());
+            assert!(!page.hits.is_empty());
+        }
+        report(&format!("search_threads over {corpus} messages (2 words, 20 hits)"), samples);
+        Ok::<_, Box<dyn std::error::Error>>(())
+    })?;
+    Ok(())
+}
