@@ -139,7 +139,10 @@ async fn tool_failures_carry_the_envelope_and_bad_input_fails_at_the_boundary() 
     }
     // An unknown tool is a protocol error, not a tool result.
     let Value::Object(map) = json!({}) else { unreachable!() };
-    assert!(c.call_tool(CallToolRequestParams::new("delete_everything").with_arguments(map)).await.is_err());
+    match c.call_tool(CallToolRequestParams::new("delete_everything").with_arguments(map)).await {
+        Err(rmcp::ServiceError::McpError(e)) => assert_eq!(e.code, rmcp::model::ErrorCode::INVALID_PARAMS),
+        other => panic!("expected an invalid-params protocol error, got {other:?}"),
+    }
 
     // Without X-Agent-ID, the tools that read per-agent state say so.
     let c2 = connect(&d, &token, None).await;
