@@ -25,10 +25,13 @@ def anyio_backend():
 
 
 @asynccontextmanager
-async def relay(data_dir: Path, token: str, agent_id: str):
+async def relay(data_dir: Path, token: str, agent_id: str, errlog=None, log: str | None = None):
     env = {"AMC_DATA_DIR": str(data_dir), "AMC_BEARER_TOKEN": token, "AMC_AGENT_ID": agent_id, "PATH": os.environ.get("PATH", "")}
+    if log:
+        env["AMC_LOG"] = log
     params = StdioServerParameters(command=amc_binary(), args=["mcp", "--relay"], env=env)
-    async with stdio_client(params) as (read, write):
+    kwargs = {"errlog": errlog} if errlog is not None else {}
+    async with stdio_client(params, **kwargs) as (read, write):
         async with ClientSession(read, write) as session:
             await session.initialize()
             yield session
@@ -173,10 +176,13 @@ async def test_search_only_finds_what_the_caller_can_see(principals):
     assert any(h["seq"] == 1 and "[budget]" in h["snippet"].lower() for h in hits)
     assert {h["thread_id"] for h in (await call(bob, "search_threads", query="budget"))["hits"]} == {other}
     assert (await call(dave, "search_threads", query="confidential budget marketing"))["hits"] == []
-    # FTS syntax in the query is just words.
-    for q in ['budget" OR "lunch', "title:budget", "budg*", "NEAR(budget lunch)", "budget AND NOT lunch"]:
-        found = (await call(dave, "search_threads", query=q))["hits"]
+    # FTS syntax in the query is just words: run as alice, each would match her thread if
+    # it were interpreted (prefix, column filter, OR, NEAR, NOT), and finds nothing.
+    for q in ["budg*", "title:budget", 'confidential" OR "nothing', "NEAR(budget marketing)", "budget NOT zebra"]:
+        found = (await call(alice, "search_threads", query=q))["hits"]
         assert found == [], q
+    hit = next(h for h in (await call(alice, "search_threads", query="budget marketing"))["hits"] if h["seq"] == 1)
+    assert (hit["author"], hit["untrusted_content"]) == ("agent:alice", False)
     # Paginated by cursor.
     for i in range(5):
         await call(alice, "send_message", thread_id=tid, body=f"budget line {i}", idempotency_key=f"bl{i}")
@@ -199,7 +205,9 @@ async def test_replays_cursors_and_body_limits(principals):
 
     cursor = (await call(alice, "read_messages", thread_id=tid))["next_cursor"]
     assert await fail(alice, "read_messages", thread_id=other, after=cursor) == "CURSOR_INVALID"
-    assert await fail(alice, "read_messages", thread_id=tid, after=cursor[:-2] + "AA") == "CURSOR_INVALID"
+    version, payload, tag = cursor.split(".")
+    flipped = ("A" if tag[0] != "A" else "B") + tag[1:]
+    assert await fail(alice, "read_messages", thread_id=tid, after=f"{version}.{payload}.{flipped}") == "CURSOR_INVALID"
     assert await fail(alice, "read_messages", thread_id=tid, after="not-a-cursor") == "CURSOR_INVALID"
     assert await fail(bob, "read_messages", thread_id=tid, after=cursor) == "THREAD_NOT_FOUND"
 
@@ -208,6 +216,8 @@ async def test_replays_cursors_and_body_limits(principals):
     assert (await call(alice, "send_message", thread_id=tid, body=exactly, idempotency_key="max"))["seq"] == 2
     assert await fail(alice, "send_message", thread_id=tid, body=exactly + "a", idempotency_key="over") == "VALIDATION_FAILED"
     assert await fail(alice, "send_message", thread_id=tid, body="a\u0000b", idempotency_key="nul") == "VALIDATION_FAILED"
+    assert await fail(alice, "send_message", thread_id=tid, body="bell\u0007", idempotency_key="ctl") == "VALIDATION_FAILED"
+    assert await fail(alice, "send_message", thread_id=tid, body='"' * 16_000, idempotency_key="esc") == "VALIDATION_FAILED"
     assert await fail(alice, "send_message", thread_id=tid, body="re", reply_to_seq="99", idempotency_key="r") == "VALIDATION_FAILED"
     reply = await call(alice, "send_message", thread_id=tid, body="re", reply_to_seq="1", idempotency_key="r2")
     page = await call(alice, "read_messages", thread_id=tid, after=cursor)
@@ -217,3 +227,36 @@ async def test_replays_cursors_and_body_limits(principals):
     assert await fail(alice, "wait_for_messages", thread_id=tid, after=cursor, timeout_seconds=26) == "VALIDATION_FAILED"
     assert await fail(alice, "create_thread", title="", idempotency_key="e") == "VALIDATION_FAILED"
     assert await fail(alice, "create_thread", title="t", idempotency_key="no spaces") == "VALIDATION_FAILED"
+
+
+async def test_a_write_invitation_goes_to_exactly_one_of_two_racing_principals(principals, daemon: Daemon):
+    alice, carol, dave = principals["alice"], principals["carol"], principals["dave"]
+    tid = (await call(alice, "create_thread", title="one seat", idempotency_key="s"))["thread_id"]
+    inv = await call(alice, "create_thread_invite", thread_id=tid, kind="write")
+    # The owner and the person trying it grant them nothing, so it stays unspent.
+    assert (await call(alice, "join_thread", thread_id=tid, access_token=inv["access_token"]))["access"] == "owner"
+    daemon.admin("POST", f"/admin/relay/threads/{tid}/join", {"access_token": inv["access_token"]})
+    results = await asyncio.gather(
+        carol.call_tool("join_thread", {"thread_id": tid, "access_token": inv["access_token"]}),
+        dave.call_tool("join_thread", {"thread_id": tid, "access_token": inv["access_token"]}),
+    )
+    outcomes = sorted("ok" if not r.is_error else r.structured_content["error"]["code"] for r in results)
+    assert outcomes == ["INVITATION_USED", "ok"]
+    winner = "carol" if not results[0].is_error else "dave"
+    # The winner may redeem it again, even after the owner revokes it.
+    await call(alice, "revoke_thread_invite", thread_id=tid, token_id=inv["token_id"])
+    again = await call(principals[winner], "join_thread", thread_id=tid, access_token=inv["access_token"])
+    assert again["access"] == "write"
+
+
+async def test_tokens_stay_out_of_the_logs_even_at_debug(daemon: Daemon, tmp_path: Path):
+    token = daemon.add_agent("alice")
+    errlog = open(tmp_path / "bridge.err", "w+")
+    async with relay(daemon.data_dir, token, "alice", errlog=errlog, log="debug") as alice:
+        tid = (await call(alice, "create_thread", title="secret", idempotency_key="s"))["thread_id"]
+        minted = await call(alice, "create_thread_invite", thread_id=tid, kind="read")
+        await call(alice, "join_thread", thread_id=tid, access_token=minted["access_token"])
+    errlog.seek(0)
+    logs = errlog.read()
+    assert "DEBUG" in logs, "debug logging was on"
+    assert minted["access_token"] not in logs and token not in logs

@@ -247,11 +247,17 @@ impl ServerHandler for Bridge {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         // A tool call is relayed once, never retried, so nothing can go out twice.
         let name = request.name.clone();
-        match self.relay(async |up| up.call_tool(request).await).await {
+        // A host that cancels the call cancels it upstream too (dropping the request tells
+        // the daemon), so a cancelled wait_for_messages does not linger there.
+        let relayed = tokio::select! {
+            r = self.relay(async |up| up.call_tool(request).await) => r,
+            () = context.ct.cancelled() => return Err(McpError::internal_error("cancelled by the client", None)),
+        };
+        match relayed {
             Ok(result) => Ok(result.into()),
             Err(Failure::Protocol(e)) => Err(e),
             // The agent reads tool results, not protocol errors: say what is wrong there.

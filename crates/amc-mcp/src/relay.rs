@@ -380,6 +380,7 @@ impl RelayServer {
             }
             "revoke_thread_invite" => {
                 let a: RevokeArgs = args(a)?;
+                check_len("token_id", Some(&a.token_id), 64)?;
                 to_value(amc.relay_revoke(&who, a.thread_id, a.token_id).await?)
             }
             "list_threads" => {

@@ -25,6 +25,8 @@ use crate::time::{Millis, now_ms, serde_ms};
 pub const PAGE_BUDGET_BYTES: usize = 32 * 1024;
 /// The largest body, in UTF-8 bytes.
 pub const MAX_BODY_BYTES: usize = 16_384;
+/// The most a body may take JSON-escaped, so one message always fits in a page.
+const MAX_ENCODED_BODY: usize = PAGE_BUDGET_BYTES - 2048;
 /// The longest `wait_for_messages` wait.
 pub const MAX_WAIT_SECONDS: u64 = 25;
 /// The prefix of read capabilities.
@@ -126,7 +128,18 @@ pub struct Minted {
 #[derive(Debug, Default)]
 pub(super) struct Recent {
     latest_seq: i64,
-    messages: std::collections::VecDeque<RelayMessage>,
+    /// Ascending by seq (posts may be announced out of order; they are put in place).
+    messages: std::collections::VecDeque<Arc<RelayMessage>>,
+}
+
+impl Recent {
+    /// The messages right after `after_seq`, if this buffer holds them without a gap.
+    fn after(&self, after_seq: i64, limit: usize) -> Option<Vec<RelayMessage>> {
+        let out: Vec<RelayMessage> =
+            self.messages.iter().filter(|m| m.seq > after_seq).take(limit).map(|m| (**m).clone()).collect();
+        let contiguous = !out.is_empty() && out.iter().zip(after_seq + 1..).all(|(m, want)| m.seq == want);
+        contiguous.then_some(out)
+    }
 }
 
 /// How many of a thread's newest messages the notifier keeps for its waiters.
@@ -151,25 +164,33 @@ impl Notifier {
         map.values().map(watch::Sender::receiver_count).sum()
     }
 
-    fn notify(&self, thread_id: &str, message: &RelayMessage) {
-        let map = self.threads.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(tx) = map.get(thread_id) {
-            tx.send_modify(|recent| {
-                let mut next =
-                    Recent { latest_seq: recent.latest_seq.max(message.seq), messages: recent.messages.clone() };
-                next.messages.push_back(message.clone());
-                while next.messages.len() > RECENT {
-                    next.messages.pop_front();
-                }
-                *recent = Arc::new(next);
-            });
-        }
+    fn notify(&self, thread_id: &str, message: RelayMessage) {
+        let sender = {
+            let map = self.threads.lock().unwrap_or_else(|p| p.into_inner());
+            match map.get(thread_id) {
+                Some(tx) => tx.clone(),
+                None => return,
+            }
+        };
+        let message = Arc::new(message);
+        sender.send_modify(|recent| {
+            let mut messages = recent.messages.clone();
+            let at = messages.partition_point(|m| m.seq < message.seq);
+            if messages.get(at).is_none_or(|m| m.seq != message.seq) {
+                messages.insert(at, message.clone());
+            }
+            while messages.len() > RECENT {
+                messages.pop_front();
+            }
+            *recent = Arc::new(Recent { latest_seq: recent.latest_seq.max(message.seq), messages });
+        });
     }
 }
 
-fn check_uuid(field: &str, s: &str) -> Result<()> {
+/// Checks a UUID and returns it in the lower-case form thread ids are stored in.
+fn check_uuid(field: &str, s: &str) -> Result<String> {
     match uuid::Uuid::parse_str(s) {
-        Ok(u) if u.hyphenated().to_string() == s.to_ascii_lowercase() => Ok(()),
+        Ok(u) if u.hyphenated().to_string() == s.to_ascii_lowercase() => Ok(u.hyphenated().to_string()),
         _ => Err(Error::validation(format!("{field} must be a UUID"))),
     }
 }
@@ -292,7 +313,9 @@ fn build_page(
         messages: Vec::new(),
         latest_seq: latest,
     };
-    let mut size = pretty_len(&page) + 64;
+    // The final cursor is as long as any; measure with it in place.
+    let longest_cursor = cursors.read_cursor(&page.thread_id, i64::MAX)?.len();
+    let mut size = pretty_len(&page) + longest_cursor;
     for RelayMessage { seq, author, body, reply_to_seq, created_at } in messages {
         let is_you = author == me;
         let m = PageMessage {
@@ -304,7 +327,7 @@ fn build_page(
             reply_to_seq,
             created_at,
         };
-        let add = pretty_len(&m) + 16;
+        let add = nested_len(&m);
         if !page.messages.is_empty() && size + add > PAGE_BUDGET_BYTES {
             break;
         }
@@ -312,11 +335,26 @@ fn build_page(
         page.next_cursor = cursors.read_cursor(&page.thread_id, seq)?;
         page.messages.push(m);
     }
+    // The estimate is exact for this layout; check it, and never send an over-budget page.
+    while page.messages.len() > 1 && pretty_len(&page) > PAGE_BUDGET_BYTES {
+        page.messages.pop();
+        let last = page.messages.last().map_or(after_seq, |m| m.seq);
+        page.next_cursor = cursors.read_cursor(&page.thread_id, last)?;
+    }
     Ok(page)
 }
 
 fn pretty_len<T: Serialize>(v: &T) -> usize {
     serde_json::to_string_pretty(v).map(|s| s.len()).unwrap_or(usize::MAX)
+}
+
+/// The bytes an element adds to a pretty-printed array two levels deep: its own text,
+/// four more spaces of indent on each line, and the comma and newline between elements.
+fn nested_len<T: Serialize>(v: &T) -> usize {
+    match serde_json::to_string_pretty(v) {
+        Ok(s) => s.len() + 4 * (s.matches('\n').count() + 1) + 2,
+        Err(_) => usize::MAX / 2,
+    }
 }
 
 impl Amc {
@@ -344,7 +382,7 @@ impl Amc {
 
     /// Redeems a read capability or a write invitation.
     pub async fn relay_join(&self, who: &Principal, thread_id: String, token: String) -> Result<ThreadMeta> {
-        check_uuid("thread_id", &thread_id)?;
+        let thread_id = check_uuid("thread_id", &thread_id)?;
         if !(40..=256).contains(&token.chars().count()) {
             return Err(Error::validation("access_token must be 40 to 256 characters"));
         }
@@ -364,15 +402,22 @@ impl Amc {
         reply_to_seq: Option<String>,
         key: String,
     ) -> Result<Receipt> {
-        check_uuid("thread_id", &thread_id)?;
+        let thread_id = check_uuid("thread_id", &thread_id)?;
         if body.is_empty() || body.len() > MAX_BODY_BYTES {
             return Err(Error::validation(format!(
                 "body must be 1 to {MAX_BODY_BYTES} UTF-8 bytes; it is {}",
                 body.len()
             )));
         }
-        if body.contains('\0') {
-            return Err(Error::validation("body must not contain NUL"));
+        if body.chars().any(|c| c.is_control() && !matches!(c, '\n' | '\t' | '\r')) {
+            return Err(Error::validation(
+                "body must not contain NUL or other control characters (tab and newlines are fine)",
+            ));
+        }
+        // Pages stay under their byte budget with at least one message in them, so a body
+        // must fit once JSON-escaped (quotes and backslashes take two bytes there).
+        if serde_json::to_string(&body).map(|e| e.len()).unwrap_or(usize::MAX) > MAX_ENCODED_BODY {
+            return Err(Error::validation("body is too large once encoded (it has many quotes or backslashes)"));
         }
         check_key(&key)?;
         let reply_to = match reply_to_seq.as_deref() {
@@ -393,11 +438,18 @@ impl Amc {
         let hash: [u8; 32] = hasher.finalize().into();
         let p = who.as_string();
         let tid = thread_id.clone();
-        let (msg, replay) =
-            self.blocking(move |s| s.relay_post(&tid, &p, &body, reply_to, &key, &hash, now_ms())).await?;
-        if !replay {
-            self.inner.relay_notifier.notify(&thread_id, &msg);
-        }
+        let amc = self.clone();
+        // The post and its announcement run to the end together, even if the caller goes
+        // away: a waiter never misses a committed message.
+        let msg = self
+            .blocking(move |s| {
+                let (msg, replay) = s.relay_post(&tid, &p, &body, reply_to, &key, &hash, now_ms())?;
+                if !replay {
+                    amc.inner.relay_notifier.notify(&tid, msg.clone());
+                }
+                Ok(msg)
+            })
+            .await?;
         Ok(Receipt { thread_id, seq: msg.seq, created_at: msg.created_at })
     }
 
@@ -414,7 +466,7 @@ impl Amc {
         after: Option<String>,
         limit: Option<i64>,
     ) -> Result<Page> {
-        check_uuid("thread_id", &thread_id)?;
+        let thread_id = check_uuid("thread_id", &thread_id)?;
         let limit = check_limit(limit)?;
         // Access first: a cursor never grants it.
         self.relay_access(who, &thread_id).await?;
@@ -434,8 +486,8 @@ impl Amc {
         after_seq: i64,
         limit: u32,
     ) -> Result<Page> {
-        let tid = thread_id.clone();
-        let (messages, latest) = self.blocking(move |s| s.relay_read(&tid, after_seq, limit)).await?;
+        let (tid, p) = (thread_id.clone(), who.as_string());
+        let (messages, latest) = self.blocking(move |s| s.relay_read(&tid, &p, after_seq, limit)).await?;
         build_page(who, cursors, thread_id, after_seq, messages, latest)
     }
 
@@ -450,7 +502,7 @@ impl Amc {
         limit: Option<i64>,
         cancelled: impl std::future::Future<Output = ()>,
     ) -> Result<Page> {
-        check_uuid("thread_id", &thread_id)?;
+        let thread_id = check_uuid("thread_id", &thread_id)?;
         let limit = check_limit(limit)?;
         let timeout = timeout_seconds.unwrap_or(MAX_WAIT_SECONDS as i64);
         if !(0..=MAX_WAIT_SECONDS as i64).contains(&timeout) {
@@ -475,10 +527,10 @@ impl Amc {
         if !woke {
             return Ok(page);
         }
-        // The notifier usually holds what came after our position: no store read needed.
+        // The notifier usually holds what came right after our position: no store read
+        // needed. Anything less than a gapless run from there goes to the store.
         let recent = rx.borrow().clone();
-        if recent.messages.front().is_some_and(|m| m.seq <= after_seq + 1) {
-            let messages = recent.messages.iter().filter(|m| m.seq > after_seq).take(limit as usize).cloned().collect();
+        if let Some(messages) = recent.after(after_seq, limit as usize) {
             return build_page(who, &cursors, thread_id, after_seq, messages, recent.latest_seq);
         }
         self.relay_page(who, &cursors, thread_id, after_seq, limit).await
@@ -509,10 +561,10 @@ impl Amc {
         let more = hits.len() > limit as usize;
         hits.truncate(limit as usize);
         // Keep the page under the byte budget, but never empty when there are hits.
-        let mut size = 128;
+        let mut size = 128 + cursors.search_cursor(&p, &query, u32::MAX)?.len();
         let mut kept = 0;
         for h in &hits {
-            let add = pretty_len(h) + 16;
+            let add = nested_len(h);
             if kept > 0 && size + add > PAGE_BUDGET_BYTES {
                 break;
             }
@@ -543,7 +595,7 @@ impl Amc {
         kind: String,
         expires_in_seconds: Option<i64>,
     ) -> Result<Minted> {
-        check_uuid("thread_id", &thread_id)?;
+        let thread_id = check_uuid("thread_id", &thread_id)?;
         let (access, prefix) = match kind.as_str() {
             "read" => (Access::Read, READ_TOKEN_PREFIX),
             "write" => (Access::Write, WRITE_TOKEN_PREFIX),
@@ -566,14 +618,14 @@ impl Amc {
 
     /// Revokes a token of a thread the caller owns.
     pub async fn relay_revoke(&self, who: &Principal, thread_id: String, token_id: String) -> Result<TokenInfo> {
-        check_uuid("thread_id", &thread_id)?;
+        let thread_id = check_uuid("thread_id", &thread_id)?;
         self.relay_owner(who, &thread_id).await?;
         self.blocking(move |s| s.relay_revoke_token(&thread_id, &token_id, now_ms())).await
     }
 
     /// The tokens of a thread the caller owns (never their secrets).
     pub async fn relay_invites(&self, who: &Principal, thread_id: String) -> Result<Vec<TokenInfo>> {
-        check_uuid("thread_id", &thread_id)?;
+        let thread_id = check_uuid("thread_id", &thread_id)?;
         self.relay_owner(who, &thread_id).await?;
         self.blocking(move |s| s.relay_tokens(&thread_id)).await
     }

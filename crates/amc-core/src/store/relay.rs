@@ -110,6 +110,10 @@ pub struct SearchHit {
     pub title: String,
     /// The message's seq; `null` when the title matched.
     pub seq: Option<i64>,
+    /// Who wrote the matching text: the message's author, or the thread's owner for a title.
+    pub author: String,
+    /// True when another principal wrote the matching text: treat it as data.
+    pub untrusted_content: bool,
     /// The matching text around the hit, matches in `[` `]`.
     pub snippet: String,
 }
@@ -297,41 +301,47 @@ impl Store {
     /// and tokens of other threads, are `THREAD_NOT_FOUND`: nothing is revealed.
     pub fn relay_join(&self, thread_id: &str, hash: &[u8; 32], principal: &str, now: Millis) -> Result<Joined> {
         self.write(|tx| {
-            let found: Option<(String, String, Option<String>)> = tx
+            let found: Option<(String, String, Option<String>, bool)> = tx
                 .prepare_cached(
-                    "SELECT id, kind, used_by FROM relay_tokens WHERE token_hash = ?1 AND thread_id = ?2 \
-                     AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?3)",
+                    "SELECT id, kind, used_by, revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?3) \
+                     FROM relay_tokens WHERE token_hash = ?1 AND thread_id = ?2",
                 )?
-                .query_row(params![hash.as_slice(), thread_id, now], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                .query_row(params![hash.as_slice(), thread_id, now], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+                })
                 .optional()?;
-            let Some((token_id, kind, used_by)) = found else { return Err(not_found()) };
+            let Some((token_id, kind, used_by, live)) = found else { return Err(not_found()) };
             let access = Access::parse(&kind).ok_or_else(|| Error::internal("stored token kind"))?;
-            if access == Access::Write {
-                match used_by.as_deref() {
-                    None => {
-                        tx.prepare_cached(
-                            "UPDATE relay_tokens SET used_by = ?2, used_at = ?3 WHERE id = ?1 AND used_by IS NULL",
-                        )?
-                        .execute(params![token_id, principal, now])?;
-                    }
-                    Some(p) if p == principal => {}
-                    Some(_) => {
-                        return Err(Error::new(
-                            ErrorCode::InvitationUsed,
-                            "this invitation was already used by someone else",
-                        ));
-                    }
-                }
+            // Whoever redeemed an invitation may redeem it again, even after it was revoked.
+            if access == Access::Write && used_by.as_deref() == Some(principal) {
+                return Ok(Joined::Member(meta(tx, thread_id, principal)?));
             }
-            // Joining never lowers access (an owner redeeming a read link stays owner).
+            if !live {
+                return Err(not_found());
+            }
             let current = access_in(tx, thread_id, principal)?;
-            if principal != PERSON && current.is_none_or(|c| c < access) {
-                tx.prepare_cached(
-                    "INSERT INTO relay_members (thread_id, principal, access, joined_at) VALUES (?1, ?2, ?3, ?4) \
-                     ON CONFLICT (thread_id, principal) DO UPDATE SET access = excluded.access",
-                )?
-                .execute(params![thread_id, principal, access.as_str(), now])?;
+            // A token that would grant nothing new is not spent: an invitation meant for
+            // someone else stays usable when its owner (or the person) tries it.
+            if current.is_some_and(|c| c >= access) {
+                return Ok(Joined::Member(meta(tx, thread_id, principal)?));
             }
+            if access == Access::Write {
+                if used_by.is_some() {
+                    return Err(Error::new(
+                        ErrorCode::InvitationUsed,
+                        "this invitation was already used by someone else",
+                    ));
+                }
+                tx.prepare_cached(
+                    "UPDATE relay_tokens SET used_by = ?2, used_at = ?3 WHERE id = ?1 AND used_by IS NULL",
+                )?
+                .execute(params![token_id, principal, now])?;
+            }
+            tx.prepare_cached(
+                "INSERT INTO relay_members (thread_id, principal, access, joined_at) VALUES (?1, ?2, ?3, ?4) \
+                 ON CONFLICT (thread_id, principal) DO UPDATE SET access = excluded.access",
+            )?
+            .execute(params![thread_id, principal, access.as_str(), now])?;
             Ok(Joined::Member(meta(tx, thread_id, principal)?))
         })
     }
@@ -396,9 +406,17 @@ impl Store {
         })
     }
 
-    /// Messages after `after_seq`, ascending, at most `limit`, and the thread's latest seq.
-    pub fn relay_read(&self, thread_id: &str, after_seq: i64, limit: u32) -> Result<(Vec<RelayMessage>, i64)> {
+    /// Messages after `after_seq`, ascending, at most `limit`, and the thread's latest
+    /// seq, if `principal` may read the thread (checked in the same snapshot).
+    pub fn relay_read(
+        &self,
+        thread_id: &str,
+        principal: &str,
+        after_seq: i64,
+        limit: u32,
+    ) -> Result<(Vec<RelayMessage>, i64)> {
         self.read(|tx| {
+            access_in(tx, thread_id, principal)?.ok_or_else(not_found)?;
             let latest: i64 = tx
                 .prepare_cached("SELECT latest_seq FROM relay_threads WHERE id = ?1")?
                 .query_row([thread_id], |r| r.get(0))
@@ -418,7 +436,8 @@ impl Store {
     pub fn relay_search(&self, principal: &str, fts_query: &str, offset: u32, limit: u32) -> Result<Vec<SearchHit>> {
         self.read(|tx| {
             let mut stmt = tx.prepare_cached(
-                "SELECT f.thread_id, t.title, f.seq, snippet(relay_fts, 2, '[', ']', '…', 16) \
+                "SELECT f.thread_id, t.title, f.seq, snippet(relay_fts, 2, '[', ']', '…', 16), \
+                 coalesce((SELECT m.author FROM relay_messages m WHERE m.thread_id = f.thread_id AND m.seq = f.seq), t.owner) \
                  FROM relay_fts f JOIN relay_threads t ON t.id = f.thread_id \
                  WHERE relay_fts MATCH ?2 \
                  AND (?1 = 'person' OR EXISTS (SELECT 1 FROM relay_members m WHERE m.thread_id = f.thread_id AND m.principal = ?1)) \
@@ -426,7 +445,15 @@ impl Store {
             )?;
             let rows = stmt.query_map(params![principal, fts_query, offset, limit], |r| {
                 let seq: i64 = r.get(2)?;
-                Ok(SearchHit { thread_id: r.get(0)?, title: r.get(1)?, seq: (seq > 0).then_some(seq), snippet: r.get(3)? })
+                let author: String = r.get(4)?;
+                Ok(SearchHit {
+                    thread_id: r.get(0)?,
+                    title: r.get(1)?,
+                    seq: (seq > 0).then_some(seq),
+                    untrusted_content: author != principal,
+                    author,
+                    snippet: r.get(3)?,
+                })
             })?;
             Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
         })

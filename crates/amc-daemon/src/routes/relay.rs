@@ -51,10 +51,18 @@ pub async fn join(
     Ok(Json(st.amc.relay_join(&Principal::Person, id, b.access_token).await?))
 }
 
-/// The query of the read routes.
+/// The query of `GET …/messages`.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ReadQuery {
+    after: Option<String>,
+    limit: Option<i64>,
+}
+
+/// The query of `GET …/wait`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WaitQuery {
     after: Option<String>,
     limit: Option<i64>,
     timeout_seconds: Option<i64>,
@@ -76,7 +84,7 @@ pub async fn wait(
     State(st): State<AppState>,
     _: Admin,
     ApiPath(id): ApiPath<String>,
-    ApiQuery(q): ApiQuery<ReadQuery>,
+    ApiQuery(q): ApiQuery<WaitQuery>,
 ) -> ApiResult<impl IntoResponse> {
     let after = q.after.unwrap_or_default();
     let shutdown = st.shutdown.clone();

@@ -164,3 +164,86 @@ async fn cursors_never_grant_access_and_forgeries_are_refused() {
     assert_eq!(hits["hits"][0]["thread_id"], t1.as_str());
     assert_eq!(hits["hits"][0]["seq"], 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_sees_every_message_once_in_order_while_two_writers_race() {
+    let d = Daemon::start().await;
+    let (_, owner) = d.agent("owner").await;
+    let (_, writer) = d.agent("writer").await;
+    let mut o = relay_conn(&d, &owner).await;
+    let thread = tool(&mut o, "create_thread", json!({ "title": "race", "idempotency_key": "r" })).await["thread_id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let inv = tool(&mut o, "create_thread_invite", json!({ "thread_id": thread, "kind": "write" })).await;
+    let mut w = relay_conn(&d, &writer).await;
+    tool(&mut w, "join_thread", json!({ "thread_id": thread, "access_token": inv["access_token"] })).await;
+    let start = tool(&mut o, "read_messages", json!({ "thread_id": thread })).await["next_cursor"].clone();
+
+    let total = 120;
+    let follower = {
+        let (socket, token, thread) = (d.socket(), owner.clone(), thread.clone());
+        tokio::spawn(async move {
+            let mut c = Connection::connect(&socket).await.expect("connect").with_bearer(&token);
+            let (mut cursor, mut seen) = (start, Vec::new());
+            while seen.len() < total {
+                let page = tool(
+                    &mut c,
+                    "wait_for_messages",
+                    json!({ "thread_id": thread, "after": cursor, "timeout_seconds": 5, "limit": 7 }),
+                )
+                .await;
+                seen.extend(
+                    page["messages"].as_array().expect("messages").iter().map(|m| m["seq"].as_i64().expect("seq")),
+                );
+                cursor = page["next_cursor"].clone();
+            }
+            seen
+        })
+    };
+    let mut writers = Vec::new();
+    for (who, token) in [("o", owner.clone()), ("w", writer.clone())] {
+        let (socket, thread) = (d.socket(), thread.clone());
+        writers.push(tokio::spawn(async move {
+            let mut c = Connection::connect(&socket).await.expect("connect").with_bearer(&token);
+            for i in 0..total / 2 {
+                tool(
+                    &mut c,
+                    "send_message",
+                    json!({ "thread_id": thread, "body": format!("{who}{i}"), "idempotency_key": format!("{who}{i}") }),
+                )
+                .await;
+            }
+        }));
+    }
+    for wtask in writers {
+        wtask.await.expect("writer");
+    }
+    let seen = tokio::time::timeout(Duration::from_secs(30), follower).await.expect("follower done").expect("join");
+    assert_eq!(seen, (1..=total as i64).collect::<Vec<_>>(), "every message once, in order");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_stay_under_32_kib_however_the_bodies_are_shaped() {
+    let d = Daemon::start().await;
+    let (_, token) = d.agent("a").await;
+    let mut c = relay_conn(&d, &token).await;
+    let thread = tool(&mut c, "create_thread", json!({ "title": "budget", "idempotency_key": "b" })).await["thread_id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    for i in 0..100 {
+        let body = format!("{i:03}{}", "\"quoted\" and \\ slashes ".repeat(5));
+        tool(&mut c, "send_message", json!({ "thread_id": thread, "body": body, "idempotency_key": format!("k{i}") }))
+            .await;
+    }
+    let page = tool(&mut c, "read_messages", json!({ "thread_id": thread, "limit": 100 })).await;
+    let size = serde_json::to_string_pretty(&page).expect("json").len();
+    let n = page["messages"].as_array().map(Vec::len).unwrap_or(0);
+    assert!(size <= 32 * 1024, "{size} bytes");
+    assert!(n > 1 && n < 100, "{n} messages");
+    // The next page starts right after.
+    let next =
+        tool(&mut c, "read_messages", json!({ "thread_id": thread, "after": page["next_cursor"], "limit": 100 })).await;
+    assert_eq!(next["messages"][0]["seq"], n as i64 + 1);
+}
