@@ -21,7 +21,8 @@ async fn credentials_are_required_and_checked() {
         .await
         .expect("get");
     assert_eq!(code(&r), "UNAUTHORIZED");
-    let forged = format!("{}0", &token[..token.len() - 1]);
+    let last = if token.ends_with('0') { '1' } else { '0' };
+    let forged = format!("{}{last}", &token[..token.len() - 1]);
     let r = anon
         .request(Method::GET, "/channels", &[("authorization", &format!("Bearer {forged}"))], None)
         .await
