@@ -140,6 +140,37 @@ pub async fn send(State(st): State<AppState>, _: Admin, ApiPath(id): ApiPath<Str
     Ok(Json(st.amc.admin_send(id).await?))
 }
 
+/// `GET /admin/sends/{id}/attachments/{index}`: the staged copy of a send's attachment,
+/// exactly what will be (or was) sent, so the person can look before approving.
+pub async fn send_attachment(
+    State(st): State<AppState>,
+    _: Admin,
+    ApiPath((id, index)): ApiPath<(String, usize)>,
+) -> ApiResult<axum::response::Response> {
+    let send = st.amc.admin_send(id).await?;
+    let staged =
+        send.item.attachments.get(index).ok_or_else(|| ApiError::new(ErrorCode::NotFound, "no such attachment"))?;
+    let mime = mime_of(&staged.filename).map(str::to_owned);
+    super::agent::file_response(&staged.path, Some(staged.filename.clone()), mime).await
+}
+
+/// A MIME type from a file name, for the common kinds a person previews.
+fn mime_of(name: &str) -> Option<&'static str> {
+    let ext = name.rsplit_once('.')?.1.to_ascii_lowercase();
+    Some(match ext.as_str() {
+        "png" => "image/png",
+        "jpg" | "jpeg" => "image/jpeg",
+        "gif" => "image/gif",
+        "heic" => "image/heic",
+        "webp" => "image/webp",
+        "pdf" => "application/pdf",
+        "txt" | "md" => "text/plain; charset=utf-8",
+        "mp4" => "video/mp4",
+        "mov" => "video/quicktime",
+        _ => return None,
+    })
+}
+
 /// `POST /admin/sends/{id}/approve`: delivers a held send now.
 pub async fn approve_send(
     State(st): State<AppState>,

@@ -97,8 +97,12 @@ pub async fn attachment(
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<Response> {
     let found = st.amc.attachment_file(&agent, id).await?;
-    let (path, filename, mime) = (found.local_path.unwrap_or_default(), found.filename, found.mime_type);
-    let file = tokio::fs::File::open(&path).await.map_err(|_| {
+    file_response(&found.local_path.unwrap_or_default(), found.filename, found.mime_type).await
+}
+
+/// Streams a local file with its type and name, or `NOT_FOUND` if it is not on disk.
+pub(crate) async fn file_response(path: &str, filename: Option<String>, mime: Option<String>) -> ApiResult<Response> {
+    let file = tokio::fs::File::open(path).await.map_err(|_| {
         ApiError::new(
             ErrorCode::NotFound,
             "this attachment is not available on this Mac (for example, offloaded to iCloud)",

@@ -48,6 +48,7 @@ pub fn router(state: AppState) -> Router {
         .route("/admin/channels/{id}/policy", post(admin::set_policy))
         .route("/admin/sends", get(admin::sends))
         .route("/admin/sends/{id}", get(admin::send))
+        .route("/admin/sends/{id}/attachments/{index}", get(admin::send_attachment))
         .route("/admin/sends/{id}/approve", post(admin::approve_send))
         .route("/admin/sends/{id}/reject", post(admin::reject_send))
         .route("/admin/agents", get(admin::agents).post(admin::create_agent))

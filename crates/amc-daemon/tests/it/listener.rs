@@ -86,6 +86,27 @@ async fn loopback_tcp_checks_host_and_origin_against_dns_rebinding() {
         assert!(out.starts_with("HTTP/1.1 403"), "{host} {origin:?}: {out}");
         assert!(out.contains("\"FORBIDDEN\""));
     }
+    // MCP is served on the TCP listener too, behind the same checks.
+    let (_, token) = d.agent("tcp").await;
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let mcp = |host: String| {
+        let token = token.clone();
+        async move {
+            let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");
+            let req = format!(
+                "POST /mcp HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\n\
+                 Accept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            s.write_all(req.as_bytes()).await.expect("write");
+            let mut out = String::new();
+            s.read_to_string(&mut out).await.expect("read");
+            out
+        }
+    };
+    let ok = mcp(format!("127.0.0.1:{port}")).await;
+    assert!(ok.starts_with("HTTP/1.1 200") && ok.contains("\"serverInfo\""), "{ok}");
+    assert!(mcp("evil.example".into()).await.starts_with("HTTP/1.1 403"));
     // The socket has no such check: local clients there are the user's own.
     let r = d
         .admin()

@@ -246,6 +246,11 @@ async fn attachments_come_only_from_allowed_folders_and_are_staged() {
     let staged = &held["attachments"][0];
     assert_eq!(staged["filename"], "invoice.pdf");
     assert_eq!(staged["size_bytes"], 16);
+    let preview = d.admin().await.get(&format!("/admin/sends/{id}/attachments/0")).await.expect("get");
+    assert_eq!((preview.status.as_u16(), preview.header("content-type")), (200, Some("application/pdf")));
+    assert_eq!(&preview.body[..], b"%PDF-1.7 invoice", "the person previews what will be sent");
+    let missing = d.admin().await.get(&format!("/admin/sends/{id}/attachments/1")).await.expect("get");
+    assert_eq!(code(&missing), "NOT_FOUND");
     d.admin().await.post(&format!("/admin/sends/{id}/approve"), &json!({})).await.expect("approve");
     let delivered = d.sender.sent();
     assert_eq!(std::fs::read(&delivered[0].attachments[0].path).expect("staged"), b"%PDF-1.7 invoice");
