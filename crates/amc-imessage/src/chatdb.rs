@@ -1,0 +1,159 @@
+//! chat.db, read-only. Messages writes to it constantly: AMC never writes, waits out
+//! locks, and reads only rows after its checkpoint.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use imessage_database::tables::capabilities::Capabilities;
+use imessage_database::tables::messages::Message;
+use rusqlite::{Connection, OpenFlags};
+
+use crate::SourceError;
+
+/// A chat as chat.db describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChatInfo {
+    /// `chat.guid`, e.g. `iMessage;-;+15551234567` (macOS 26: `any;-;…`): what Messages
+    /// is addressed with.
+    pub guid: String,
+    /// `chat.style`: 43 for a group, 45 for a one-to-one chat.
+    pub style: i32,
+    /// The group's name, if it has one.
+    pub display_name: Option<String>,
+    /// `chat.chat_identifier`.
+    pub identifier: String,
+    /// The participants' handles (phone numbers, addresses).
+    pub participants: Vec<String>,
+}
+
+/// An open chat.db.
+pub struct ChatDb {
+    path: PathBuf,
+    conn: Connection,
+    query: String,
+}
+
+/// The projection `imessage-database` decodes, built from the columns this chat.db has
+/// (older macOS versions lack some), filtered to rows after a ROWID.
+fn message_query(caps: &Capabilities) -> String {
+    let mut projection: Vec<String> = caps
+        .message_columns()
+        .iter()
+        .map(|column| match *column {
+            "payload_data" => "(m.payload_data IS NOT NULL) as has_payload_data".to_owned(),
+            // Some databases store these as text in UTF-16; read them as the raw bytes.
+            "attributedbody" | "message_summary_info" => {
+                format!("CASE WHEN typeof(m.{column}) = 'text' THEN CAST(m.{column} AS BLOB) ELSE m.{column} END as {column}")
+            }
+            _ => format!("m.{column}"),
+        })
+        .collect();
+    projection.push("c.chat_id".to_owned());
+    projection.push(
+        "(SELECT COUNT(*) FROM message_attachment_join a WHERE m.ROWID = a.message_id) as num_attachments".to_owned(),
+    );
+    projection.push("NULL as deleted_from".to_owned());
+    projection.push("0 as num_replies".to_owned());
+    projection.push("NULL as filter_action".to_owned());
+    projection.push("NULL as filter_sub_action".to_owned());
+    format!(
+        "SELECT {} FROM message as m LEFT JOIN chat_message_join as c ON m.ROWID = c.message_id \
+         WHERE m.ROWID > ?1 ORDER BY m.ROWID LIMIT ?2",
+        projection.join(", ")
+    )
+}
+
+impl ChatDb {
+    /// Opens chat.db read-only. On macOS a failure here usually means AMC lacks Full
+    /// Disk Access.
+    pub fn open(path: &Path) -> Result<Self, SourceError> {
+        let cannot = |e: &dyn std::fmt::Display| SourceError::CannotOpen {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        };
+        if !path.exists() {
+            return Err(cannot(&"no such file"));
+        }
+        let conn =
+            Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
+                .map_err(|e| cannot(&e))?;
+        conn.busy_timeout(Duration::from_secs(5)).map_err(|e| cannot(&e))?;
+        let caps = Capabilities::determine(&conn).map_err(|e| match e {
+            imessage_database::error::table::TableError::CannotConnect(_) => {
+                SourceError::NotMessages(path.display().to_string())
+            }
+            other => cannot(&other),
+        })?;
+        let query = message_query(&caps);
+        Ok(Self { path: path.to_owned(), conn, query })
+    }
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The highest ROWID of `message`.
+    pub fn max_rowid(&self) -> Result<i64, SourceError> {
+        Ok(self.conn.query_row("SELECT coalesce(max(ROWID), 0) FROM message", [], |r| r.get(0))?)
+    }
+
+    /// Up to `limit` messages after `rowid`, oldest first, bodies decoded.
+    pub fn messages_after(&self, rowid: i64, limit: u32) -> Result<Vec<Message>, SourceError> {
+        let mut stmt = self.conn.prepare_cached(&self.query)?;
+        let rows = Message::rows(&mut stmt, rusqlite::params![rowid, limit])?;
+        let mut out = Vec::new();
+        for row in rows {
+            out.push(row?);
+        }
+        Ok(out)
+    }
+
+    /// Every chat, by ROWID, with its participants.
+    pub fn chats(&self) -> Result<HashMap<i32, ChatInfo>, SourceError> {
+        let mut chats = HashMap::new();
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT ROWID, guid, coalesce(style, 45), display_name, coalesce(chat_identifier, '') FROM chat",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            Ok((
+                r.get::<_, i32>(0)?,
+                ChatInfo {
+                    guid: r.get(1)?,
+                    style: r.get(2)?,
+                    display_name: r.get::<_, Option<String>>(3)?.filter(|n| !n.trim().is_empty()),
+                    identifier: r.get(4)?,
+                    participants: Vec::new(),
+                },
+            ))
+        })?;
+        for row in rows {
+            let (id, chat) = row?;
+            chats.insert(id, chat);
+        }
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT j.chat_id, h.id FROM chat_handle_join j JOIN handle h ON h.ROWID = j.handle_id ORDER BY j.chat_id, h.ROWID",
+        )?;
+        let rows = stmt.query_map([], |r| Ok((r.get::<_, i32>(0)?, r.get::<_, String>(1)?)))?;
+        for row in rows {
+            let (chat_id, handle) = row?;
+            if let Some(chat) = chats.get_mut(&chat_id) {
+                chat.participants.push(handle);
+            }
+        }
+        Ok(chats)
+    }
+
+    /// Every handle's address, by ROWID.
+    pub fn handles(&self) -> Result<HashMap<i32, String>, SourceError> {
+        let mut stmt = self.conn.prepare_cached("SELECT ROWID, id FROM handle")?;
+        let rows = stmt.query_map([], |r| Ok((r.get::<_, i32>(0)?, r.get::<_, String>(1)?)))?;
+        let mut out = HashMap::new();
+        for row in rows {
+            let (id, handle) = row?;
+            out.insert(id, handle);
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,57 @@
+//! chat.db rows to AMC's channels and messages.
+
+use amc_core::model::{ChannelKind, IncomingMessage, SenderInfo};
+use amc_core::store::ChannelSpec;
+use imessage_database::tables::messages::Message;
+
+use crate::chatdb::ChatInfo;
+
+/// `chat.style` of a group chat.
+const GROUP_STYLE: i32 = 43;
+/// The object replacement character Messages leaves where an attachment sits in the text.
+const ATTACHMENT_PLACEHOLDER: char = '\u{FFFC}';
+
+/// The channel a chat becomes: named from the group's name, else its participants.
+pub fn channel_of(chat: &ChatInfo) -> ChannelSpec {
+    let kind = if chat.style == GROUP_STYLE { ChannelKind::Group } else { ChannelKind::Dm };
+    let name = match (&chat.display_name, chat.participants.is_empty()) {
+        (Some(name), _) => name.clone(),
+        (None, false) => chat.participants.join(", "),
+        (None, true) => chat.identifier.clone(),
+    };
+    ChannelSpec { platform_id: chat.guid.clone(), name, kind }
+}
+
+/// Whether a row is a reaction (a tapback added or removed) rather than a message.
+pub fn is_reaction(m: &Message) -> bool {
+    m.associated_message_type.is_some_and(|t| (2000..=2007).contains(&t) || (3000..=3007).contains(&t))
+}
+
+/// A chat.db message as AMC stores it. `handle` is the sender's address for messages
+/// from others.
+pub fn message_of(m: &Message, handle: Option<&str>) -> IncomingMessage {
+    let sent_at = m.date().map(|d| d.timestamp_millis()).unwrap_or(0);
+    let edited_at = (m.date_edited != 0).then(|| m.date_edited().ok()).flatten().map(|d| d.timestamp_millis());
+    let unsent = m.is_fully_unsent();
+    let text = if unsent {
+        String::new()
+    } else {
+        m.text.as_deref().unwrap_or_default().replace(ATTACHMENT_PLACEHOLDER, "").trim().to_owned()
+    };
+    let sender = if m.is_from_me {
+        SenderInfo { id: "me".to_owned(), display_name: None, is_self: true }
+    } else {
+        SenderInfo { id: handle.unwrap_or("unknown").to_owned(), display_name: None, is_self: false }
+    };
+    IncomingMessage {
+        platform_id: m.guid.clone(),
+        sender,
+        text,
+        sent_at,
+        reply_to_platform_id: m.thread_originator_guid.clone(),
+        attachments: Vec::new(),
+        edited_at,
+        unsent,
+        reactions: Vec::new(),
+    }
+}

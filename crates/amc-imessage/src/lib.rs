@@ -1,0 +1,49 @@
+//! The iMessage source: reads macOS Messages' `chat.db` and stores what it finds in
+//! AMC's store. The only crate that knows chat.db's schema.
+//!
+//! # Layout
+//! - [`chatdb`]: opens chat.db read-only and reads messages after a ROWID, decoding
+//!   bodies (`attributedBody`, edits, unsends) with `imessage-database`.
+//! - [`convert`]: chat.db rows to AMC's channels and messages.
+//! - [`sync`]: one pass from the checkpoint to the newest row, written with its checkpoint.
+//! - [`fixture`]: writes chat.db files the way Messages does, for tests and benchmarks.
+#![deny(missing_docs)]
+
+pub mod chatdb;
+pub mod convert;
+pub mod fixture;
+pub mod sync;
+
+/// Why the iMessage source cannot read chat.db.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    /// chat.db cannot be opened: on macOS, usually missing Full Disk Access.
+    #[error("cannot open {path}: {message}")]
+    CannotOpen {
+        /// The file.
+        path: String,
+        /// What failed.
+        message: String,
+    },
+    /// The file is not a Messages database.
+    #[error("{0} is not a Messages database")]
+    NotMessages(String),
+    /// A read failed (the database is busy, or changed under us).
+    #[error("reading chat.db: {0}")]
+    Read(String),
+    /// Storing into AMC failed.
+    #[error(transparent)]
+    Store(#[from] amc_core::Error),
+}
+
+impl From<rusqlite::Error> for SourceError {
+    fn from(e: rusqlite::Error) -> Self {
+        Self::Read(e.to_string())
+    }
+}
+
+impl From<imessage_database::error::table::TableError> for SourceError {
+    fn from(e: imessage_database::error::table::TableError) -> Self {
+        Self::Read(e.to_string())
+    }
+}

@@ -1,0 +1,68 @@
+//! One pass over chat.db: every row after the checkpoint, stored with the checkpoint.
+//!
+//! Messages are stored per chat; the checkpoint (the highest ROWID read) is written only
+//! with the pass's last batch, in the same transaction. A crash before that re-reads the
+//! same rows next time, and ingest is idempotent on the message guid: nothing is lost,
+//! nothing doubled.
+
+use std::collections::BTreeMap;
+
+use amc_core::model::{IncomingMessage, Source};
+use amc_core::service::Amc;
+
+use crate::SourceError;
+use crate::chatdb::ChatDb;
+use crate::convert::{channel_of, is_reaction, message_of};
+
+/// The checkpoint's key in AMC's source state.
+pub const CHECKPOINT_KEY: &str = "chatdb_rowid";
+/// Rows read per batch.
+const BATCH: u32 = 5_000;
+
+/// What a pass did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SyncReport {
+    /// Rows read.
+    pub rows: usize,
+    /// Messages stored for the first time.
+    pub inserted: usize,
+    /// Stored messages that changed.
+    pub updated: usize,
+    /// The checkpoint after the pass.
+    pub checkpoint: i64,
+}
+
+/// Reads every row after the stored checkpoint and stores it.
+pub async fn sync_once(amc: &Amc, db: &ChatDb) -> Result<SyncReport, SourceError> {
+    let mut checkpoint: i64 =
+        amc.store().source_state(Source::Imessage, CHECKPOINT_KEY)?.and_then(|v| v.parse().ok()).unwrap_or(0);
+    let chats = db.chats()?;
+    let handles = db.handles()?;
+    let mut report = SyncReport { checkpoint, ..SyncReport::default() };
+    loop {
+        let rows = db.messages_after(checkpoint, BATCH)?;
+        let Some(last) = rows.last().map(|m| i64::from(m.rowid)) else { break };
+        report.rows += rows.len();
+        let mut by_chat: BTreeMap<i32, Vec<IncomingMessage>> = BTreeMap::new();
+        for m in rows.iter().filter(|m| !is_reaction(m)) {
+            let Some(chat_id) = m.chat_id else { continue };
+            let handle = m.handle_id.and_then(|h| handles.get(&h)).map(String::as_str);
+            by_chat.entry(chat_id).or_default().push(message_of(m, handle));
+        }
+        let batches: Vec<_> =
+            by_chat.into_iter().filter_map(|(id, msgs)| chats.get(&id).map(|c| (channel_of(c), msgs))).collect();
+        let count = batches.len();
+        for (i, (channel, messages)) in batches.into_iter().enumerate() {
+            let mark = (i + 1 == count).then(|| (CHECKPOINT_KEY.to_owned(), last.to_string()));
+            let stored = amc.ingest(Source::Imessage, channel, messages, mark).await?;
+            report.inserted += stored.inserted.len();
+            report.updated += stored.updated.len();
+        }
+        if count == 0 {
+            amc.store().set_source_state(Source::Imessage, CHECKPOINT_KEY, &last.to_string())?;
+        }
+        checkpoint = last;
+        report.checkpoint = last;
+    }
+    Ok(report)
+}

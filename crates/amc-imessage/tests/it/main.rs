@@ -1,0 +1,181 @@
+//! The iMessage source against chat.db files written the way Messages writes them, with
+//! real `attributedBody` and `message_summary_info` blobs from macOS.
+
+use std::path::{Path, PathBuf};
+
+use amc_core::config::RawConfig;
+use amc_core::model::HistoryRelease;
+use amc_core::sender::Senders;
+use amc_core::service::Amc;
+use amc_imessage::SourceError;
+use amc_imessage::chatdb::ChatDb;
+use amc_imessage::fixture::{ChatDbWriter, FixtureMessage};
+use amc_imessage::sync::sync_once;
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/imessage")
+}
+
+fn blob(kind: &str, name: &str) -> Vec<u8> {
+    std::fs::read(fixtures().join(kind).join(name)).expect("fixture blob")
+}
+
+fn amc(dir: &Path) -> Amc {
+    let config = RawConfig { data_dir: Some(dir.join("amc")), ..Default::default() }.validate().expect("config");
+    Amc::start(config, Senders::default()).expect("start")
+}
+
+const T0: i64 = 1_777_000_000_000;
+
+fn text_msg(guid: &str, text: &str, handle: i64, at: i64) -> FixtureMessage {
+    FixtureMessage {
+        guid: guid.into(),
+        text: Some(text.into()),
+        handle_id: handle,
+        sent_at_ms: at,
+        ..Default::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attributed_bodies_decode_to_the_text_macos_shows() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("chat.db");
+    let w = ChatDbWriter::create(&path).expect("chat.db");
+    let ada = w.add_handle("+15551234567").expect("handle");
+    let chat = w.add_chat("iMessage;-;+15551234567", 45, None, &[ada]).expect("chat");
+    let expected: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(fixtures().join("attributed-body.expected.json")).expect("read"))
+            .expect("json");
+    let names: Vec<&String> = expected.keys().collect();
+    for (i, name) in names.iter().enumerate() {
+        let m = FixtureMessage {
+            guid: format!("guid-{name}"),
+            text: None, // macOS 13 and later: the text lives only in attributedBody
+            attributed_body: Some(blob("attributed-body", name)),
+            handle_id: ada,
+            sent_at_ms: T0 + i as i64 * 1000,
+            ..Default::default()
+        };
+        w.add_message(chat, &m).expect("message");
+    }
+    let db = ChatDb::open(&path).expect("open");
+    let amc = amc(dir.path());
+    let report = sync_once(&amc, &db).await.expect("sync");
+    assert_eq!(report.inserted, names.len());
+    let channel = amc.store().admin_channels(None, None).expect("channels").remove(0);
+    assert_eq!((channel.name.as_str(), channel.state.as_str()), ("+15551234567", "pending"));
+    amc.store().approve_channel(&channel.id, HistoryRelease::All, None).expect("approve");
+    let stored = amc.store().channel_tail(&channel.id, 100).expect("messages");
+    for (i, name) in names.iter().enumerate() {
+        let want = expected[name.as_str()].as_str().expect("text").replace('\u{FFFC}', "");
+        assert_eq!(stored[i].text, want.trim(), "{name}");
+        assert_eq!(stored[i].sender.id, "+15551234567");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn groups_self_messages_replies_edits_and_unsends_arrive_as_macos_shows_them() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("chat.db");
+    let w = ChatDbWriter::create(&path).expect("chat.db");
+    let ada = w.add_handle("+15551234567").expect("handle");
+    let bob = w.add_handle("bob@example.com").expect("handle");
+    let named = w.add_chat("iMessage;+;chat100", 43, Some("Book club"), &[ada, bob]).expect("chat");
+    let unnamed = w.add_chat("any;+;chat200", 43, None, &[ada, bob]).expect("chat");
+    w.add_message(named, &text_msg("g1", "Who brings snacks?", ada, T0)).expect("m");
+    w.add_message(named, &FixtureMessage { is_from_me: true, handle_id: 0, ..text_msg("g2", "Me!", 0, T0 + 1000) })
+        .expect("m");
+    w.add_message(named, &FixtureMessage { reply_to: Some("g1".into()), ..text_msg("g3", "Thanks", bob, T0 + 2000) })
+        .expect("m");
+    w.add_message(
+        named,
+        &FixtureMessage {
+            attributed_body: Some(blob("attributed-body", "EditedWithFormatting")),
+            text: None,
+            edited_at_ms: Some(T0 + 60_000),
+            message_summary_info: Some(blob("message-summary-info", "Edited.plist")),
+            ..text_msg("g4", "", ada, T0 + 3000)
+        },
+    )
+    .expect("m");
+    w.add_message(
+        named,
+        &FixtureMessage {
+            text: None,
+            edited_at_ms: Some(T0 + 70_000),
+            message_summary_info: Some(blob("message-summary-info", "Deleted.plist")),
+            ..text_msg("g5", "", bob, T0 + 4000)
+        },
+    )
+    .expect("m");
+    // A tapback is a reaction, not a message.
+    w.add_message(
+        named,
+        &FixtureMessage {
+            associated: Some(("p:0/g1".into(), 2000)),
+            ..text_msg("g6", "Loved “Who brings snacks?”", bob, T0 + 5000)
+        },
+    )
+    .expect("m");
+    w.add_message(unnamed, &text_msg("u1", "hi", bob, T0)).expect("m");
+
+    let amc = amc(dir.path());
+    let db = ChatDb::open(&path).expect("open");
+    let report = sync_once(&amc, &db).await.expect("sync");
+    assert_eq!((report.rows, report.inserted), (7, 6));
+    let channels = amc.store().admin_channels(None, None).expect("channels");
+    let names: Vec<(&str, &str)> = channels.iter().map(|c| (c.name.as_str(), c.kind.as_str())).collect();
+    assert!(names.contains(&("Book club", "group")), "{names:?}");
+    assert!(names.contains(&("+15551234567, bob@example.com", "group")), "{names:?}");
+    let club = channels.iter().find(|c| c.name == "Book club").expect("club");
+    assert_eq!(club.platform_id, "iMessage;+;chat100");
+    let msgs = amc.store().channel_tail(&club.id, 10).expect("tail");
+    assert_eq!(msgs.len(), 5);
+    assert!(msgs[1].sender.is_self && !msgs[0].sender.is_self);
+    assert_eq!(msgs[2].reply_to.as_deref(), Some(msgs[0].id.as_str()));
+    assert!(msgs[3].edited_at.is_some() && !msgs[3].text.is_empty(), "{:?}", msgs[3]);
+    assert!(msgs[4].unsent && msgs[4].text.is_empty(), "{:?}", msgs[4]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reading_again_never_duplicates_and_new_rows_arrive_after_the_checkpoint() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("chat.db");
+    let w = ChatDbWriter::create_legacy(&path).expect("an older macOS chat.db");
+    let ada = w.add_handle("+15551234567").expect("handle");
+    let chat = w.add_chat("iMessage;-;+15551234567", 45, None, &[ada]).expect("chat");
+    for i in 0..3 {
+        w.add_message(chat, &text_msg(&format!("a{i}"), &format!("m{i}"), ada, T0 + i)).expect("m");
+    }
+    let amc = amc(dir.path());
+    let db = ChatDb::open(&path).expect("open");
+    let first = sync_once(&amc, &db).await.expect("sync");
+    assert_eq!((first.inserted, first.checkpoint), (3, 3));
+    let again = sync_once(&amc, &db).await.expect("sync");
+    assert_eq!((again.rows, again.inserted), (0, 0));
+    // A lost checkpoint (a crash before it was written) re-reads without duplicating.
+    amc.store().set_source_state(amc_core::model::Source::Imessage, "chatdb_rowid", "0").expect("reset");
+    let reread = sync_once(&amc, &db).await.expect("sync");
+    assert_eq!((reread.rows, reread.inserted), (3, 0));
+    w.add_message(chat, &text_msg("a3", "m3", ada, T0 + 10)).expect("m");
+    let next = sync_once(&amc, &db).await.expect("sync");
+    assert_eq!((next.rows, next.inserted, next.checkpoint), (1, 1, 4));
+    let channel = amc.store().admin_channels(None, None).expect("channels").remove(0);
+    assert_eq!(channel.message_count, 4);
+}
+
+#[test]
+fn a_missing_file_or_another_database_is_reported_clearly() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    match ChatDb::open(&dir.path().join("nope.db")) {
+        Err(SourceError::CannotOpen { .. }) => {}
+        other => panic!("{:?}", other.err()),
+    }
+    let other = dir.path().join("other.db");
+    rusqlite::Connection::open(&other).expect("db").execute_batch("CREATE TABLE t (x);").expect("table");
+    match ChatDb::open(&other) {
+        Err(SourceError::NotMessages(_)) => {}
+        r => panic!("{:?}", r.err()),
+    }
+}
