@@ -6,12 +6,17 @@ use clap::Args;
 use amc_core::config::RawConfig;
 use amc_core::sender::{RecordingSender, Senders};
 use amc_core::service::Amc;
+use amc_imessage::watch::WatchConfig;
+use tokio_util::sync::CancellationToken;
 
 #[derive(Args)]
 pub struct ServeArgs {
     /// Also serve on this loopback address, e.g. 127.0.0.1:7878 (Host and Origin are checked)
     #[arg(long)]
     listen: Option<String>,
+    /// Follow this iMessage database (chat.db) [default on macOS: ~/Library/Messages/chat.db]
+    #[arg(long, env = "AMC_CHAT_DB")]
+    chat_db: Option<std::path::PathBuf>,
     /// Deliver sends to a recording test sender (logged to test-sender.jsonl in the data
     /// directory) instead of iMessage and Discord
     #[arg(long, env = "AMC_TEST_SENDER")]
@@ -19,7 +24,8 @@ pub struct ServeArgs {
 }
 
 pub async fn run(raw: RawConfig, args: ServeArgs) -> anyhow::Result<()> {
-    let config = RawConfig { listen: args.listen, test_sender: args.test_sender, ..raw }.validate()?;
+    let config =
+        RawConfig { listen: args.listen, test_sender: args.test_sender, chat_db: args.chat_db, ..raw }.validate()?;
     let mut senders = Senders::default();
     if config.test_sender {
         senders = Senders::recording(RecordingSender::with_log(config.test_sender_log()));
@@ -30,8 +36,15 @@ pub async fn run(raw: RawConfig, args: ServeArgs) -> anyhow::Result<()> {
         Some(addr) => Some(tokio::net::TcpListener::bind(addr).await.with_context(|| format!("listening on {addr}"))?),
         None => None,
     };
+    let imessage = config.chat_db.clone().map(|chat_db| WatchConfig { chat_db, poll: config.chat_db_poll });
     let amc = Amc::start(config, senders).context("starting AMC")?;
+    let stop = CancellationToken::new();
+    if let Some(cfg) = imessage {
+        tracing::info!(chat_db = %cfg.chat_db.display(), "following iMessage");
+        tokio::spawn(amc_imessage::watch::run(amc.clone(), cfg, stop.clone()));
+    }
     amc_daemon::serve(amc, socket, tcp, shutdown_signal()).await?;
+    stop.cancel();
     Ok(())
 }
 

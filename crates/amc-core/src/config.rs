@@ -21,6 +21,8 @@ pub struct RawConfig {
     pub listen: Option<String>,
     /// `--test-sender`: deliver sends to a recording sender instead of the platforms.
     pub test_sender: bool,
+    /// `--chat-db`: the iMessage database to follow.
+    pub chat_db: Option<PathBuf>,
 }
 
 /// The config file, `config.toml` in the data directory. Every key is optional.
@@ -38,6 +40,11 @@ pub struct FileConfig {
     pub send_timeout_seconds: Option<u64>,
     /// A loopback address to serve on, as `--listen`.
     pub listen: Option<String>,
+    /// The iMessage database to follow, as `--chat-db` (on macOS it defaults to
+    /// `~/Library/Messages/chat.db`); `""` turns the iMessage source off.
+    pub imessage_chat_db: Option<String>,
+    /// Seconds between fallback checks of chat.db (1 to 60, default 3).
+    pub imessage_poll_seconds: Option<u64>,
 }
 
 /// Validated configuration.
@@ -55,6 +62,10 @@ pub struct Config {
     pub send_timeout: Duration,
     /// Whether sends go to the recording sender.
     pub test_sender: bool,
+    /// The iMessage database to follow, if the source is on.
+    pub chat_db: Option<PathBuf>,
+    /// How often chat.db is checked besides file events.
+    pub chat_db_poll: Duration,
 }
 
 /// A configuration that cannot be used, and why.
@@ -121,6 +132,14 @@ impl RawConfig {
             },
             send_timeout: Duration::from_secs(file.send_timeout_seconds.unwrap_or(60).clamp(1, 600)),
             test_sender: self.test_sender,
+            chat_db: match (self.chat_db, file.imessage_chat_db.as_deref()) {
+                (Some(p), _) => Some(absolute(&p)),
+                (None, Some("")) => None,
+                (None, Some(p)) => Some(absolute(&expand_home(p))),
+                (None, None) if cfg!(target_os = "macos") => Some(expand_home("~/Library/Messages/chat.db")),
+                (None, None) => None,
+            },
+            chat_db_poll: Duration::from_secs(file.imessage_poll_seconds.unwrap_or(3).clamp(1, 60)),
             data_dir,
         })
     }

@@ -94,6 +94,11 @@ impl ChatDb {
         &self.path
     }
 
+    /// SQLite's `data_version`: it changes when another connection (Messages) commits.
+    pub fn data_version(&self) -> Result<i64, SourceError> {
+        Ok(self.conn.pragma_query_value(None, "data_version", |r| r.get(0))?)
+    }
+
     /// The highest ROWID of `message`.
     pub fn max_rowid(&self) -> Result<i64, SourceError> {
         Ok(self.conn.query_row("SELECT coalesce(max(ROWID), 0) FROM message", [], |r| r.get(0))?)

@@ -6,6 +6,8 @@
 //!   bodies (`attributedBody`, edits, unsends) with `imessage-database`.
 //! - [`convert`]: chat.db rows to AMC's channels and messages.
 //! - [`sync`]: one pass from the checkpoint to the newest row, written with its checkpoint.
+//! - [`watch`]: follows chat.db as Messages writes it (directory watch, debounce, fallback
+//!   check, replaced databases).
 //! - [`fixture`]: writes chat.db files the way Messages does, for tests and benchmarks.
 #![deny(missing_docs)]
 
@@ -13,6 +15,7 @@ pub mod chatdb;
 pub mod convert;
 pub mod fixture;
 pub mod sync;
+pub mod watch;
 
 /// Why the iMessage source cannot read chat.db.
 #[derive(Debug, thiserror::Error)]

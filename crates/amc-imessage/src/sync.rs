@@ -6,9 +6,11 @@
 //! nothing doubled.
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 
 use amc_core::model::{IncomingMessage, Source};
 use amc_core::service::Amc;
+use amc_core::store::ChannelSpec;
 
 use crate::SourceError;
 use crate::chatdb::ChatDb;
@@ -32,27 +34,52 @@ pub struct SyncReport {
     pub checkpoint: i64,
 }
 
-/// Reads every row after the stored checkpoint and stores it.
-pub async fn sync_once(amc: &Amc, db: &ChatDb) -> Result<SyncReport, SourceError> {
-    let mut checkpoint: i64 =
-        amc.store().source_state(Source::Imessage, CHECKPOINT_KEY)?.and_then(|v| v.parse().ok()).unwrap_or(0);
-    let chats = db.chats()?;
-    let handles = db.handles()?;
-    let mut report = SyncReport { checkpoint, ..SyncReport::default() };
-    loop {
+/// A chat.db shared between the async code and the blocking reads.
+pub type SharedChatDb = Arc<Mutex<ChatDb>>;
+
+/// The chats and messages of one read, ready to store.
+struct Batch {
+    last: Option<i64>,
+    rows: usize,
+    by_channel: Vec<(ChannelSpec, Vec<IncomingMessage>)>,
+}
+
+/// Reads rows after `checkpoint` (on a blocking thread: chat.db may be busy for a while).
+async fn read_batch(db: &SharedChatDb, checkpoint: i64) -> Result<Batch, SourceError> {
+    let db = db.clone();
+    tokio::task::spawn_blocking(move || {
+        let db = db.lock().unwrap_or_else(|p| p.into_inner());
         let rows = db.messages_after(checkpoint, BATCH)?;
-        let Some(last) = rows.last().map(|m| i64::from(m.rowid)) else { break };
-        report.rows += rows.len();
+        let Some(last) = rows.last().map(|m| i64::from(m.rowid)) else {
+            return Ok(Batch { last: None, rows: 0, by_channel: Vec::new() });
+        };
+        let chats = db.chats()?;
+        let handles = db.handles()?;
         let mut by_chat: BTreeMap<i32, Vec<IncomingMessage>> = BTreeMap::new();
         for m in rows.iter().filter(|m| !is_reaction(m)) {
             let Some(chat_id) = m.chat_id else { continue };
             let handle = m.handle_id.and_then(|h| handles.get(&h)).map(String::as_str);
             by_chat.entry(chat_id).or_default().push(message_of(m, handle));
         }
-        let batches: Vec<_> =
+        let by_channel =
             by_chat.into_iter().filter_map(|(id, msgs)| chats.get(&id).map(|c| (channel_of(c), msgs))).collect();
-        let count = batches.len();
-        for (i, (channel, messages)) in batches.into_iter().enumerate() {
+        Ok(Batch { last: Some(last), rows: rows.len(), by_channel })
+    })
+    .await
+    .map_err(|e| SourceError::Read(e.to_string()))?
+}
+
+/// Reads every row after the stored checkpoint and stores it.
+pub async fn sync_once(amc: &Amc, db: &SharedChatDb) -> Result<SyncReport, SourceError> {
+    let mut checkpoint: i64 =
+        amc.store().source_state(Source::Imessage, CHECKPOINT_KEY)?.and_then(|v| v.parse().ok()).unwrap_or(0);
+    let mut report = SyncReport { checkpoint, ..SyncReport::default() };
+    loop {
+        let batch = read_batch(db, checkpoint).await?;
+        let Some(last) = batch.last else { break };
+        report.rows += batch.rows;
+        let count = batch.by_channel.len();
+        for (i, (channel, messages)) in batch.by_channel.into_iter().enumerate() {
             let mark = (i + 1 == count).then(|| (CHECKPOINT_KEY.to_owned(), last.to_string()));
             let stored = amc.ingest(Source::Imessage, channel, messages, mark).await?;
             report.inserted += stored.inserted.len();

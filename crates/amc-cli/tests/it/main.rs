@@ -1,6 +1,8 @@
 //! The `amc` binary end to end: `amc serve` in a temporary data directory, driven by
 //! the admin commands as a person at a terminal would.
 
+mod imessage;
+
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -16,8 +18,13 @@ struct Serve {
 
 impl Serve {
     fn start(dir: &Path) -> Self {
+        Self::start_with(dir, &[])
+    }
+
+    fn start_with(dir: &Path, extra: &[&str]) -> Self {
         let child = Command::new(AMC)
             .args(["serve", "--test-sender"])
+            .args(extra)
             .env("AMC_DATA_DIR", dir)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

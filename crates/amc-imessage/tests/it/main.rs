@@ -59,7 +59,7 @@ async fn attributed_bodies_decode_to_the_text_macos_shows() {
         };
         w.add_message(chat, &m).expect("message");
     }
-    let db = ChatDb::open(&path).expect("open");
+    let db = std::sync::Arc::new(std::sync::Mutex::new(ChatDb::open(&path).expect("open")));
     let amc = amc(dir.path());
     let report = sync_once(&amc, &db).await.expect("sync");
     assert_eq!(report.inserted, names.len());
@@ -121,7 +121,7 @@ async fn groups_self_messages_replies_edits_and_unsends_arrive_as_macos_shows_th
     w.add_message(unnamed, &text_msg("u1", "hi", bob, T0)).expect("m");
 
     let amc = amc(dir.path());
-    let db = ChatDb::open(&path).expect("open");
+    let db = std::sync::Arc::new(std::sync::Mutex::new(ChatDb::open(&path).expect("open")));
     let report = sync_once(&amc, &db).await.expect("sync");
     assert_eq!((report.rows, report.inserted), (7, 6));
     let channels = amc.store().admin_channels(None, None).expect("channels");
@@ -149,7 +149,7 @@ async fn reading_again_never_duplicates_and_new_rows_arrive_after_the_checkpoint
         w.add_message(chat, &text_msg(&format!("a{i}"), &format!("m{i}"), ada, T0 + i)).expect("m");
     }
     let amc = amc(dir.path());
-    let db = ChatDb::open(&path).expect("open");
+    let db = std::sync::Arc::new(std::sync::Mutex::new(ChatDb::open(&path).expect("open")));
     let first = sync_once(&amc, &db).await.expect("sync");
     assert_eq!((first.inserted, first.checkpoint), (3, 3));
     let again = sync_once(&amc, &db).await.expect("sync");

@@ -1,0 +1,149 @@
+//! iMessage live: `amc serve --chat-db` follows a chat.db while another process writes
+//! to it in WAL mode, as Messages does, and agents see the new rows through
+//! `GET /messages/unread`.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use amc_imessage::fixture::{ChatDbWriter, FixtureMessage, apple_ns};
+
+use super::{Serve, amc, json};
+
+const T0: i64 = 1_777_000_000_000;
+
+/// Appends a message to chat 1 from a separate process (Python's sqlite3), in WAL mode.
+fn append_from_another_process(chat_db: &Path, guid: &str, text: &str, at_ms: i64) {
+    let script = format!(
+        "import sqlite3\n\
+         c = sqlite3.connect({path:?})\n\
+         c.execute('PRAGMA journal_mode=wal')\n\
+         cur = c.execute(\"INSERT INTO message (guid, text, handle_id, service, is_from_me, date, date_read, date_delivered, is_finished, item_type, account) VALUES (?, ?, 1, 'iMessage', 0, ?, 0, 0, 1, 0, 'e:')\", ({guid:?}, {text:?}, {date}))\n\
+         c.execute('INSERT INTO chat_message_join (chat_id, message_id, message_date) VALUES (1, ?, ?)', (cur.lastrowid, {date}))\n\
+         c.commit()\n",
+        path = chat_db.display().to_string(),
+        date = apple_ns(at_ms),
+    );
+    let status = Command::new("python3").arg("-c").arg(script).status().expect("python3");
+    assert!(status.success());
+}
+
+async fn unread_texts(socket: &Path, token: &str) -> Vec<String> {
+    let mut c = amc_client::Connection::connect(socket)
+        .await
+        .expect("connect")
+        .with_bearer(token)
+        .with_header("x-agent-id", "claude");
+    let v = c.get("/messages/unread?limit=100").await.expect("get").json();
+    v["messages"].as_array().expect("messages").iter().map(|m| m["text"].as_str().unwrap_or("").to_owned()).collect()
+}
+
+async fn wait_for(socket: &Path, token: &str, want: &[&str]) -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let got = unread_texts(socket, token).await;
+        if want.iter().all(|w| got.iter().any(|g| g == w)) || Instant::now() > deadline {
+            return got;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_written_by_another_process_reach_agents_and_a_replaced_chat_db_is_followed() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let messages = tmp.path().join("Messages");
+    std::fs::create_dir_all(&messages).expect("mkdir");
+    let chat_db = messages.join("chat.db");
+    {
+        let w = ChatDbWriter::create(&chat_db).expect("chat.db");
+        let ada = w.add_handle("+15551234567").expect("handle");
+        let chat = w.add_chat("iMessage;-;+15551234567", 45, None, &[ada]).expect("chat");
+        let m = FixtureMessage {
+            guid: "g0".into(),
+            text: Some("before".into()),
+            handle_id: ada,
+            sent_at_ms: T0,
+            ..Default::default()
+        };
+        w.add_message(chat, &m).expect("message");
+    }
+    let data = tmp.path().join("amc");
+    let serve = Serve::start_with(&data, &["--chat-db", chat_db.to_str().expect("utf8")]);
+    let socket = data.join("run/amc.sock");
+
+    // The chat appears, pending; the person approves it with its history.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let channel = loop {
+        let v = json(&amc(&data, &["--json", "channel", "list"]));
+        if let Some(c) = v["channels"].as_array().and_then(|a| a.first()).cloned() {
+            break c;
+        }
+        assert!(Instant::now() < deadline, "chat.db was not read");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!((channel["name"].as_str(), channel["state"].as_str()), (Some("+15551234567"), Some("pending")));
+    let id = channel["id"].as_str().expect("id").to_owned();
+    json(&amc(&data, &["--json", "channel", "approve", &id, "--history", "all"]));
+    let token = json(&amc(&data, &["--json", "agent", "add", "claude"]))["token"].as_str().expect("token").to_owned();
+    assert_eq!(wait_for(&socket, &token, &["before"]).await, vec!["before"]);
+
+    // Messages writes while AMC runs.
+    let now = amc_core::time::now_ms();
+    append_from_another_process(&chat_db, "g1", "live one", now);
+    append_from_another_process(&chat_db, "g2", "live two", now + 1);
+    assert_eq!(wait_for(&socket, &token, &["live one", "live two"]).await, vec!["before", "live one", "live two"]);
+
+    // Messages rebuilds chat.db: a new file with the old rows and a new one takes its place.
+    let rebuilt = messages.join("chat.db.new");
+    {
+        let w = ChatDbWriter::create(&rebuilt).expect("chat.db");
+        let ada = w.add_handle("+15551234567").expect("handle");
+        let chat = w.add_chat("iMessage;-;+15551234567", 45, None, &[ada]).expect("chat");
+        for (guid, text, at) in [
+            ("g0", "before", T0),
+            ("g1", "live one", now),
+            ("g2", "live two", now + 1),
+            ("g3", "after the rebuild", now + 2),
+        ] {
+            let m = FixtureMessage {
+                guid: guid.into(),
+                text: Some(text.into()),
+                handle_id: ada,
+                sent_at_ms: at,
+                ..Default::default()
+            };
+            w.add_message(chat, &m).expect("message");
+        }
+    }
+    for suffix in ["-wal", "-shm"] {
+        let _ = std::fs::remove_file(messages.join(format!("chat.db{suffix}")));
+    }
+    std::fs::rename(&rebuilt, &chat_db).expect("replace");
+    let got = wait_for(&socket, &token, &["after the rebuild"]).await;
+    assert_eq!(got, vec!["before", "live one", "live two", "after the rebuild"], "nothing doubled, nothing lost");
+    let health = json(&amc(&data, &["--json", "status"]));
+    assert_eq!(health["sources"]["imessage"]["state"], "connected");
+    drop(serve);
+}
+
+#[test]
+fn a_chat_db_that_cannot_be_read_is_reported_with_the_fix() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let data = tmp.path().join("amc");
+    let missing = tmp.path().join("Messages/chat.db");
+    let _serve = Serve::start_with(&data, &["--chat-db", missing.to_str().expect("utf8")]);
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let health = json(&amc(&data, &["--json", "status"]));
+        let imessage = &health["sources"]["imessage"];
+        if imessage["state"] == "degraded" {
+            let reason = imessage["reason"].as_str().expect("reason");
+            assert!(reason.contains("Full Disk Access") && reason.contains("Privacy & Security"), "{reason}");
+            assert_eq!(health["status"], "degraded");
+            break;
+        }
+        assert!(Instant::now() < deadline, "{health}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

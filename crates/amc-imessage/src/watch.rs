@@ -1,0 +1,185 @@
+//! Follows chat.db as Messages writes it.
+//!
+//! The watch is on the Messages *directory*: in WAL mode a watch on chat.db alone sees
+//! no inserts, and Messages recreates chat.db-wal when it relaunches. Only data changes,
+//! creations and removals of chat.db and chat.db-wal count (AMC's own reads cause only
+//! open and metadata events); they are debounced briefly. A slow fallback check
+//! (`PRAGMA data_version` and the file's identity) runs every few seconds, so a lost
+//! event never loses a message.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use amc_core::model::Source;
+use amc_core::service::{Amc, SourceState, SourceStatus};
+use notify::{EventKind, RecursiveMode, Watcher};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::SourceError;
+use crate::chatdb::ChatDb;
+use crate::sync::{CHECKPOINT_KEY, SharedChatDb, sync_once};
+
+/// How long to let a burst of file events settle before reading.
+const DEBOUNCE: Duration = Duration::from_millis(5);
+
+/// How the watcher is set up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WatchConfig {
+    /// chat.db.
+    pub chat_db: PathBuf,
+    /// The fallback check's period.
+    pub poll: Duration,
+}
+
+fn is_ours(event: &notify::Event) -> bool {
+    let relevant = matches!(
+        event.kind,
+        EventKind::Modify(notify::event::ModifyKind::Data(_))
+            | EventKind::Modify(notify::event::ModifyKind::Any)
+            | EventKind::Modify(notify::event::ModifyKind::Name(_))
+            | EventKind::Create(_)
+            | EventKind::Remove(_)
+            | EventKind::Any
+    );
+    relevant
+        && event
+            .paths
+            .iter()
+            .any(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n == "chat.db" || n == "chat.db-wal"))
+}
+
+/// What identifies the chat.db file: a replaced or rebuilt one has another inode.
+fn identity(path: &Path) -> Option<(u64, u64)> {
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+fn status(state: SourceState, reason: Option<String>) -> SourceStatus {
+    SourceStatus { state, reason }
+}
+
+/// The advice for a chat.db that cannot be opened.
+pub fn full_disk_access_advice(path: &Path, e: &SourceError) -> String {
+    format!(
+        "{e}. On macOS, give AMC Full Disk Access: System Settings → Privacy & Security → Full Disk Access, \
+         turn on AMC (or the terminal running `amc serve`), then restart it. chat.db is expected at {}.",
+        path.display()
+    )
+}
+
+struct Open {
+    db: SharedChatDb,
+    identity: Option<(u64, u64)>,
+    data_version: i64,
+}
+
+/// Follows chat.db until `shutdown`, storing every new row.
+pub async fn run(amc: Amc, cfg: WatchConfig, shutdown: CancellationToken) {
+    let (tx, mut rx) = mpsc::channel::<()>(64);
+    let dir = cfg.chat_db.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
+    let watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
+        if let Ok(event) = res
+            && is_ours(&event)
+        {
+            let _ = tx.try_send(());
+        }
+    });
+    let _watcher = match watcher {
+        Ok(mut w) => match w.watch(&dir, RecursiveMode::NonRecursive) {
+            Ok(()) => Some(w),
+            Err(e) => {
+                tracing::warn!(dir = %dir.display(), error = %e, "cannot watch the Messages folder; checking every few seconds");
+                None
+            }
+        },
+        Err(e) => {
+            tracing::warn!(error = %e, "no file watcher; checking every few seconds");
+            None
+        }
+    };
+    let mut open: Option<Open> = None;
+    let mut tick = tokio::time::interval(cfg.poll);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        let forced = tokio::select! {
+            () = shutdown.cancelled() => return,
+            Some(()) = rx.recv() => {
+                tokio::time::sleep(DEBOUNCE).await;
+                while rx.try_recv().is_ok() {}
+                true
+            }
+            _ = tick.tick() => false,
+        };
+        step(&amc, &cfg.chat_db, &mut open, forced).await;
+    }
+}
+
+/// One look at chat.db: (re)open it if needed, and read what is new.
+async fn step(amc: &Amc, path: &Path, open: &mut Option<Open>, forced: bool) {
+    let now_identity = identity(path);
+    if open.as_ref().is_some_and(|o| o.identity != now_identity) {
+        tracing::info!("chat.db was replaced; reading it again");
+        *open = None;
+    }
+    if open.is_none() {
+        match ChatDb::open(path) {
+            Ok(db) => {
+                resync_if_rebuilt(amc, &db);
+                let data_version = db.data_version().unwrap_or(-1);
+                *open = Some(Open { data_version, db: Arc::new(Mutex::new(db)), identity: now_identity });
+            }
+            Err(e) => {
+                amc.set_source_status(
+                    Source::Imessage,
+                    status(SourceState::Degraded, Some(full_disk_access_advice(path, &e))),
+                );
+                return;
+            }
+        }
+    } else if !forced {
+        // The fallback check: anything written since the last look?
+        let Some(o) = open.as_mut() else { return };
+        let version = o.db.lock().unwrap_or_else(|p| p.into_inner()).data_version();
+        match version {
+            Ok(v) if v == o.data_version => return,
+            Ok(v) => o.data_version = v,
+            Err(_) => {}
+        }
+    }
+    let Some(db) = open.as_ref().map(|o| o.db.clone()) else { return };
+    match sync_once(amc, &db).await {
+        Ok(report) => {
+            if report.rows > 0 {
+                tracing::debug!(rows = report.rows, inserted = report.inserted, "chat.db read");
+            }
+            amc.set_source_status(Source::Imessage, status(SourceState::Connected, None));
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "reading chat.db failed; trying again");
+            amc.set_source_status(Source::Imessage, status(SourceState::Degraded, Some(e.to_string())));
+            *open = None;
+        }
+    }
+}
+
+/// A chat.db whose ROWIDs went backwards was rebuilt or replaced: read it from the
+/// start (ingest is idempotent on the message guid, so nothing doubles).
+fn resync_if_rebuilt(amc: &Amc, db: &ChatDb) {
+    let checkpoint: i64 = amc
+        .store()
+        .source_state(Source::Imessage, CHECKPOINT_KEY)
+        .ok()
+        .flatten()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    if let Ok(max) = db.max_rowid()
+        && max < checkpoint
+    {
+        tracing::warn!(max, checkpoint, "chat.db's rows go back past AMC's checkpoint; resyncing by message guid");
+        if let Err(e) = amc.store().set_source_state(Source::Imessage, CHECKPOINT_KEY, "0") {
+            tracing::warn!(error = %e, "could not reset the chat.db checkpoint");
+        }
+    }
+}
