@@ -1,9 +1,8 @@
 //! One pass over chat.db: every row after the checkpoint, stored with the checkpoint.
 //!
-//! Messages are stored per chat; the checkpoint (the highest ROWID read) is written only
-//! with the pass's last batch, in the same transaction. A crash before that re-reads the
-//! same rows next time, and ingest is idempotent on the message guid: nothing is lost,
-//! nothing doubled.
+//! Each batch of rows is stored, every chat of it, in one transaction with the checkpoint
+//! (the highest ROWID read). A crash before it re-reads the same rows next time, and
+//! ingest is idempotent on the message guid: nothing is lost, nothing doubled.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -19,7 +18,7 @@ use crate::convert::{channel_of, is_reaction, message_of};
 /// The checkpoint's key in AMC's source state.
 pub const CHECKPOINT_KEY: &str = "chatdb_rowid";
 /// Rows read per batch.
-const BATCH: u32 = 5_000;
+const BATCH: u32 = 20_000;
 
 /// What a pass did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -78,15 +77,11 @@ pub async fn sync_once(amc: &Amc, db: &SharedChatDb) -> Result<SyncReport, Sourc
         let batch = read_batch(db, checkpoint).await?;
         let Some(last) = batch.last else { break };
         report.rows += batch.rows;
-        let count = batch.by_channel.len();
-        for (i, (channel, messages)) in batch.by_channel.into_iter().enumerate() {
-            let mark = (i + 1 == count).then(|| (CHECKPOINT_KEY.to_owned(), last.to_string()));
-            let stored = amc.ingest(Source::Imessage, channel, messages, mark).await?;
+        // All chats of the batch and the checkpoint in one transaction.
+        let mark = Some((CHECKPOINT_KEY.to_owned(), last.to_string()));
+        for stored in amc.ingest_many(Source::Imessage, batch.by_channel, mark).await? {
             report.inserted += stored.inserted.len();
             report.updated += stored.updated.len();
-        }
-        if count == 0 {
-            amc.store().set_source_state(Source::Imessage, CHECKPOINT_KEY, &last.to_string())?;
         }
         checkpoint = last;
         report.checkpoint = last;

@@ -62,6 +62,34 @@ impl Amc {
         Ok(report)
     }
 
+    /// Stores what a source read from several channels in one transaction, with its
+    /// checkpoint, and tells the UI.
+    pub async fn ingest_many(
+        &self,
+        source: Source,
+        batches: Vec<(ChannelSpec, Vec<IncomingMessage>)>,
+        checkpoint: Option<(String, String)>,
+    ) -> Result<Vec<IngestReport>> {
+        let reports = self
+            .blocking(move |s| {
+                s.ingest_many(source, &batches, checkpoint.as_ref().map(|(k, v)| (k.as_str(), v.as_str())))
+            })
+            .await?;
+        for report in &reports {
+            if report.channel_created {
+                self.publish(Event::ChannelCreated { channel_id: report.channel_id.clone() });
+            }
+            if !report.inserted.is_empty() || !report.updated.is_empty() {
+                self.publish(Event::MessagesChanged {
+                    channel_id: report.channel_id.clone(),
+                    inserted: report.inserted.len(),
+                    updated: report.updated.len(),
+                });
+            }
+        }
+        Ok(reports)
+    }
+
     /// Every channel, for the person.
     pub async fn admin_channels(
         &self,

@@ -121,38 +121,54 @@ impl Store {
         messages: &[IncomingMessage],
         checkpoint: Option<(&str, &str)>,
     ) -> Result<IngestReport> {
+        let mut reports = self.ingest_many(source, &[(channel.clone(), messages.to_vec())], checkpoint)?;
+        reports.pop().ok_or_else(|| Error::internal("ingest reported nothing"))
+    }
+
+    /// [`Store::ingest`] for several channels in one transaction: a source reading many
+    /// chats at once writes them, and its checkpoint, together.
+    pub fn ingest_many(
+        &self,
+        source: Source,
+        batches: &[(ChannelSpec, Vec<IncomingMessage>)],
+        checkpoint: Option<(&str, &str)>,
+    ) -> Result<Vec<IngestReport>> {
         let now = now_ms();
         self.write(|tx| {
-            let (channel_id, channel_created) = upsert(tx, source, channel, now)?;
-            let mut report = IngestReport { channel_id: channel_id.clone(), channel_created, ..Default::default() };
+            let mut reports = Vec::with_capacity(batches.len());
             let mut lowest: Option<(Millis, String)> = None;
-            let mut newest: Option<Millis> = None;
-            for msg in messages {
-                match ingest_one(tx, source, &channel_id, msg, now, || self.next_message_id())? {
-                    Ingested::Inserted(id) => {
-                        if lowest.as_ref().is_none_or(|(at, lid)| (msg.sent_at, &id) < (*at, lid)) {
-                            lowest = Some((msg.sent_at, id.clone()));
+            for (channel, messages) in batches {
+                let (channel_id, channel_created) = upsert(tx, source, channel, now)?;
+                let mut report = IngestReport { channel_id: channel_id.clone(), channel_created, ..Default::default() };
+                let mut newest: Option<Millis> = None;
+                for msg in messages {
+                    match ingest_one(tx, source, &channel_id, msg, now, || self.next_message_id())? {
+                        Ingested::Inserted(id) => {
+                            if lowest.as_ref().is_none_or(|(at, lid)| (msg.sent_at, &id) < (*at, lid)) {
+                                lowest = Some((msg.sent_at, id.clone()));
+                            }
+                            newest = newest.max(Some(msg.sent_at));
+                            report.inserted.push(id);
                         }
-                        newest = newest.max(Some(msg.sent_at));
-                        report.inserted.push(id);
+                        Ingested::Updated(id) => report.updated.push(id),
+                        Ingested::Unchanged => {}
                     }
-                    Ingested::Updated(id) => report.updated.push(id),
-                    Ingested::Unchanged => {}
                 }
+                if let Some(newest) = newest {
+                    tx.prepare_cached(
+                        "UPDATE channels SET last_message_at = max(coalesce(last_message_at, ?2), ?2) WHERE id = ?1",
+                    )?
+                    .execute(params![channel_id, newest])?;
+                }
+                reports.push(report);
             }
             if let Some((at, id)) = lowest {
                 lower_floors(tx, at, &id)?;
             }
-            if let Some(newest) = newest {
-                tx.prepare_cached(
-                    "UPDATE channels SET last_message_at = max(coalesce(last_message_at, ?2), ?2) WHERE id = ?1",
-                )?
-                .execute(params![channel_id, newest])?;
-            }
             if let Some((key, value)) = checkpoint {
                 set_source_state(tx, source, key, value)?;
             }
-            Ok(report)
+            Ok(reports)
         })
     }
 

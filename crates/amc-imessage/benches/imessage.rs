@@ -1,0 +1,163 @@
+//! The iMessage source's figures: initial ingest of a 250,000-message chat.db, and the
+//! latency from a commit in chat.db to the message being returned by
+//! `GET /messages/unread` on the real daemon. `cargo bench -p amc-imessage --bench
+//! imessage`; `AMC_BENCH_MESSAGES` sets the chat.db's size. With `AMC_BENCH_KEEP=DIR` the
+//! generated chat.db is kept in DIR (to run imessage-exporter on the same file).
+#![allow(clippy::print_stdout)] // a bench binary reports on stdout
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use amc_core::config::RawConfig;
+use amc_core::events::Event;
+use amc_core::model::HistoryRelease;
+use amc_core::sender::Senders;
+use amc_core::service::Amc;
+use amc_imessage::chatdb::ChatDb;
+use amc_imessage::fixture::{ChatDbWriter, FixtureMessage};
+use amc_imessage::sync::sync_once;
+use amc_imessage::watch::WatchConfig;
+use tokio_util::sync::CancellationToken;
+
+const CHATS: i64 = 200;
+const SAMPLES: usize = 300;
+
+fn report(name: &str, mut samples: Vec<Duration>) {
+    samples.sort();
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    let p = |q: f64| ms(samples[((samples.len() - 1) as f64 * q).round() as usize]);
+    println!("{name:<52} n={} p50={:>7.3} ms  p99={:>7.3} ms  max={:>7.3} ms", samples.len(), p(0.5), p(0.99), p(1.0));
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let total: i64 = std::env::var("AMC_BENCH_MESSAGES").ok().and_then(|v| v.parse().ok()).unwrap_or(250_000);
+    let tmp = tempfile::tempdir()?;
+    let keep = std::env::var("AMC_BENCH_KEEP").ok().map(std::path::PathBuf::from);
+    let dir = keep.clone().unwrap_or_else(|| tmp.path().to_owned());
+    std::fs::create_dir_all(&dir)?;
+    let chat_db = dir.join("chat.db");
+    let _ = std::fs::remove_file(&chat_db);
+    let body = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/fixtures/imessage/attributed-body/AttributedBodyTextOnly"
+    ))?;
+
+    // A chat.db as Messages would have it: 200 chats, every third body only in attributedBody.
+    let t = Instant::now();
+    {
+        let w = ChatDbWriter::create(&chat_db)?;
+        w.connection().execute_batch("BEGIN")?;
+        let mut chats = Vec::new();
+        for c in 0..CHATS {
+            let h = w.add_handle(&format!("+1555{c:07}"))?;
+            chats.push((w.add_chat(&format!("iMessage;-;+1555{c:07}"), 45, None, &[h])?, h));
+        }
+        let base = amc_core::time::now_ms() - total * 1000;
+        for i in 0..total {
+            let (chat, handle) = chats[(i % CHATS) as usize];
+            let m = FixtureMessage {
+                guid: format!("bench-{i:08}"),
+                text: (i % 3 != 0).then(|| format!("message {i}: see you at the usual place around seven")),
+                attributed_body: (i % 3 == 0).then(|| body.clone()),
+                handle_id: handle,
+                is_from_me: i % 5 == 0,
+                sent_at_ms: base + i * 1000,
+                ..Default::default()
+            };
+            w.add_message(chat, &m)?;
+        }
+        w.connection().execute_batch("COMMIT")?;
+    }
+    println!("wrote a {total}-message chat.db in {:.1} s", t.elapsed().as_secs_f64());
+
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    rt.block_on(async {
+        // Initial ingest into an empty AMC.
+        let data = tmp.path().join("amc-ingest");
+        let config = RawConfig { data_dir: Some(data), ..Default::default() }.validate()?;
+        let amc = Amc::start(config, Senders::default())?;
+        let db = Arc::new(Mutex::new(ChatDb::open(&chat_db)?));
+        let t = Instant::now();
+        let r = sync_once(&amc, &db).await?;
+        let took = t.elapsed();
+        println!(
+            "initial ingest: {} rows in {:.2} s = {:.0} messages/s",
+            r.rows,
+            took.as_secs_f64(),
+            r.rows as f64 / took.as_secs_f64()
+        );
+
+        // Latency: a commit in a small chat.db to GET /messages/unread returning it.
+        let small_dir = tmp.path().join("Messages");
+        std::fs::create_dir_all(&small_dir)?;
+        let small = small_dir.join("chat.db");
+        let w = ChatDbWriter::create(&small)?;
+        let h = w.add_handle("+15550000001")?;
+        let chat = w.add_chat("iMessage;-;+15550000001", 45, None, &[h])?;
+        let seed = FixtureMessage {
+            guid: "seed".into(),
+            text: Some("seed".into()),
+            handle_id: h,
+            sent_at_ms: amc_core::time::now_ms(),
+            ..Default::default()
+        };
+        w.add_message(chat, &seed)?;
+        let data = tmp.path().join("amc-live");
+        let config = RawConfig { data_dir: Some(data), ..Default::default() }.validate()?;
+        let socket = amc_daemon::bind_socket(&config.run_dir(), &config.socket_path())?;
+        let amc = Amc::start(config.clone(), Senders::default())?;
+        let stop = CancellationToken::new();
+        let mut events = amc.events().subscribe();
+        let watch = WatchConfig { chat_db: small.clone(), poll: Duration::from_secs(3) };
+        tokio::spawn(amc_imessage::watch::run(amc.clone(), watch, stop.clone()));
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(amc_daemon::serve(amc.clone(), socket, None, async move {
+            let _ = stop_rx.await;
+        }));
+        let channel_id = loop {
+            if let Ok(Event::ChannelCreated { channel_id }) = events.recv().await {
+                break channel_id;
+            }
+        };
+        amc.store().approve_channel(&channel_id, HistoryRelease::All, None)?;
+        let (_, token) = amc.store().create_agent("bench")?;
+        let mut client = amc_client::Connection::connect(&config.socket_path())
+            .await?
+            .with_bearer(&token)
+            .with_header("x-agent-id", "bench");
+        let mut samples = Vec::with_capacity(SAMPLES);
+        for i in 0..SAMPLES {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            while events.try_recv().is_ok() {}
+            let text = format!("live {i}");
+            let m = FixtureMessage {
+                guid: format!("live-{i}"),
+                text: Some(text.clone()),
+                handle_id: h,
+                sent_at_ms: amc_core::time::now_ms(),
+                ..Default::default()
+            };
+            let t0 = Instant::now();
+            w.add_message(chat, &m)?;
+            loop {
+                match tokio::time::timeout(Duration::from_secs(10), events.recv()).await {
+                    Ok(Ok(Event::MessagesChanged { inserted, .. })) if inserted > 0 => break,
+                    Ok(_) => {}
+                    Err(_) => return Err("no event within 10 s".into()),
+                }
+            }
+            let page = client.get("/messages/unread?limit=100").await?.json();
+            samples.push(t0.elapsed());
+            let listed: Vec<&serde_json::Value> = page["messages"].as_array().into_iter().flatten().collect();
+            assert!(listed.iter().any(|m| m["text"] == text.as_str()), "{page}");
+            let all: Vec<&str> = listed.iter().filter_map(|m| m["id"].as_str()).collect();
+            client.post("/messages/mark_read", &serde_json::json!({ "message_ids": all })).await?;
+        }
+        report("commit in chat.db → GET /messages/unread returns it", samples);
+        stop.cancel();
+        let _ = stop_tx.send(());
+        server.await??;
+        Ok::<_, Box<dyn std::error::Error>>(())
+    })?;
+    Ok(())
+}
