@@ -40,7 +40,31 @@ pub type SharedChatDb = Arc<Mutex<ChatDb>>;
 struct Batch {
     last: Option<i64>,
     rows: usize,
-    by_channel: Vec<(ChannelSpec, Vec<IncomingMessage>)>,
+    by_channel: Vec<(ChannelSpec, Vec<(i64, IncomingMessage)>)>,
+}
+
+impl Batch {
+    /// The rows at or below `rowid` (a rescan leaves newer rows to the regular read),
+    /// and how many rows that is.
+    fn split_at(self, rowid: i64) -> (Vec<(ChannelSpec, Vec<IncomingMessage>)>, usize) {
+        let mut n = 0;
+        let kept = self
+            .by_channel
+            .into_iter()
+            .map(|(c, msgs)| {
+                let msgs: Vec<IncomingMessage> =
+                    msgs.into_iter().filter(|(r, _)| *r <= rowid).map(|(_, m)| m).collect();
+                n += msgs.len();
+                (c, msgs)
+            })
+            .filter(|(_, msgs)| !msgs.is_empty())
+            .collect();
+        (kept, n)
+    }
+
+    fn all(self) -> Vec<(ChannelSpec, Vec<IncomingMessage>)> {
+        self.by_channel.into_iter().map(|(c, msgs)| (c, msgs.into_iter().map(|(_, m)| m).collect())).collect()
+    }
 }
 
 /// Reads rows after `checkpoint` (on a blocking thread: chat.db may be busy for a while).
@@ -54,11 +78,11 @@ async fn read_batch(db: &SharedChatDb, checkpoint: i64) -> Result<Batch, SourceE
         };
         let chats = db.chats()?;
         let handles = db.handles()?;
-        let mut by_chat: BTreeMap<i32, Vec<IncomingMessage>> = BTreeMap::new();
+        let mut by_chat: BTreeMap<i32, Vec<(i64, IncomingMessage)>> = BTreeMap::new();
         for m in rows.iter().filter(|m| !is_reaction(m)) {
             let Some(chat_id) = m.chat_id else { continue };
             let handle = m.handle_id.and_then(|h| handles.get(&h)).map(String::as_str);
-            by_chat.entry(chat_id).or_default().push(message_of(m, handle));
+            by_chat.entry(chat_id).or_default().push((i64::from(m.rowid), message_of(m, handle)));
         }
         let by_channel =
             by_chat.into_iter().filter_map(|(id, msgs)| chats.get(&id).map(|c| (channel_of(c), msgs))).collect();
@@ -66,6 +90,31 @@ async fn read_batch(db: &SharedChatDb, checkpoint: i64) -> Result<Batch, SourceE
     })
     .await
     .map_err(|e| SourceError::Read(e.to_string()))?
+}
+
+/// How many of the newest rows a rescan reads again.
+pub const RESCAN_ROWS: i64 = 2_000;
+
+/// Reads the newest rows again, before the checkpoint: Messages records an edit, an
+/// unsend or a late-synced change in the row it belongs to, so the ROWID does not move
+/// and only a second look finds it. Stored messages that changed are updated.
+pub async fn rescan_recent(amc: &Amc, db: &SharedChatDb) -> Result<SyncReport, SourceError> {
+    let checkpoint: i64 =
+        amc.store().source_state(Source::Imessage, CHECKPOINT_KEY)?.and_then(|v| v.parse().ok()).unwrap_or(0);
+    let mut report = SyncReport { checkpoint, ..SyncReport::default() };
+    let mut from = (checkpoint - RESCAN_ROWS).max(0);
+    while from < checkpoint {
+        let batch = read_batch(db, from).await?;
+        let Some(last) = batch.last else { break };
+        report.rows += batch.rows;
+        let (kept, _) = batch.split_at(checkpoint);
+        for stored in amc.ingest_many(Source::Imessage, kept, None).await? {
+            report.inserted += stored.inserted.len();
+            report.updated += stored.updated.len();
+        }
+        from = last;
+    }
+    Ok(report)
 }
 
 /// Reads every row after the stored checkpoint and stores it.
@@ -79,7 +128,7 @@ pub async fn sync_once(amc: &Amc, db: &SharedChatDb) -> Result<SyncReport, Sourc
         report.rows += batch.rows;
         // All chats of the batch and the checkpoint in one transaction.
         let mark = Some((CHECKPOINT_KEY.to_owned(), last.to_string()));
-        for stored in amc.ingest_many(Source::Imessage, batch.by_channel, mark).await? {
+        for stored in amc.ingest_many(Source::Imessage, batch.all(), mark).await? {
             report.inserted += stored.inserted.len();
             report.updated += stored.updated.len();
         }

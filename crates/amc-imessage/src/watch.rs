@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::SourceError;
 use crate::chatdb::ChatDb;
-use crate::sync::{CHECKPOINT_KEY, SharedChatDb, sync_once};
+use crate::sync::{CHECKPOINT_KEY, SharedChatDb, rescan_recent, sync_once};
 
 /// How long to let a burst of file events settle before reading.
 const DEBOUNCE: Duration = Duration::from_millis(5);
@@ -149,6 +149,10 @@ async fn step(amc: &Amc, path: &Path, open: &mut Option<Open>, forced: bool) {
         }
     }
     let Some(db) = open.as_ref().map(|o| o.db.clone()) else { return };
+    // On the slow check, look again at the newest rows for edits and unsends.
+    if !forced && let Err(e) = rescan_recent(amc, &db).await {
+        tracing::warn!(error = %e, "rescanning chat.db failed");
+    }
     match sync_once(amc, &db).await {
         Ok(report) => {
             if report.rows > 0 {

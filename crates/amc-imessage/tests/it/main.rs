@@ -179,3 +179,46 @@ fn a_missing_file_or_another_database_is_reported_clearly() {
         r => panic!("{:?}", r.err()),
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn edits_and_unsends_made_later_are_found_by_the_rescan() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("chat.db");
+    let w = ChatDbWriter::create(&path).expect("chat.db");
+    let ada = w.add_handle("+15551234567").expect("handle");
+    let chat = w.add_chat("iMessage;-;+15551234567", 45, None, &[ada]).expect("chat");
+    w.add_message(chat, &text_msg("e1", "see you at 8", ada, T0)).expect("m");
+    w.add_message(chat, &text_msg("e2", "oops wrong chat", ada, T0 + 1)).expect("m");
+    let amc = amc(dir.path());
+    let db = std::sync::Arc::new(std::sync::Mutex::new(ChatDb::open(&path).expect("open")));
+    sync_once(&amc, &db).await.expect("sync");
+
+    // Later, Messages records an edit and an unsend in the same rows.
+    w.connection()
+        .execute(
+            "UPDATE message SET date_edited = ?1, message_summary_info = ?2, attributedBody = ?3, text = NULL WHERE guid = 'e1'",
+            rusqlite::params![
+                amc_imessage::fixture::apple_ns(T0 + 60_000),
+                blob("message-summary-info", "Edited.plist"),
+                blob("attributed-body", "EditedWithFormatting")
+            ],
+        )
+        .expect("edit");
+    w.connection()
+        .execute(
+            "UPDATE message SET date_edited = ?1, message_summary_info = ?2 WHERE guid = 'e2'",
+            rusqlite::params![
+                amc_imessage::fixture::apple_ns(T0 + 70_000),
+                blob("message-summary-info", "Deleted.plist")
+            ],
+        )
+        .expect("unsend");
+    let plain = sync_once(&amc, &db).await.expect("sync");
+    assert_eq!(plain.rows, 0, "no new rows: the regular read cannot see the change");
+    let rescan = amc_imessage::sync::rescan_recent(&amc, &db).await.expect("rescan");
+    assert_eq!((rescan.rows, rescan.updated, rescan.inserted), (2, 2, 0));
+    let channel = amc.store().admin_channels(None, None).expect("channels").remove(0);
+    let msgs = amc.store().channel_tail(&channel.id, 10).expect("tail");
+    assert!(msgs[0].edited_at.is_some() && msgs[0].text == "Test", "{:?}", msgs[0]);
+    assert!(msgs[1].unsent && msgs[1].text.is_empty(), "{:?}", msgs[1]);
+}
