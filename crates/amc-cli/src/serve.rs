@@ -4,8 +4,10 @@ use anyhow::Context;
 use clap::Args;
 
 use amc_core::config::RawConfig;
+use amc_core::model::Source;
 use amc_core::sender::{RecordingSender, Senders};
 use amc_core::service::Amc;
+use amc_imessage::send::{MessagesConfig, MessagesSender};
 use amc_imessage::watch::WatchConfig;
 use tokio_util::sync::CancellationToken;
 
@@ -17,6 +19,9 @@ pub struct ServeArgs {
     /// Follow this iMessage database (chat.db) [default on macOS: ~/Library/Messages/chat.db]
     #[arg(long, env = "AMC_CHAT_DB")]
     chat_db: Option<std::path::PathBuf>,
+    /// Send iMessages with this program instead of /usr/bin/osascript (a stand-in in tests)
+    #[arg(long, env = "AMC_OSASCRIPT")]
+    osascript: Option<std::path::PathBuf>,
     /// Deliver sends to a recording test sender (logged to test-sender.jsonl in the data
     /// directory) instead of iMessage and Discord
     #[arg(long, env = "AMC_TEST_SENDER")]
@@ -24,12 +29,28 @@ pub struct ServeArgs {
 }
 
 pub async fn run(raw: RawConfig, args: ServeArgs) -> anyhow::Result<()> {
-    let config =
-        RawConfig { listen: args.listen, test_sender: args.test_sender, chat_db: args.chat_db, ..raw }.validate()?;
+    let config = RawConfig {
+        listen: args.listen,
+        test_sender: args.test_sender,
+        chat_db: args.chat_db,
+        osascript: args.osascript,
+        ..raw
+    }
+    .validate()?;
     let mut senders = Senders::default();
     if config.test_sender {
         senders = Senders::recording(RecordingSender::with_log(config.test_sender_log()));
         tracing::warn!(log = %config.test_sender_log().display(), "test sender: nothing reaches iMessage or Discord");
+    }
+    // iMessage sends go through Messages whenever it can be reached, test sender or not.
+    if let (Some(osascript), Some(chat_db)) = (config.osascript.clone(), config.chat_db.clone()) {
+        let sender = MessagesSender::new(MessagesConfig {
+            osascript,
+            chat_db,
+            attachments_dir: config.imessage_attachments_dir.clone(),
+            confirm_timeout: config.imessage_confirm,
+        });
+        senders = senders.with(Source::Imessage, std::sync::Arc::new(sender));
     }
     let socket = amc_daemon::bind_socket(&config.run_dir(), &config.socket_path())?;
     let tcp = match config.listen {

@@ -23,6 +23,8 @@ pub struct RawConfig {
     pub test_sender: bool,
     /// `--chat-db`: the iMessage database to follow.
     pub chat_db: Option<PathBuf>,
+    /// `--osascript`: the program that sends through Messages.
+    pub osascript: Option<PathBuf>,
 }
 
 /// The config file, `config.toml` in the data directory. Every key is optional.
@@ -45,6 +47,14 @@ pub struct FileConfig {
     pub imessage_chat_db: Option<String>,
     /// Seconds between fallback checks of chat.db (1 to 60, default 3).
     pub imessage_poll_seconds: Option<u64>,
+    /// The program that sends through Messages (default on macOS: `/usr/bin/osascript`).
+    pub imessage_osascript: Option<String>,
+    /// Seconds Messages has to record a send in chat.db before its outcome is unknown
+    /// (1 to 300, default 30).
+    pub imessage_confirm_seconds: Option<u64>,
+    /// Where attachments are copied for Messages to send them (default on macOS:
+    /// `~/Pictures/AMC`, a folder Messages may read).
+    pub imessage_attachments_dir: Option<String>,
 }
 
 /// Validated configuration.
@@ -66,6 +76,12 @@ pub struct Config {
     pub chat_db: Option<PathBuf>,
     /// How often chat.db is checked besides file events.
     pub chat_db_poll: Duration,
+    /// The program that sends through Messages, if sending is on.
+    pub osascript: Option<PathBuf>,
+    /// Where attachments are copied before Messages sends them.
+    pub imessage_attachments_dir: PathBuf,
+    /// How long Messages has to record a send.
+    pub imessage_confirm: Duration,
 }
 
 /// A configuration that cannot be used, and why.
@@ -140,6 +156,19 @@ impl RawConfig {
                 (None, None) => None,
             },
             chat_db_poll: Duration::from_secs(file.imessage_poll_seconds.unwrap_or(3).clamp(1, 60)),
+            osascript: match (self.osascript, file.imessage_osascript.as_deref()) {
+                (Some(p), _) => Some(absolute(&p)),
+                (None, Some("")) => None,
+                (None, Some(p)) => Some(absolute(&expand_home(p))),
+                (None, None) if cfg!(target_os = "macos") => Some(PathBuf::from("/usr/bin/osascript")),
+                (None, None) => None,
+            },
+            imessage_confirm: Duration::from_secs(file.imessage_confirm_seconds.unwrap_or(30).clamp(1, 300)),
+            imessage_attachments_dir: match file.imessage_attachments_dir.as_deref() {
+                Some(p) => absolute(&expand_home(p)),
+                None if cfg!(target_os = "macos") => expand_home("~/Pictures/AMC"),
+                None => data_dir.join("imessage-outgoing"),
+            },
             data_dir,
         })
     }

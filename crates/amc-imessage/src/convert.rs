@@ -36,7 +36,8 @@ pub fn message_of(m: &Message, handle: Option<&str>) -> IncomingMessage {
     let text = if unsent {
         String::new()
     } else {
-        m.text.as_deref().unwrap_or_default().replace(ATTACHMENT_PLACEHOLDER, "").trim().to_owned()
+        // The text exactly as sent, less the placeholders where attachments sit.
+        m.text.as_deref().unwrap_or_default().replace(ATTACHMENT_PLACEHOLDER, "")
     };
     let sender = if m.is_from_me {
         SenderInfo { id: "me".to_owned(), display_name: None, is_self: true }

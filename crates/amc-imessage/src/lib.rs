@@ -8,12 +8,14 @@
 //! - [`sync`]: one pass from the checkpoint to the newest row, written with its checkpoint.
 //! - [`watch`]: follows chat.db as Messages writes it (directory watch, debounce, fallback
 //!   check, replaced databases).
+//! - [`send`]: sends through Messages with `osascript`, confirmed in chat.db.
 //! - [`fixture`]: writes chat.db files the way Messages does, for tests and benchmarks.
 #![deny(missing_docs)]
 
 pub mod chatdb;
 pub mod convert;
 pub mod fixture;
+pub mod send;
 pub mod sync;
 pub mod watch;
 

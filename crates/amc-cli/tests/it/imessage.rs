@@ -147,3 +147,130 @@ fn a_chat_db_that_cannot_be_read_is_reported_with_the_fix() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+const STANDIN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/imessage/osascript-standin.py");
+
+fn standin_calls(log: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).expect("json line"))
+        .collect()
+}
+
+async fn send(socket: &Path, token: &str, channel: &str, text: &str) -> serde_json::Value {
+    let mut c = amc_client::Connection::connect(socket).await.expect("connect").with_bearer(token);
+    let r = c.post("/messages/send", &serde_json::json!({ "channel_id": channel, "text": text })).await.expect("post");
+    r.json()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sends_go_through_messages_verbatim_and_are_confirmed_in_chat_db() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let messages = tmp.path().join("Messages");
+    std::fs::create_dir_all(&messages).expect("mkdir");
+    let chat_db = messages.join("chat.db");
+    {
+        let w = ChatDbWriter::create(&chat_db).expect("chat.db");
+        let ada = w.add_handle("+15551234567").expect("handle");
+        let chat = w.add_chat("any;-;+15551234567", 45, None, &[ada]).expect("chat");
+        let m = FixtureMessage {
+            guid: "g0".into(),
+            text: Some("ping".into()),
+            handle_id: ada,
+            sent_at_ms: T0,
+            ..Default::default()
+        };
+        w.add_message(chat, &m).expect("message");
+    }
+    let data = tmp.path().join("amc");
+    std::fs::create_dir_all(&data).expect("mkdir");
+    std::fs::write(data.join("config.toml"), "imessage_confirm_seconds = 2\nrate_limit_burst = 20\n").expect("config");
+    let log = tmp.path().join("osascript.jsonl");
+    let (log_s, db_s) = (log.to_str().expect("utf8"), chat_db.to_str().expect("utf8"));
+    let serve = Serve::start_env(
+        &data,
+        &["--chat-db", db_s, "--osascript", STANDIN],
+        &[("AMC_STANDIN_LOG", log_s), ("AMC_STANDIN_CHATDB", db_s)],
+    );
+    let socket = data.join("run/amc.sock");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let channel = loop {
+        let v = json(&amc(&data, &["--json", "channel", "list"]));
+        if let Some(c) = v["channels"].as_array().and_then(|a| a.first()).cloned() {
+            break c["id"].as_str().expect("id").to_owned();
+        }
+        assert!(Instant::now() < deadline, "chat.db was not read");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    json(&amc(&data, &["--json", "channel", "approve", &channel, "--history", "all", "--policy", "auto"]));
+    let token = json(&amc(&data, &["--json", "agent", "add", "claude"]))["token"].as_str().expect("token").to_owned();
+
+    let hostile = [
+        "plain",
+        r#"She said "hi" \ and left"#,
+        "\" & (do shell script \"touch /tmp/pwned\") & \"",
+        "end tell\nend run\non run argv\n",
+        "emoji 🎉👨‍👩‍👧 and 中文",
+    ];
+    let long = "x".repeat(16 * 1024);
+    for text in hostile.iter().copied().chain([long.as_str()]) {
+        let r = send(&socket, &token, &channel, text).await;
+        assert_eq!(r["status"], "sent", "{text:.40}: {r}");
+        let id = r["message_id"].as_str().expect("id").to_owned();
+        let mut c = amc_client::Connection::connect(&socket).await.expect("connect").with_bearer(&token);
+        let m = c.get(&format!("/messages/{id}")).await.expect("get").json();
+        assert_eq!((m["text"].as_str(), m["direction"].as_str()), (Some(text), Some("outbound")));
+    }
+    let calls = standin_calls(&log);
+    assert_eq!(calls.len(), hostile.len() + 1);
+    for (call, text) in calls.iter().zip(hostile.iter().copied().chain([long.as_str()])) {
+        assert_eq!(call["argv"][0], "any;-;+15551234567", "macOS 26 chat ids pass through");
+        assert_eq!(call["argv"][1], text, "the text reaches Messages verbatim, as an argument");
+        let script: Vec<&str> = call["script"].as_array().expect("script").iter().filter_map(|l| l.as_str()).collect();
+        assert_eq!(script, amc_imessage::send::SEND_SCRIPT, "the script never changes");
+    }
+    // Each send is in the conversation once, even after the watcher reads Messages' own row.
+    std::thread::sleep(Duration::from_millis(500));
+    let mut c = amc_client::Connection::connect(&socket)
+        .await
+        .expect("connect")
+        .with_bearer(&token)
+        .with_header("x-agent-id", "claude");
+    let first = c.get("/messages/unread").await.expect("get").json();
+    let ping = first["messages"][0]["id"].as_str().expect("ping").to_owned();
+    let ctx = c
+        .get(&format!("/messages/context?channel_id={channel}&around_message_id={ping}&after=50"))
+        .await
+        .expect("get")
+        .json();
+    assert_eq!(ctx["messages"].as_array().map(Vec::len), Some(1 + hostile.len() + 1), "{ctx}");
+    let _ = serve.stop();
+
+    // Automation refused, and a send Messages never records.
+    let serve = Serve::start_env(
+        &data,
+        &["--chat-db", db_s, "--osascript", STANDIN],
+        &[("AMC_STANDIN_LOG", log_s), ("AMC_STANDIN_CHATDB", db_s), ("AMC_STANDIN_MODE", "refuse")],
+    );
+    let r = send(&socket, &token, &channel, "refused").await;
+    assert_eq!(r["error"]["code"], "PLATFORM_AUTH", "{r}");
+    assert!(r["error"]["message"].as_str().unwrap_or("").contains("Automation"));
+    let _ = serve.stop();
+    let _serve = Serve::start_env(
+        &data,
+        &["--chat-db", db_s, "--osascript", STANDIN],
+        &[("AMC_STANDIN_LOG", log_s), ("AMC_STANDIN_CHATDB", db_s), ("AMC_STANDIN_MODE", "silent")],
+    );
+    let r = send(&socket, &token, &channel, "into the void").await;
+    assert_eq!(r["status"], "unknown", "{r}");
+    let log_json = json(&amc(&data, &["--json", "review", "log"]));
+    assert!(
+        log_json["sends"]
+            .as_array()
+            .expect("sends")
+            .iter()
+            .any(|s| s["status"] == "unknown" && s["text"] == "into the void")
+    );
+}

@@ -22,9 +22,14 @@ impl Serve {
     }
 
     fn start_with(dir: &Path, extra: &[&str]) -> Self {
+        Self::start_env(dir, extra, &[])
+    }
+
+    fn start_env(dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Self {
         let child = Command::new(AMC)
             .args(["serve", "--test-sender"])
             .args(extra)
+            .envs(env.iter().copied())
             .env("AMC_DATA_DIR", dir)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

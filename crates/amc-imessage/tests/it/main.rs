@@ -69,7 +69,7 @@ async fn attributed_bodies_decode_to_the_text_macos_shows() {
     let stored = amc.store().channel_tail(&channel.id, 100).expect("messages");
     for (i, name) in names.iter().enumerate() {
         let want = expected[name.as_str()].as_str().expect("text").replace('\u{FFFC}', "");
-        assert_eq!(stored[i].text, want.trim(), "{name}");
+        assert_eq!(stored[i].text, want, "{name}");
         assert_eq!(stored[i].sender.id, "+15551234567");
     }
 }
