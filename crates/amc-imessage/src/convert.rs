@@ -1,7 +1,8 @@
 //! chat.db rows to AMC's channels and messages.
 
-use amc_core::model::{ChannelKind, IncomingMessage, SenderInfo};
-use amc_core::store::ChannelSpec;
+use amc_core::model::{ChannelKind, IncomingMessage, Reaction, SenderInfo};
+use amc_core::store::{ChannelSpec, ReactionChange};
+use imessage_database::message_types::variants::{Tapback, TapbackAction, Variant};
 use imessage_database::tables::messages::Message;
 
 use crate::chatdb::ChatInfo;
@@ -25,6 +26,33 @@ pub fn channel_of(chat: &ChatInfo) -> ChannelSpec {
 /// Whether a row is a reaction (a tapback added or removed) rather than a message.
 pub fn is_reaction(m: &Message) -> bool {
     m.associated_message_type.is_some_and(|t| (2000..=2007).contains(&t) || (3000..=3007).contains(&t))
+}
+
+/// A tapback row as a change to the reactions of the message it targets.
+pub fn reaction_of(m: &Message, handle: Option<&str>) -> Option<ReactionChange> {
+    let Variant::Tapback(_, action, tapback) = m.variant() else { return None };
+    let emoji = match tapback {
+        Tapback::Loved => "❤️".to_owned(),
+        Tapback::Liked => "👍".to_owned(),
+        Tapback::Disliked => "👎".to_owned(),
+        Tapback::Laughed => "😂".to_owned(),
+        Tapback::Emphasized => "‼️".to_owned(),
+        Tapback::Questioned => "❓".to_owned(),
+        Tapback::Emoji(Some(e)) => e.to_owned(),
+        Tapback::Emoji(None) => return None,
+        Tapback::Sticker => "🖼️".to_owned(),
+    };
+    let (_, target) = m.clean_associated_guid()?;
+    let sender = if m.is_from_me {
+        SenderInfo { id: "me".to_owned(), display_name: None, is_self: true }
+    } else {
+        SenderInfo { id: handle.unwrap_or("unknown").to_owned(), display_name: None, is_self: false }
+    };
+    Some(ReactionChange {
+        target_platform_id: target.to_owned(),
+        reaction: Reaction { emoji, sender },
+        added: matches!(action, TapbackAction::Added),
+    })
 }
 
 /// A chat.db message as AMC stores it. `handle` is the sender's address for messages

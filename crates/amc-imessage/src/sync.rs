@@ -9,11 +9,11 @@ use std::sync::{Arc, Mutex};
 
 use amc_core::model::{IncomingMessage, Source};
 use amc_core::service::Amc;
-use amc_core::store::ChannelSpec;
+use amc_core::store::{ChannelSpec, ReactionChange};
 
 use crate::SourceError;
 use crate::chatdb::ChatDb;
-use crate::convert::{channel_of, is_reaction, message_of};
+use crate::convert::{channel_of, is_reaction, message_of, reaction_of};
 
 /// The checkpoint's key in AMC's source state.
 pub const CHECKPOINT_KEY: &str = "chatdb_rowid";
@@ -41,6 +41,8 @@ struct Batch {
     last: Option<i64>,
     rows: usize,
     by_channel: Vec<(ChannelSpec, Vec<(i64, IncomingMessage)>)>,
+    /// Tapbacks, in ROWID order.
+    reactions: Vec<ReactionChange>,
 }
 
 impl Batch {
@@ -74,19 +76,24 @@ async fn read_batch(db: &SharedChatDb, checkpoint: i64) -> Result<Batch, SourceE
         let db = db.lock().unwrap_or_else(|p| p.into_inner());
         let rows = db.messages_after(checkpoint, BATCH)?;
         let Some(last) = rows.last().map(|m| i64::from(m.rowid)) else {
-            return Ok(Batch { last: None, rows: 0, by_channel: Vec::new() });
+            return Ok(Batch { last: None, rows: 0, by_channel: Vec::new(), reactions: Vec::new() });
         };
         let chats = db.chats()?;
         let handles = db.handles()?;
         let mut by_chat: BTreeMap<i32, Vec<(i64, IncomingMessage)>> = BTreeMap::new();
-        for m in rows.iter().filter(|m| !is_reaction(m)) {
-            let Some(chat_id) = m.chat_id else { continue };
+        let mut reactions = Vec::new();
+        for m in &rows {
             let handle = m.handle_id.and_then(|h| handles.get(&h)).map(String::as_str);
+            if is_reaction(m) {
+                reactions.extend(reaction_of(m, handle));
+                continue;
+            }
+            let Some(chat_id) = m.chat_id else { continue };
             by_chat.entry(chat_id).or_default().push((i64::from(m.rowid), message_of(m, handle)));
         }
         let by_channel =
             by_chat.into_iter().filter_map(|(id, msgs)| chats.get(&id).map(|c| (channel_of(c), msgs))).collect();
-        Ok(Batch { last: Some(last), rows: rows.len(), by_channel })
+        Ok(Batch { last: Some(last), rows: rows.len(), by_channel, reactions })
     })
     .await
     .map_err(|e| SourceError::Read(e.to_string()))?
@@ -104,14 +111,16 @@ pub async fn rescan_recent(amc: &Amc, db: &SharedChatDb) -> Result<SyncReport, S
     let mut report = SyncReport { checkpoint, ..SyncReport::default() };
     let mut from = (checkpoint - RESCAN_ROWS).max(0);
     while from < checkpoint {
-        let batch = read_batch(db, from).await?;
+        let mut batch = read_batch(db, from).await?;
         let Some(last) = batch.last else { break };
         report.rows += batch.rows;
+        let reactions = std::mem::take(&mut batch.reactions);
         let (kept, _) = batch.split_at(checkpoint);
         for stored in amc.ingest_many(Source::Imessage, kept, None).await? {
             report.inserted += stored.inserted.len();
             report.updated += stored.updated.len();
         }
+        report.updated += amc.apply_reactions(Source::Imessage, reactions).await?;
         from = last;
     }
     Ok(report)
@@ -123,15 +132,19 @@ pub async fn sync_once(amc: &Amc, db: &SharedChatDb) -> Result<SyncReport, Sourc
         amc.store().source_state(Source::Imessage, CHECKPOINT_KEY)?.and_then(|v| v.parse().ok()).unwrap_or(0);
     let mut report = SyncReport { checkpoint, ..SyncReport::default() };
     loop {
-        let batch = read_batch(db, checkpoint).await?;
+        let mut batch = read_batch(db, checkpoint).await?;
         let Some(last) = batch.last else { break };
         report.rows += batch.rows;
-        // All chats of the batch and the checkpoint in one transaction.
+        // All chats of the batch and the checkpoint in one transaction; then the
+        // reactions, whose targets are stored by now (a crash in between is repaired by
+        // the next rescan, which applies the newest rows' reactions again).
+        let reactions = std::mem::take(&mut batch.reactions);
         let mark = Some((CHECKPOINT_KEY.to_owned(), last.to_string()));
         for stored in amc.ingest_many(Source::Imessage, batch.all(), mark).await? {
             report.inserted += stored.inserted.len();
             report.updated += stored.updated.len();
         }
+        report.updated += amc.apply_reactions(Source::Imessage, reactions).await?;
         checkpoint = last;
         report.checkpoint = last;
     }

@@ -90,6 +90,15 @@ impl Amc {
         Ok(reports)
     }
 
+    /// Applies reaction changes a source read, and tells the UI.
+    pub async fn apply_reactions(&self, source: Source, changes: Vec<crate::store::ReactionChange>) -> Result<usize> {
+        let changed = self.blocking(move |s| s.apply_reactions(source, &changes)).await?;
+        for (_, channel_id) in &changed {
+            self.publish(Event::MessagesChanged { channel_id: channel_id.clone(), inserted: 0, updated: 1 });
+        }
+        Ok(changed.len())
+    }
+
     /// Every channel, for the person.
     pub async fn admin_channels(
         &self,

@@ -8,7 +8,9 @@ use rusqlite::{OptionalExtension, Row, Transaction, params};
 use super::Store;
 use super::channels::{ChannelSpec, VISIBLE, lower_floors, parse_col, upsert};
 use crate::error::{Error, Result};
-use crate::model::{AttachmentInfo, ChannelKind, ChannelRef, Direction, Envelope, IncomingMessage, SenderInfo, Source};
+use crate::model::{
+    AttachmentInfo, ChannelKind, ChannelRef, Direction, Envelope, IncomingMessage, Reaction, SenderInfo, Source,
+};
 use crate::time::{Millis, now_ms};
 
 /// The envelope's columns, for `FROM messages m JOIN channels c`.
@@ -513,6 +515,55 @@ impl Store {
             )?
             .execute(params![key, value])?;
             Ok(())
+        })
+    }
+}
+
+/// A change to a message's reactions, as a source reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReactionChange {
+    /// The platform id of the message reacted to.
+    pub target_platform_id: String,
+    /// The reaction.
+    pub reaction: Reaction,
+    /// Added (`true`) or taken back (`false`).
+    pub added: bool,
+}
+
+impl Store {
+    /// Applies reaction changes in order, in one transaction. An added reaction replaces
+    /// the sender's earlier one on that message (one reaction per person, as iMessage
+    /// has it); a removal takes away the sender's reaction with that emoji. Returns the
+    /// ids of the messages whose reactions changed, each once, with their channels.
+    pub fn apply_reactions(&self, source: Source, changes: &[ReactionChange]) -> Result<Vec<(String, String)>> {
+        self.write(|tx| {
+            let mut changed: Vec<(String, String)> = Vec::new();
+            for c in changes {
+                let found: Option<(String, String, String)> = tx
+                    .prepare_cached(
+                        "SELECT id, channel_id, reactions FROM messages WHERE source = ?1 AND platform_id = ?2",
+                    )?
+                    .query_row(params![source.as_str(), c.target_platform_id], |r| {
+                        Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                    })
+                    .optional()?;
+                let Some((id, channel_id, json)) = found else { continue };
+                let mut reactions: Vec<Reaction> = serde_json::from_str(&json).unwrap_or_default();
+                let before = reactions.clone();
+                reactions.retain(|r| r.sender.id != c.reaction.sender.id || (!c.added && r.emoji != c.reaction.emoji));
+                if c.added {
+                    reactions.push(c.reaction.clone());
+                }
+                if reactions != before {
+                    let json = serde_json::to_string(&reactions).map_err(Error::internal)?;
+                    tx.prepare_cached("UPDATE messages SET reactions = ?2 WHERE id = ?1")?
+                        .execute(params![id, json])?;
+                    if !changed.iter().any(|(m, _)| *m == id) {
+                        changed.push((id, channel_id));
+                    }
+                }
+            }
+            Ok(changed)
         })
     }
 }

@@ -25,7 +25,7 @@ use crate::error::{Error, Result};
 
 pub use agents::{AGENT_TOKEN_PREFIX, hash_token, new_token};
 pub use channels::{ChannelSpec, SendTarget};
-pub use messages::{AttachmentFile, IngestReport, UnreadQuery};
+pub use messages::{AttachmentFile, IngestReport, ReactionChange, UnreadQuery};
 pub use outbox::{NewSend, SendLookup, SendOutcome};
 pub use relay::{Access, Joined, PERSON, RelayMessage, SearchHit, ThreadMeta, TokenInfo};
 

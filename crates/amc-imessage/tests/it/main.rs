@@ -83,10 +83,10 @@ async fn groups_self_messages_replies_edits_and_unsends_arrive_as_macos_shows_th
     let bob = w.add_handle("bob@example.com").expect("handle");
     let named = w.add_chat("iMessage;+;chat100", 43, Some("Book club"), &[ada, bob]).expect("chat");
     let unnamed = w.add_chat("any;+;chat200", 43, None, &[ada, bob]).expect("chat");
-    w.add_message(named, &text_msg("g1", "Who brings snacks?", ada, T0)).expect("m");
+    w.add_message(named, &text_msg("A1B2C3D4-0000-4000-8000-000000000001", "Who brings snacks?", ada, T0)).expect("m");
     w.add_message(named, &FixtureMessage { is_from_me: true, handle_id: 0, ..text_msg("g2", "Me!", 0, T0 + 1000) })
         .expect("m");
-    w.add_message(named, &FixtureMessage { reply_to: Some("g1".into()), ..text_msg("g3", "Thanks", bob, T0 + 2000) })
+    w.add_message(named, &FixtureMessage { reply_to: Some("A1B2C3D4-0000-4000-8000-000000000001".into()), ..text_msg("g3", "Thanks", bob, T0 + 2000) })
         .expect("m");
     w.add_message(
         named,
@@ -113,7 +113,7 @@ async fn groups_self_messages_replies_edits_and_unsends_arrive_as_macos_shows_th
     w.add_message(
         named,
         &FixtureMessage {
-            associated: Some(("p:0/g1".into(), 2000)),
+            associated: Some(("p:0/A1B2C3D4-0000-4000-8000-000000000001".into(), 2000)),
             ..text_msg("g6", "Loved “Who brings snacks?”", bob, T0 + 5000)
         },
     )
@@ -136,6 +136,27 @@ async fn groups_self_messages_replies_edits_and_unsends_arrive_as_macos_shows_th
     assert_eq!(msgs[2].reply_to.as_deref(), Some(msgs[0].id.as_str()));
     assert!(msgs[3].edited_at.is_some() && !msgs[3].text.is_empty(), "{:?}", msgs[3]);
     assert!(msgs[4].unsent && msgs[4].text.is_empty(), "{:?}", msgs[4]);
+    let loved: Vec<(&str, &str)> = msgs[0].reactions.iter().map(|r| (r.emoji.as_str(), r.sender.id.as_str())).collect();
+    assert_eq!(loved, vec![("❤️", "bob@example.com")]);
+
+    // Bob takes it back and laughs instead; Ada adds a custom emoji.
+    w.add_message(
+        named,
+        &FixtureMessage {
+            associated: Some(("p:0/A1B2C3D4-0000-4000-8000-000000000001".into(), 3000)),
+            ..text_msg("g7", "Removed a heart", bob, T0 + 6000)
+        },
+    )
+    .expect("m");
+    w.add_message(
+        named,
+        &FixtureMessage { associated: Some(("p:0/A1B2C3D4-0000-4000-8000-000000000001".into(), 2003)), ..text_msg("g8", "Laughed at", bob, T0 + 7000) },
+    )
+    .expect("m");
+    sync_once(&amc, &db).await.expect("sync");
+    let msgs = amc.store().channel_tail(&club.id, 10).expect("tail");
+    let now: Vec<(&str, &str)> = msgs[0].reactions.iter().map(|r| (r.emoji.as_str(), r.sender.id.as_str())).collect();
+    assert_eq!(now, vec![("😂", "bob@example.com")]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
