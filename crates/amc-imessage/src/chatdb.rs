@@ -27,6 +27,21 @@ pub struct ChatInfo {
     pub participants: Vec<String>,
 }
 
+/// An attachment row of chat.db.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChatAttachment {
+    /// `attachment.guid`.
+    pub guid: String,
+    /// `attachment.filename`: a path, usually starting with `~/Library/Messages/Attachments`.
+    pub filename: Option<String>,
+    /// `attachment.mime_type`.
+    pub mime_type: Option<String>,
+    /// `attachment.total_bytes`.
+    pub total_bytes: Option<i64>,
+    /// `attachment.transfer_name`: the file's name as sent.
+    pub transfer_name: Option<String>,
+}
+
 /// An open chat.db.
 pub struct ChatDb {
     path: PathBuf,
@@ -148,6 +163,25 @@ impl ChatDb {
             }
         }
         Ok(chats)
+    }
+
+    /// The attachments of a message: guid, file name (with `~` for the home folder, as
+    /// Messages writes it), MIME type, size, and the name it was sent under.
+    pub fn attachments_of(&self, message_rowid: i32) -> Result<Vec<ChatAttachment>, SourceError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT a.guid, a.filename, a.mime_type, a.total_bytes, a.transfer_name FROM attachment a \
+             JOIN message_attachment_join j ON j.attachment_id = a.ROWID WHERE j.message_id = ?1 ORDER BY a.ROWID",
+        )?;
+        let rows = stmt.query_map([message_rowid], |r| {
+            Ok(ChatAttachment {
+                guid: r.get(0)?,
+                filename: r.get(1)?,
+                mime_type: r.get(2)?,
+                total_bytes: r.get(3)?,
+                transfer_name: r.get(4)?,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }
 
     /// Every handle's address, by ROWID.

@@ -1,11 +1,11 @@
 //! chat.db rows to AMC's channels and messages.
 
-use amc_core::model::{ChannelKind, IncomingMessage, Reaction, SenderInfo};
+use amc_core::model::{ChannelKind, IncomingAttachment, IncomingMessage, Reaction, SenderInfo};
 use amc_core::store::{ChannelSpec, ReactionChange};
 use imessage_database::message_types::variants::{Tapback, TapbackAction, Variant};
 use imessage_database::tables::messages::Message;
 
-use crate::chatdb::ChatInfo;
+use crate::chatdb::{ChatAttachment, ChatInfo};
 
 /// `chat.style` of a group chat.
 const GROUP_STYLE: i32 = 43;
@@ -26,6 +26,25 @@ pub fn channel_of(chat: &ChatInfo) -> ChannelSpec {
 /// Whether a row is a reaction (a tapback added or removed) rather than a message.
 pub fn is_reaction(m: &Message) -> bool {
     m.associated_message_type.is_some_and(|t| (2000..=2007).contains(&t) || (3000..=3007).contains(&t))
+}
+
+/// An attachment as AMC stores it: its path with `~` expanded, and whether the file is
+/// on this Mac (Messages offloads old attachments to iCloud and keeps only the row).
+pub fn attachment_of(a: &ChatAttachment) -> IncomingAttachment {
+    let path = a.filename.as_deref().map(|f| amc_core::config::expand_home(f).display().to_string());
+    let available = path.as_deref().is_some_and(|p| std::path::Path::new(p).is_file());
+    let name = a.transfer_name.clone().or_else(|| {
+        path.as_deref().and_then(|p| std::path::Path::new(p).file_name()).map(|n| n.to_string_lossy().into_owned())
+    });
+    IncomingAttachment {
+        platform_id: Some(a.guid.clone()),
+        filename: name,
+        mime_type: a.mime_type.clone(),
+        size_bytes: a.total_bytes.filter(|n| *n > 0),
+        local_path: path,
+        remote_url: None,
+        available,
+    }
 }
 
 /// A tapback row as a change to the reactions of the message it targets.

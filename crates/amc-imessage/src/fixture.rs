@@ -142,6 +142,30 @@ impl ChatDbWriter {
         Ok(chat)
     }
 
+    /// Adds an attachment to a message, as Messages records one (`filename` may start
+    /// with `~`); returns its ROWID.
+    pub fn add_attachment(
+        &self,
+        message: i64,
+        guid: &str,
+        filename: &str,
+        mime_type: &str,
+        total_bytes: i64,
+    ) -> rusqlite::Result<i64> {
+        let transfer_name = filename.rsplit('/').next().unwrap_or(filename);
+        self.conn.execute(
+            "INSERT INTO attachment (guid, filename, mime_type, transfer_name, total_bytes, transfer_state, is_outgoing) \
+             VALUES (?1, ?2, ?3, ?4, ?5, 5, 0)",
+            params![guid, filename, mime_type, transfer_name, total_bytes],
+        )?;
+        let id = self.conn.last_insert_rowid();
+        self.conn.execute(
+            "INSERT INTO message_attachment_join (message_id, attachment_id) VALUES (?1, ?2)",
+            params![message, id],
+        )?;
+        Ok(id)
+    }
+
     /// Adds a message to a chat, as Messages does; returns its ROWID.
     pub fn add_message(&self, chat: i64, m: &FixtureMessage) -> rusqlite::Result<i64> {
         let date = apple_ns(m.sent_at_ms);

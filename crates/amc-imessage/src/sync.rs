@@ -13,7 +13,7 @@ use amc_core::store::{ChannelSpec, ReactionChange};
 
 use crate::SourceError;
 use crate::chatdb::ChatDb;
-use crate::convert::{channel_of, is_reaction, message_of, reaction_of};
+use crate::convert::{attachment_of, channel_of, is_reaction, message_of, reaction_of};
 
 /// The checkpoint's key in AMC's source state.
 pub const CHECKPOINT_KEY: &str = "chatdb_rowid";
@@ -89,7 +89,11 @@ async fn read_batch(db: &SharedChatDb, checkpoint: i64) -> Result<Batch, SourceE
                 continue;
             }
             let Some(chat_id) = m.chat_id else { continue };
-            by_chat.entry(chat_id).or_default().push((i64::from(m.rowid), message_of(m, handle)));
+            let mut message = message_of(m, handle);
+            if m.num_attachments > 0 {
+                message.attachments = db.attachments_of(m.rowid)?.iter().map(attachment_of).collect();
+            }
+            by_chat.entry(chat_id).or_default().push((i64::from(m.rowid), message));
         }
         let by_channel =
             by_chat.into_iter().filter_map(|(id, msgs)| chats.get(&id).map(|c| (channel_of(c), msgs))).collect();

@@ -86,8 +86,14 @@ async fn groups_self_messages_replies_edits_and_unsends_arrive_as_macos_shows_th
     w.add_message(named, &text_msg("A1B2C3D4-0000-4000-8000-000000000001", "Who brings snacks?", ada, T0)).expect("m");
     w.add_message(named, &FixtureMessage { is_from_me: true, handle_id: 0, ..text_msg("g2", "Me!", 0, T0 + 1000) })
         .expect("m");
-    w.add_message(named, &FixtureMessage { reply_to: Some("A1B2C3D4-0000-4000-8000-000000000001".into()), ..text_msg("g3", "Thanks", bob, T0 + 2000) })
-        .expect("m");
+    w.add_message(
+        named,
+        &FixtureMessage {
+            reply_to: Some("A1B2C3D4-0000-4000-8000-000000000001".into()),
+            ..text_msg("g3", "Thanks", bob, T0 + 2000)
+        },
+    )
+    .expect("m");
     w.add_message(
         named,
         &FixtureMessage {
@@ -150,7 +156,10 @@ async fn groups_self_messages_replies_edits_and_unsends_arrive_as_macos_shows_th
     .expect("m");
     w.add_message(
         named,
-        &FixtureMessage { associated: Some(("p:0/A1B2C3D4-0000-4000-8000-000000000001".into(), 2003)), ..text_msg("g8", "Laughed at", bob, T0 + 7000) },
+        &FixtureMessage {
+            associated: Some(("p:0/A1B2C3D4-0000-4000-8000-000000000001".into(), 2003)),
+            ..text_msg("g8", "Laughed at", bob, T0 + 7000)
+        },
     )
     .expect("m");
     sync_once(&amc, &db).await.expect("sync");
@@ -242,4 +251,49 @@ async fn edits_and_unsends_made_later_are_found_by_the_rescan() {
     let msgs = amc.store().channel_tail(&channel.id, 10).expect("tail");
     assert!(msgs[0].edited_at.is_some() && msgs[0].text == "Test", "{:?}", msgs[0]);
     assert!(msgs[1].unsent && msgs[1].text.is_empty(), "{:?}", msgs[1]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attachments_carry_their_file_type_and_size_and_offloaded_ones_are_unavailable() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("chat.db");
+    let photo = dir.path().join("IMG_4410.HEIC");
+    std::fs::write(&photo, b"heic bytes").expect("photo");
+    let w = ChatDbWriter::create(&path).expect("chat.db");
+    let ada = w.add_handle("+15551234567").expect("handle");
+    let chat = w.add_chat("iMessage;-;+15551234567", 45, None, &[ada]).expect("chat");
+    let m = FixtureMessage {
+        text: None,
+        attributed_body: Some(blob("attributed-body", "Attachment")),
+        ..text_msg("att", "", ada, T0)
+    };
+    let row = w.add_message(chat, &m).expect("m");
+    w.add_attachment(row, "at-1", photo.to_str().expect("utf8"), "image/heic", 10).expect("attachment");
+    w.add_attachment(row, "at-2", "~/Library/Messages/Attachments/ab/12/offloaded.mov", "video/quicktime", 4_000_000)
+        .expect("attachment");
+    let amc = amc(dir.path());
+    let db = std::sync::Arc::new(std::sync::Mutex::new(ChatDb::open(&path).expect("open")));
+    sync_once(&amc, &db).await.expect("sync");
+    let channel = amc.store().admin_channels(None, None).expect("channels").remove(0);
+    amc.store().approve_channel(&channel.id, HistoryRelease::All, None).expect("approve");
+    let msg = amc.store().channel_tail(&channel.id, 1).expect("tail").remove(0);
+    assert!(msg.text.starts_with("This is how the notes look"), "placeholders removed: {:?}", msg.text);
+    type Described<'a> = (Option<&'a str>, Option<&'a str>, Option<i64>, bool);
+    let atts: Vec<Described<'_>> = msg
+        .attachments
+        .iter()
+        .map(|a| (a.filename.as_deref(), a.mime_type.as_deref(), a.size_bytes, a.available))
+        .collect();
+    assert_eq!(
+        atts,
+        vec![
+            (Some("IMG_4410.HEIC"), Some("image/heic"), Some(10), true),
+            (Some("offloaded.mov"), Some("video/quicktime"), Some(4_000_000), false)
+        ]
+    );
+    let file = amc.store().visible_attachment(&msg.attachments[0].id).expect("file");
+    assert_eq!(file.local_path.as_deref(), photo.to_str());
+    let offloaded = amc.store().visible_attachment(&msg.attachments[1].id).expect("row");
+    let home = std::env::var("HOME").unwrap_or_default();
+    assert!(offloaded.local_path.as_deref().is_some_and(|p| p.starts_with(&home) && !p.contains('~')), "{offloaded:?}");
 }
