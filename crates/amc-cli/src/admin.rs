@@ -335,6 +335,61 @@ pub async fn status(raw: RawConfig, json_out: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `amc doctor`: every check, each with its fix; fails if any check fails.
+pub async fn doctor(raw: RawConfig, chat_db: Option<std::path::PathBuf>) -> anyhow::Result<()> {
+    let config = RawConfig { chat_db, ..raw.clone() }.validate()?;
+    let mut problems = 0;
+    println!("Data folder: {}", config.data_dir.display());
+    match config.chat_db.as_deref() {
+        None => println!("  iMessage: off (no chat.db configured; set imessage_chat_db or --chat-db)"),
+        Some(path) => match amc_imessage::chatdb::ChatDb::open(path) {
+            Ok(db) => println!(
+                "  iMessage: chat.db readable ({} messages) at {}",
+                db.max_rowid().unwrap_or(0),
+                path.display()
+            ),
+            Err(e) => {
+                problems += 1;
+                println!("  iMessage: PROBLEM: {}", amc_imessage::watch::full_disk_access_advice(path, &e));
+            }
+        },
+    }
+    match config.osascript.as_deref() {
+        None => println!("  Sending iMessages: off (no osascript; on macOS it is /usr/bin/osascript)"),
+        Some(p) if p.exists() => println!(
+            "  Sending iMessages: {}; the first send asks macOS to let AMC control Messages (System Settings → \
+             Privacy & Security → Automation → Messages)",
+            p.display()
+        ),
+        Some(p) => {
+            problems += 1;
+            println!("  Sending iMessages: PROBLEM: {} does not exist", p.display());
+        }
+    }
+    match connect(raw).await {
+        Err(e) => println!("  Daemon: not reachable ({e:#})"),
+        Ok(mut c) => {
+            let v = ok(c.get("/healthz").await?)?;
+            println!("  Daemon: {} (AMC {})", s(&v, "status"), s(&v, "version"));
+            for (name, st) in v["sources"].as_object().into_iter().flatten() {
+                if st["state"] == "degraded" {
+                    problems += 1;
+                }
+                println!(
+                    "    {name:<9} {}{}",
+                    s(st, "state"),
+                    st["reason"].as_str().map(|r| format!(": {r}")).unwrap_or_default()
+                );
+            }
+        }
+    }
+    if problems > 0 {
+        bail!("{problems} problem(s) found; see above");
+    }
+    println!("All good.");
+    Ok(())
+}
+
 /// Percent-encodes a query value.
 fn encode(s: &str) -> String {
     s.bytes()

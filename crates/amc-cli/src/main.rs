@@ -45,6 +45,12 @@ enum Command {
     Resume,
     /// Show the daemon's health and each source's state
     Status,
+    /// Check the setup (data folder, chat.db and Full Disk Access, Messages automation) and say how to fix it
+    Doctor {
+        /// The chat.db to check [default: as `amc serve` would use]
+        #[arg(long)]
+        chat_db: Option<PathBuf>,
+    },
 }
 
 /// The log filter: `AMC_LOG` if set, else `default`. rmcp logs whole requests and results
@@ -87,6 +93,7 @@ fn main() -> std::process::ExitCode {
             Command::Pause => admin::pause(raw, cli.json, true).await,
             Command::Resume => admin::pause(raw, cli.json, false).await,
             Command::Status => admin::status(raw, cli.json).await,
+            Command::Doctor { chat_db } => admin::doctor(raw, chat_db).await,
         }
     });
     match result {

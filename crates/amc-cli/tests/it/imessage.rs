@@ -128,6 +128,17 @@ async fn messages_written_by_another_process_reach_agents_and_a_replaced_chat_db
 }
 
 #[test]
+fn doctor_says_how_to_fix_an_unreadable_chat_db() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let missing = tmp.path().join("Messages/chat.db");
+    let out = amc(&tmp.path().join("amc"), &["doctor", "--chat-db", missing.to_str().expect("utf8")]);
+    assert!(!out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Full Disk Access") && text.contains("Privacy & Security"), "{text}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("1 problem"));
+}
+
+#[test]
 fn a_chat_db_that_cannot_be_read_is_reported_with_the_fix() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let data = tmp.path().join("amc");
