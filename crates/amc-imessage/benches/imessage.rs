@@ -72,6 +72,23 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     rt.block_on(async {
+        // Reading alone, for scale: imessage-database's decoding of every row.
+        let reader = ChatDb::open(&chat_db)?;
+        let t = Instant::now();
+        let (mut after, mut read) = (0i64, 0usize);
+        loop {
+            let rows = reader.messages_after(after, 20_000)?;
+            let Some(last) = rows.last() else { break };
+            after = i64::from(last.rowid);
+            read += rows.len();
+        }
+        println!(
+            "reading chat.db alone: {read} rows in {:.2} s = {:.0} rows/s",
+            t.elapsed().as_secs_f64(),
+            read as f64 / t.elapsed().as_secs_f64()
+        );
+        drop(reader);
+
         // Initial ingest into an empty AMC.
         let data = tmp.path().join("amc-ingest");
         let config = RawConfig { data_dir: Some(data), ..Default::default() }.validate()?;

@@ -132,12 +132,15 @@ pub async fn rescan_recent(amc: &Amc, db: &SharedChatDb) -> Result<SyncReport, S
 
 /// Reads every row after the stored checkpoint and stores it.
 pub async fn sync_once(amc: &Amc, db: &SharedChatDb) -> Result<SyncReport, SourceError> {
-    let mut checkpoint: i64 =
+    let checkpoint: i64 =
         amc.store().source_state(Source::Imessage, CHECKPOINT_KEY)?.and_then(|v| v.parse().ok()).unwrap_or(0);
     let mut report = SyncReport { checkpoint, ..SyncReport::default() };
+    // The next batch is read from chat.db while this one is written to AMC's store.
+    let mut next = read_ahead(db, checkpoint);
     loop {
-        let mut batch = read_batch(db, checkpoint).await?;
+        let mut batch = next.await.map_err(|e| SourceError::Read(e.to_string()))??;
         let Some(last) = batch.last else { break };
+        next = read_ahead(db, last);
         report.rows += batch.rows;
         // All chats of the batch and the checkpoint in one transaction; then the
         // reactions, whose targets are stored by now (a crash in between is repaired by
@@ -149,8 +152,12 @@ pub async fn sync_once(amc: &Amc, db: &SharedChatDb) -> Result<SyncReport, Sourc
             report.updated += stored.updated.len();
         }
         report.updated += amc.apply_reactions(Source::Imessage, reactions).await?;
-        checkpoint = last;
         report.checkpoint = last;
     }
     Ok(report)
+}
+
+fn read_ahead(db: &SharedChatDb, after: i64) -> tokio::task::JoinHandle<Result<Batch, SourceError>> {
+    let db = db.clone();
+    tokio::spawn(async move { read_batch(&db, after).await })
 }

@@ -139,12 +139,17 @@ impl Store {
         self.write(|tx| {
             let mut reports = Vec::with_capacity(batches.len());
             let mut lowest: Option<(Millis, String)> = None;
+            let mut orphans: bool = tx
+                .prepare_cached(
+                    "SELECT EXISTS (SELECT 1 FROM messages WHERE reply_to IS NULL AND reply_to_platform_id IS NOT NULL)",
+                )?
+                .query_row([], |r| r.get(0))?;
             for (channel, messages) in batches {
                 let (channel_id, channel_created) = upsert(tx, source, channel, now)?;
                 let mut report = IngestReport { channel_id: channel_id.clone(), channel_created, ..Default::default() };
                 let mut newest: Option<Millis> = None;
                 for msg in messages {
-                    match ingest_one(tx, source, &channel_id, msg, now, || self.next_message_id())? {
+                    match ingest_one(tx, source, &channel_id, msg, now, || self.next_message_id(), &mut orphans)? {
                         Ingested::Inserted(id) => {
                             if lowest.as_ref().is_none_or(|(at, lid)| (msg.sent_at, &id) < (*at, lid)) {
                                 lowest = Some((msg.sent_at, id.clone()));
@@ -416,8 +421,13 @@ fn ingest_one(
     msg: &IncomingMessage,
     now: Millis,
     new_id: impl FnOnce() -> String,
+    orphans: &mut bool,
 ) -> Result<Ingested> {
-    let reactions = serde_json::to_string(&msg.reactions).map_err(Error::internal)?;
+    let reactions = if msg.reactions.is_empty() {
+        "[]".to_owned()
+    } else {
+        serde_json::to_string(&msg.reactions).map_err(Error::internal)?
+    };
     let existing: Option<String> = tx
         .prepare_cached("SELECT id FROM messages WHERE source = ?1 AND platform_id = ?2")?
         .query_row(params![source.as_str(), msg.platform_id], |r| r.get(0))
@@ -461,11 +471,20 @@ fn ingest_one(
         reactions,
         now
     ])?;
-    // Replies that arrived before their parent now point at it.
-    tx.prepare_cached(
-        "UPDATE messages SET reply_to = ?1 WHERE source = ?2 AND reply_to_platform_id = ?3 AND reply_to IS NULL",
-    )?
-    .execute(params![id, source.as_str(), msg.platform_id])?;
+    if msg.reply_to_platform_id.is_some() && reply_to.is_none() {
+        *orphans = true;
+    }
+    // Replies that arrived before their parent now point at it (only looked for while
+    // some reply is still waiting for its parent).
+    if *orphans {
+        tx.prepare_cached(
+            "UPDATE messages SET reply_to = ?1 WHERE source = ?2 AND reply_to_platform_id = ?3 AND reply_to IS NULL",
+        )?
+        .execute(params![id, source.as_str(), msg.platform_id])?;
+    }
+    if msg.attachments.is_empty() {
+        return Ok(Ingested::Inserted(id));
+    }
     let mut att_stmt = tx.prepare_cached(
         "INSERT INTO attachments (id, message_id, platform_id, filename, mime_type, size_bytes, local_path, remote_url, available) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
