@@ -49,6 +49,10 @@ pub struct FileConfig {
     pub imessage_poll_seconds: Option<u64>,
     /// The program that sends through Messages (default on macOS: `/usr/bin/osascript`).
     pub imessage_osascript: Option<String>,
+    /// Messages that reach chat.db more than this many days after they were sent (old
+    /// messages synced from iCloud) are stored but not surfaced as unread (default 7; 0
+    /// surfaces everything).
+    pub imessage_late_horizon_days: Option<u32>,
     /// Seconds Messages has to record a send in chat.db before its outcome is unknown
     /// (1 to 300, default 30).
     pub imessage_confirm_seconds: Option<u64>,
@@ -82,6 +86,8 @@ pub struct Config {
     pub imessage_attachments_dir: PathBuf,
     /// How long Messages has to record a send.
     pub imessage_confirm: Duration,
+    /// How late a message may arrive and still be surfaced as unread.
+    pub imessage_late_horizon: Option<Duration>,
 }
 
 /// A configuration that cannot be used, and why.
@@ -162,6 +168,10 @@ impl RawConfig {
                 (None, Some(p)) => Some(absolute(&expand_home(p))),
                 (None, None) if cfg!(target_os = "macos") => Some(PathBuf::from("/usr/bin/osascript")),
                 (None, None) => None,
+            },
+            imessage_late_horizon: match file.imessage_late_horizon_days.unwrap_or(7) {
+                0 => None,
+                days => Some(Duration::from_secs(u64::from(days) * 86_400)),
             },
             imessage_confirm: Duration::from_secs(file.imessage_confirm_seconds.unwrap_or(30).clamp(1, 300)),
             imessage_attachments_dir: match file.imessage_attachments_dir.as_deref() {

@@ -31,6 +31,8 @@ pub struct SyncReport {
     pub updated: usize,
     /// The checkpoint after the pass.
     pub checkpoint: i64,
+    /// New messages that arrived late, stored but not surfaced as unread.
+    pub late: usize,
 }
 
 /// A chat.db shared between the async code and the blocking reads.
@@ -147,14 +149,43 @@ pub async fn sync_once(amc: &Amc, db: &SharedChatDb) -> Result<SyncReport, Sourc
         // the next rescan, which applies the newest rows' reactions again).
         let reactions = std::mem::take(&mut batch.reactions);
         let mark = Some((CHECKPOINT_KEY.to_owned(), last.to_string()));
+        let late = if checkpoint > 0 { late_ids(&batch, amc.config().imessage_late_horizon) } else { Vec::new() };
         for stored in amc.ingest_many(Source::Imessage, batch.all(), mark).await? {
             report.inserted += stored.inserted.len();
             report.updated += stored.updated.len();
+            report.late += late.iter().filter(|p| stored.inserted_platform_ids.contains(p)).count();
+            let ids: Vec<String> = stored
+                .inserted
+                .iter()
+                .zip(&stored.inserted_platform_ids)
+                .filter(|(_, p)| late.contains(p))
+                .map(|(id, _)| id.clone())
+                .collect();
+            if !ids.is_empty() {
+                let store = amc.store().clone();
+                tokio::task::spawn_blocking(move || store.mark_read_for_all_agents(&ids))
+                    .await
+                    .map_err(|e| SourceError::Read(e.to_string()))??;
+            }
         }
         report.updated += amc.apply_reactions(Source::Imessage, reactions).await?;
         report.checkpoint = last;
     }
     Ok(report)
+}
+
+/// The platform ids of messages in `batch` sent longer than `horizon` ago: after the
+/// first import, these arrived late (synced from iCloud) and are not news.
+fn late_ids(batch: &Batch, horizon: Option<std::time::Duration>) -> Vec<String> {
+    let Some(horizon) = horizon else { return Vec::new() };
+    let cutoff = amc_core::time::now_ms() - horizon.as_millis() as i64;
+    batch
+        .by_channel
+        .iter()
+        .flat_map(|(_, msgs)| msgs.iter())
+        .filter(|(_, m)| m.sent_at < cutoff && !m.sender.is_self)
+        .map(|(_, m)| m.platform_id.clone())
+        .collect()
 }
 
 fn read_ahead(db: &SharedChatDb, after: i64) -> tokio::task::JoinHandle<Result<Batch, SourceError>> {

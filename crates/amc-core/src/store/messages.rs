@@ -80,6 +80,8 @@ pub struct IngestReport {
     pub channel_created: bool,
     /// Ids of messages stored for the first time.
     pub inserted: Vec<String>,
+    /// Their platform ids, in the same order.
+    pub inserted_platform_ids: Vec<String>,
     /// Ids of stored messages whose text, edit, unsend or reactions changed.
     pub updated: Vec<String>,
 }
@@ -156,6 +158,7 @@ impl Store {
                             }
                             newest = newest.max(Some(msg.sent_at));
                             report.inserted.push(id);
+                            report.inserted_platform_ids.push(msg.platform_id.clone());
                         }
                         Ingested::Updated(id) => report.updated.push(id),
                         Ingested::Unchanged => {}
@@ -583,6 +586,24 @@ impl Store {
                 }
             }
             Ok(changed)
+        })
+    }
+}
+
+impl Store {
+    /// Marks messages read for every agent: messages that arrived late (an old message
+    /// synced from iCloud long after it was sent) are kept, but not surfaced as new.
+    pub fn mark_read_for_all_agents(&self, ids: &[String]) -> Result<()> {
+        let now = now_ms();
+        self.write(|tx| {
+            let mut stmt = tx.prepare_cached(
+                "INSERT INTO read_state (agent_id, message_id, read_at) SELECT a.id, ?1, ?2 FROM agents a \
+                 WHERE EXISTS (SELECT 1 FROM messages WHERE id = ?1) ON CONFLICT (agent_id, message_id) DO NOTHING",
+            )?;
+            for id in ids {
+                stmt.execute(params![id, now])?;
+            }
+            Ok(())
         })
     }
 }

@@ -297,3 +297,31 @@ async fn attachments_carry_their_file_type_and_size_and_offloaded_ones_are_unava
     let home = std::env::var("HOME").unwrap_or_default();
     assert!(offloaded.local_path.as_deref().is_some_and(|p| p.starts_with(&home) && !p.contains('~')), "{offloaded:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn old_messages_that_arrive_late_are_stored_but_not_surfaced_as_unread() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("chat.db");
+    let w = ChatDbWriter::create(&path).expect("chat.db");
+    let ada = w.add_handle("+15551234567").expect("handle");
+    let chat = w.add_chat("iMessage;-;+15551234567", 45, None, &[ada]).expect("chat");
+    let now = amc_core::time::now_ms();
+    w.add_message(chat, &text_msg("first", "hello", ada, now - 60_000)).expect("m");
+    let amc = amc(dir.path());
+    let db = std::sync::Arc::new(std::sync::Mutex::new(ChatDb::open(&path).expect("open")));
+    sync_once(&amc, &db).await.expect("initial import");
+    let channel = amc.store().admin_channels(None, None).expect("channels").remove(0);
+    amc.store().approve_channel(&channel.id, HistoryRelease::All, None).expect("approve");
+    amc.store().create_agent("claude").expect("agent");
+
+    // iCloud delivers a month-old message now, beside a new one.
+    w.add_message(chat, &text_msg("old", "from last month", ada, now - 30 * 86_400_000)).expect("m");
+    w.add_message(chat, &text_msg("new", "just now", ada, now)).expect("m");
+    let report = sync_once(&amc, &db).await.expect("sync");
+    assert_eq!((report.inserted, report.late), (2, 1));
+    let q = amc_core::store::UnreadQuery { limit: 100, ..Default::default() };
+    let (unread, _) = amc.store().unread("claude", &q).expect("unread");
+    let texts: Vec<&str> = unread.iter().map(|m| m.text.as_str()).collect();
+    assert_eq!(texts, vec!["hello", "just now"], "the late message is kept out of unread");
+    assert_eq!(amc.store().channel_tail(&channel.id, 10).expect("tail").len(), 3, "but it is stored");
+}
