@@ -57,7 +57,8 @@ pub async fn run(raw: RawConfig, args: ServeArgs) -> anyhow::Result<()> {
         Some(addr) => Some(tokio::net::TcpListener::bind(addr).await.with_context(|| format!("listening on {addr}"))?),
         None => None,
     };
-    let imessage = config.chat_db.clone().map(|chat_db| WatchConfig { chat_db, poll: config.chat_db_poll });
+    let contacts = config.imessage_contacts.clone().unwrap_or_else(amc_imessage::contacts::Contacts::default_paths);
+    let imessage = config.chat_db.clone().map(|chat_db| WatchConfig { chat_db, poll: config.chat_db_poll, contacts });
     let amc = Amc::start(config, senders).context("starting AMC")?;
     let stop = CancellationToken::new();
     if let Some(cfg) = imessage {

@@ -49,6 +49,8 @@ pub struct FileConfig {
     pub imessage_poll_seconds: Option<u64>,
     /// The program that sends through Messages (default on macOS: `/usr/bin/osascript`).
     pub imessage_osascript: Option<String>,
+    /// Contacts databases to name senders from (default on macOS: the person's Contacts).
+    pub imessage_contacts: Option<Vec<String>>,
     /// Messages that reach chat.db more than this many days after they were sent (old
     /// messages synced from iCloud) are stored but not surfaced as unread (default 7; 0
     /// surfaces everything).
@@ -88,6 +90,8 @@ pub struct Config {
     pub imessage_confirm: Duration,
     /// How late a message may arrive and still be surfaced as unread.
     pub imessage_late_horizon: Option<Duration>,
+    /// Contacts databases given in the config file (`None`: the platform's own).
+    pub imessage_contacts: Option<Vec<PathBuf>>,
 }
 
 /// A configuration that cannot be used, and why.
@@ -169,6 +173,10 @@ impl RawConfig {
                 (None, None) if cfg!(target_os = "macos") => Some(PathBuf::from("/usr/bin/osascript")),
                 (None, None) => None,
             },
+            imessage_contacts: file
+                .imessage_contacts
+                .as_ref()
+                .map(|list| list.iter().map(|p| absolute(&expand_home(p))).collect()),
             imessage_late_horizon: match file.imessage_late_horizon_days.unwrap_or(7) {
                 0 => None,
                 days => Some(Duration::from_secs(u64::from(days) * 86_400)),

@@ -125,7 +125,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let amc = Amc::start(config.clone(), Senders::default())?;
         let stop = CancellationToken::new();
         let mut events = amc.events().subscribe();
-        let watch = WatchConfig { chat_db: small.clone(), poll: Duration::from_secs(3) };
+        let watch = WatchConfig { chat_db: small.clone(), poll: Duration::from_secs(3), contacts: Vec::new() };
         tokio::spawn(amc_imessage::watch::run(amc.clone(), watch, stop.clone()));
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let server = tokio::spawn(amc_daemon::serve(amc.clone(), socket, None, async move {

@@ -47,6 +47,7 @@ pub struct ChatDb {
     path: PathBuf,
     conn: Connection,
     query: String,
+    contacts: crate::contacts::Contacts,
 }
 
 /// The projection `imessage-database` decodes, built from the columns this chat.db has
@@ -101,7 +102,18 @@ impl ChatDb {
             other => cannot(&other),
         })?;
         let query = message_query(&caps);
-        Ok(Self { path: path.to_owned(), conn, query })
+        Ok(Self { path: path.to_owned(), conn, query, contacts: crate::contacts::Contacts::default() })
+    }
+
+    /// Names senders and chats from these Contacts.
+    pub fn with_contacts(mut self, contacts: crate::contacts::Contacts) -> Self {
+        self.contacts = contacts;
+        self
+    }
+
+    /// The Contacts names in use.
+    pub fn contacts(&self) -> &crate::contacts::Contacts {
+        &self.contacts
     }
 
     /// The file.

@@ -6,6 +6,7 @@ use imessage_database::message_types::variants::{Tapback, TapbackAction, Variant
 use imessage_database::tables::messages::Message;
 
 use crate::chatdb::{ChatAttachment, ChatInfo};
+use crate::contacts::Contacts;
 
 /// `chat.style` of a group chat.
 const GROUP_STYLE: i32 = 43;
@@ -13,12 +14,13 @@ const GROUP_STYLE: i32 = 43;
 const ATTACHMENT_PLACEHOLDER: char = '\u{FFFC}';
 
 /// The channel a chat becomes: named from the group's name, else its participants.
-pub fn channel_of(chat: &ChatInfo) -> ChannelSpec {
+pub fn channel_of(chat: &ChatInfo, contacts: &Contacts) -> ChannelSpec {
     let kind = if chat.style == GROUP_STYLE { ChannelKind::Group } else { ChannelKind::Dm };
+    let named = |h: &String| contacts.name_for(h).map_or_else(|| h.clone(), str::to_owned);
     let name = match (&chat.display_name, chat.participants.is_empty()) {
         (Some(name), _) => name.clone(),
-        (None, false) => chat.participants.join(", "),
-        (None, true) => chat.identifier.clone(),
+        (None, false) => chat.participants.iter().map(named).collect::<Vec<_>>().join(", "),
+        (None, true) => named(&chat.identifier),
     };
     ChannelSpec { platform_id: chat.guid.clone(), name, kind }
 }

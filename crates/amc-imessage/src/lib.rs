@@ -4,6 +4,7 @@
 //! # Layout
 //! - [`chatdb`]: opens chat.db read-only and reads messages after a ROWID, decoding
 //!   bodies (`attributedBody`, edits, unsends) with `imessage-database`.
+//! - [`contacts`]: names for handles from the macOS Contacts database.
 //! - [`convert`]: chat.db rows to AMC's channels and messages.
 //! - [`sync`]: one pass from the checkpoint to the newest row, written with its checkpoint.
 //! - [`watch`]: follows chat.db as Messages writes it (directory watch, debounce, fallback
@@ -13,6 +14,7 @@
 #![deny(missing_docs)]
 
 pub mod chatdb;
+pub mod contacts;
 pub mod convert;
 pub mod fixture;
 pub mod send;

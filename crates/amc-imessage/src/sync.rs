@@ -92,13 +92,18 @@ async fn read_batch(db: &SharedChatDb, checkpoint: i64) -> Result<Batch, SourceE
             }
             let Some(chat_id) = m.chat_id else { continue };
             let mut message = message_of(m, handle);
+            if let Some(h) = handle {
+                message.sender.display_name = db.contacts().name_for(h).map(str::to_owned);
+            }
             if m.num_attachments > 0 {
                 message.attachments = db.attachments_of(m.rowid)?.iter().map(attachment_of).collect();
             }
             by_chat.entry(chat_id).or_default().push((i64::from(m.rowid), message));
         }
-        let by_channel =
-            by_chat.into_iter().filter_map(|(id, msgs)| chats.get(&id).map(|c| (channel_of(c), msgs))).collect();
+        let by_channel = by_chat
+            .into_iter()
+            .filter_map(|(id, msgs)| chats.get(&id).map(|c| (channel_of(c, db.contacts()), msgs)))
+            .collect();
         Ok(Batch { last: Some(last), rows: rows.len(), by_channel, reactions })
     })
     .await

@@ -32,6 +32,8 @@ pub struct WatchConfig {
     pub chat_db: PathBuf,
     /// The fallback check's period.
     pub poll: Duration,
+    /// Contacts databases to name senders from.
+    pub contacts: Vec<PathBuf>,
 }
 
 fn is_ours(event: &notify::Event) -> bool {
@@ -112,12 +114,12 @@ pub async fn run(amc: Amc, cfg: WatchConfig, shutdown: CancellationToken) {
             }
             _ = tick.tick() => false,
         };
-        step(&amc, &cfg.chat_db, &mut open, forced).await;
+        step(&amc, &cfg.chat_db, &cfg.contacts, &mut open, forced).await;
     }
 }
 
 /// One look at chat.db: (re)open it if needed, and read what is new.
-async fn step(amc: &Amc, path: &Path, open: &mut Option<Open>, forced: bool) {
+async fn step(amc: &Amc, path: &Path, contacts: &[PathBuf], open: &mut Option<Open>, forced: bool) {
     let now_identity = identity(path);
     if open.as_ref().is_some_and(|o| o.identity != now_identity) {
         tracing::info!("chat.db was replaced; reading it again");
@@ -126,6 +128,7 @@ async fn step(amc: &Amc, path: &Path, open: &mut Option<Open>, forced: bool) {
     if open.is_none() {
         match ChatDb::open(path) {
             Ok(db) => {
+                let db = db.with_contacts(crate::contacts::Contacts::load(contacts));
                 resync_if_rebuilt(amc, &db);
                 let data_version = db.data_version().unwrap_or(-1);
                 *open = Some(Open { data_version, db: Arc::new(Mutex::new(db)), identity: now_identity });

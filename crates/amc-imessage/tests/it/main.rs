@@ -325,3 +325,49 @@ async fn old_messages_that_arrive_late_are_stored_but_not_surfaced_as_unread() {
     assert_eq!(texts, vec!["hello", "just now"], "the late message is kept out of unread");
     assert_eq!(amc.store().channel_tail(&channel.id, 10).expect("tail").len(), 3, "but it is stored");
 }
+
+/// A Contacts database laid out as macOS keeps it (the tables and columns AMC reads).
+fn contacts_db(path: &Path) {
+    let c = rusqlite::Connection::open(path).expect("contacts");
+    c.execute_batch(
+        "CREATE TABLE ZABCDRECORD (Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, ZFIRSTNAME VARCHAR, ZLASTNAME VARCHAR, ZORGANIZATION VARCHAR, ZNICKNAME VARCHAR);
+         CREATE TABLE ZABCDPHONENUMBER (Z_PK INTEGER PRIMARY KEY, ZOWNER INTEGER, ZFULLNUMBER VARCHAR, ZLABEL VARCHAR);
+         CREATE TABLE ZABCDEMAILADDRESS (Z_PK INTEGER PRIMARY KEY, ZOWNER INTEGER, ZADDRESS VARCHAR, ZADDRESSNORMALIZED VARCHAR);
+         INSERT INTO ZABCDRECORD VALUES (1, 22, 'Ada', 'Lovelace', NULL, NULL), (2, 22, NULL, NULL, 'Acme Corp', NULL);
+         INSERT INTO ZABCDPHONENUMBER VALUES (1, 1, '+1 (555) 123-4567', '_$!<Mobile>!$_');
+         INSERT INTO ZABCDEMAILADDRESS VALUES (1, 2, 'Support@Acme.example', 'support@acme.example');",
+    )
+    .expect("schema");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn senders_and_chats_are_named_from_contacts_when_it_is_readable() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("chat.db");
+    let book = dir.path().join("AddressBook-v22.abcddb");
+    contacts_db(&book);
+    let w = ChatDbWriter::create(&path).expect("chat.db");
+    let ada = w.add_handle("+15551234567").expect("handle");
+    let acme = w.add_handle("support@acme.example").expect("handle");
+    let stranger = w.add_handle("+15559999999").expect("handle");
+    let dm = w.add_chat("iMessage;-;+15551234567", 45, None, &[ada]).expect("chat");
+    let group = w.add_chat("iMessage;+;chat300", 43, None, &[ada, acme, stranger]).expect("chat");
+    w.add_message(dm, &text_msg("c1", "hi", ada, T0)).expect("m");
+    w.add_message(group, &text_msg("c2", "ticket 42", acme, T0 + 1)).expect("m");
+    w.add_message(group, &text_msg("c3", "who's this?", stranger, T0 + 2)).expect("m");
+    let amc = amc(dir.path());
+    let contacts = amc_imessage::contacts::Contacts::load(&[book, dir.path().join("missing.abcddb")]);
+    assert_eq!(contacts.len(), 2);
+    let db = ChatDb::open(&path).expect("open").with_contacts(contacts);
+    let db = std::sync::Arc::new(std::sync::Mutex::new(db));
+    sync_once(&amc, &db).await.expect("sync");
+    let channels = amc.store().admin_channels(None, None).expect("channels");
+    let mut names: Vec<&str> = channels.iter().map(|c| c.name.as_str()).collect();
+    names.sort_unstable();
+    assert_eq!(names, vec!["Ada Lovelace", "Ada Lovelace, Acme Corp, +15559999999"]);
+    let grp = channels.iter().find(|c| c.kind.as_str() == "group").expect("group");
+    let msgs = amc.store().channel_tail(&grp.id, 10).expect("tail");
+    let senders: Vec<(&str, Option<&str>)> =
+        msgs.iter().map(|m| (m.sender.id.as_str(), m.sender.display_name.as_deref())).collect();
+    assert_eq!(senders, vec![("support@acme.example", Some("Acme Corp")), ("+15559999999", None)]);
+}
