@@ -242,6 +242,16 @@ async fn sends_go_through_messages_verbatim_and_are_confirmed_in_chat_db() {
         let script: Vec<&str> = call["script"].as_array().expect("script").iter().filter_map(|l| l.as_str()).collect();
         assert_eq!(script, amc_imessage::send::SEND_SCRIPT, "the script never changes");
     }
+    // A file goes too: copied to the folder Messages reads, and named in argv after the text.
+    std::fs::write(data.join("outbox/menu.pdf"), b"%PDF menu").expect("outbox file");
+    let mut c = amc_client::Connection::connect(&socket).await.expect("connect").with_bearer(&token);
+    let body = serde_json::json!({ "channel_id": channel, "text": "the menu", "attachments": [{ "path": data.join("outbox/menu.pdf") }] });
+    let r = c.post("/messages/send", &body).await.expect("post").json();
+    assert_eq!(r["status"], "sent", "{r}");
+    let call = standin_calls(&log).pop().expect("call");
+    let sent_file = call["argv"][2].as_str().expect("file argument").to_owned();
+    assert!(sent_file.starts_with(data.join("imessage-outgoing").to_str().expect("utf8")), "{sent_file}");
+    assert_eq!(std::fs::read(&sent_file).expect("copied"), b"%PDF menu");
     // Each send is in the conversation once, even after the watcher reads Messages' own row.
     std::thread::sleep(Duration::from_millis(500));
     let mut c = amc_client::Connection::connect(&socket)
@@ -256,7 +266,7 @@ async fn sends_go_through_messages_verbatim_and_are_confirmed_in_chat_db() {
         .await
         .expect("get")
         .json();
-    assert_eq!(ctx["messages"].as_array().map(Vec::len), Some(1 + hostile.len() + 1), "{ctx}");
+    assert_eq!(ctx["messages"].as_array().map(Vec::len), Some(1 + hostile.len() + 2), "{ctx}");
     let _ = serve.stop();
 
     // Automation refused, and a send Messages never records.
