@@ -65,7 +65,9 @@ fn message_query(caps: &Capabilities) -> String {
             _ => format!("m.{column}"),
         })
         .collect();
-    projection.push("c.chat_id".to_owned());
+    // One row per message, even for a message joined to several chats.
+    projection
+        .push("(SELECT min(c.chat_id) FROM chat_message_join c WHERE c.message_id = m.ROWID) as chat_id".to_owned());
     projection.push(
         "(SELECT COUNT(*) FROM message_attachment_join a WHERE m.ROWID = a.message_id) as num_attachments".to_owned(),
     );
@@ -73,11 +75,7 @@ fn message_query(caps: &Capabilities) -> String {
     projection.push("0 as num_replies".to_owned());
     projection.push("NULL as filter_action".to_owned());
     projection.push("NULL as filter_sub_action".to_owned());
-    format!(
-        "SELECT {} FROM message as m LEFT JOIN chat_message_join as c ON m.ROWID = c.message_id \
-         WHERE m.ROWID > ?1 ORDER BY m.ROWID LIMIT ?2",
-        projection.join(", ")
-    )
+    format!("SELECT {} FROM message as m WHERE m.ROWID > ?1 ORDER BY m.ROWID LIMIT ?2", projection.join(", "))
 }
 
 impl ChatDb {
@@ -124,6 +122,12 @@ impl ChatDb {
     /// SQLite's `data_version`: it changes when another connection (Messages) commits.
     pub fn data_version(&self) -> Result<i64, SourceError> {
         Ok(self.conn.pragma_query_value(None, "data_version", |r| r.get(0))?)
+    }
+
+    /// The guid of the message at `rowid`, if there is one.
+    pub fn guid_of(&self, rowid: i64) -> Result<Option<String>, SourceError> {
+        use rusqlite::OptionalExtension;
+        Ok(self.conn.query_row("SELECT guid FROM message WHERE ROWID = ?1", [rowid], |r| r.get(0)).optional()?)
     }
 
     /// The highest ROWID of `message`.

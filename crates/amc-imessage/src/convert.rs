@@ -63,7 +63,7 @@ pub fn reaction_of(m: &Message, handle: Option<&str>) -> Option<ReactionChange> 
         Tapback::Emoji(None) => return None,
         Tapback::Sticker => "🖼️".to_owned(),
     };
-    let (_, target) = m.clean_associated_guid()?;
+    let target = tapback_target(m)?;
     let sender = if m.is_from_me {
         SenderInfo { id: "me".to_owned(), display_name: None, is_self: true }
     } else {
@@ -76,11 +76,32 @@ pub fn reaction_of(m: &Message, handle: Option<&str>) -> Option<ReactionChange> 
     })
 }
 
+/// chat.db's `date` (nanoseconds since 2001; seconds in old databases) as Unix
+/// milliseconds, or `None` when it is unset.
+pub fn unix_ms(apple: i64) -> Option<i64> {
+    const EPOCH_MS: i64 = 978_307_200_000;
+    match apple {
+        0 => None,
+        a if a.abs() < 100_000_000_000 => Some(a * 1000 + EPOCH_MS),
+        a => Some(a / 1_000_000 + EPOCH_MS),
+    }
+}
+
+/// The guid a tapback points at: `associated_message_guid` less its `p:N/` or `bp:` prefix.
+fn tapback_target(m: &Message) -> Option<&str> {
+    let g = m.associated_message_guid.as_deref()?;
+    let g = match g.strip_prefix("p:") {
+        Some(rest) => rest.split_once('/').map_or(rest, |(_, guid)| guid),
+        None => g.strip_prefix("bp:").unwrap_or(g),
+    };
+    (!g.is_empty()).then_some(g)
+}
+
 /// A chat.db message as AMC stores it. `handle` is the sender's address for messages
 /// from others.
 pub fn message_of(m: &Message, handle: Option<&str>) -> IncomingMessage {
-    let sent_at = m.date().map(|d| d.timestamp_millis()).unwrap_or(0);
-    let edited_at = (m.date_edited != 0).then(|| m.date_edited().ok()).flatten().map(|d| d.timestamp_millis());
+    let sent_at = unix_ms(m.date).unwrap_or_else(amc_core::time::now_ms);
+    let edited_at = unix_ms(m.date_edited);
     let unsent = m.is_fully_unsent();
     let text = if unsent {
         String::new()

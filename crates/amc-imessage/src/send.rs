@@ -48,21 +48,35 @@ pub struct MessagesConfig {
 /// Delivers agents' sends to iMessage chats.
 pub struct MessagesSender {
     cfg: MessagesConfig,
+    /// One send at a time per chat, so two sends of the same text cannot both take the
+    /// row Messages writes for one of them.
+    chats: std::sync::Mutex<std::collections::HashMap<String, std::sync::Arc<tokio::sync::Mutex<()>>>>,
 }
 
 impl MessagesSender {
     /// A sender with `cfg`.
     pub fn new(cfg: MessagesConfig) -> Self {
-        Self { cfg }
+        Self { cfg, chats: std::sync::Mutex::new(std::collections::HashMap::new()) }
     }
 
     async fn deliver(&self, msg: OutgoingSend) -> Result<Delivery, SendError> {
+        let lock = {
+            let mut chats = self.chats.lock().unwrap_or_else(|p| p.into_inner());
+            chats.entry(msg.channel_platform_id.clone()).or_default().clone()
+        };
+        let _one_at_a_time = lock.lock().await;
+        let started_ms = amc_core::time::now_ms();
         let chat_db = self.cfg.chat_db.clone();
         let before = tokio::task::spawn_blocking(move || ChatDb::open(&chat_db).and_then(|db| db.max_rowid()))
             .await
             .map_err(|e| SendError::Failed(e.to_string()))?
             .map_err(|e| SendError::Failed(format!("cannot read chat.db to confirm sends: {e}")))?;
-        let files = self.copy_attachments(&msg)?;
+        let files = {
+            let (this_cfg, m) = (self.cfg.clone(), msg.clone());
+            tokio::task::spawn_blocking(move || copy_attachments(&this_cfg, &m))
+                .await
+                .map_err(|e| SendError::Failed(e.to_string()))??
+        };
         let mut cmd = tokio::process::Command::new(&self.cfg.osascript);
         for line in SEND_SCRIPT {
             cmd.arg("-e").arg(line);
@@ -82,37 +96,28 @@ impl MessagesSender {
                         .into(),
                 ));
             }
-            return Err(SendError::Failed(format!("Messages refused the send: {}", stderr.trim())));
+            if stderr.contains("-1728") {
+                return Err(SendError::Failed(format!("Messages has no such chat: {}", stderr.trim())));
+            }
+            // Any other failure may come after Messages took the text (a file that failed,
+            // an AppleEvent timeout): what chat.db says decides, and never "not sent" blindly.
+            return match self.confirm(&msg, before, started_ms).await {
+                Ok(d) => Ok(d),
+                Err(_) => Err(SendError::Unknown(format!(
+                    "osascript failed ({}) and Messages did not record the send; check the conversation",
+                    stderr.trim()
+                ))),
+            };
         }
-        self.confirm(&msg, before).await
-    }
-
-    /// Copies attachments into the folder Messages may read.
-    fn copy_attachments(&self, msg: &OutgoingSend) -> Result<Vec<PathBuf>, SendError> {
-        if msg.attachments.is_empty() {
-            return Ok(Vec::new());
-        }
-        let dir = self.cfg.attachments_dir.join(&msg.send_id);
-        std::fs::create_dir_all(&dir).map_err(|e| SendError::Failed(format!("attachments folder: {e}")))?;
-        msg.attachments
-            .iter()
-            .map(|a| {
-                if a.size_bytes > MAX_ATTACHMENT_BYTES {
-                    return Err(SendError::TooLarge(format!("{} is over Messages' limit", a.filename)));
-                }
-                let dest = dir.join(&a.filename);
-                std::fs::copy(&a.path, &dest).map_err(|e| SendError::Failed(format!("copying {}: {e}", a.filename)))?;
-                Ok(dest)
-            })
-            .collect()
+        self.confirm(&msg, before, started_ms).await
     }
 
     /// Waits for Messages' `is_from_me` row of this send.
-    async fn confirm(&self, msg: &OutgoingSend, before: i64) -> Result<Delivery, SendError> {
+    async fn confirm(&self, msg: &OutgoingSend, before: i64, started_ms: i64) -> Result<Delivery, SendError> {
         let deadline = Instant::now() + self.cfg.confirm_timeout;
         loop {
             let (chat_db, guid, text) = (self.cfg.chat_db.clone(), msg.channel_platform_id.clone(), msg.text.clone());
-            let found = tokio::task::spawn_blocking(move || find_sent(&chat_db, before, &guid, &text))
+            let found = tokio::task::spawn_blocking(move || find_sent(&chat_db, before, started_ms, &guid, &text))
                 .await
                 .map_err(|e| SendError::Unknown(e.to_string()))?;
             if let Some(delivery) = found {
@@ -128,19 +133,51 @@ impl MessagesSender {
     }
 }
 
+/// Copies attachments into the folder Messages may read.
+fn copy_attachments(cfg: &MessagesConfig, msg: &OutgoingSend) -> Result<Vec<PathBuf>, SendError> {
+    if msg.attachments.is_empty() {
+        return Ok(Vec::new());
+    }
+    let dir = cfg.attachments_dir.join(&msg.send_id);
+    std::fs::create_dir_all(&dir).map_err(|e| SendError::Failed(format!("attachments folder: {e}")))?;
+    msg.attachments
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            if a.size_bytes > MAX_ATTACHMENT_BYTES {
+                return Err(SendError::TooLarge(format!("{} is over Messages' limit", a.filename)));
+            }
+            let dest = dir.join(format!("{i}-{}", a.filename));
+            std::fs::copy(&a.path, &dest).map_err(|e| SendError::Failed(format!("copying {}: {e}", a.filename)))?;
+            Ok(dest)
+        })
+        .collect()
+}
+
 /// The first row from the person in chat `guid` after `before` with this text.
-fn find_sent(chat_db: &Path, before: i64, guid: &str, text: &str) -> Option<Delivery> {
+fn find_sent(chat_db: &Path, before: i64, started_ms: i64, guid: &str, text: &str) -> Option<Delivery> {
     let db = ChatDb::open(chat_db).ok()?;
     let chats = db.chats().ok()?;
-    let rows = db.messages_after(before, 500).ok()?;
-    rows.into_iter().find_map(|m| {
-        let in_chat = m.chat_id.and_then(|c| chats.get(&c)).is_some_and(|c| c.guid == guid);
-        let same_text = m.text.as_deref().unwrap_or("").replace('\u{FFFC}', "") == text;
-        (m.is_from_me && in_chat && same_text).then(|| Delivery {
-            platform_id: m.guid.clone(),
-            sent_at: m.date().map(|d| d.timestamp_millis()).unwrap_or_else(|_| amc_core::time::now_ms()),
-        })
-    })
+    let mut after = before;
+    loop {
+        let rows = db.messages_after(after, 1000).ok()?;
+        let last = rows.last().map(|m| i64::from(m.rowid))?;
+        let hit = rows.into_iter().find_map(|m| {
+            let in_chat = m.chat_id.and_then(|c| chats.get(&c)).is_some_and(|c| c.guid == guid);
+            let same_text = m.text.as_deref().unwrap_or("").replace('\u{FFFC}', "") == text;
+            // Written after the call began (a second of slack for clocks).
+            let sent_at = crate::convert::unix_ms(m.date);
+            let in_time = sent_at.is_none_or(|t| t >= started_ms - 1000);
+            (m.is_from_me && in_chat && same_text && in_time).then(|| Delivery {
+                platform_id: m.guid.clone(),
+                sent_at: sent_at.unwrap_or_else(amc_core::time::now_ms),
+            })
+        });
+        if hit.is_some() {
+            return hit;
+        }
+        after = last;
+    }
 }
 
 impl Sender for MessagesSender {

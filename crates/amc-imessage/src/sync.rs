@@ -17,6 +17,17 @@ use crate::convert::{attachment_of, channel_of, is_reaction, message_of, reactio
 
 /// The checkpoint's key in AMC's source state.
 pub const CHECKPOINT_KEY: &str = "chatdb_rowid";
+
+/// The stored checkpoint: the last ROWID read and, when known, that row's guid (so a
+/// rebuilt chat.db whose ROWIDs now mean other rows is noticed). Stored as `ROWID:guid`.
+pub fn read_checkpoint(amc: &Amc) -> Result<(i64, Option<String>), SourceError> {
+    let value = amc.store().source_state(Source::Imessage, CHECKPOINT_KEY)?.unwrap_or_default();
+    let (rowid, guid) = match value.split_once(':') {
+        Some((r, g)) => (r, Some(g.to_owned())),
+        None => (value.as_str(), None),
+    };
+    Ok((rowid.parse().unwrap_or(0), guid.filter(|g| !g.is_empty())))
+}
 /// Rows read per batch.
 const BATCH: u32 = 20_000;
 
@@ -45,6 +56,8 @@ struct Batch {
     by_channel: Vec<(ChannelSpec, Vec<(i64, IncomingMessage)>)>,
     /// Tapbacks, in ROWID order.
     reactions: Vec<ReactionChange>,
+    /// The guid of the last row read.
+    last_guid: String,
 }
 
 impl Batch {
@@ -65,10 +78,6 @@ impl Batch {
             .collect();
         (kept, n)
     }
-
-    fn all(self) -> Vec<(ChannelSpec, Vec<IncomingMessage>)> {
-        self.by_channel.into_iter().map(|(c, msgs)| (c, msgs.into_iter().map(|(_, m)| m).collect())).collect()
-    }
 }
 
 /// Reads rows after `checkpoint` (on a blocking thread: chat.db may be busy for a while).
@@ -78,7 +87,13 @@ async fn read_batch(db: &SharedChatDb, checkpoint: i64) -> Result<Batch, SourceE
         let db = db.lock().unwrap_or_else(|p| p.into_inner());
         let rows = db.messages_after(checkpoint, BATCH)?;
         let Some(last) = rows.last().map(|m| i64::from(m.rowid)) else {
-            return Ok(Batch { last: None, rows: 0, by_channel: Vec::new(), reactions: Vec::new() });
+            return Ok(Batch {
+                last: None,
+                rows: 0,
+                by_channel: Vec::new(),
+                reactions: Vec::new(),
+                last_guid: String::new(),
+            });
         };
         let chats = db.chats()?;
         let handles = db.handles()?;
@@ -104,7 +119,8 @@ async fn read_batch(db: &SharedChatDb, checkpoint: i64) -> Result<Batch, SourceE
             .into_iter()
             .filter_map(|(id, msgs)| chats.get(&id).map(|c| (channel_of(c, db.contacts()), msgs)))
             .collect();
-        Ok(Batch { last: Some(last), rows: rows.len(), by_channel, reactions })
+        let last_guid = rows.last().map(|m| m.guid.clone()).unwrap_or_default();
+        Ok(Batch { last: Some(last), rows: rows.len(), by_channel, reactions, last_guid })
     })
     .await
     .map_err(|e| SourceError::Read(e.to_string()))?
@@ -117,8 +133,7 @@ pub const RESCAN_ROWS: i64 = 2_000;
 /// unsend or a late-synced change in the row it belongs to, so the ROWID does not move
 /// and only a second look finds it. Stored messages that changed are updated.
 pub async fn rescan_recent(amc: &Amc, db: &SharedChatDb) -> Result<SyncReport, SourceError> {
-    let checkpoint: i64 =
-        amc.store().source_state(Source::Imessage, CHECKPOINT_KEY)?.and_then(|v| v.parse().ok()).unwrap_or(0);
+    let checkpoint: i64 = read_checkpoint(amc)?.0;
     let mut report = SyncReport { checkpoint, ..SyncReport::default() };
     let mut from = (checkpoint - RESCAN_ROWS).max(0);
     while from < checkpoint {
@@ -139,23 +154,43 @@ pub async fn rescan_recent(amc: &Amc, db: &SharedChatDb) -> Result<SyncReport, S
 
 /// Reads every row after the stored checkpoint and stores it.
 pub async fn sync_once(amc: &Amc, db: &SharedChatDb) -> Result<SyncReport, SourceError> {
-    let checkpoint: i64 =
-        amc.store().source_state(Source::Imessage, CHECKPOINT_KEY)?.and_then(|v| v.parse().ok()).unwrap_or(0);
+    let checkpoint: i64 = read_checkpoint(amc)?.0;
     let mut report = SyncReport { checkpoint, ..SyncReport::default() };
     // The next batch is read from chat.db while this one is written to AMC's store.
     let mut next = read_ahead(db, checkpoint);
     loop {
-        let mut batch = next.await.map_err(|e| SourceError::Read(e.to_string()))??;
+        let mut batch = (&mut next).await.map_err(|e| SourceError::Read(e.to_string()))??;
         let Some(last) = batch.last else { break };
         next = read_ahead(db, last);
+        let ahead = next.abort_handle();
+        let result = store_batch(amc, &mut batch, last, checkpoint, &mut report).await;
+        if result.is_err() {
+            ahead.abort();
+        }
+        result?;
+    }
+    Ok(report)
+}
+
+/// Stores one batch with its checkpoint, then its reactions.
+async fn store_batch(
+    amc: &Amc,
+    batch: &mut Batch,
+    last: i64,
+    checkpoint: i64,
+    report: &mut SyncReport,
+) -> Result<(), SourceError> {
+    {
         report.rows += batch.rows;
         // All chats of the batch and the checkpoint in one transaction; then the
         // reactions, whose targets are stored by now (a crash in between is repaired by
         // the next rescan, which applies the newest rows' reactions again).
         let reactions = std::mem::take(&mut batch.reactions);
-        let mark = Some((CHECKPOINT_KEY.to_owned(), last.to_string()));
-        let late = if checkpoint > 0 { late_ids(&batch, amc.config().imessage_late_horizon) } else { Vec::new() };
-        for stored in amc.ingest_many(Source::Imessage, batch.all(), mark).await? {
+        let mark = Some((CHECKPOINT_KEY.to_owned(), format!("{last}:{}", batch.last_guid)));
+        let late = if checkpoint > 0 { late_ids(batch, amc.config().imessage_late_horizon) } else { Vec::new() };
+        let channels = std::mem::take(&mut batch.by_channel);
+        let all = channels.into_iter().map(|(c, msgs)| (c, msgs.into_iter().map(|(_, m)| m).collect())).collect();
+        for stored in amc.ingest_many(Source::Imessage, all, mark).await? {
             report.inserted += stored.inserted.len();
             report.updated += stored.updated.len();
             report.late += late.iter().filter(|p| stored.inserted_platform_ids.contains(p)).count();
@@ -176,7 +211,7 @@ pub async fn sync_once(amc: &Amc, db: &SharedChatDb) -> Result<SyncReport, Sourc
         report.updated += amc.apply_reactions(Source::Imessage, reactions).await?;
         report.checkpoint = last;
     }
-    Ok(report)
+    Ok(())
 }
 
 /// The platform ids of messages in `batch` sent longer than `horizon` ago: after the

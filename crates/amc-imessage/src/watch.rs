@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::SourceError;
 use crate::chatdb::ChatDb;
-use crate::sync::{CHECKPOINT_KEY, SharedChatDb, rescan_recent, sync_once};
+use crate::sync::{CHECKPOINT_KEY, SharedChatDb, read_checkpoint, rescan_recent, sync_once};
 
 /// How long to let a burst of file events settle before reading.
 const DEBOUNCE: Duration = Duration::from_millis(5);
@@ -126,11 +126,20 @@ async fn step(amc: &Amc, path: &Path, contacts: &[PathBuf], open: &mut Option<Op
         *open = None;
     }
     if open.is_none() {
-        match ChatDb::open(path) {
-            Ok(db) => {
-                let db = db.with_contacts(crate::contacts::Contacts::load(contacts));
-                resync_if_rebuilt(amc, &db);
-                let data_version = db.data_version().unwrap_or(-1);
+        // Opening, probing the schema and reading Contacts may wait on locks: not on the
+        // async threads.
+        let (a, p, c) = (amc.clone(), path.to_owned(), contacts.to_vec());
+        let opened = tokio::task::spawn_blocking(move || {
+            let db = ChatDb::open(&p)?.with_contacts(crate::contacts::Contacts::load(&c));
+            resync_if_rebuilt(&a, &db);
+            let data_version = db.data_version().unwrap_or(-1);
+            Ok::<_, SourceError>((db, data_version))
+        })
+        .await
+        .map_err(|e| SourceError::Read(e.to_string()))
+        .and_then(|r| r);
+        match opened {
+            Ok((db, data_version)) => {
                 *open = Some(Open { data_version, db: Arc::new(Mutex::new(db)), identity: now_identity });
             }
             Err(e) => {
@@ -144,7 +153,10 @@ async fn step(amc: &Amc, path: &Path, contacts: &[PathBuf], open: &mut Option<Op
     } else if !forced {
         // The fallback check: anything written since the last look?
         let Some(o) = open.as_mut() else { return };
-        let version = o.db.lock().unwrap_or_else(|p| p.into_inner()).data_version();
+        let db = o.db.clone();
+        let version = tokio::task::spawn_blocking(move || db.lock().unwrap_or_else(|p| p.into_inner()).data_version())
+            .await
+            .unwrap_or(Err(SourceError::Read("interrupted".into())));
         match version {
             Ok(v) if v == o.data_version => return,
             Ok(v) => o.data_version = v,
@@ -173,18 +185,18 @@ async fn step(amc: &Amc, path: &Path, contacts: &[PathBuf], open: &mut Option<Op
 
 /// A chat.db whose ROWIDs went backwards was rebuilt or replaced: read it from the
 /// start (ingest is idempotent on the message guid, so nothing doubles).
-fn resync_if_rebuilt(amc: &Amc, db: &ChatDb) {
-    let checkpoint: i64 = amc
-        .store()
-        .source_state(Source::Imessage, CHECKPOINT_KEY)
-        .ok()
-        .flatten()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
-    if let Ok(max) = db.max_rowid()
-        && max < checkpoint
-    {
-        tracing::warn!(max, checkpoint, "chat.db's rows go back past AMC's checkpoint; resyncing by message guid");
+pub fn resync_if_rebuilt(amc: &Amc, db: &ChatDb) {
+    let Ok((checkpoint, guid)) = read_checkpoint(amc) else { return };
+    let rebuilt = match guid {
+        // The checkpoint's row now holds another message: the ROWIDs were reassigned.
+        Some(guid) => db.guid_of(checkpoint).ok().flatten().is_some_and(|now| now != guid),
+        None => false,
+    } || db.max_rowid().is_ok_and(|max| max < checkpoint);
+    if rebuilt {
+        tracing::warn!(
+            checkpoint,
+            "chat.db was rebuilt: its rows no longer match AMC's checkpoint; resyncing by message guid"
+        );
         if let Err(e) = amc.store().set_source_state(Source::Imessage, CHECKPOINT_KEY, "0") {
             tracing::warn!(error = %e, "could not reset the chat.db checkpoint");
         }

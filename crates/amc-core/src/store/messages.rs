@@ -438,8 +438,11 @@ fn ingest_one(
     if let Some(id) = existing {
         let changed = tx
             .prepare_cached(
-                "UPDATE messages SET text = ?2, edited_at = ?3, unsent = ?4, reactions = ?5 WHERE id = ?1 \
-                 AND (text IS NOT ?2 OR edited_at IS NOT ?3 OR unsent IS NOT ?4 OR reactions IS NOT ?5)",
+                // A source that reports no reactions leaves the stored ones alone: reactions
+                // that come as their own rows (iMessage tapbacks) are kept by apply_reactions.
+                "UPDATE messages SET text = ?2, edited_at = ?3, unsent = ?4, \
+                 reactions = CASE WHEN ?5 = '[]' THEN reactions ELSE ?5 END WHERE id = ?1 \
+                 AND (text IS NOT ?2 OR edited_at IS NOT ?3 OR unsent IS NOT ?4 OR (?5 != '[]' AND reactions IS NOT ?5))",
             )?
             .execute(params![id, msg.text, msg.edited_at, msg.unsent, reactions])?;
         return Ok(if changed > 0 { Ingested::Updated(id) } else { Ingested::Unchanged });

@@ -299,7 +299,7 @@ fn store_outbound(tx: &Transaction<'_>, id: &str, platform_id: &str, sent_at: Mi
     let echo: Option<String> = tx
         .prepare_cached(
             "SELECT m.id FROM messages m JOIN outbox o ON o.id = ?1 JOIN channels c ON c.id = o.channel_id \
-             WHERE m.source = c.source AND m.platform_id = ?2",
+             WHERE m.source = c.source AND m.platform_id = ?2 AND m.direction = 'inbound'",
         )?
         .query_row(params![id, platform_id], |r| r.get(0))
         .optional()?;

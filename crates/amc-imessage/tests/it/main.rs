@@ -371,3 +371,39 @@ async fn senders_and_chats_are_named_from_contacts_when_it_is_readable() {
         msgs.iter().map(|m| (m.sender.id.as_str(), m.sender.display_name.as_deref())).collect();
     assert_eq!(senders, vec![("support@acme.example", Some("Acme Corp")), ("+15559999999", None)]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rebuilt_chat_db_whose_rowids_now_mean_other_messages_is_read_again() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("chat.db");
+    {
+        let w = ChatDbWriter::create(&path).expect("chat.db");
+        let ada = w.add_handle("+15551234567").expect("handle");
+        let chat = w.add_chat("iMessage;-;+15551234567", 45, None, &[ada]).expect("chat");
+        for i in 0..3 {
+            w.add_message(chat, &text_msg(&format!("old-{i}"), &format!("old {i}"), ada, T0 + i)).expect("m");
+        }
+    }
+    let amc = amc(dir.path());
+    let db = std::sync::Arc::new(std::sync::Mutex::new(ChatDb::open(&path).expect("open")));
+    sync_once(&amc, &db).await.expect("sync");
+    drop(db);
+    // Rebuilt (a restore, a migration): more rows than before, other messages at the same ROWIDs.
+    std::fs::remove_file(&path).expect("rm");
+    let _ = std::fs::remove_file(dir.path().join("chat.db-wal"));
+    {
+        let w = ChatDbWriter::create(&path).expect("chat.db");
+        let ada = w.add_handle("+15551234567").expect("handle");
+        let chat = w.add_chat("iMessage;-;+15551234567", 45, None, &[ada]).expect("chat");
+        for i in 0..5 {
+            w.add_message(chat, &text_msg(&format!("new-{i}"), &format!("new {i}"), ada, T0 + 10 + i)).expect("m");
+        }
+    }
+    let reopened = ChatDb::open(&path).expect("open");
+    amc_imessage::watch::resync_if_rebuilt(&amc, &reopened);
+    let db = std::sync::Arc::new(std::sync::Mutex::new(reopened));
+    let report = sync_once(&amc, &db).await.expect("sync");
+    assert_eq!(report.inserted, 5, "every message of the rebuilt file is read, none skipped");
+    let channel = amc.store().admin_channels(None, None).expect("channels").remove(0);
+    assert_eq!(channel.message_count, 8);
+}
