@@ -445,7 +445,27 @@ fn ingest_one(
                  AND (text IS NOT ?2 OR edited_at IS NOT ?3 OR unsent IS NOT ?4 OR (?5 != '[]' AND reactions IS NOT ?5))",
             )?
             .execute(params![id, msg.text, msg.edited_at, msg.unsent, reactions])?;
-        return Ok(if changed > 0 { Ingested::Updated(id) } else { Ingested::Unchanged });
+        // Attachments change after the message: a download finishes, a file is offloaded.
+        let mut refreshed = 0;
+        for att in msg.attachments.iter().filter(|a| a.platform_id.is_some()) {
+            refreshed += tx
+                .prepare_cached(
+                    "UPDATE attachments SET local_path = ?3, available = ?4, size_bytes = coalesce(?5, size_bytes), \
+                     filename = coalesce(?6, filename), mime_type = coalesce(?7, mime_type) \
+                     WHERE message_id = ?1 AND platform_id = ?2 \
+                     AND (local_path IS NOT ?3 OR available IS NOT ?4 OR (?5 IS NOT NULL AND size_bytes IS NOT ?5))",
+                )?
+                .execute(params![
+                    id,
+                    att.platform_id,
+                    att.local_path,
+                    att.available,
+                    att.size_bytes,
+                    att.filename,
+                    att.mime_type
+                ])?;
+        }
+        return Ok(if changed + refreshed > 0 { Ingested::Updated(id) } else { Ingested::Unchanged });
     }
     let id = new_id();
     let reply_to: Option<String> = match &msg.reply_to_platform_id {

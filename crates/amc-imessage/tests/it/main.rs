@@ -407,3 +407,29 @@ async fn a_rebuilt_chat_db_whose_rowids_now_mean_other_messages_is_read_again() 
     let channel = amc.store().admin_channels(None, None).expect("channels").remove(0);
     assert_eq!(channel.message_count, 8);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_attachment_that_finishes_downloading_becomes_available() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("chat.db");
+    let photo = dir.path().join("later.jpg");
+    let w = ChatDbWriter::create(&path).expect("chat.db");
+    let ada = w.add_handle("+15551234567").expect("handle");
+    let chat = w.add_chat("iMessage;-;+15551234567", 45, None, &[ada]).expect("chat");
+    let row = w.add_message(chat, &text_msg("dl", "photo", ada, T0)).expect("m");
+    w.add_attachment(row, "dl-1", photo.to_str().expect("utf8"), "image/jpeg", 0).expect("attachment");
+    let amc = amc(dir.path());
+    let db = std::sync::Arc::new(std::sync::Mutex::new(ChatDb::open(&path).expect("open")));
+    sync_once(&amc, &db).await.expect("sync");
+    let channel = amc.store().admin_channels(None, None).expect("channels").remove(0);
+    let before = amc.store().channel_tail(&channel.id, 1).expect("tail").remove(0);
+    assert!(!before.attachments[0].available, "still downloading");
+
+    std::fs::write(&photo, b"jpeg").expect("downloaded");
+    w.connection().execute("UPDATE attachment SET total_bytes = 4 WHERE guid = 'dl-1'", []).expect("update");
+    amc_imessage::sync::rescan_recent(&amc, &db).await.expect("rescan");
+    let after = amc.store().channel_tail(&channel.id, 1).expect("tail").remove(0);
+    assert!(after.attachments[0].available);
+    assert_eq!(after.attachments[0].size_bytes, Some(4));
+    assert_eq!(after.attachments[0].id, before.attachments[0].id, "the same attachment, updated");
+}
