@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use amc_core::Error;
 use amc_core::service::{Amc, Principal};
 
-use crate::server::{McpCaller, failure, success};
+use crate::server::McpCaller;
 
 /// The relay contract, as `tools/list` must give it.
 const CONTRACT: &str = include_str!("relay-mcp-tools.json");
@@ -423,14 +423,10 @@ impl ServerHandler for RelayServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        if self.get_tool(&request.name).is_none() {
-            return Err(McpError::invalid_params(format!("unknown tool: {}", request.name), None));
-        }
-        let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
-        let result = match self.dispatch(&request.name, arguments, &context).await {
-            Ok(v) => success(v),
-            Err(e) => failure(&e),
-        };
-        Ok(result.into())
+        let known = self.get_tool(&request.name).is_some();
+        crate::server::call_with(request, known, async |name, arguments| {
+            self.dispatch(&name, arguments, &context).await
+        })
+        .await
     }
 }

@@ -71,6 +71,28 @@ pub fn failure(e: &Error) -> CallToolResult {
     r
 }
 
+/// The part of `tools/call` both toolsets share: an unknown tool is a protocol error;
+/// otherwise the dispatcher's outcome becomes a tool result, success or envelope.
+pub(crate) async fn call_with<F, Fut>(
+    request: CallToolRequestParams,
+    known: bool,
+    dispatch: F,
+) -> Result<rmcp::model::CallToolResponse, McpError>
+where
+    F: FnOnce(String, Value) -> Fut,
+    Fut: std::future::Future<Output = Result<Value, Error>>,
+{
+    if !known {
+        return Err(McpError::invalid_params(format!("unknown tool: {}", request.name), None));
+    }
+    let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
+    let result = match dispatch(request.name.to_string(), arguments).await {
+        Ok(v) => success(v),
+        Err(e) => failure(&e),
+    };
+    Ok(result.into())
+}
+
 fn args<T: DeserializeOwned>(v: Value) -> Result<T, Error> {
     serde_json::from_value(v).map_err(|e| Error::validation(format!("invalid arguments: {e}")))
 }
@@ -165,14 +187,7 @@ impl ServerHandler for InboxServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::CallToolResponse, McpError> {
-        if self.get_tool(&request.name).is_none() {
-            return Err(McpError::invalid_params(format!("unknown tool: {}", request.name), None));
-        }
-        let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
-        let result = match self.dispatch(&request.name, arguments, &context).await {
-            Ok(v) => success(v),
-            Err(e) => failure(&e),
-        };
-        Ok(result.into())
+        let known = self.get_tool(&request.name).is_some();
+        call_with(request, known, async |name, arguments| self.dispatch(&name, arguments, &context).await).await
     }
 }

@@ -44,22 +44,8 @@ impl Amc {
         messages: Vec<IncomingMessage>,
         checkpoint: Option<(String, String)>,
     ) -> Result<IngestReport> {
-        let report = self
-            .blocking(move |s| {
-                s.ingest(source, &channel, &messages, checkpoint.as_ref().map(|(k, v)| (k.as_str(), v.as_str())))
-            })
-            .await?;
-        if report.channel_created {
-            self.publish(Event::ChannelCreated { channel_id: report.channel_id.clone() });
-        }
-        if !report.inserted.is_empty() || !report.updated.is_empty() {
-            self.publish(Event::MessagesChanged {
-                channel_id: report.channel_id.clone(),
-                inserted: report.inserted.len(),
-                updated: report.updated.len(),
-            });
-        }
-        Ok(report)
+        let mut reports = self.ingest_many(source, vec![(channel, messages)], checkpoint).await?;
+        reports.pop().ok_or_else(|| Error::internal("ingest reported nothing"))
     }
 
     /// Stores what a source read from several channels in one transaction, with its
