@@ -23,7 +23,8 @@ pub struct ServeArgs {
     #[arg(long, env = "AMC_OSASCRIPT")]
     osascript: Option<std::path::PathBuf>,
     /// Deliver sends to a recording test sender (logged to test-sender.jsonl in the data
-    /// directory) instead of iMessage and Discord
+    /// directory) instead of iMessage and Discord (iMessage still sends through an
+    /// --osascript named explicitly)
     #[arg(long, env = "AMC_TEST_SENDER")]
     test_sender: bool,
 }
@@ -40,10 +41,16 @@ pub async fn run(raw: RawConfig, args: ServeArgs) -> anyhow::Result<()> {
     let mut senders = Senders::default();
     if config.test_sender {
         senders = Senders::recording(RecordingSender::with_log(config.test_sender_log()));
-        tracing::warn!(log = %config.test_sender_log().display(), "test sender: nothing reaches iMessage or Discord");
+        if config.osascript_explicit {
+            tracing::warn!(log = %config.test_sender_log().display(), "test sender: nothing reaches Discord; iMessage goes through the named osascript");
+        } else {
+            tracing::warn!(log = %config.test_sender_log().display(), "test sender: nothing reaches iMessage or Discord");
+        }
     }
-    // iMessage sends go through Messages whenever it can be reached, test sender or not.
-    if let (Some(osascript), Some(chat_db)) = (config.osascript.clone(), config.chat_db.clone()) {
+    // iMessage sends go through Messages when it can be reached; with --test-sender only
+    // if an osascript was named explicitly (a stand-in, in tests), so test mode messages no one.
+    let messages = !config.test_sender || config.osascript_explicit;
+    if let (true, Some(osascript), Some(chat_db)) = (messages, config.osascript.clone(), config.chat_db.clone()) {
         let sender = MessagesSender::new(MessagesConfig {
             osascript,
             chat_db,

@@ -84,6 +84,8 @@ pub struct Config {
     pub chat_db_poll: Duration,
     /// The program that sends through Messages, if sending is on.
     pub osascript: Option<PathBuf>,
+    /// Whether the person named that program (flag or config file) rather than the default.
+    pub osascript_explicit: bool,
     /// Where attachments are copied before Messages sends them.
     pub imessage_attachments_dir: PathBuf,
     /// How long Messages has to record a send.
@@ -166,6 +168,8 @@ impl RawConfig {
                 (None, None) => None,
             },
             chat_db_poll: Duration::from_secs(file.imessage_poll_seconds.unwrap_or(3).clamp(1, 60)),
+            osascript_explicit: self.osascript.is_some()
+                || file.imessage_osascript.as_deref().is_some_and(|p| !p.is_empty()),
             osascript: match (self.osascript, file.imessage_osascript.as_deref()) {
                 (Some(p), _) => Some(absolute(&p)),
                 (None, Some("")) => None,
