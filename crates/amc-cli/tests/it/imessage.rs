@@ -28,6 +28,25 @@ fn append_from_another_process(chat_db: &Path, guid: &str, text: &str, at_ms: i6
     assert!(status.success());
 }
 
+/// A Messages folder whose chat.db holds one chat with Ada and one message from her.
+fn one_chat(dir: &Path, chat_guid: &str, text: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+    let messages = dir.join("Messages");
+    std::fs::create_dir_all(&messages).expect("mkdir");
+    let chat_db = messages.join("chat.db");
+    let w = ChatDbWriter::create(&chat_db).expect("chat.db");
+    let ada = w.add_handle("+15551234567").expect("handle");
+    let chat = w.add_chat(chat_guid, 45, None, &[ada]).expect("chat");
+    let m = FixtureMessage {
+        guid: "g0".into(),
+        text: Some(text.into()),
+        handle_id: ada,
+        sent_at_ms: T0,
+        ..Default::default()
+    };
+    w.add_message(chat, &m).expect("message");
+    (messages, chat_db)
+}
+
 async fn unread_texts(socket: &Path, token: &str) -> Vec<String> {
     let mut c = amc_client::Connection::connect(socket)
         .await
@@ -52,22 +71,7 @@ async fn wait_for(socket: &Path, token: &str, want: &[&str]) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn messages_written_by_another_process_reach_agents_and_a_replaced_chat_db_is_followed() {
     let tmp = tempfile::tempdir().expect("tempdir");
-    let messages = tmp.path().join("Messages");
-    std::fs::create_dir_all(&messages).expect("mkdir");
-    let chat_db = messages.join("chat.db");
-    {
-        let w = ChatDbWriter::create(&chat_db).expect("chat.db");
-        let ada = w.add_handle("+15551234567").expect("handle");
-        let chat = w.add_chat("iMessage;-;+15551234567", 45, None, &[ada]).expect("chat");
-        let m = FixtureMessage {
-            guid: "g0".into(),
-            text: Some("before".into()),
-            handle_id: ada,
-            sent_at_ms: T0,
-            ..Default::default()
-        };
-        w.add_message(chat, &m).expect("message");
-    }
+    let (messages, chat_db) = one_chat(tmp.path(), "iMessage;-;+15551234567", "before");
     let data = tmp.path().join("amc");
     let serve = Serve::start_with(&data, &["--chat-db", chat_db.to_str().expect("utf8")]);
     let socket = data.join("run/amc.sock");
@@ -179,22 +183,7 @@ async fn send(socket: &Path, token: &str, channel: &str, text: &str) -> serde_js
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sends_go_through_messages_verbatim_and_are_confirmed_in_chat_db() {
     let tmp = tempfile::tempdir().expect("tempdir");
-    let messages = tmp.path().join("Messages");
-    std::fs::create_dir_all(&messages).expect("mkdir");
-    let chat_db = messages.join("chat.db");
-    {
-        let w = ChatDbWriter::create(&chat_db).expect("chat.db");
-        let ada = w.add_handle("+15551234567").expect("handle");
-        let chat = w.add_chat("any;-;+15551234567", 45, None, &[ada]).expect("chat");
-        let m = FixtureMessage {
-            guid: "g0".into(),
-            text: Some("ping".into()),
-            handle_id: ada,
-            sent_at_ms: T0,
-            ..Default::default()
-        };
-        w.add_message(chat, &m).expect("message");
-    }
+    let (_, chat_db) = one_chat(tmp.path(), "any;-;+15551234567", "ping");
     let data = tmp.path().join("amc");
     std::fs::create_dir_all(&data).expect("mkdir");
     std::fs::write(data.join("config.toml"), "imessage_confirm_seconds = 2\nrate_limit_burst = 20\n").expect("config");
