@@ -61,22 +61,13 @@ struct Batch {
 }
 
 impl Batch {
-    /// The rows at or below `rowid` (a rescan leaves newer rows to the regular read),
-    /// and how many rows that is.
-    fn split_at(self, rowid: i64) -> (Vec<(ChannelSpec, Vec<IncomingMessage>)>, usize) {
-        let mut n = 0;
-        let kept = self
-            .by_channel
+    /// The rows at or below `rowid` (a rescan leaves newer rows to the regular read).
+    fn up_to(self, rowid: i64) -> Vec<(ChannelSpec, Vec<IncomingMessage>)> {
+        self.by_channel
             .into_iter()
-            .map(|(c, msgs)| {
-                let msgs: Vec<IncomingMessage> =
-                    msgs.into_iter().filter(|(r, _)| *r <= rowid).map(|(_, m)| m).collect();
-                n += msgs.len();
-                (c, msgs)
-            })
+            .map(|(c, msgs)| (c, msgs.into_iter().filter(|(r, _)| *r <= rowid).map(|(_, m)| m).collect::<Vec<_>>()))
             .filter(|(_, msgs)| !msgs.is_empty())
-            .collect();
-        (kept, n)
+            .collect()
     }
 }
 
@@ -141,7 +132,7 @@ pub async fn rescan_recent(amc: &Amc, db: &SharedChatDb) -> Result<SyncReport, S
         let Some(last) = batch.last else { break };
         report.rows += batch.rows;
         let reactions = std::mem::take(&mut batch.reactions);
-        let (kept, _) = batch.split_at(checkpoint);
+        let kept = batch.up_to(checkpoint);
         for stored in amc.ingest_many(Source::Imessage, kept, None).await? {
             report.inserted += stored.inserted.len();
             report.updated += stored.updated.len();

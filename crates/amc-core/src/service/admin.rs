@@ -155,6 +155,11 @@ impl Amc {
         .await
     }
 
+    /// One send alone, without the conversation around it.
+    pub async fn outbox_item(&self, id: String) -> Result<OutboxItem> {
+        self.blocking(move |s| s.outbox_item(&id)).await
+    }
+
     /// Approves a held send: it is delivered now, whatever the pause switch says. The
     /// claim and the delivery run on one task, so a caller that goes away cannot leave
     /// the send claimed but never tried.

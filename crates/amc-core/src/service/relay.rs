@@ -388,9 +388,7 @@ impl Amc {
         }
         let hash = crate::store::hash_token(&token);
         let p = who.as_string();
-        let crate::store::Joined::Member(meta) =
-            self.blocking(move |s| s.relay_join(&thread_id, &hash, &p, now_ms())).await?;
-        Ok(meta)
+        self.blocking(move |s| s.relay_join(&thread_id, &hash, &p, now_ms())).await
     }
 
     /// Posts a message as the caller.

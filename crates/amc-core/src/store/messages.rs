@@ -125,7 +125,7 @@ impl Store {
         messages: &[IncomingMessage],
         checkpoint: Option<(&str, &str)>,
     ) -> Result<IngestReport> {
-        let mut reports = self.ingest_many(source, &[(channel.clone(), messages.to_vec())], checkpoint)?;
+        let mut reports = self.ingest_batches(source, [(channel, messages)], checkpoint)?;
         reports.pop().ok_or_else(|| Error::internal("ingest reported nothing"))
     }
 
@@ -137,9 +137,18 @@ impl Store {
         batches: &[(ChannelSpec, Vec<IncomingMessage>)],
         checkpoint: Option<(&str, &str)>,
     ) -> Result<Vec<IngestReport>> {
+        self.ingest_batches(source, batches.iter().map(|(c, m)| (c, m.as_slice())), checkpoint)
+    }
+
+    fn ingest_batches<'a>(
+        &self,
+        source: Source,
+        batches: impl IntoIterator<Item = (&'a ChannelSpec, &'a [IncomingMessage])>,
+        checkpoint: Option<(&str, &str)>,
+    ) -> Result<Vec<IngestReport>> {
         let now = now_ms();
         self.write(|tx| {
-            let mut reports = Vec::with_capacity(batches.len());
+            let mut reports = Vec::new();
             let mut lowest: Option<(Millis, String)> = None;
             let mut orphans: bool = tx
                 .prepare_cached(

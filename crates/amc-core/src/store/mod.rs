@@ -27,7 +27,7 @@ pub use agents::{AGENT_TOKEN_PREFIX, hash_token, new_token};
 pub use channels::{ChannelSpec, SendTarget};
 pub use messages::{AttachmentFile, IngestReport, ReactionChange, UnreadQuery};
 pub use outbox::{NewSend, SendLookup, SendOutcome};
-pub use relay::{Access, Joined, PERSON, RelayMessage, SearchHit, ThreadMeta, TokenInfo};
+pub use relay::{Access, PERSON, RelayMessage, SearchHit, ThreadMeta, TokenInfo};
 
 /// The migrations, in order; `PRAGMA user_version` is the number applied.
 const MIGRATIONS: &[(&str, &str)] = &[

@@ -173,13 +173,6 @@ fn token_from_row(row: &Row<'_>) -> rusqlite::Result<TokenInfo> {
 
 const TOKEN_COLS: &str = "id, thread_id, kind, created_by, created_at, expires_at, revoked_at, used_by";
 
-/// What redeeming a token did.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Joined {
-    /// The principal is now a member (or already was) with this thread's metadata.
-    Member(ThreadMeta),
-}
-
 impl Store {
     /// Creates a thread owned by `principal`, or returns the one an earlier call with the
     /// same key created (`true`). The same key with another title is `IDEMPOTENCY_KEY_REUSE`.
@@ -299,7 +292,7 @@ impl Store {
     /// Redeems a token for `principal`, atomically. A write invitation works once; the
     /// same principal redeeming it again is a no-op. Unknown, revoked or expired tokens,
     /// and tokens of other threads, are `THREAD_NOT_FOUND`: nothing is revealed.
-    pub fn relay_join(&self, thread_id: &str, hash: &[u8; 32], principal: &str, now: Millis) -> Result<Joined> {
+    pub fn relay_join(&self, thread_id: &str, hash: &[u8; 32], principal: &str, now: Millis) -> Result<ThreadMeta> {
         self.write(|tx| {
             let found: Option<(String, String, Option<String>, bool)> = tx
                 .prepare_cached(
@@ -314,7 +307,7 @@ impl Store {
             let access = Access::parse(&kind).ok_or_else(|| Error::internal("stored token kind"))?;
             // Whoever redeemed an invitation may redeem it again, even after it was revoked.
             if access == Access::Write && used_by.as_deref() == Some(principal) {
-                return Ok(Joined::Member(meta(tx, thread_id, principal)?));
+                return meta(tx, thread_id, principal);
             }
             if !live {
                 return Err(not_found());
@@ -323,7 +316,7 @@ impl Store {
             // A token that would grant nothing new is not spent: an invitation meant for
             // someone else stays usable when its owner (or the person) tries it.
             if current.is_some_and(|c| c >= access) {
-                return Ok(Joined::Member(meta(tx, thread_id, principal)?));
+                return meta(tx, thread_id, principal);
             }
             if access == Access::Write {
                 if used_by.is_some() {
@@ -342,7 +335,7 @@ impl Store {
                  ON CONFLICT (thread_id, principal) DO UPDATE SET access = excluded.access",
             )?
             .execute(params![thread_id, principal, access.as_str(), now])?;
-            Ok(Joined::Member(meta(tx, thread_id, principal)?))
+            meta(tx, thread_id, principal)
         })
     }
 

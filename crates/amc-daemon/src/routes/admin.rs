@@ -147,9 +147,8 @@ pub async fn send_attachment(
     _: Admin,
     ApiPath((id, index)): ApiPath<(String, usize)>,
 ) -> ApiResult<axum::response::Response> {
-    let send = st.amc.admin_send(id).await?;
-    let staged =
-        send.item.attachments.get(index).ok_or_else(|| ApiError::new(ErrorCode::NotFound, "no such attachment"))?;
+    let send = st.amc.outbox_item(id).await?;
+    let staged = send.attachments.get(index).ok_or_else(|| ApiError::new(ErrorCode::NotFound, "no such attachment"))?;
     let mime = mime_of(&staged.filename).map(str::to_owned);
     super::agent::file_response(&staged.path, Some(staged.filename.clone()), mime).await
 }
