@@ -37,6 +37,15 @@ fn text_msg(guid: &str, text: &str, handle: i64, at: i64) -> FixtureMessage {
     }
 }
 
+/// A tapback of `kind` (2000 love, 2003 laugh, 3000 removes a love) on the first
+/// part of the message with guid `A1B2C3D4-…-000000000001`.
+fn tapback(guid: &str, kind: i32, text: &str, handle: i64, at: i64) -> FixtureMessage {
+    FixtureMessage {
+        associated: Some(("p:0/A1B2C3D4-0000-4000-8000-000000000001".into(), kind)),
+        ..text_msg(guid, text, handle, at)
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn attributed_bodies_decode_to_the_text_macos_shows() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -116,14 +125,7 @@ async fn groups_self_messages_replies_edits_and_unsends_arrive_as_macos_shows_th
     )
     .expect("m");
     // A tapback is a reaction, not a message.
-    w.add_message(
-        named,
-        &FixtureMessage {
-            associated: Some(("p:0/A1B2C3D4-0000-4000-8000-000000000001".into(), 2000)),
-            ..text_msg("g6", "Loved “Who brings snacks?”", bob, T0 + 5000)
-        },
-    )
-    .expect("m");
+    w.add_message(named, &tapback("g6", 2000, "Loved “Who brings snacks?”", bob, T0 + 5000)).expect("m");
     w.add_message(unnamed, &text_msg("u1", "hi", bob, T0)).expect("m");
 
     let amc = amc(dir.path());
@@ -146,22 +148,8 @@ async fn groups_self_messages_replies_edits_and_unsends_arrive_as_macos_shows_th
     assert_eq!(loved, vec![("❤️", "bob@example.com")]);
 
     // Bob takes it back and laughs instead; Ada adds a custom emoji.
-    w.add_message(
-        named,
-        &FixtureMessage {
-            associated: Some(("p:0/A1B2C3D4-0000-4000-8000-000000000001".into(), 3000)),
-            ..text_msg("g7", "Removed a heart", bob, T0 + 6000)
-        },
-    )
-    .expect("m");
-    w.add_message(
-        named,
-        &FixtureMessage {
-            associated: Some(("p:0/A1B2C3D4-0000-4000-8000-000000000001".into(), 2003)),
-            ..text_msg("g8", "Laughed at", bob, T0 + 7000)
-        },
-    )
-    .expect("m");
+    w.add_message(named, &tapback("g7", 3000, "Removed a heart", bob, T0 + 6000)).expect("m");
+    w.add_message(named, &tapback("g8", 2003, "Laughed at", bob, T0 + 7000)).expect("m");
     sync_once(&amc, &db).await.expect("sync");
     let msgs = amc.store().channel_tail(&club.id, 10).expect("tail");
     let now: Vec<(&str, &str)> = msgs[0].reactions.iter().map(|r| (r.emoji.as_str(), r.sender.id.as_str())).collect();
