@@ -1,15 +1,8 @@
 //! `amc serve`: the daemon, headless.
 
-use anyhow::Context;
 use clap::Args;
 
 use amc_core::config::RawConfig;
-use amc_core::model::Source;
-use amc_core::sender::{RecordingSender, Senders};
-use amc_core::service::Amc;
-use amc_imessage::send::{MessagesConfig, MessagesSender};
-use amc_imessage::watch::WatchConfig;
-use tokio_util::sync::CancellationToken;
 
 #[derive(Args)]
 pub struct ServeArgs {
@@ -30,51 +23,14 @@ pub struct ServeArgs {
 }
 
 pub async fn run(raw: RawConfig, args: ServeArgs) -> anyhow::Result<()> {
-    let config = RawConfig {
+    let raw = RawConfig {
         listen: args.listen,
         test_sender: args.test_sender,
         chat_db: args.chat_db,
         osascript: args.osascript,
         ..raw
-    }
-    .validate()?;
-    let mut senders = Senders::default();
-    if config.test_sender {
-        senders = Senders::recording(RecordingSender::with_log(config.test_sender_log()));
-        if config.osascript_explicit {
-            tracing::warn!(log = %config.test_sender_log().display(), "test sender: nothing reaches Discord; iMessage goes through the named osascript");
-        } else {
-            tracing::warn!(log = %config.test_sender_log().display(), "test sender: nothing reaches iMessage or Discord");
-        }
-    }
-    // iMessage sends go through Messages when it can be reached; with --test-sender only
-    // if an osascript was named explicitly (a stand-in, in tests), so test mode messages no one.
-    let messages = !config.test_sender || config.osascript_explicit;
-    if let (true, Some(osascript), Some(chat_db)) = (messages, config.osascript.clone(), config.chat_db.clone()) {
-        let sender = MessagesSender::new(MessagesConfig {
-            osascript,
-            chat_db,
-            attachments_dir: config.imessage_attachments_dir.clone(),
-            confirm_timeout: config.imessage_confirm,
-        });
-        senders = senders.with(Source::Imessage, std::sync::Arc::new(sender));
-    }
-    let socket = amc_daemon::bind_socket(&config.run_dir(), &config.socket_path())?;
-    let tcp = match config.listen {
-        Some(addr) => Some(tokio::net::TcpListener::bind(addr).await.with_context(|| format!("listening on {addr}"))?),
-        None => None,
     };
-    let contacts = config.imessage_contacts.clone().unwrap_or_else(amc_imessage::contacts::Contacts::default_paths);
-    let imessage = config.chat_db.clone().map(|chat_db| WatchConfig { chat_db, poll: config.chat_db_poll, contacts });
-    let amc = Amc::start(config, senders).context("starting AMC")?;
-    let stop = CancellationToken::new();
-    if let Some(cfg) = imessage {
-        tracing::info!(chat_db = %cfg.chat_db.display(), "following iMessage");
-        tokio::spawn(amc_imessage::watch::run(amc.clone(), cfg, stop.clone()));
-    }
-    amc_daemon::serve(amc, socket, tcp, shutdown_signal()).await?;
-    stop.cancel();
-    Ok(())
+    amc_runtime::start(raw).await?.run_until(shutdown_signal()).await
 }
 
 async fn shutdown_signal() {

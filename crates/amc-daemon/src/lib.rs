@@ -84,52 +84,94 @@ pub async fn serve(
     tcp: Option<tokio::net::TcpListener>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
-    let admin_token = load_or_create_admin_token(&amc.config().admin_token_path())?;
-    let token = CancellationToken::new();
-    let state = AppState { amc: amc.clone(), admin_token, shutdown: token.clone() };
-    let purge = tokio::spawn(purge_loop(amc.clone(), token.clone()));
-    {
-        let token = token.clone();
-        tokio::spawn(async move {
-            shutdown.await;
-            token.cancel();
-        });
+    Daemon::new(amc)?.serve(socket, tcp, shutdown).await
+}
+
+/// A daemon ready to serve: its listeners, and requests dispatched from inside the
+/// process (the tray window) through [`Daemon::in_process`].
+pub struct Daemon {
+    state: AppState,
+}
+
+impl Daemon {
+    /// Loads (or creates) the admin token.
+    pub fn new(amc: Amc) -> io::Result<Self> {
+        let admin_token = load_or_create_admin_token(&amc.config().admin_token_path())?;
+        Ok(Self { state: AppState { amc, admin_token, shutdown: CancellationToken::new() } })
     }
-    let unix_app = app(state.clone(), None);
-    let SocketListener { listener, guard } = socket;
-    let unix = {
-        let token = token.clone();
-        tokio::spawn(async move {
-            axum::serve(listener, unix_app).with_graceful_shutdown(async move { token.cancelled().await }).await
-        })
-    };
-    let tcp_task = match tcp {
-        Some(l) => {
-            let addr = l.local_addr()?;
-            let tcp_app = app(state, Some(addr));
+
+    /// The router for requests made inside AMC's own process: they act as the person,
+    /// so the admin token is added to each. Long-lived responses end when the daemon stops.
+    pub fn in_process(&self) -> Router {
+        let token = self.state.admin_token.clone();
+        app(self.state.clone(), None).layer(axum::middleware::from_fn(
+            move |mut req: axum::extract::Request, next: axum::middleware::Next| {
+                let value = axum::http::HeaderValue::from_str(&format!("Bearer {token}"));
+                async move {
+                    if let Ok(v) = value {
+                        req.headers_mut().insert(axum::http::header::AUTHORIZATION, v);
+                    }
+                    next.run(req).await
+                }
+            },
+        ))
+    }
+
+    /// Serves until `shutdown` resolves, then lets requests in flight finish (up to a few
+    /// seconds) and removes the socket.
+    pub async fn serve(
+        self,
+        socket: SocketListener,
+        tcp: Option<tokio::net::TcpListener>,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> io::Result<()> {
+        let Self { state } = self;
+        let amc = state.amc.clone();
+        let token = state.shutdown.clone();
+        let purge = tokio::spawn(purge_loop(amc, token.clone()));
+        {
             let token = token.clone();
-            tracing::info!(%addr, "serving on loopback TCP");
-            Some(tokio::spawn(async move {
-                axum::serve(l, tcp_app).with_graceful_shutdown(async move { token.cancelled().await }).await
-            }))
+            tokio::spawn(async move {
+                shutdown.await;
+                token.cancel();
+            });
         }
-        None => None,
-    };
-    tracing::info!(socket = %guard.path.display(), "AMC is serving");
-    token.cancelled().await;
-    let drain = async {
-        let _ = unix.await;
-        if let Some(t) = tcp_task {
-            let _ = t.await;
+        let unix_app = app(state.clone(), None);
+        let SocketListener { listener, guard } = socket;
+        let unix = {
+            let token = token.clone();
+            tokio::spawn(async move {
+                axum::serve(listener, unix_app).with_graceful_shutdown(async move { token.cancelled().await }).await
+            })
+        };
+        let tcp_task = match tcp {
+            Some(l) => {
+                let addr = l.local_addr()?;
+                let tcp_app = app(state, Some(addr));
+                let token = token.clone();
+                tracing::info!(%addr, "serving on loopback TCP");
+                Some(tokio::spawn(async move {
+                    axum::serve(l, tcp_app).with_graceful_shutdown(async move { token.cancelled().await }).await
+                }))
+            }
+            None => None,
+        };
+        tracing::info!(socket = %guard.path.display(), "AMC is serving");
+        token.cancelled().await;
+        let drain = async {
+            let _ = unix.await;
+            if let Some(t) = tcp_task {
+                let _ = t.await;
+            }
+        };
+        if tokio::time::timeout(std::time::Duration::from_secs(5), drain).await.is_err() {
+            tracing::warn!("some connections did not close in time; stopping anyway");
         }
-    };
-    if tokio::time::timeout(std::time::Duration::from_secs(5), drain).await.is_err() {
-        tracing::warn!("some connections did not close in time; stopping anyway");
+        purge.abort();
+        drop(guard);
+        tracing::info!("AMC stopped");
+        Ok(())
     }
-    purge.abort();
-    drop(guard);
-    tracing::info!("AMC stopped");
-    Ok(())
 }
 
 /// Every minute: sends stuck in flight become `unknown`, and idempotency records older

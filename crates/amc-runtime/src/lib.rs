@@ -1,0 +1,102 @@
+//! Starts AMC as one unit: the core, the sources the configuration turns on, and the
+//! daemon on its socket. `amc serve` runs it headless; the tray app runs it inside its
+//! own process and reaches it through [`Running::in_process`].
+#![deny(missing_docs)]
+
+use std::future::Future;
+use std::sync::Arc;
+
+use anyhow::Context;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use amc_core::config::RawConfig;
+use amc_core::model::Source;
+use amc_core::sender::{RecordingSender, Senders};
+use amc_core::service::Amc;
+use amc_imessage::send::{MessagesConfig, MessagesSender};
+use amc_imessage::watch::WatchConfig;
+
+/// AMC, running.
+pub struct Running {
+    amc: Amc,
+    in_process: axum::Router,
+    stop: CancellationToken,
+    daemon: JoinHandle<std::io::Result<()>>,
+}
+
+/// Validates the configuration, takes the data directory's lock and socket, starts the
+/// sources and serves. Fails with a message for the person when another AMC (`amc serve`
+/// or the tray app) already runs on the same data directory.
+pub async fn start(raw: RawConfig) -> anyhow::Result<Running> {
+    let config = raw.validate()?;
+    let mut senders = Senders::default();
+    if config.test_sender {
+        senders = Senders::recording(RecordingSender::with_log(config.test_sender_log()));
+        if config.osascript_explicit {
+            tracing::warn!(log = %config.test_sender_log().display(), "test sender: nothing reaches Discord; iMessage goes through the named osascript");
+        } else {
+            tracing::warn!(log = %config.test_sender_log().display(), "test sender: nothing reaches iMessage or Discord");
+        }
+    }
+    // iMessage sends go through Messages when it can be reached; with the test sender
+    // only if an osascript was named explicitly (a stand-in, in tests), so test mode
+    // messages no one.
+    let messages = !config.test_sender || config.osascript_explicit;
+    if let (true, Some(osascript), Some(chat_db)) = (messages, config.osascript.clone(), config.chat_db.clone()) {
+        let sender = MessagesSender::new(MessagesConfig {
+            osascript,
+            chat_db,
+            attachments_dir: config.imessage_attachments_dir.clone(),
+            confirm_timeout: config.imessage_confirm,
+        });
+        senders = senders.with(Source::Imessage, Arc::new(sender));
+    }
+    let socket = amc_daemon::bind_socket(&config.run_dir(), &config.socket_path())?;
+    let tcp = match config.listen {
+        Some(addr) => Some(tokio::net::TcpListener::bind(addr).await.with_context(|| format!("listening on {addr}"))?),
+        None => None,
+    };
+    let contacts = config.imessage_contacts.clone().unwrap_or_else(amc_imessage::contacts::Contacts::default_paths);
+    let imessage = config.chat_db.clone().map(|chat_db| WatchConfig { chat_db, poll: config.chat_db_poll, contacts });
+    let amc = Amc::start(config, senders).context("starting AMC")?;
+    let stop = CancellationToken::new();
+    if let Some(cfg) = imessage {
+        tracing::info!(chat_db = %cfg.chat_db.display(), "following iMessage");
+        tokio::spawn(amc_imessage::watch::run(amc.clone(), cfg, stop.clone()));
+    }
+    let daemon = amc_daemon::Daemon::new(amc.clone()).context("reading the admin token")?;
+    let in_process = daemon.in_process();
+    let served = {
+        let stop = stop.clone();
+        tokio::spawn(daemon.serve(socket, tcp, async move { stop.cancelled().await }))
+    };
+    Ok(Running { amc, in_process, stop, daemon: served })
+}
+
+impl Running {
+    /// The core, for wiring (the tray reads counts and follows events).
+    pub fn amc(&self) -> &Amc {
+        &self.amc
+    }
+
+    /// The daemon's router for requests from inside this process, acting as the person.
+    pub fn in_process(&self) -> axum::Router {
+        self.in_process.clone()
+    }
+
+    /// Runs until `shutdown` resolves (or the daemon stops by itself), then stops
+    /// everything and waits for requests in flight.
+    pub async fn run_until(self, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
+        let Self { stop, mut daemon, .. } = self;
+        tokio::select! {
+            () = shutdown => stop.cancel(),
+            r = &mut daemon => {
+                stop.cancel();
+                return Ok(r.context("the daemon task failed")??);
+            }
+        }
+        daemon.await.context("the daemon task failed")??;
+        Ok(())
+    }
+}
