@@ -25,6 +25,60 @@ pub struct RawConfig {
     pub chat_db: Option<PathBuf>,
     /// `--osascript`: the program that sends through Messages.
     pub osascript: Option<PathBuf>,
+    /// `AMC_DISCORD_TOKEN`: the Discord bot's token.
+    pub discord_token: Option<Secret>,
+}
+
+/// A credential: shown as `***` by `Debug`, so it never reaches a log by accident.
+#[derive(Clone, PartialEq, Eq, Default)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wraps a credential.
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+
+    /// The credential itself, for the one call that needs it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("***")
+    }
+}
+
+impl<'de> Deserialize<'de> for Secret {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d).map(Self)
+    }
+}
+
+/// Where the Discord bot's token comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DiscordToken {
+    /// Given in the configuration or the environment.
+    Value(Secret),
+    /// Kept in the macOS Keychain (a generic password, service `AMC`, account `discord`).
+    Keychain,
+}
+
+/// The Discord source's settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DiscordSettings {
+    /// The bot's token.
+    pub token: DiscordToken,
+    /// Discord's base URL (`https://discord.com`; a local stand-in in tests).
+    pub api_url: String,
+    /// The largest file Discord takes from the bot, in bytes.
+    pub upload_limit: u64,
+    /// The most messages fetched per channel after a reconnect or an approval.
+    pub history_limit: u32,
+    /// The person's own Discord user id: their messages are `is_self`.
+    pub user_id: Option<String>,
 }
 
 /// The config file, `config.toml` in the data directory. Every key is optional.
@@ -61,6 +115,20 @@ pub struct FileConfig {
     /// Where attachments are copied for Messages to send them (default on macOS:
     /// `~/Pictures/AMC`, a folder Messages may read).
     pub imessage_attachments_dir: Option<String>,
+    /// The Discord bot's token (or set `AMC_DISCORD_TOKEN`, or use the Keychain).
+    pub discord_token: Option<Secret>,
+    /// Read the bot's token from the macOS Keychain (service `AMC`, account `discord`).
+    pub discord_token_keychain: Option<bool>,
+    /// Discord's base URL (default `https://discord.com`); a local stand-in for tests.
+    pub discord_api_url: Option<String>,
+    /// The largest file Discord takes from the bot, in MB (default 10; more on boosted servers).
+    pub discord_upload_limit_mb: Option<u64>,
+    /// The most messages fetched per channel after a reconnect or an approval (default 1,000).
+    pub discord_history_limit: Option<u32>,
+    /// The person's own Discord user id, so their messages count as theirs.
+    pub discord_user_id: Option<String>,
+    /// The largest attachment AMC fetches from a platform when an agent asks (MB, default 25).
+    pub attachment_fetch_limit_mb: Option<u64>,
 }
 
 /// Validated configuration.
@@ -94,6 +162,10 @@ pub struct Config {
     pub imessage_late_horizon: Option<Duration>,
     /// Contacts databases given in the config file (`None`: the platform's own).
     pub imessage_contacts: Option<Vec<PathBuf>>,
+    /// The Discord source, when a token is configured.
+    pub discord: Option<DiscordSettings>,
+    /// The largest attachment fetched from a platform on demand.
+    pub attachment_fetch_limit: u64,
 }
 
 /// A configuration that cannot be used, and why.
@@ -102,6 +174,9 @@ pub enum ConfigError {
     /// No data directory was given and none can be derived (no home directory).
     #[error("no data directory: set --data-dir or AMC_DATA_DIR")]
     NoDataDir,
+    /// A setting has a value that cannot work.
+    #[error("{0}")]
+    Invalid(String),
     /// The listen address is not a loopback `IP:PORT`.
     #[error("--listen must be a loopback address such as 127.0.0.1:7878, not {0:?}")]
     Listen(String),
@@ -144,6 +219,7 @@ impl RawConfig {
             None => default_data_dir().ok_or(ConfigError::NoDataDir)?,
         };
         let file = read_file_config(&data_dir.join(CONFIG_FILE))?;
+        let discord = discord_settings(self.discord_token, &file)?;
         let listen = match self.listen.or(file.listen) {
             Some(l) => Some(parse_loopback(&l)?),
             None => None,
@@ -191,9 +267,37 @@ impl RawConfig {
                 None if cfg!(target_os = "macos") => expand_home("~/Pictures/AMC"),
                 None => data_dir.join("imessage-outgoing"),
             },
+            discord,
+            attachment_fetch_limit: file.attachment_fetch_limit_mb.unwrap_or(25).clamp(1, 500) * 1024 * 1024,
             data_dir,
         })
     }
+}
+
+fn discord_settings(env_token: Option<Secret>, file: &FileConfig) -> Result<Option<DiscordSettings>, ConfigError> {
+    let token = match (env_token.or_else(|| file.discord_token.clone()), file.discord_token_keychain) {
+        (Some(t), _) if !t.expose().trim().is_empty() => DiscordToken::Value(Secret::new(t.expose().trim())),
+        (_, Some(true)) => DiscordToken::Keychain,
+        _ => return Ok(None),
+    };
+    let api_url = file.discord_api_url.clone().unwrap_or_else(|| "https://discord.com".into());
+    let parsed = url::Url::parse(&api_url)
+        .map_err(|_| ConfigError::Invalid(format!("discord_api_url must be a URL, not {api_url:?}")))?;
+    if !matches!(parsed.scheme(), "http" | "https") || parsed.host().is_none() {
+        return Err(ConfigError::Invalid(format!("discord_api_url must be an http(s) URL, not {api_url:?}")));
+    }
+    if let Some(id) = &file.discord_user_id
+        && (id.is_empty() || !id.bytes().all(|b| b.is_ascii_digit()))
+    {
+        return Err(ConfigError::Invalid(format!("discord_user_id must be a Discord user id (digits), not {id:?}")));
+    }
+    Ok(Some(DiscordSettings {
+        token,
+        api_url: api_url.trim_end_matches('/').to_owned(),
+        upload_limit: file.discord_upload_limit_mb.unwrap_or(10).clamp(1, 500) * 1024 * 1024,
+        history_limit: file.discord_history_limit.unwrap_or(1000).clamp(1, 100_000),
+        user_id: file.discord_user_id.clone(),
+    }))
 }
 
 fn absolute(p: &Path) -> PathBuf {
@@ -239,6 +343,11 @@ impl Config {
     /// Where agents' attachments are copied before they are reviewed and sent.
     pub fn staging_dir(&self) -> PathBuf {
         self.data_dir.join("staged")
+    }
+
+    /// Where attachments fetched from a platform (Discord) are kept.
+    pub fn attachment_cache_dir(&self) -> PathBuf {
+        self.data_dir.join("cache").join("attachments")
     }
 
     /// Where the recording sender logs its sends.

@@ -40,6 +40,22 @@ str_enum! {
     }
 }
 
+impl Source {
+    /// The platform's name, for messages to people.
+    pub fn display_name(self) -> &'static str {
+        match self {
+            Self::Imessage => "iMessage",
+            Self::Discord => "Discord",
+        }
+    }
+
+    /// Whether a person has at most one reaction on a message (an iMessage tapback
+    /// replaces the earlier one); on Discord a person may add several emoji.
+    pub fn one_reaction_per_person(self) -> bool {
+        matches!(self, Self::Imessage)
+    }
+}
+
 str_enum! {
     /// A one-to-one conversation or a group.
     ChannelKind {

@@ -67,10 +67,49 @@ pub enum SendError {
     Unknown(String),
 }
 
+/// A file a platform keeps, which AMC fetches when an agent asks for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteFile {
+    /// Where the platform said the file was.
+    pub url: String,
+    /// The platform's id for the attachment.
+    pub attachment_platform_id: Option<String>,
+    /// The platform id of the message it belongs to.
+    pub message_platform_id: String,
+    /// The platform id of the message's channel.
+    pub channel_platform_id: String,
+}
+
+/// Why a remote file could not be fetched.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FetchError {
+    /// The file is larger than AMC fetches.
+    #[error("the file is larger than AMC fetches ({limit} bytes)")]
+    TooLarge {
+        /// The cap, in bytes.
+        limit: u64,
+    },
+    /// The platform does not have it (any more), or this platform's files are not fetched.
+    #[error("{0}")]
+    Unavailable(String),
+}
+
 /// Delivers agents' sends to one platform.
 pub trait Sender: Send + Sync {
     /// The largest attachment the platform accepts, in bytes.
     fn max_attachment_bytes(&self) -> u64;
+
+    /// The longest text the platform takes in one message, in characters (Unicode
+    /// scalar values), if it has a limit.
+    fn max_text_chars(&self) -> Option<usize> {
+        None
+    }
+
+    /// Fetches a file the platform keeps (a Discord attachment), up to `max_bytes`.
+    fn fetch(&self, file: RemoteFile, max_bytes: u64) -> BoxFuture<'_, Result<Vec<u8>, FetchError>> {
+        let _ = (file, max_bytes);
+        Box::pin(async { Err(FetchError::Unavailable("this platform's files are not fetched by AMC".into())) })
+    }
 
     /// Delivers one send. Implementations never retry a call whose outcome is unknown.
     fn send(&self, msg: OutgoingSend) -> BoxFuture<'_, Result<Delivery, SendError>>;

@@ -4,6 +4,7 @@
 #![deny(missing_docs)]
 
 use std::future::Future;
+use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::Context;
@@ -13,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use amc_core::config::RawConfig;
 use amc_core::model::Source;
 use amc_core::sender::{RecordingSender, Senders};
-use amc_core::service::Amc;
+use amc_core::service::{Amc, SourceState, SourceStatus};
 use amc_imessage::send::{MessagesConfig, MessagesSender};
 use amc_imessage::watch::WatchConfig;
 
@@ -52,6 +53,22 @@ pub async fn start(raw: RawConfig) -> anyhow::Result<Running> {
         });
         senders = senders.with(Source::Imessage, Arc::new(sender));
     }
+    let mut discord_problem = None;
+    let discord = match config.discord.clone() {
+        Some(settings) => {
+            match amc_discord::token::resolve(&settings.token, Path::new(amc_discord::token::SECURITY)).await {
+                Ok(token) => Some(amc_discord::Discord::new(settings, token)),
+                Err(why) => {
+                    discord_problem = Some(why);
+                    None
+                }
+            }
+        }
+        None => None,
+    };
+    if let (Some(d), false) = (&discord, config.test_sender) {
+        senders = senders.with(Source::Discord, d.sender());
+    }
     let socket = amc_daemon::bind_socket(&config.run_dir(), &config.socket_path())?;
     let tcp = match config.listen {
         Some(addr) => Some(tokio::net::TcpListener::bind(addr).await.with_context(|| format!("listening on {addr}"))?),
@@ -64,6 +81,12 @@ pub async fn start(raw: RawConfig) -> anyhow::Result<Running> {
     if let Some(cfg) = imessage {
         tracing::info!(chat_db = %cfg.chat_db.display(), "following iMessage");
         tokio::spawn(amc_imessage::watch::run(amc.clone(), cfg, stop.clone()));
+    }
+    if let Some(d) = discord {
+        tracing::info!("starting the Discord bot");
+        tokio::spawn(d.run(amc.clone(), stop.clone()));
+    } else if let Some(why) = discord_problem {
+        amc.set_source_status(Source::Discord, SourceStatus { state: SourceState::Degraded, reason: Some(why) });
     }
     let daemon = amc_daemon::Daemon::new(amc.clone()).context("reading the admin token")?;
     let in_process = daemon.in_process();

@@ -190,6 +190,19 @@ impl AttachmentPolicy {
     }
 }
 
+/// Writes a file AMC keeps (a fetched attachment) whole or not at all: into a
+/// temporary name beside it, then renamed.
+pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let tmp = path.with_extension("part");
+    let mut out = File::create(&tmp)?;
+    out.write_all(bytes)?;
+    out.sync_all()?;
+    std::fs::rename(&tmp, path)
+}
+
 /// Shortens a file name to [`MAX_NAME_BYTES`], keeping its extension.
 fn short_name(name: &str) -> String {
     if name.len() <= MAX_NAME_BYTES {

@@ -85,6 +85,20 @@ impl Amc {
         Ok(changed.len())
     }
 
+    /// Marks messages the platform deleted as unsent, and tells the UI.
+    pub async fn mark_unsent(&self, source: Source, platform_ids: Vec<String>) -> Result<usize> {
+        let changed = self.blocking(move |s| s.mark_unsent(source, &platform_ids, crate::time::now_ms())).await?;
+        for (_, channel_id) in &changed {
+            self.publish(Event::MessagesChanged { channel_id: channel_id.clone(), inserted: 0, updated: 1 });
+        }
+        Ok(changed.len())
+    }
+
+    /// The platform ids of a channel's newest and oldest stored messages.
+    pub async fn message_bounds(&self, channel_id: String) -> Result<Option<(String, String)>> {
+        self.blocking(move |s| s.message_bounds(&channel_id)).await
+    }
+
     /// Every channel, for the person.
     pub async fn admin_channels(
         &self,

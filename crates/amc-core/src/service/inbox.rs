@@ -143,18 +143,57 @@ impl Amc {
         self.blocking(move |s| s.visible_channels(source)).await
     }
 
-    /// The local file behind a visible attachment, if it is on this Mac.
+    /// The local file behind a visible attachment: on this Mac already (iMessage), or
+    /// fetched from the platform on first use and kept in AMC's cache (Discord).
     pub async fn attachment_file(&self, _agent: &AgentCtx, id: String) -> Result<AttachmentFile> {
         if !crate::ids::is_attachment_id(&id) {
             return Err(Error::validation("attachment id must look like att_<ULID>"));
         }
-        let file = self.blocking(move |s| s.visible_attachment(&id)).await?;
-        match file.local_path {
-            Some(_) if file.available => Ok(file),
-            _ => Err(Error::new(
+        let lookup = id.clone();
+        let mut file = self.blocking(move |s| s.visible_attachment(&lookup)).await?;
+        if file.local_path.is_some() && file.available {
+            return Ok(file);
+        }
+        let unavailable = || {
+            Error::new(
                 crate::error::ErrorCode::NotFound,
                 "this attachment is not available on this Mac (for example, offloaded to iCloud)",
-            )),
+            )
+        };
+        let (Some(remote), Some(sender)) = (file.remote.clone(), self.inner.senders.get(file.source).cloned()) else {
+            return Err(unavailable());
+        };
+        let cached = self.config().attachment_cache_dir().join(&id);
+        if tokio::fs::metadata(&cached).await.is_ok() {
+            file.local_path = Some(cached.to_string_lossy().into_owned());
+            return Ok(file);
         }
+        let limit = self.config().attachment_fetch_limit;
+        let too_large = || {
+            Error::new(
+                crate::error::ErrorCode::NotFound,
+                format!(
+                    "this attachment is larger than AMC fetches ({} MB; `attachment_fetch_limit_mb` in config.toml)",
+                    limit / (1024 * 1024)
+                ),
+            )
+        };
+        if file.size_bytes.is_some_and(|n| n as u64 > limit) {
+            return Err(too_large());
+        }
+        let bytes = sender.fetch(remote, limit).await.map_err(|e| match e {
+            crate::sender::FetchError::TooLarge { .. } => too_large(),
+            crate::sender::FetchError::Unavailable(why) => {
+                tracing::info!(attachment = %id, %why, "could not fetch an attachment");
+                Error::new(
+                    crate::error::ErrorCode::NotFound,
+                    format!("{} does not have this file now: {why}", file.source.display_name()),
+                )
+            }
+        })?;
+        let path = cached.clone();
+        self.run_blocking(move || crate::attach::write_private(&path, &bytes).map_err(Error::internal)).await?;
+        file.local_path = Some(cached.to_string_lossy().into_owned());
+        Ok(file)
     }
 }

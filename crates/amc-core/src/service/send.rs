@@ -162,6 +162,16 @@ impl Amc {
                 "this channel is read-only for agents; the person can change its send policy in AMC",
             ));
         }
+        let max_chars = self.inner.senders.get(target.source).and_then(|s| s.max_text_chars());
+        if let Some(max) = max_chars {
+            let chars = req.text.chars().count();
+            if chars > max {
+                return Err(Error::validation(format!(
+                    "{} takes at most {max} characters in one message and this text has {chars}; send it in parts",
+                    target.source.display_name()
+                )));
+            }
+        }
         if let Some(reply_to) = req.reply_to.clone() {
             let parent = self.blocking(move |s| s.visible_message(&reply_to)).await;
             if parent.map(|p| p.channel_id != target.id).unwrap_or(true) {
@@ -279,7 +289,10 @@ impl Amc {
         self.run_blocking(move || policy.stage(&stage_id, &files, max_bytes)).await
     }
 
-    async fn run_blocking<T: Send + 'static>(&self, f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+    pub(super) async fn run_blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce() -> Result<T> + Send + 'static,
+    ) -> Result<T> {
         tokio::task::spawn_blocking(f).await.map_err(Error::internal)?
     }
 

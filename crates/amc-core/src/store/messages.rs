@@ -97,6 +97,12 @@ pub struct AttachmentFile {
     pub mime_type: Option<String>,
     /// Whether the file can be read now.
     pub available: bool,
+    /// The size the platform reported.
+    pub size_bytes: Option<i64>,
+    /// Where the platform keeps the file, when it is fetched on demand (Discord).
+    pub remote: Option<crate::sender::RemoteFile>,
+    /// The source of the message.
+    pub source: Source,
 }
 
 /// The filters of `GET /messages/unread`.
@@ -382,16 +388,29 @@ impl Store {
     pub fn visible_attachment(&self, id: &str) -> Result<AttachmentFile> {
         self.read(|tx| {
             let sql = format!(
-                "SELECT a.local_path, a.filename, a.mime_type, a.available FROM attachments a \
+                "SELECT a.local_path, a.filename, a.mime_type, a.available, a.size_bytes, a.remote_url, a.platform_id, \
+                 m.platform_id, c.platform_id, m.source FROM attachments a \
                  JOIN messages m ON m.id = a.message_id JOIN channels c ON c.id = m.channel_id WHERE a.id = ?1 AND {VISIBLE}"
             );
             tx.prepare_cached(&sql)?
                 .query_row([id], |r| {
+                    let remote = r.get::<_, Option<String>>(5)?.map(|url| -> rusqlite::Result<_> {
+                        Ok(crate::sender::RemoteFile {
+                            url,
+                            attachment_platform_id: r.get(6)?,
+                            message_platform_id: r.get(7)?,
+                            channel_platform_id: r.get(8)?,
+                        })
+                    });
+                    let source: String = r.get(9)?;
                     Ok(AttachmentFile {
                         local_path: r.get(0)?,
                         filename: r.get(1)?,
                         mime_type: r.get(2)?,
                         available: r.get(3)?,
+                        size_bytes: r.get(4)?,
+                        remote: remote.transpose()?,
+                        source: Source::parse(&source).unwrap_or(Source::Imessage),
                     })
                 })
                 .optional()?
@@ -449,9 +468,12 @@ fn ingest_one(
             .prepare_cached(
                 // A source that reports no reactions leaves the stored ones alone: reactions
                 // that come as their own rows (iMessage tapbacks) are kept by apply_reactions.
+                // An older version of the message (one read before an edit, or before it
+                // was unsent, arriving late) never replaces a newer one.
                 "UPDATE messages SET text = ?2, edited_at = ?3, unsent = ?4, \
                  reactions = CASE WHEN ?5 = '[]' THEN reactions ELSE ?5 END WHERE id = ?1 \
-                 AND (text IS NOT ?2 OR edited_at IS NOT ?3 OR unsent IS NOT ?4 OR (?5 != '[]' AND reactions IS NOT ?5))",
+                 AND (text IS NOT ?2 OR edited_at IS NOT ?3 OR unsent IS NOT ?4 OR (?5 != '[]' AND reactions IS NOT ?5)) \
+                 AND coalesce(?3, 0) >= coalesce(edited_at, 0) AND NOT (unsent = 1 AND ?4 = 0)",
             )?
             .execute(params![id, msg.text, msg.edited_at, msg.unsent, reactions])?;
         // Attachments change after the message: a download finishes, a file is offloaded.
@@ -604,7 +626,9 @@ impl Store {
                 let Some((id, channel_id, json)) = found else { continue };
                 let mut reactions: Vec<Reaction> = serde_json::from_str(&json).unwrap_or_default();
                 let before = reactions.clone();
-                reactions.retain(|r| r.sender.id != c.reaction.sender.id || (!c.added && r.emoji != c.reaction.emoji));
+                let exclusive = c.added && source.one_reaction_per_person();
+                reactions
+                    .retain(|r| r.sender.id != c.reaction.sender.id || (!exclusive && r.emoji != c.reaction.emoji));
                 if c.added {
                     reactions.push(c.reaction.clone());
                 }
@@ -623,6 +647,49 @@ impl Store {
 }
 
 impl Store {
+    /// Marks messages the platform deleted as unsent: their text and reactions are
+    /// dropped, the rows stay (agents may have seen them). Returns the ids of the
+    /// messages that changed, with their channels.
+    pub fn mark_unsent(&self, source: Source, platform_ids: &[String], at: Millis) -> Result<Vec<(String, String)>> {
+        self.write(|tx| {
+            let mut changed = Vec::new();
+            let mut stmt = tx.prepare_cached(
+                "UPDATE messages SET unsent = 1, text = '', reactions = '[]', edited_at = coalesce(edited_at, ?3) \
+                 WHERE source = ?1 AND platform_id = ?2 AND unsent = 0 RETURNING id, channel_id",
+            )?;
+            for pid in platform_ids {
+                if let Some(row) =
+                    stmt.query_row(params![source.as_str(), pid, at], |r| Ok((r.get(0)?, r.get(1)?))).optional()?
+                {
+                    changed.push(row);
+                }
+            }
+            Ok(changed)
+        })
+    }
+
+    /// The platform ids of a channel's newest and oldest stored messages (by the time
+    /// they were sent), for a source that fetches history from there.
+    pub fn message_bounds(&self, channel_id: &str) -> Result<Option<(String, String)>> {
+        self.read(|tx| {
+            let newest: Option<String> = tx
+                .prepare_cached(
+                    "SELECT platform_id FROM messages WHERE channel_id = ?1 \
+                     ORDER BY sent_at DESC, length(platform_id) DESC, platform_id DESC LIMIT 1",
+                )?
+                .query_row([channel_id], |r| r.get(0))
+                .optional()?;
+            let oldest: Option<String> = tx
+                .prepare_cached(
+                    "SELECT platform_id FROM messages WHERE channel_id = ?1 \
+                     ORDER BY sent_at, length(platform_id), platform_id LIMIT 1",
+                )?
+                .query_row([channel_id], |r| r.get(0))
+                .optional()?;
+            Ok(newest.zip(oldest))
+        })
+    }
+
     /// Marks messages read for every agent: messages that arrived late (an old message
     /// synced from iCloud long after it was sent) are kept, but not surfaced as new.
     pub fn mark_read_for_all_agents(&self, ids: &[String]) -> Result<()> {

@@ -1,0 +1,818 @@
+//! A local stand-in for Discord, for tests and benchmarks: the REST API under
+//! `/api/v10` (reached through serenity's proxy setting) and a WebSocket gateway that
+//! speaks Discord's protocol (HELLO, IDENTIFY, READY, heartbeats and their ACKs,
+//! dispatches with sequence numbers, RESUME with replay, RECONNECT, INVALID_SESSION,
+//! close codes). Payloads are shaped as Discord documents them.
+//!
+//! Nothing in AMC itself uses it; it is public so the tests of other crates can.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Multipart, Path, Query, Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, oneshot};
+use tokio_tungstenite::tungstenite::Message as Frame;
+use tokio_tungstenite::tungstenite::protocol::CloseFrame;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+
+use crate::convert::DISCORD_EPOCH_MS;
+
+/// The Message Content intent's bit.
+const MESSAGE_CONTENT: u64 = 1 << 15;
+
+/// A request to post a message, as the fake received it.
+#[derive(Debug, Clone)]
+pub struct RecordedPost {
+    /// The channel in the path.
+    pub channel_id: String,
+    /// The `Content-Type` (`application/json` or `multipart/form-data; boundary=…`).
+    pub content_type: String,
+    /// The `Authorization` header.
+    pub authorization: String,
+    /// The JSON payload (the body, or the `payload_json` part).
+    pub payload: Value,
+    /// Uploaded files: the part's name (`files[0]`), its file name and bytes.
+    pub files: Vec<(String, String, Vec<u8>)>,
+}
+
+/// A user of the fake.
+#[derive(Debug, Clone)]
+pub struct FakeUser {
+    /// Snowflake.
+    pub id: u64,
+    /// User name.
+    pub name: String,
+}
+
+enum Command {
+    Send(Value),
+    Close(u16),
+    Drop,
+}
+
+#[derive(Default)]
+struct Session {
+    id: String,
+    /// Dispatches with their sequence numbers, kept for RESUME.
+    log: Vec<(u64, Value)>,
+    seq: u64,
+}
+
+struct Inner {
+    token: String,
+    gateway_url: String,
+    api_url: String,
+    bot: FakeUser,
+    guild: (u64, String),
+    channels: Vec<(u64, String)>,
+    messages: BTreeMap<u64, BTreeMap<u64, Value>>,
+    files: HashMap<String, Vec<u8>>,
+    last_id: u64,
+    session: Option<Session>,
+    live: Option<mpsc::UnboundedSender<Command>>,
+    accepting: bool,
+    content_intent: bool,
+    posts: Vec<RecordedPost>,
+    post_replies: VecDeque<(u16, Vec<(String, String)>, Value)>,
+    identifies: u32,
+    resumes: u32,
+    heartbeats: u32,
+    history_requests: u32,
+    connected: Vec<oneshot::Sender<()>>,
+}
+
+/// The fake Discord. Dropping it stops nothing; its tasks end with the runtime.
+#[derive(Clone)]
+pub struct FakeDiscord {
+    inner: Arc<Mutex<Inner>>,
+}
+
+impl FakeDiscord {
+    /// Starts the REST server and the gateway on loopback, with one guild
+    /// ("Fake Guild") and the given text channels.
+    pub async fn start(token: &str, channels: &[&str]) -> std::io::Result<Self> {
+        let http = TcpListener::bind("127.0.0.1:0").await?;
+        let ws = TcpListener::bind("127.0.0.1:0").await?;
+        let api_url = format!("http://{}", http.local_addr()?);
+        let gateway_url = format!("ws://{}", ws.local_addr()?);
+        let mut inner = Inner {
+            token: token.to_owned(),
+            gateway_url,
+            api_url,
+            bot: FakeUser { id: 0, name: "AMC Bot".into() },
+            guild: (0, "Fake Guild".into()),
+            channels: Vec::new(),
+            messages: BTreeMap::new(),
+            files: HashMap::new(),
+            last_id: 0,
+            session: None,
+            live: None,
+            accepting: true,
+            content_intent: true,
+            posts: Vec::new(),
+            post_replies: VecDeque::new(),
+            identifies: 0,
+            resumes: 0,
+            heartbeats: 0,
+            history_requests: 0,
+            connected: Vec::new(),
+        };
+        inner.bot.id = inner.next_id();
+        inner.guild.0 = inner.next_id();
+        for name in channels {
+            let id = inner.next_id();
+            inner.channels.push((id, (*name).to_owned()));
+            inner.messages.insert(id, BTreeMap::new());
+        }
+        let fake = Self { inner: Arc::new(Mutex::new(inner)) };
+        let app = router(fake.clone());
+        tokio::spawn(async move {
+            let _ = axum::serve(http, app).await;
+        });
+        tokio::spawn(accept_loop(fake.clone(), ws));
+        Ok(fake)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The base URL to give AMC as `discord_api_url`.
+    pub fn api_url(&self) -> String {
+        self.lock().api_url.clone()
+    }
+
+    /// The channels' ids, in the order given.
+    pub fn channel_ids(&self) -> Vec<u64> {
+        self.lock().channels.iter().map(|c| c.0).collect()
+    }
+
+    /// The bot's user.
+    pub fn bot(&self) -> FakeUser {
+        self.lock().bot.clone()
+    }
+
+    /// A new user of the guild.
+    pub fn user(&self, name: &str) -> FakeUser {
+        FakeUser { id: self.lock().next_id(), name: name.to_owned() }
+    }
+
+    /// Whether the bot's application has the Message Content intent enabled: without it,
+    /// an IDENTIFY asking for it is closed with 4014.
+    pub fn set_content_intent(&self, enabled: bool) {
+        self.lock().content_intent = enabled;
+    }
+
+    /// Posts a message as `author`: stored in the channel's history and dispatched as
+    /// MESSAGE_CREATE (logged for RESUME if no connection is live). Returns its id.
+    pub fn post(&self, channel: u64, author: &FakeUser, content: &str) -> u64 {
+        self.post_with(channel, author, content, None, &[])
+    }
+
+    /// Posts a message with a reply and attachments (`(file name, bytes)`), served by the
+    /// fake's CDN.
+    pub fn post_with(
+        &self,
+        channel: u64,
+        author: &FakeUser,
+        content: &str,
+        reply_to: Option<u64>,
+        files: &[(&str, &[u8])],
+    ) -> u64 {
+        let mut inner = self.lock();
+        let msg = inner.new_message(channel, author, content, reply_to, files);
+        let id = msg["id"].as_str().and_then(|s| s.parse().ok()).unwrap_or(0);
+        let guild = inner.guild.0;
+        inner.dispatch("MESSAGE_CREATE", with_guild(msg, guild));
+        id
+    }
+
+    /// Adds a message to a channel's history without any dispatch: one the gateway never
+    /// delivered (sent while the bot's session was lost).
+    pub fn post_unseen(&self, channel: u64, author: &FakeUser, content: &str) -> u64 {
+        let mut inner = self.lock();
+        let msg = inner.new_message(channel, author, content, None, &[]);
+        msg["id"].as_str().and_then(|s| s.parse().ok()).unwrap_or(0)
+    }
+
+    /// Edits a message and dispatches MESSAGE_UPDATE with the whole message, as Discord does.
+    pub fn edit(&self, channel: u64, id: u64, content: &str) {
+        let mut inner = self.lock();
+        let now = iso(now_ms());
+        let Some(msg) = inner.messages.get_mut(&channel).and_then(|m| m.get_mut(&id)) else { return };
+        msg["content"] = json!(content);
+        msg["edited_timestamp"] = json!(now);
+        let msg = msg.clone();
+        let guild = inner.guild.0;
+        inner.dispatch("MESSAGE_UPDATE", with_guild(msg, guild));
+    }
+
+    /// Deletes a message and dispatches MESSAGE_DELETE.
+    pub fn delete(&self, channel: u64, id: u64) {
+        let mut inner = self.lock();
+        inner.messages.get_mut(&channel).map(|m| m.remove(&id));
+        let guild = inner.guild.0.to_string();
+        inner.dispatch(
+            "MESSAGE_DELETE",
+            json!({ "id": id.to_string(), "channel_id": channel.to_string(), "guild_id": guild }),
+        );
+    }
+
+    /// A user adds (or removes) a reaction: MESSAGE_REACTION_ADD / _REMOVE.
+    pub fn react(&self, channel: u64, id: u64, user: &FakeUser, emoji: &str, added: bool) {
+        let mut inner = self.lock();
+        let guild = inner.guild.0.to_string();
+        let mut d = json!({
+            "user_id": user.id.to_string(),
+            "channel_id": channel.to_string(),
+            "message_id": id.to_string(),
+            "guild_id": guild,
+            "emoji": { "id": null, "name": emoji },
+            "burst": false,
+            "type": 0,
+        });
+        if added {
+            d["member"] = member(user);
+            d["burst_colors"] = json!([]);
+        }
+        inner.dispatch(if added { "MESSAGE_REACTION_ADD" } else { "MESSAGE_REACTION_REMOVE" }, d);
+    }
+
+    /// Ends the live connection without a close frame, as a network failure would; the
+    /// session stays resumable.
+    pub fn drop_connection(&self) {
+        if let Some(live) = self.lock().live.take() {
+            let _ = live.send(Command::Drop);
+        }
+    }
+
+    /// Sends op 7 RECONNECT: the client should reconnect and resume.
+    pub fn request_reconnect(&self) {
+        self.send_op(json!({ "op": 7, "d": null }));
+    }
+
+    /// Sends op 9 INVALID_SESSION (not resumable) and forgets the session: events not
+    /// yet delivered are lost, as with Discord.
+    pub fn invalidate_session(&self) {
+        self.send_op(json!({ "op": 9, "d": false }));
+        self.lock().session = None;
+    }
+
+    /// Closes the live connection with a gateway close code (4004 authentication failed,
+    /// 4014 disallowed intents, …).
+    pub fn close_with(&self, code: u16) {
+        if let Some(live) = self.lock().live.take() {
+            let _ = live.send(Command::Close(code));
+        }
+    }
+
+    /// Refuses (or accepts again) new gateway connections.
+    pub fn set_accepting(&self, accepting: bool) {
+        self.lock().accepting = accepting;
+    }
+
+    fn send_op(&self, op: Value) {
+        if let Some(live) = &self.lock().live {
+            let _ = live.send(Command::Send(op));
+        }
+    }
+
+    /// Waits until a client has identified or resumed on a new connection.
+    pub async fn connected(&self, timeout: Duration) -> bool {
+        let rx = {
+            let (tx, rx) = oneshot::channel();
+            self.lock().connected.push(tx);
+            rx
+        };
+        tokio::time::timeout(timeout, rx).await.is_ok_and(|r| r.is_ok())
+    }
+
+    /// The next answers to `POST /channels/{id}/messages`: a status, headers, and a JSON
+    /// body (an error in Discord's shape), instead of creating the message.
+    pub fn reply_next_post(&self, status: u16, headers: &[(&str, &str)], body: Value) {
+        let headers = headers.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+        self.lock().post_replies.push_back((status, headers, body));
+    }
+
+    /// Every message-post request received.
+    pub fn posts(&self) -> Vec<RecordedPost> {
+        self.lock().posts.clone()
+    }
+
+    /// How many IDENTIFY, RESUME and heartbeat frames arrived, and history pages served.
+    pub fn counts(&self) -> (u32, u32, u32, u32) {
+        let i = self.lock();
+        (i.identifies, i.resumes, i.heartbeats, i.history_requests)
+    }
+
+    /// A channel's messages as the fake holds them, oldest first.
+    pub fn history(&self, channel: u64) -> Vec<Value> {
+        self.lock().messages.get(&channel).map(|m| m.values().cloned().collect()).unwrap_or_default()
+    }
+}
+
+fn now_ms() -> i64 {
+    amc_core::time::now_ms()
+}
+
+fn iso(ms: i64) -> String {
+    let t = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
+        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+    t.format(&time::format_description::well_known::Rfc3339).unwrap_or_default()
+}
+
+fn user_json(u: &FakeUser, bot: bool) -> Value {
+    json!({
+        "id": u.id.to_string(),
+        "username": u.name,
+        "discriminator": "0",
+        "global_name": u.name,
+        "avatar": null,
+        "bot": bot,
+        "public_flags": 0,
+    })
+}
+
+fn member(u: &FakeUser) -> Value {
+    json!({
+        "user": user_json(u, false),
+        "nick": null,
+        "roles": [],
+        "joined_at": "2024-01-01T00:00:00.000000+00:00",
+        "deaf": false,
+        "mute": false,
+        "flags": 0,
+    })
+}
+
+fn with_guild(mut msg: Value, guild: u64) -> Value {
+    msg["guild_id"] = json!(guild.to_string());
+    msg["member"] = json!({
+        "nick": null, "roles": [], "joined_at": "2024-01-01T00:00:00.000000+00:00",
+        "deaf": false, "mute": false, "flags": 0,
+    });
+    msg
+}
+
+impl Inner {
+    /// A snowflake for now, always greater than the last one.
+    fn next_id(&mut self) -> u64 {
+        let id = ((now_ms() - DISCORD_EPOCH_MS) as u64) << 22;
+        self.last_id = id.max(self.last_id + 1);
+        self.last_id
+    }
+
+    fn new_message(
+        &mut self,
+        channel: u64,
+        author: &FakeUser,
+        content: &str,
+        reply_to: Option<u64>,
+        files: &[(&str, &[u8])],
+    ) -> Value {
+        let id = self.next_id();
+        let mut attachments = Vec::new();
+        for (name, bytes) in files {
+            let att = self.next_id();
+            let key = format!("{channel}/{att}/{name}");
+            let url = format!("{}/cdn/attachments/{key}?ex=0&is=0&hm=0", self.api_url);
+            self.files.insert(key, bytes.to_vec());
+            attachments.push(json!({
+                "id": att.to_string(), "filename": name, "size": bytes.len(), "url": url,
+                "proxy_url": url, "content_type": mime(name),
+            }));
+        }
+        let is_bot = author.id == self.bot.id;
+        let mut msg = json!({
+            "id": id.to_string(),
+            "channel_id": channel.to_string(),
+            "author": user_json(author, is_bot),
+            "content": content,
+            "timestamp": iso((id >> 22) as i64 + DISCORD_EPOCH_MS),
+            "edited_timestamp": null,
+            "tts": false,
+            "mention_everyone": false,
+            "mentions": [],
+            "mention_roles": [],
+            "attachments": attachments,
+            "embeds": [],
+            "pinned": false,
+            "type": if reply_to.is_some() { 19 } else { 0 },
+            "flags": 0,
+        });
+        if let Some(parent) = reply_to {
+            msg["message_reference"] =
+                json!({ "type": 0, "message_id": parent.to_string(), "channel_id": channel.to_string() });
+        }
+        self.messages.entry(channel).or_default().insert(id, msg.clone());
+        msg
+    }
+
+    /// Logs a dispatch in the session (for RESUME) and sends it if a connection is live.
+    fn dispatch(&mut self, t: &str, d: Value) {
+        let Some(session) = self.session.as_mut() else { return };
+        session.seq += 1;
+        let frame = json!({ "op": 0, "t": t, "s": session.seq, "d": d });
+        session.log.push((session.seq, frame.clone()));
+        if let Some(live) = &self.live {
+            let _ = live.send(Command::Send(frame));
+        }
+    }
+
+    fn ready(&mut self) -> Vec<Value> {
+        let session_id = format!("session-{}", self.next_id());
+        self.session = Some(Session { id: session_id.clone(), ..Session::default() });
+        let bot = user_json(&self.bot, true);
+        let (guild_id, guild_name) = self.guild.clone();
+        self.dispatch(
+            "READY",
+            json!({
+                "v": 10,
+                "user": { "id": bot["id"], "username": bot["username"], "discriminator": "0", "global_name": null,
+                          "avatar": null, "bot": true, "verified": true, "mfa_enabled": false, "flags": 0 },
+                "guilds": [{ "id": guild_id.to_string(), "unavailable": true }],
+                "session_id": session_id,
+                "resume_gateway_url": self.gateway_url,
+                "shard": [0, 1],
+                "application": { "id": self.bot.id.to_string(), "flags": 0 },
+                "private_channels": [],
+                "presences": [],
+                "relationships": [],
+                "user_settings": {},
+                "guild_join_requests": [],
+                "geo_ordered_rtc_regions": [],
+            }),
+        );
+        let channels: Vec<Value> = self
+            .channels
+            .iter()
+            .enumerate()
+            .map(|(i, (id, name))| {
+                json!({
+                    "id": id.to_string(), "type": 0, "guild_id": guild_id.to_string(), "name": name,
+                    "position": i, "permission_overwrites": [], "topic": null, "nsfw": false,
+                    "last_message_id": null, "rate_limit_per_user": 0, "parent_id": null, "flags": 0,
+                })
+            })
+            .collect();
+        self.dispatch("GUILD_CREATE", guild_json(guild_id, &guild_name, self.bot.id, channels));
+        self.session.as_ref().map(|s| s.log.iter().map(|(_, f)| f.clone()).collect()).unwrap_or_default()
+    }
+}
+
+fn guild_json(id: u64, name: &str, owner: u64, channels: Vec<Value>) -> Value {
+    let mut guild = json!({
+        "id": id.to_string(), "name": name, "icon": null, "icon_hash": null, "splash": null,
+        "discovery_splash": null, "owner_id": owner.to_string(), "afk_channel_id": null, "afk_timeout": 300,
+        "widget_enabled": false, "widget_channel_id": null, "verification_level": 0,
+        "default_message_notifications": 0, "explicit_content_filter": 0,
+        "roles": [{
+            "id": id.to_string(), "name": "@everyone", "color": 0, "colors": { "primary_color": 0 },
+            "hoist": false, "icon": null, "unicode_emoji": null, "position": 0, "permissions": "1071698660929",
+            "managed": false, "mentionable": false, "flags": 0,
+        }],
+        "emojis": [], "features": [], "mfa_level": 0, "application_id": null, "system_channel_id": null,
+        "system_channel_flags": 0, "rules_channel_id": null, "max_presences": null, "max_members": 500000,
+    });
+    let rest = json!({
+        "vanity_url_code": null, "description": null, "banner": null, "premium_tier": 0,
+        "premium_subscription_count": 0, "preferred_locale": "en-US", "public_updates_channel_id": null,
+        "max_video_channel_users": 25, "max_stage_video_channel_users": 50, "nsfw_level": 0, "stickers": [],
+        "premium_progress_bar_enabled": false, "safety_alerts_channel_id": null,
+        "joined_at": "2024-01-01T00:00:00.000000+00:00", "large": false, "unavailable": false,
+        "member_count": 2, "voice_states": [], "members": [], "threads": [],
+        "presences": [], "stage_instances": [], "guild_scheduled_events": [],
+    });
+    if let (Some(g), Value::Object(rest)) = (guild.as_object_mut(), rest) {
+        g.extend(rest);
+        g.insert("channels".into(), Value::Array(channels));
+    }
+    guild
+}
+
+fn mime(name: &str) -> &'static str {
+    match name.rsplit('.').next() {
+        Some("png") => "image/png",
+        Some("jpg" | "jpeg") => "image/jpeg",
+        Some("txt") => "text/plain; charset=utf-8",
+        _ => "application/octet-stream",
+    }
+}
+
+async fn accept_loop(fake: FakeDiscord, listener: TcpListener) {
+    while let Ok((stream, _)) = listener.accept().await {
+        if !fake.lock().accepting {
+            drop(stream);
+            continue;
+        }
+        tokio::spawn(connection(fake.clone(), stream));
+    }
+}
+
+/// One gateway connection: HELLO, then IDENTIFY or RESUME, heartbeats, dispatches.
+async fn connection(fake: FakeDiscord, stream: tokio::net::TcpStream) {
+    let Ok(ws) = tokio_tungstenite::accept_async(stream).await else { return };
+    let (mut sink, mut source) = ws.split();
+    let (tx, mut rx) = mpsc::unbounded_channel::<Command>();
+    let hello = json!({ "op": 10, "d": { "heartbeat_interval": 41250 } });
+    if sink.send(Frame::Text(hello.to_string())).await.is_err() {
+        return;
+    }
+    loop {
+        tokio::select! {
+            cmd = rx.recv() => match cmd {
+                Some(Command::Send(v)) => {
+                    if sink.send(Frame::Text(v.to_string())).await.is_err() { return; }
+                }
+                Some(Command::Close(code)) => {
+                    let frame = CloseFrame { code: CloseCode::from(code), reason: "closed by the fake".into() };
+                    let _ = sink.send(Frame::Close(Some(frame))).await;
+                    return;
+                }
+                Some(Command::Drop) | None => return,
+            },
+            frame = source.next() => {
+                let Some(Ok(frame)) = frame else { return };
+                let text = match frame {
+                    Frame::Text(t) => t,
+                    Frame::Binary(b) => String::from_utf8_lossy(&b).into_owned(),
+                    Frame::Close(_) => return,
+                    _ => continue,
+                };
+                let Ok(v) = serde_json::from_str::<Value>(&text) else { continue };
+                if let Some(reply) = on_frame(&fake, &v, &tx) {
+                    for f in reply {
+                        if sink.send(f).await.is_err() { return; }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn token_matches(inner: &Inner, given: &str) -> bool {
+    given.strip_prefix("Bot ").unwrap_or(given) == inner.token
+}
+
+fn on_frame(fake: &FakeDiscord, v: &Value, tx: &mpsc::UnboundedSender<Command>) -> Option<Vec<Frame>> {
+    let mut inner = fake.lock();
+    let close = |code: u16, why: &str| {
+        Some(vec![Frame::Close(Some(CloseFrame { code: CloseCode::from(code), reason: why.to_owned().into() }))])
+    };
+    match v["op"].as_u64() {
+        Some(1) => {
+            inner.heartbeats += 1;
+            Some(vec![Frame::Text(json!({ "op": 11 }).to_string())])
+        }
+        Some(2) => {
+            let d = &v["d"];
+            if !token_matches(&inner, d["token"].as_str().unwrap_or_default()) {
+                return close(4004, "Authentication failed.");
+            }
+            let intents = d["intents"].as_u64().unwrap_or(0);
+            if intents & MESSAGE_CONTENT != 0 && !inner.content_intent {
+                return close(4014, "Disallowed intent(s).");
+            }
+            inner.identifies += 1;
+            inner.live = Some(tx.clone());
+            let frames = inner.ready().into_iter().map(|f| Frame::Text(f.to_string())).collect();
+            for c in inner.connected.drain(..) {
+                let _ = c.send(());
+            }
+            Some(frames)
+        }
+        Some(6) => {
+            let d = &v["d"];
+            if !token_matches(&inner, d["token"].as_str().unwrap_or_default()) {
+                return close(4004, "Authentication failed.");
+            }
+            let session_ok = inner.session.as_ref().is_some_and(|s| Some(s.id.as_str()) == d["session_id"].as_str());
+            if !session_ok {
+                return Some(vec![Frame::Text(json!({ "op": 9, "d": false }).to_string())]);
+            }
+            inner.resumes += 1;
+            inner.live = Some(tx.clone());
+            let after = d["seq"].as_u64().unwrap_or(0);
+            let mut frames: Vec<Frame> = inner
+                .session
+                .as_ref()
+                .map(|s| {
+                    s.log.iter().filter(|(seq, _)| *seq > after).map(|(_, f)| Frame::Text(f.to_string())).collect()
+                })
+                .unwrap_or_default();
+            if let Some(s) = inner.session.as_mut() {
+                s.seq += 1;
+                let resumed = json!({ "op": 0, "t": "RESUMED", "s": s.seq, "d": {} });
+                frames.push(Frame::Text(resumed.to_string()));
+            }
+            for c in inner.connected.drain(..) {
+                let _ = c.send(());
+            }
+            Some(frames)
+        }
+        _ => None,
+    }
+}
+
+fn router(fake: FakeDiscord) -> Router {
+    Router::new()
+        .route("/api/v10/gateway", get(gateway))
+        .route("/api/v10/gateway/bot", get(gateway_bot))
+        .route("/api/v10/users/@me", get(me))
+        .route("/api/v10/channels/{channel}/messages", get(messages).post(create))
+        .route("/api/v10/channels/{channel}/messages/{id}", get(message))
+        .route("/cdn/attachments/{channel}/{id}/{name}", get(cdn))
+        .fallback(|| async { discord_error(StatusCode::NOT_FOUND, 0, "404: Not Found") })
+        .with_state(fake)
+}
+
+fn discord_error(status: StatusCode, code: i64, message: &str) -> Response {
+    (status, axum::Json(json!({ "message": message, "code": code }))).into_response()
+}
+
+fn authorized(fake: &FakeDiscord, headers: &HeaderMap) -> Result<String, Response> {
+    let auth = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
+    let inner = fake.lock();
+    match auth.strip_prefix("Bot ") {
+        Some(t) if t == inner.token => Ok(auth),
+        _ => Err(discord_error(StatusCode::UNAUTHORIZED, 0, "401: Unauthorized")),
+    }
+}
+
+async fn gateway(State(fake): State<FakeDiscord>) -> Response {
+    axum::Json(json!({ "url": fake.lock().gateway_url })).into_response()
+}
+
+async fn gateway_bot(State(fake): State<FakeDiscord>, headers: HeaderMap) -> Response {
+    if let Err(r) = authorized(&fake, &headers) {
+        return r;
+    }
+    let url = fake.lock().gateway_url.clone();
+    axum::Json(json!({
+        "url": url, "shards": 1,
+        "session_start_limit": { "total": 1000, "remaining": 999, "reset_after": 14_400_000, "max_concurrency": 1 },
+    }))
+    .into_response()
+}
+
+async fn me(State(fake): State<FakeDiscord>, headers: HeaderMap) -> Response {
+    if let Err(r) = authorized(&fake, &headers) {
+        return r;
+    }
+    let bot = fake.lock().bot.clone();
+    axum::Json(user_json(&bot, true)).into_response()
+}
+
+async fn messages(
+    State(fake): State<FakeDiscord>,
+    Path(channel): Path<u64>,
+    Query(q): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+) -> Response {
+    if let Err(r) = authorized(&fake, &headers) {
+        return r;
+    }
+    let mut inner = fake.lock();
+    inner.history_requests += 1;
+    let Some(all) = inner.messages.get(&channel) else {
+        return discord_error(StatusCode::NOT_FOUND, 10003, "Unknown Channel");
+    };
+    let limit = q.get("limit").and_then(|l| l.parse::<usize>().ok()).unwrap_or(50).clamp(1, 100);
+    let num = |k: &str| q.get(k).and_then(|v| v.parse::<u64>().ok());
+    // Discord answers newest first; `after` takes the oldest `limit` after the id.
+    let mut page: Vec<Value> = if let Some(after) = num("after") {
+        all.range(after + 1..).take(limit).map(|(_, m)| m.clone()).collect()
+    } else if let Some(before) = num("before") {
+        all.range(..before).rev().take(limit).map(|(_, m)| m.clone()).collect()
+    } else {
+        all.values().rev().take(limit).cloned().collect()
+    };
+    page.sort_by_key(|m| std::cmp::Reverse(m["id"].as_str().and_then(|s| s.parse::<u64>().ok()).unwrap_or(0)));
+    axum::Json(page).into_response()
+}
+
+async fn message(
+    State(fake): State<FakeDiscord>,
+    Path((channel, id)): Path<(u64, u64)>,
+    headers: HeaderMap,
+) -> Response {
+    if let Err(r) = authorized(&fake, &headers) {
+        return r;
+    }
+    match fake.lock().messages.get(&channel).and_then(|m| m.get(&id)).cloned() {
+        Some(m) => axum::Json(m).into_response(),
+        None => discord_error(StatusCode::NOT_FOUND, 10008, "Unknown Message"),
+    }
+}
+
+async fn cdn(State(fake): State<FakeDiscord>, Path((channel, id, name)): Path<(u64, u64, String)>) -> Response {
+    match fake.lock().files.get(&format!("{channel}/{id}/{name}")).cloned() {
+        Some(bytes) => ([(header::CONTENT_TYPE, mime(&name))], bytes).into_response(),
+        None => (StatusCode::NOT_FOUND, "not found").into_response(),
+    }
+}
+
+async fn create(State(fake): State<FakeDiscord>, Path(channel): Path<u64>, req: Request) -> Response {
+    let headers = req.headers().clone();
+    let authorization = match authorized(&fake, &headers) {
+        Ok(a) => a,
+        Err(r) => return r,
+    };
+    let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
+    let mut files = Vec::new();
+    let payload: Value = if content_type.starts_with("multipart/form-data") {
+        let Ok(mut form) = <Multipart as axum::extract::FromRequest<()>>::from_request(req, &()).await else {
+            return discord_error(StatusCode::BAD_REQUEST, 50035, "Invalid Form Body");
+        };
+        let mut payload = Value::Null;
+        while let Ok(Some(field)) = form.next_field().await {
+            let name = field.name().unwrap_or_default().to_owned();
+            let file_name = field.file_name().map(str::to_owned);
+            let Ok(bytes) = field.bytes().await else { break };
+            if name == "payload_json" {
+                payload = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+            } else {
+                files.push((name, file_name.unwrap_or_default(), bytes.to_vec()));
+            }
+        }
+        payload
+    } else {
+        let Ok(bytes) = axum::body::to_bytes(req.into_body(), 1 << 20).await else {
+            return discord_error(StatusCode::BAD_REQUEST, 50109, "The request body contains invalid JSON.");
+        };
+        let bytes: Bytes = bytes;
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null)
+    };
+    let mut inner = fake.lock();
+    inner.posts.push(RecordedPost {
+        channel_id: channel.to_string(),
+        content_type,
+        authorization,
+        payload: payload.clone(),
+        files: files.clone(),
+    });
+    if let Some((status, headers, body)) = inner.post_replies.pop_front() {
+        let mut resp = (StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR), axum::Json(body))
+            .into_response();
+        for (k, v) in headers {
+            if let (Ok(k), Ok(v)) = (k.parse::<axum::http::HeaderName>(), v.parse::<axum::http::HeaderValue>()) {
+                resp.headers_mut().insert(k, v);
+            }
+        }
+        return resp;
+    }
+    if !inner.messages.contains_key(&channel) {
+        return discord_error(StatusCode::NOT_FOUND, 10003, "Unknown Channel");
+    }
+    let content = payload["content"].as_str().unwrap_or_default().to_owned();
+    if content.chars().count() > 2000 {
+        return discord_error(StatusCode::BAD_REQUEST, 50035, "Invalid Form Body");
+    }
+    let reply_to = payload["message_reference"]["message_id"].as_str().and_then(|s| s.parse().ok());
+    let bot = inner.bot.clone();
+    let uploads: Vec<(String, Vec<u8>)> = files.into_iter().map(|(_, name, bytes)| (name, bytes)).collect();
+    let refs: Vec<(&str, &[u8])> = uploads.iter().map(|(n, b)| (n.as_str(), b.as_slice())).collect();
+    let msg = inner.new_message(channel, &bot, &content, reply_to, &refs);
+    let guild = inner.guild.0;
+    inner.dispatch("MESSAGE_CREATE", with_guild(msg.clone(), guild));
+    axum::Json(msg).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fake's payloads are what serenity reads from Discord.
+    #[tokio::test]
+    async fn payloads_deserialize_as_serenity_models() {
+        let fake = FakeDiscord::start("t", &["general"]).await.expect("fake");
+        let frames = fake.lock().ready();
+        let ready: serenity::all::Ready = serde_json::from_value(frames[0]["d"].clone()).expect("READY");
+        assert_eq!(ready.user.id.get(), fake.bot().id);
+        let guild: serenity::all::Guild = serde_json::from_value(frames[1]["d"].clone()).expect("GUILD_CREATE");
+        assert_eq!(guild.channels.len(), 1);
+        let channel = fake.channel_ids()[0];
+        let alice = fake.user("alice");
+        let parent = fake.post(channel, &alice, "hello");
+        fake.post_with(channel, &alice, "see this", Some(parent), &[("a.png", b"png")]);
+        for m in fake.history(channel) {
+            let m: serenity::all::Message = serde_json::from_value(with_guild(m, 1)).expect("message");
+            assert_eq!(m.author.id.get(), alice.id);
+        }
+        let reaction = json!({
+            "user_id": "1", "channel_id": "2", "message_id": "3", "guild_id": "4",
+            "emoji": { "id": null, "name": "👍" }, "burst": false, "type": 0, "member": member(&alice),
+        });
+        let r: serenity::all::Reaction = serde_json::from_value(reaction).expect("reaction");
+        assert_eq!(crate::convert::emoji(&r.emoji), "👍");
+    }
+}

@@ -1,0 +1,316 @@
+//! The bot on Discord's gateway: what it sees goes into the store, and every
+//! (re)connection is followed by a history fetch so nothing sent meanwhile is missed.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use amc_core::events::Event;
+use amc_core::model::{ChannelState, IncomingMessage, Source};
+use amc_core::service::{Amc, SourceState, SourceStatus};
+use amc_core::store::{ChannelSpec, ReactionChange};
+use serenity::all::{
+    ChannelId, Context, EventHandler, GatewayIntents, Guild, GuildChannel, GuildId, Message, MessageId,
+    MessageUpdateEvent, Reaction, Ready, ResumedEvent, ShardStageUpdateEvent,
+};
+use serenity::async_trait;
+use serenity::gateway::ConnectionStage;
+use tokio_util::sync::CancellationToken;
+
+use crate::convert::{self, Selves};
+use crate::history;
+
+/// The intents the bot asks for: guild messages, DMs, their text, and reactions.
+pub fn intents() -> GatewayIntents {
+    GatewayIntents::GUILDS
+        | GatewayIntents::GUILD_MESSAGES
+        | GatewayIntents::DIRECT_MESSAGES
+        | GatewayIntents::MESSAGE_CONTENT
+        | GatewayIntents::GUILD_MESSAGE_REACTIONS
+        | GatewayIntents::DIRECT_MESSAGE_REACTIONS
+}
+
+/// How to turn on the Message Content intent.
+pub const CONTENT_INTENT_FIX: &str = "Discord sends the bot messages without their text: turn on \
+    \"Message Content Intent\" in the Discord Developer Portal (your application → Bot → Privileged \
+    Gateway Intents), then restart AMC";
+
+/// Messages from others that arrive empty in a row before AMC concludes the intent is off.
+const EMPTY_IN_A_ROW: u32 = 3;
+
+/// What the event handler shares with the history fetches.
+pub(crate) struct Shared {
+    pub amc: Amc,
+    pub http: Arc<serenity::http::Http>,
+    pub history_limit: u32,
+    selves: Mutex<Selves>,
+    guild_names: Mutex<HashMap<GuildId, String>>,
+    channel_names: Mutex<HashMap<ChannelId, String>>,
+    empty_in_a_row: AtomicU32,
+    /// Channels whose earlier history was fetched since AMC started.
+    history_done: Mutex<HashSet<String>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Shared {
+    pub(crate) fn new(
+        amc: Amc,
+        http: Arc<serenity::http::Http>,
+        history_limit: u32,
+        person: Option<serenity::all::UserId>,
+    ) -> Self {
+        Self {
+            amc,
+            http,
+            history_limit,
+            selves: Mutex::new(Selves { bot: None, person }),
+            guild_names: Mutex::default(),
+            channel_names: Mutex::default(),
+            empty_in_a_row: AtomicU32::new(0),
+            history_done: Mutex::default(),
+        }
+    }
+
+    pub(crate) fn selves(&self) -> Selves {
+        *lock(&self.selves)
+    }
+
+    pub(crate) fn set_status(&self, state: SourceState, reason: Option<String>) {
+        if let Some(r) = &reason {
+            tracing::info!(?state, reason = %r, "Discord");
+        }
+        self.amc.set_source_status(Source::Discord, SourceStatus { state, reason });
+    }
+
+    /// The channel a message belongs to, named from what the gateway told AMC.
+    pub(crate) fn spec_for(&self, m: &Message) -> ChannelSpec {
+        let selves = self.selves();
+        match m.guild_id {
+            Some(g) => {
+                let guild = lock(&self.guild_names).get(&g).cloned().unwrap_or_else(|| "Discord".into());
+                // The channel's own name comes from GUILD_CREATE; a message alone does not carry it.
+                let name = lock(&self.channel_names).get(&m.channel_id).cloned();
+                ChannelSpec {
+                    platform_id: m.channel_id.to_string(),
+                    name: name.unwrap_or_else(|| format!("{guild} / #{}", m.channel_id)),
+                    kind: amc_core::model::ChannelKind::Group,
+                }
+            }
+            None => {
+                let mut names = lock(&self.channel_names);
+                if !selves.contains_id(m.author.id) {
+                    let spec = convert::dm_channel(&m.channel_id.to_string(), &m.author);
+                    names.insert(m.channel_id, spec.name.clone());
+                    return spec;
+                }
+                // The bot's own message in a DM: keep the name the other person gave it.
+                let name = names.get(&m.channel_id).cloned().unwrap_or_else(|| "Discord DM".into());
+                ChannelSpec { platform_id: m.channel_id.to_string(), name, kind: amc_core::model::ChannelKind::Dm }
+            }
+        }
+    }
+
+    async fn store(&self, spec: ChannelSpec, messages: Vec<IncomingMessage>) {
+        if let Err(e) = self.amc.ingest(Source::Discord, spec, messages, None).await {
+            tracing::warn!(error = %e, "could not store Discord messages");
+        }
+    }
+
+    async fn register_channels(&self, guild: &str, channels: Vec<&GuildChannel>) {
+        let batches: Vec<_> = channels
+            .into_iter()
+            .filter(|c| convert::is_text_channel(c.kind))
+            .map(|c| {
+                let spec = convert::guild_channel(guild, c);
+                lock(&self.channel_names).insert(c.id, spec.name.clone());
+                (spec, Vec::new())
+            })
+            .collect();
+        if batches.is_empty() {
+            return;
+        }
+        if let Err(e) = self.amc.ingest_many(Source::Discord, batches, None).await {
+            tracing::warn!(error = %e, "could not store Discord channels");
+        }
+    }
+
+    /// The Message Content intent check: text-less messages from others, in a row,
+    /// where the text should have come.
+    fn check_content(&self, m: &Message) {
+        let selves = self.selves();
+        if selves.contains_id(m.author.id) || m.author.bot || !convert::is_conversation(m.kind) {
+            return;
+        }
+        let exempt = m.guild_id.is_none() || selves.bot.is_some_and(|b| m.mentions.iter().any(|u| u.id == b));
+        let empty =
+            m.content.is_empty() && m.attachments.is_empty() && m.embeds.is_empty() && m.sticker_items.is_empty();
+        if empty && !exempt {
+            if self.empty_in_a_row.fetch_add(1, Ordering::SeqCst) + 1 == EMPTY_IN_A_ROW {
+                self.set_status(SourceState::Degraded, Some(CONTENT_INTENT_FIX.into()));
+            }
+        } else if !m.content.is_empty() && self.empty_in_a_row.swap(0, Ordering::SeqCst) >= EMPTY_IN_A_ROW {
+            self.set_status(SourceState::Connected, None);
+        }
+    }
+
+    /// Whether the Message Content check currently finds the intent off.
+    fn content_missing(&self) -> bool {
+        self.empty_in_a_row.load(Ordering::SeqCst) >= EMPTY_IN_A_ROW
+    }
+
+    pub(crate) fn take_history(&self, channel_id: &str) -> bool {
+        lock(&self.history_done).insert(channel_id.to_owned())
+    }
+}
+
+impl Selves {
+    fn contains_id(&self, id: serenity::all::UserId) -> bool {
+        self.bot == Some(id) || self.person == Some(id)
+    }
+}
+
+/// serenity's event handler.
+pub(crate) struct Handler {
+    pub shared: Arc<Shared>,
+}
+
+#[async_trait]
+impl EventHandler for Handler {
+    async fn ready(&self, _ctx: Context, ready: Ready) {
+        lock(&self.shared.selves).bot = Some(ready.user.id);
+        tracing::info!(bot = %ready.user.name, guilds = ready.guilds.len(), "connected to Discord");
+        if !self.shared.content_missing() {
+            self.shared.set_status(SourceState::Connected, None);
+        }
+        tokio::spawn(history::catch_up(self.shared.clone()));
+    }
+
+    async fn resume(&self, _ctx: Context, _event: ResumedEvent) {
+        tracing::info!("resumed the Discord session");
+        if !self.shared.content_missing() {
+            self.shared.set_status(SourceState::Connected, None);
+        }
+        tokio::spawn(history::catch_up(self.shared.clone()));
+    }
+
+    async fn shard_stage_update(&self, _ctx: Context, event: ShardStageUpdateEvent) {
+        if event.new != ConnectionStage::Connected && event.old == ConnectionStage::Connected {
+            self.shared.set_status(
+                SourceState::Degraded,
+                Some("reconnecting to Discord; messages sent meanwhile are fetched once it is back".into()),
+            );
+        }
+    }
+
+    async fn guild_create(&self, _ctx: Context, guild: Guild, _is_new: Option<bool>) {
+        lock(&self.shared.guild_names).insert(guild.id, guild.name.clone());
+        self.shared.register_channels(&guild.name, guild.channels.values().collect()).await;
+    }
+
+    async fn channel_create(&self, _ctx: Context, channel: GuildChannel) {
+        let guild = lock(&self.shared.guild_names).get(&channel.guild_id).cloned();
+        if let Some(guild) = guild {
+            self.shared.register_channels(&guild, vec![&channel]).await;
+        }
+    }
+
+    async fn channel_update(&self, ctx: Context, _old: Option<GuildChannel>, new: GuildChannel) {
+        self.channel_create(ctx, new).await;
+    }
+
+    async fn message(&self, _ctx: Context, m: Message) {
+        self.shared.check_content(&m);
+        if !convert::is_conversation(m.kind) {
+            return;
+        }
+        let spec = self.shared.spec_for(&m);
+        let msg = convert::message(&m, self.shared.selves());
+        self.shared.store(spec, vec![msg]).await;
+    }
+
+    async fn message_update(&self, _ctx: Context, _old: Option<Message>, _new: Option<Message>, e: MessageUpdateEvent) {
+        // An edit carries the whole message; an update without text (an embed resolved)
+        // changes nothing AMC keeps.
+        let (Some(author), Some(content), Some(timestamp)) = (e.author.clone(), e.content.clone(), e.timestamp) else {
+            return;
+        };
+        let mut m = Message::default();
+        m.id = e.id;
+        m.channel_id = e.channel_id;
+        m.guild_id = e.guild_id;
+        m.author = author;
+        m.content = content;
+        m.timestamp = timestamp;
+        m.edited_timestamp = e.edited_timestamp;
+        m.attachments = e.attachments.clone().unwrap_or_default();
+        m.message_reference = e.message_reference.clone().flatten();
+        m.member = e.member.clone().flatten();
+        let spec = self.shared.spec_for(&m);
+        let msg = convert::message(&m, self.shared.selves());
+        self.shared.store(spec, vec![msg]).await;
+    }
+
+    async fn message_delete(&self, _ctx: Context, _channel: ChannelId, id: MessageId, _guild: Option<GuildId>) {
+        if let Err(e) = self.shared.amc.mark_unsent(Source::Discord, vec![id.to_string()]).await {
+            tracing::warn!(error = %e, "could not record a deleted Discord message");
+        }
+    }
+
+    async fn message_delete_bulk(&self, _ctx: Context, _channel: ChannelId, ids: Vec<MessageId>, _g: Option<GuildId>) {
+        let ids = ids.iter().map(ToString::to_string).collect();
+        if let Err(e) = self.shared.amc.mark_unsent(Source::Discord, ids).await {
+            tracing::warn!(error = %e, "could not record deleted Discord messages");
+        }
+    }
+
+    async fn reaction_add(&self, _ctx: Context, r: Reaction) {
+        self.reaction(r, true).await;
+    }
+
+    async fn reaction_remove(&self, _ctx: Context, r: Reaction) {
+        self.reaction(r, false).await;
+    }
+}
+
+impl Handler {
+    async fn reaction(&self, r: Reaction, added: bool) {
+        let Some(reaction) = convert::reaction(&r, self.shared.selves()) else { return };
+        let change = ReactionChange { target_platform_id: r.message_id.to_string(), reaction, added };
+        if let Err(e) = self.shared.amc.apply_reactions(Source::Discord, vec![change]).await {
+            tracing::warn!(error = %e, "could not store a Discord reaction");
+        }
+    }
+}
+
+/// Follows the person's approvals: a Discord channel that becomes allowed gets its
+/// history fetched through the same path as a reconnection.
+pub(crate) async fn follow_approvals(shared: Arc<Shared>, stop: CancellationToken) {
+    let mut events = shared.amc.events().subscribe();
+    loop {
+        let event = tokio::select! {
+            () = stop.cancelled() => return,
+            e = events.recv() => e,
+        };
+        match event {
+            Ok(Event::ChannelChanged { channel_id }) => {
+                let Ok(ch) = shared.amc.admin_channel(channel_id).await else { continue };
+                if ch.source == Source::Discord && ch.state == ChannelState::Allowed {
+                    tokio::spawn(history::approved(shared.clone(), ch));
+                }
+            }
+            Ok(_) => {}
+            Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+            Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+        }
+    }
+}
+
+/// How long to wait before connecting again after the gateway failed.
+pub(crate) fn backoff(attempt: u32) -> Duration {
+    Duration::from_secs((5u64 << attempt.min(6)).min(300))
+}

@@ -1,0 +1,118 @@
+//! Fetching channel history through Discord's REST API: after every (re)connection,
+//! each allowed channel from its newest stored message on; when the person approves a
+//! channel with history, its earlier messages too. Bounded by `discord_history_limit`
+//! per channel and pass, in pages of 100, stored idempotently by message id.
+
+use std::sync::Arc;
+
+use amc_core::model::{ChannelAdmin, ChannelState, Source};
+use amc_core::store::ChannelSpec;
+use amc_core::time::Millis;
+use serenity::all::{ChannelId, Message, MessageId, MessagePagination};
+
+use crate::convert;
+use crate::gateway::Shared;
+
+/// Discord's largest page of messages.
+const PAGE: u8 = 100;
+
+/// Which way a fetch walks.
+#[derive(Debug, Clone, Copy)]
+enum Walk {
+    /// Newer than this message.
+    After(u64),
+    /// Older than this message, down to a time (`None`: as far as the limit allows).
+    Before(u64, Option<Millis>),
+    /// The newest page, for a channel with nothing stored.
+    Latest,
+}
+
+/// After a (re)connection: every allowed Discord channel, from its newest stored message.
+pub(crate) async fn catch_up(shared: Arc<Shared>) {
+    let channels = match shared.amc.admin_channels(Some(ChannelState::Allowed), None).await {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::warn!(error = %e, "could not list channels to catch up on");
+            return;
+        }
+    };
+    for ch in channels.into_iter().filter(|c| c.source == Source::Discord) {
+        forward(&shared, &ch).await;
+    }
+}
+
+/// A channel the person just approved: what came since its newest stored message, and
+/// the history before its oldest, down to the approval's start.
+pub(crate) async fn approved(shared: Arc<Shared>, ch: ChannelAdmin) {
+    forward(&shared, &ch).await;
+    if !shared.take_history(&ch.id) {
+        return;
+    }
+    let Some((_, oldest)) = bounds(&shared, &ch).await else { return };
+    if ch.visible_from.is_some_and(|from| oldest.1 <= from) {
+        return;
+    }
+    walk(&shared, &ch, Walk::Before(oldest.0, ch.visible_from)).await;
+}
+
+/// The newest and oldest stored messages as (snowflake, time).
+async fn bounds(shared: &Shared, ch: &ChannelAdmin) -> Option<((u64, Millis), (u64, Millis))> {
+    let (newest, oldest) = shared.amc.message_bounds(ch.id.clone()).await.ok().flatten()?;
+    let parse = |s: String| s.parse::<u64>().ok().map(|id| (id, convert::snowflake_ms(id)));
+    Some((parse(newest)?, parse(oldest)?))
+}
+
+async fn forward(shared: &Shared, ch: &ChannelAdmin) {
+    let walk_from = match bounds(shared, ch).await {
+        Some((newest, _)) => Walk::After(newest.0),
+        None => Walk::Latest,
+    };
+    walk(shared, ch, walk_from).await;
+}
+
+async fn walk(shared: &Shared, ch: &ChannelAdmin, mut from: Walk) {
+    let Ok(channel) = ch.platform_id.parse::<u64>().map(ChannelId::new) else { return };
+    let mut fetched: u32 = 0;
+    while fetched < shared.history_limit {
+        let want = (shared.history_limit - fetched).min(u32::from(PAGE)) as u8;
+        let target = match from {
+            Walk::After(id) => Some(MessagePagination::After(MessageId::new(id))),
+            Walk::Before(id, _) => Some(MessagePagination::Before(MessageId::new(id))),
+            Walk::Latest => None,
+        };
+        let mut page = match shared.http.get_messages(channel, target, Some(want)).await {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::warn!(channel = %ch.name, error = %e, "could not fetch Discord history");
+                return;
+            }
+        };
+        let full = page.len() == usize::from(want);
+        page.sort_by_key(|m| m.id);
+        if let Walk::Before(_, Some(until)) = from {
+            page.retain(|m| convert::snowflake_ms(m.id.get()) >= until);
+        }
+        let (Some(first), Some(last)) = (page.first().map(|m| m.id.get()), page.last().map(|m| m.id.get())) else {
+            return;
+        };
+        fetched += page.len() as u32;
+        store(shared, ch, &page).await;
+        from = match from {
+            Walk::After(_) if full => Walk::After(last),
+            Walk::Before(_, until) if full && page.len() == usize::from(want) => Walk::Before(first, until),
+            _ => return,
+        };
+    }
+    tracing::info!(channel = %ch.name, limit = shared.history_limit, "stopped fetching history at the limit");
+}
+
+async fn store(shared: &Shared, ch: &ChannelAdmin, page: &[Message]) {
+    // Messages read through REST carry no guild: the channel is the one already stored.
+    let spec = ChannelSpec { platform_id: ch.platform_id.clone(), name: ch.name.clone(), kind: ch.kind };
+    let selves = shared.selves();
+    let messages =
+        page.iter().filter(|m| convert::is_conversation(m.kind)).map(|m| convert::message(m, selves)).collect();
+    if let Err(e) = shared.amc.ingest(Source::Discord, spec, messages, None).await {
+        tracing::warn!(error = %e, "could not store Discord history");
+    }
+}

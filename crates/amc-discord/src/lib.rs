@@ -1,0 +1,148 @@
+//! AMC's Discord source: a bot (serenity) on Discord's gateway. Every guild channel and
+//! DM it sees becomes a pending channel; messages, edits, deletions and reactions go into
+//! the store; each (re)connection and each approval "with history" fetches what the
+//! gateway did not deliver; agents' sends go out as the bot. The only crate that knows
+//! Discord.
+//!
+//! # Layout
+//! - [`convert`]: Discord's objects in AMC's terms.
+//! - [`gateway`]: the event handler, health, approvals followed.
+//! - [`history`]: history fetched through REST, bounded and paginated.
+//! - [`send`]: sends, Discord's errors, attachments fetched on demand.
+//! - [`token`]: the bot's token from the configuration or the Keychain.
+//! - [`fake`]: a local stand-in for Discord (REST and gateway), for tests and benchmarks.
+#![deny(missing_docs)]
+
+pub mod convert;
+pub mod fake;
+pub mod gateway;
+mod history;
+pub mod send;
+pub mod token;
+
+use std::sync::Arc;
+
+use amc_core::config::{DiscordSettings, Secret};
+use amc_core::model::Source;
+use amc_core::service::{Amc, SourceState, SourceStatus};
+use serenity::all::{ClientBuilder, UserId};
+use serenity::gateway::GatewayError;
+use serenity::http::HttpBuilder;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+pub use send::DiscordSender;
+
+/// The Discord source, ready to run: its sender goes into AMC's senders before AMC
+/// starts, then [`Discord::run`] connects the bot.
+pub struct Discord {
+    settings: DiscordSettings,
+    token: Secret,
+    sender: Arc<DiscordSender>,
+    problems: watch::Receiver<Option<String>>,
+}
+
+impl Discord {
+    /// Prepares the source with a resolved token.
+    pub fn new(settings: DiscordSettings, token: Secret) -> Self {
+        let (tx, rx) = watch::channel(None);
+        let sender = Arc::new(DiscordSender::new(&settings.api_url, &token, settings.upload_limit, Arc::new(tx)));
+        Self { settings, token, sender, problems: rx }
+    }
+
+    /// The sender agents' messages go through.
+    pub fn sender(&self) -> Arc<DiscordSender> {
+        self.sender.clone()
+    }
+
+    /// Connects the bot and keeps it connected until `stop`: a failed connection is
+    /// reported in the source's health and tried again with a growing pause.
+    pub async fn run(self, amc: Amc, stop: CancellationToken) {
+        let http = Arc::new(self.http());
+        let person = self.settings.user_id.as_deref().and_then(|id| id.parse::<u64>().ok()).map(UserId::new);
+        let shared = Arc::new(gateway::Shared::new(amc.clone(), http.clone(), self.settings.history_limit, person));
+        tokio::spawn(gateway::follow_approvals(shared.clone(), stop.clone()));
+        tokio::spawn(report_send_problems(amc.clone(), self.problems.clone(), stop.clone()));
+        let mut attempt = 0;
+        while !stop.is_cancelled() {
+            shared.set_status(SourceState::Degraded, Some("connecting to Discord".into()));
+            let client = ClientBuilder::new_with_http(self.http(), gateway::intents())
+                .event_handler(gateway::Handler { shared: shared.clone() });
+            let mut client = match client.await {
+                Ok(c) => c,
+                Err(e) => {
+                    shared.set_status(SourceState::Degraded, Some(format!("could not start the Discord bot: {e}")));
+                    if pause(&stop, attempt).await {
+                        return;
+                    }
+                    attempt += 1;
+                    continue;
+                }
+            };
+            let manager = client.shard_manager.clone();
+            let outcome = tokio::select! {
+                r = client.start() => Some(r),
+                () = stop.cancelled() => None,
+            };
+            manager.shutdown_all().await;
+            let Some(result) = outcome else { break };
+            let reason = match result {
+                Ok(()) => "the Discord connection ended".to_owned(),
+                Err(serenity::Error::Gateway(GatewayError::InvalidAuthentication)) => {
+                    "Discord refused the bot's token: check it in AMC's settings (Discord Developer Portal → \
+                     your application → Bot → Reset Token)"
+                        .to_owned()
+                }
+                Err(serenity::Error::Gateway(GatewayError::DisallowedGatewayIntents)) => {
+                    gateway::CONTENT_INTENT_FIX.to_owned()
+                }
+                Err(e) => format!("the Discord connection failed: {e}"),
+            };
+            shared.set_status(SourceState::Degraded, Some(reason));
+            if pause(&stop, attempt).await {
+                break;
+            }
+            attempt += 1;
+        }
+        amc.set_source_status(
+            Source::Discord,
+            SourceStatus { state: SourceState::Disabled, reason: Some("stopped".into()) },
+        );
+    }
+
+    /// serenity's REST client: Discord itself with serenity's rate limiter, or a local
+    /// stand-in reached as a proxy (serenity's rate limiter ignores proxies, so it is off).
+    fn http(&self) -> serenity::http::Http {
+        let builder = HttpBuilder::new(self.token.expose());
+        if self.settings.api_url == "https://discord.com" {
+            builder.build()
+        } else {
+            builder.proxy(self.settings.api_url.clone()).ratelimiter_disabled(true).build()
+        }
+    }
+}
+
+/// Sleeps before the next attempt; true if AMC is stopping.
+async fn pause(stop: &CancellationToken, attempt: u32) -> bool {
+    tokio::select! {
+        () = stop.cancelled() => true,
+        () = tokio::time::sleep(gateway::backoff(attempt)) => false,
+    }
+}
+
+/// A send refused for the bot's credentials or permissions shows in the source's health
+/// until a send goes through again.
+async fn report_send_problems(amc: Amc, mut problems: watch::Receiver<Option<String>>, stop: CancellationToken) {
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            r = problems.changed() => if r.is_err() { return },
+        }
+        let problem = problems.borrow_and_update().clone();
+        let status = match problem {
+            Some(reason) => SourceStatus { state: SourceState::Degraded, reason: Some(reason) },
+            None => SourceStatus { state: SourceState::Connected, reason: None },
+        };
+        amc.set_source_status(Source::Discord, status);
+    }
+}

@@ -1,0 +1,137 @@
+//! AMC started with its Discord source pointed at the fake, and ways to wait for what
+//! a person or an agent would see.
+
+use std::time::Duration;
+
+use amc_client::{Connection, Response};
+use amc_discord::fake::FakeDiscord;
+use serde_json::{Value, json};
+
+pub const TOKEN: &str = "fake-bot-token.abc.def";
+
+pub struct Amc {
+    pub dir: tempfile::TempDir,
+    pub fake: FakeDiscord,
+    running: Option<amc_runtime::Running>,
+    admin_token: String,
+}
+
+/// Starts a fake Discord with `channels` and AMC following it; `extra` is added to
+/// config.toml. Waits until the bot has identified.
+pub async fn start(channels: &[&str], extra: &str) -> Amc {
+    let fake = FakeDiscord::start(TOKEN, channels).await.expect("fake discord");
+    start_with(fake, extra).await
+}
+
+pub async fn start_with(fake: FakeDiscord, extra: &str) -> Amc {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = format!(
+        "discord_token = \"{TOKEN}\"\ndiscord_api_url = \"{}\"\nimessage_chat_db = \"\"\n{extra}\n",
+        fake.api_url()
+    );
+    std::fs::write(dir.path().join("config.toml"), config).expect("config");
+    let raw = amc_core::config::RawConfig { data_dir: Some(dir.path().to_owned()), ..Default::default() };
+    let connected = fake.connected(Duration::from_secs(20));
+    let running = amc_runtime::start(raw).await.expect("AMC starts");
+    let admin_token = std::fs::read_to_string(dir.path().join("admin-token")).expect("admin token");
+    let amc = Amc { dir, fake: fake.clone(), running: Some(running), admin_token };
+    assert!(connected.await, "the bot never identified with the fake gateway");
+    amc
+}
+
+impl Amc {
+    pub async fn conn(&self) -> Connection {
+        Connection::connect(&self.dir.path().join("run/amc.sock")).await.expect("connect")
+    }
+
+    pub async fn admin(&self) -> Connection {
+        self.conn().await.with_bearer(self.admin_token.trim())
+    }
+
+    /// Adds an agent.
+    pub async fn agent(&self, id: &str) -> Agent {
+        let resp = self.admin().await.post("/admin/agents", &json!({ "id": id })).await.expect("post");
+        assert_eq!(resp.status, 201, "{:?}", resp.json());
+        let token = resp.json()["token"].as_str().expect("token").to_owned();
+        Agent { id: id.to_owned(), token, socket: self.dir.path().join("run/amc.sock") }
+    }
+
+    /// The channel AMC made for a Discord channel id, once it exists.
+    pub async fn channel(&self, platform_id: u64) -> Value {
+        let id = platform_id.to_string();
+        self.eventually(&format!("channel {id} to appear"), || async {
+            let all = self.admin().await.get("/admin/channels").await.expect("channels").json();
+            all["channels"].as_array()?.iter().find(|c| c["platform_id"] == id.as_str()).cloned()
+        })
+        .await
+    }
+
+    pub async fn approve(&self, platform_id: u64, body: Value) -> String {
+        let ch = self.channel(platform_id).await;
+        let id = ch["id"].as_str().expect("id").to_owned();
+        let resp = self.admin().await.post(&format!("/admin/channels/{id}/approve"), &body).await.expect("approve");
+        assert_eq!(resp.status, 200, "{:?}", resp.json());
+        id
+    }
+
+    pub async fn health(&self) -> Value {
+        self.admin().await.get("/healthz").await.expect("healthz").json()["sources"]["discord"].clone()
+    }
+
+    /// Polls `check` until it returns something (at most 20 s).
+    pub async fn eventually<T, F, Fut>(&self, what: &str, mut check: F) -> T
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Option<T>>,
+    {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(v) = check().await {
+                return v;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    pub async fn stop(mut self) {
+        if let Some(r) = self.running.take() {
+            r.run_until(async {}).await.expect("stops cleanly");
+        }
+    }
+}
+
+/// An agent with its token.
+pub struct Agent {
+    pub id: String,
+    pub token: String,
+    socket: std::path::PathBuf,
+}
+
+impl Agent {
+    /// A connection speaking as the agent.
+    pub async fn conn(&self) -> Connection {
+        Connection::connect(&self.socket)
+            .await
+            .expect("connect")
+            .with_bearer(&self.token)
+            .with_header("x-agent-id", &self.id)
+    }
+
+    /// Every unread message of a channel, oldest first (at most 100).
+    pub async fn unread(&self, channel_id: &str) -> Vec<Value> {
+        let resp: Response = self
+            .conn()
+            .await
+            .get(&format!("/messages/unread?channel_id={channel_id}&limit=100"))
+            .await
+            .expect("unread");
+        assert_eq!(resp.status, 200, "{:?}", resp.json());
+        resp.json()["messages"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// Sends through `POST /messages/send`.
+    pub async fn send(&self, body: Value) -> Response {
+        self.conn().await.post("/messages/send", &body).await.expect("send")
+    }
+}

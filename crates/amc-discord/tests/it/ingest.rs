@@ -1,0 +1,251 @@
+//! What the bot sees reaches agents: channels, messages, edits, deletions, reactions,
+//! replies, attachments, and the history around disconnects and approvals.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::harness::start;
+
+#[tokio::test]
+async fn guild_channels_start_pending_and_an_approved_channels_messages_reach_agents() {
+    let amc = start(&["general", "random"], "").await;
+    let [general, random] = amc.fake.channel_ids()[..] else { panic!("two channels") };
+    // Channels the bot sees are there before anyone writes, pending, named after the guild.
+    let ch = amc.channel(random).await;
+    assert_eq!(ch["name"], "Fake Guild / #random");
+    assert_eq!(ch["state"], "pending");
+    assert_eq!(amc.health().await["state"], "connected");
+
+    let alice = amc.fake.user("alice");
+    let first = amc.fake.post(general, &alice, "before approval");
+    let id = amc.approve(general, json!({ "history": "from_now" })).await;
+    let agent = amc.agent("claude").await;
+    amc.fake.post(general, &alice, "hello agents");
+    let msgs = amc
+        .eventually("the message to be unread", || async {
+            let m = agent.unread(&id).await;
+            (!m.is_empty()).then_some(m)
+        })
+        .await;
+    assert_eq!(msgs.len(), 1, "only what came after approving from now: {msgs:?}");
+    assert_eq!(msgs[0]["text"], "hello agents");
+    assert_eq!(msgs[0]["source"], "discord");
+    assert_eq!(msgs[0]["sender"]["display_name"], "alice");
+    assert_eq!(msgs[0]["sender"]["id"], alice.id.to_string());
+    assert_eq!(msgs[0]["sender"]["is_self"], false);
+    assert_eq!(msgs[0]["channel"]["name"], "Fake Guild / #general");
+    // The message from before approval is stored, quarantined.
+    let ch = amc.channel(general).await;
+    assert_eq!(ch["message_count"], 2, "{ch}");
+    assert_eq!(ch["visible_count"], 1, "{ch}");
+    assert!(first > 0);
+    amc.stop().await;
+}
+
+#[tokio::test]
+async fn edits_deletions_reactions_and_replies_reach_stored_messages() {
+    let amc = start(&["general"], "").await;
+    let general = amc.fake.channel_ids()[0];
+    let id = amc.approve(general, json!({ "history": "from_now" })).await;
+    let agent = amc.agent("codex").await;
+    let (alice, bob) = (amc.fake.user("alice"), amc.fake.user("bob"));
+    let parent = amc.fake.post(general, &alice, "lunch?");
+    let reply = amc.fake.post_with(general, &bob, "yes, noon", Some(parent), &[]);
+    let doomed = amc.fake.post(general, &alice, "oops wrong channel");
+    amc.fake.edit(general, parent, "lunch at noon?");
+    amc.fake.react(general, parent, &bob, "👍", true);
+    amc.fake.react(general, parent, &bob, "🎉", true);
+    amc.fake.react(general, parent, &alice, "👍", true);
+    amc.fake.react(general, parent, &bob, "👍", false);
+    amc.fake.delete(general, doomed);
+
+    let msgs = amc
+        .eventually("edits, reactions and the deletion", || async {
+            let m = agent.unread(&id).await;
+            let done = m.len() == 3
+                && m[0]["text"] == "lunch at noon?"
+                && m[0]["reactions"].as_array().is_some_and(|r| r.len() == 2)
+                && m[2]["unsent"] == true;
+            done.then_some(m)
+        })
+        .await;
+    assert!(msgs[0]["edited_at"].is_string(), "{:?}", msgs[0]);
+    let reactions: Vec<(String, String)> = msgs[0]["reactions"]
+        .as_array()
+        .expect("reactions")
+        .iter()
+        .map(|r| {
+            (
+                r["emoji"].as_str().unwrap_or_default().to_owned(),
+                r["sender"]["id"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    // A person may leave several emoji on Discord; taking one back leaves the others.
+    assert_eq!(reactions, vec![("🎉".to_owned(), bob.id.to_string()), ("👍".to_owned(), alice.id.to_string())]);
+    assert_eq!(msgs[1]["reply_to"], msgs[0]["id"], "the reply points at its parent");
+    assert_eq!(msgs[2]["text"], "", "a deleted message keeps no text");
+    assert!(reply > 0);
+    amc.stop().await;
+}
+
+#[tokio::test]
+async fn attachments_are_described_at_once_and_fetched_when_an_agent_asks() {
+    let amc = start(&["general"], "attachment_fetch_limit_mb = 1").await;
+    let general = amc.fake.channel_ids()[0];
+    let id = amc.approve(general, json!({ "history": "from_now" })).await;
+    let agent = amc.agent("claude").await;
+    let alice = amc.fake.user("alice");
+    let big = vec![7u8; 1024 * 1024 + 1];
+    amc.fake.post_with(general, &alice, "photos", None, &[("cat.png", b"\x89PNG fake cat"), ("huge.bin", &big)]);
+    let msgs = amc
+        .eventually("the message", || async {
+            let m = agent.unread(&id).await;
+            (!m.is_empty()).then_some(m)
+        })
+        .await;
+    let atts = msgs[0]["attachments"].as_array().expect("attachments").clone();
+    assert_eq!(atts[0]["filename"], "cat.png");
+    assert_eq!(atts[0]["mime_type"], "image/png");
+    assert_eq!(atts[0]["size_bytes"], 13);
+    assert_eq!(atts[0]["available"], true);
+    let path = atts[0]["download_path"].as_str().expect("path").to_owned();
+    for _ in 0..2 {
+        let file = agent.conn().await.get(&path).await.expect("download");
+        assert_eq!(file.status, 200);
+        assert_eq!(&file.body[..], b"\x89PNG fake cat");
+        assert_eq!(file.header("content-type"), Some("image/png"));
+    }
+    // Over the fetch limit: a clear error, nothing half-kept.
+    let huge = agent.conn().await.get(atts[1]["download_path"].as_str().expect("path")).await.expect("download");
+    assert_eq!(huge.status, 404);
+    assert_eq!(huge.json()["error"]["code"], "NOT_FOUND");
+    assert!(huge.json()["error"]["message"].as_str().unwrap_or_default().contains("larger than AMC fetches"));
+    amc.stop().await;
+}
+
+#[tokio::test]
+async fn messages_sent_while_the_session_was_lost_are_fetched_once_back_and_none_doubled() {
+    let amc = start(&["general"], "").await;
+    let general = amc.fake.channel_ids()[0];
+    let id = amc.approve(general, json!({ "history": "from_now" })).await;
+    let agent = amc.agent("claude").await;
+    let alice = amc.fake.user("alice");
+    amc.fake.post(general, &alice, "one");
+    amc.eventually("the first message", || async { (agent.unread(&id).await.len() == 1).then_some(()) }).await;
+
+    // The session is lost: Discord will not replay what is said meanwhile.
+    amc.fake.set_accepting(false);
+    amc.fake.invalidate_session();
+    amc.fake.drop_connection();
+    for text in ["two", "three", "four"] {
+        amc.fake.post_unseen(general, &alice, text);
+    }
+    let back = amc.fake.connected(Duration::from_secs(60));
+    amc.fake.set_accepting(true);
+    assert!(back.await, "the bot came back");
+    amc.fake.post(general, &alice, "five");
+
+    let msgs = amc
+        .eventually("the gap to be filled", || async {
+            let m = agent.unread(&id).await;
+            (m.len() >= 5).then_some(m)
+        })
+        .await;
+    let texts: Vec<&str> = msgs.iter().map(|m| m["text"].as_str().unwrap_or_default()).collect();
+    assert_eq!(texts, ["one", "two", "three", "four", "five"]);
+
+    // A resumable drop: Discord replays the missed dispatches, and the catch-up reads
+    // the same messages again through REST; each is stored once.
+    amc.fake.drop_connection();
+    amc.fake.post(general, &alice, "six");
+    assert!(amc.fake.connected(Duration::from_secs(60)).await, "resumed");
+    let (_, resumes, _, _) = amc.fake.counts();
+    assert!(resumes >= 1, "the client resumed its session");
+    let msgs = amc
+        .eventually("the replayed message", || async {
+            let m = agent.unread(&id).await;
+            (m.len() >= 6).then_some(m)
+        })
+        .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let again = agent.unread(&id).await;
+    assert_eq!(again.len(), 6, "nothing doubled: {again:?}");
+    assert_eq!(msgs[5]["text"], "six");
+    amc.stop().await;
+}
+
+#[tokio::test]
+async fn approving_with_history_fetches_earlier_messages_in_pages() {
+    let fake = amc_discord::fake::FakeDiscord::start(crate::harness::TOKEN, &["archive"]).await.expect("fake");
+    let archive = fake.channel_ids()[0];
+    let alice = fake.user("alice");
+    for i in 0..250 {
+        fake.post_unseen(archive, &alice, &format!("old {i}"));
+    }
+    let amc = crate::harness::start_with(fake, "discord_history_limit = 1000").await;
+    let ch = amc.channel(archive).await;
+    assert_eq!(ch["message_count"], 0, "nothing is fetched for a pending channel");
+    let (_, _, _, pages_before) = amc.fake.counts();
+    amc.approve(archive, json!({ "history": "all" })).await;
+    let ch = amc
+        .eventually("the history", || async {
+            let ch = amc.channel(archive).await;
+            (ch["visible_count"] == 250).then_some(ch)
+        })
+        .await;
+    assert_eq!(ch["message_count"], 250);
+    let (_, _, _, pages_after) = amc.fake.counts();
+    assert!(pages_after - pages_before >= 3, "fetched in pages of at most 100");
+    amc.stop().await;
+}
+
+#[tokio::test]
+async fn a_missing_message_content_intent_is_reported_with_its_fix() {
+    let fake = amc_discord::fake::FakeDiscord::start(crate::harness::TOKEN, &["general"]).await.expect("fake");
+    fake.set_content_intent(false);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = format!(
+        "discord_token = \"{}\"\ndiscord_api_url = \"{}\"\nimessage_chat_db = \"\"\n",
+        crate::harness::TOKEN,
+        fake.api_url()
+    );
+    std::fs::write(dir.path().join("config.toml"), config).expect("config");
+    let raw = amc_core::config::RawConfig { data_dir: Some(dir.path().to_owned()), ..Default::default() };
+    let running = amc_runtime::start(raw).await.expect("AMC starts");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let h = running.amc().health();
+        let d = &h.sources[&amc_core::model::Source::Discord];
+        if d.reason.as_deref().is_some_and(|r| r.contains("Message Content Intent")) {
+            assert_eq!(h.status, "degraded");
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "never reported: {d:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    running.run_until(async {}).await.expect("stops");
+}
+
+#[tokio::test]
+async fn a_refused_token_is_reported() {
+    let fake = amc_discord::fake::FakeDiscord::start("the-real-token", &["general"]).await.expect("fake");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config =
+        format!("discord_token = \"wrong\"\ndiscord_api_url = \"{}\"\nimessage_chat_db = \"\"\n", fake.api_url());
+    std::fs::write(dir.path().join("config.toml"), config).expect("config");
+    let raw = amc_core::config::RawConfig { data_dir: Some(dir.path().to_owned()), ..Default::default() };
+    let running = amc_runtime::start(raw).await.expect("AMC starts");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let h = running.amc().health();
+        let d = &h.sources[&amc_core::model::Source::Discord];
+        if d.reason.as_deref().is_some_and(|r| r.contains("refused the bot's token")) {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "never reported: {d:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    running.run_until(async {}).await.expect("stops");
+}

@@ -1,0 +1,6 @@
+//! The Discord source end to end: the real daemon and the real serenity client against
+//! a local Discord (`amc_discord::fake`) speaking Discord's gateway protocol and REST API.
+
+mod harness;
+mod ingest;
+mod send;

@@ -1,0 +1,1 @@
+//! Agents' sends to Discord: the request Discord receives, and Discord's refusals.
