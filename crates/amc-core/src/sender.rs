@@ -99,6 +99,12 @@ pub trait Sender: Send + Sync {
     /// The largest attachment the platform accepts, in bytes.
     fn max_attachment_bytes(&self) -> u64;
 
+    /// The most bytes of attachments the platform takes in one message, if it counts
+    /// them together (Discord limits the whole upload).
+    fn max_total_attachment_bytes(&self) -> Option<u64> {
+        None
+    }
+
     /// The longest text the platform takes in one message, in characters (Unicode
     /// scalar values), if it has a limit.
     fn max_text_chars(&self) -> Option<usize> {

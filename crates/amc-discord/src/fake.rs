@@ -53,6 +53,9 @@ pub struct FakeUser {
     pub name: String,
 }
 
+/// A status, headers and a JSON body the fake answers a post with.
+type CannedReply = (u16, Vec<(String, String)>, Value);
+
 enum Command {
     Send(Value),
     Close(u16),
@@ -82,7 +85,7 @@ struct Inner {
     accepting: bool,
     content_intent: bool,
     posts: Vec<RecordedPost>,
-    post_replies: VecDeque<(u16, Vec<(String, String)>, Value)>,
+    post_replies: VecDeque<CannedReply>,
     identifies: u32,
     resumes: u32,
     heartbeats: u32,
@@ -639,13 +642,15 @@ fn discord_error(status: StatusCode, code: i64, message: &str) -> Response {
     (status, axum::Json(json!({ "message": message, "code": code }))).into_response()
 }
 
-fn authorized(fake: &FakeDiscord, headers: &HeaderMap) -> Result<String, Response> {
+/// The `Authorization` header, if it carries the bot's token.
+fn authorized(fake: &FakeDiscord, headers: &HeaderMap) -> Option<String> {
     let auth = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
     let inner = fake.lock();
-    match auth.strip_prefix("Bot ") {
-        Some(t) if t == inner.token => Ok(auth),
-        _ => Err(discord_error(StatusCode::UNAUTHORIZED, 0, "401: Unauthorized")),
-    }
+    (auth.strip_prefix("Bot ") == Some(inner.token.as_str())).then_some(auth)
+}
+
+fn unauthorized() -> Response {
+    discord_error(StatusCode::UNAUTHORIZED, 0, "401: Unauthorized")
 }
 
 async fn gateway(State(fake): State<FakeDiscord>) -> Response {
@@ -653,8 +658,8 @@ async fn gateway(State(fake): State<FakeDiscord>) -> Response {
 }
 
 async fn gateway_bot(State(fake): State<FakeDiscord>, headers: HeaderMap) -> Response {
-    if let Err(r) = authorized(&fake, &headers) {
-        return r;
+    if authorized(&fake, &headers).is_none() {
+        return unauthorized();
     }
     let url = fake.lock().gateway_url.clone();
     axum::Json(json!({
@@ -665,8 +670,8 @@ async fn gateway_bot(State(fake): State<FakeDiscord>, headers: HeaderMap) -> Res
 }
 
 async fn me(State(fake): State<FakeDiscord>, headers: HeaderMap) -> Response {
-    if let Err(r) = authorized(&fake, &headers) {
-        return r;
+    if authorized(&fake, &headers).is_none() {
+        return unauthorized();
     }
     let bot = fake.lock().bot.clone();
     axum::Json(user_json(&bot, true)).into_response()
@@ -678,8 +683,8 @@ async fn messages(
     Query(q): Query<HashMap<String, String>>,
     headers: HeaderMap,
 ) -> Response {
-    if let Err(r) = authorized(&fake, &headers) {
-        return r;
+    if authorized(&fake, &headers).is_none() {
+        return unauthorized();
     }
     let mut inner = fake.lock();
     inner.history_requests += 1;
@@ -705,8 +710,8 @@ async fn message(
     Path((channel, id)): Path<(u64, u64)>,
     headers: HeaderMap,
 ) -> Response {
-    if let Err(r) = authorized(&fake, &headers) {
-        return r;
+    if authorized(&fake, &headers).is_none() {
+        return unauthorized();
     }
     match fake.lock().messages.get(&channel).and_then(|m| m.get(&id)).cloned() {
         Some(m) => axum::Json(m).into_response(),
@@ -723,10 +728,7 @@ async fn cdn(State(fake): State<FakeDiscord>, Path((channel, id, name)): Path<(u
 
 async fn create(State(fake): State<FakeDiscord>, Path(channel): Path<u64>, req: Request) -> Response {
     let headers = req.headers().clone();
-    let authorization = match authorized(&fake, &headers) {
-        Ok(a) => a,
-        Err(r) => return r,
-    };
+    let Some(authorization) = authorized(&fake, &headers) else { return unauthorized() };
     let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
     let mut files = Vec::new();
     let payload: Value = if content_type.starts_with("multipart/form-data") {

@@ -247,6 +247,10 @@ impl Sender for DiscordSender {
         self.upload_limit
     }
 
+    fn max_total_attachment_bytes(&self) -> Option<u64> {
+        Some(self.upload_limit)
+    }
+
     fn max_text_chars(&self) -> Option<usize> {
         Some(MAX_TEXT_CHARS)
     }

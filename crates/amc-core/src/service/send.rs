@@ -210,6 +210,18 @@ impl Amc {
                 return Err(e);
             }
         };
+        let max_total = self.inner.senders.get(target.source).and_then(|s| s.max_total_attachment_bytes());
+        let total: u64 = staged.iter().map(|a| a.size_bytes).sum();
+        if let Some(max) = max_total.filter(|max| total > *max) {
+            self.discard_stage(&stage_id, &target.id).await;
+            return Err(Error::new(
+                ErrorCode::AttachmentTooLargeForPlatform,
+                format!(
+                    "the attachments add up to {total} bytes; {} takes at most {max} per message",
+                    target.source.display_name()
+                ),
+            ));
+        }
         let status = if self.paused() || target.send_policy == SendPolicy::Review {
             OutboxStatus::Held
         } else {
