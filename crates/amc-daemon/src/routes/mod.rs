@@ -56,6 +56,7 @@ pub fn router(state: AppState) -> Router {
         .route("/admin/pause", post(admin::pause))
         .route("/admin/inbox", get(admin::inbox))
         .route("/admin/events", get(admin::events))
+        .route("/admin/events/poll", get(admin::poll_events))
         .route("/admin/relay/threads", get(relay::threads).post(relay::create))
         .route("/admin/relay/threads/{id}/join", post(relay::join))
         .route("/admin/relay/threads/{id}/messages", get(relay::read).post(relay::post))
