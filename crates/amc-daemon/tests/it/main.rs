@@ -10,3 +10,4 @@ mod listener;
 mod mcp;
 mod relay;
 mod sends;
+mod ui;
