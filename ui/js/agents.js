@@ -24,12 +24,13 @@ function mount(el, app) {
       add(input.value.trim(), e.submitter, input);
     },
   },
-  h("div", { class: "field" }, h("label", { for: inputId, text: "New agent's id" }), input,
-    h("span", { id: "agent-id-hint", class: "muted small", text: "Lowercase letters, digits, - and _. The agent sends it as its id." })),
+  h("div", { class: "field" }, h("label", { for: inputId, text: "New agent's id" }), input),
   h("button", { type: "submit", class: "btn primary" }, "Add agent"));
+  const hint = h("p", { id: "agent-id-hint", class: "muted small",
+    text: "Lowercase letters, digits, - and _. The agent sends it as AMC_AGENT_ID; its token is shown once." });
   list = h("div", { class: "list-area" });
   replace(el, viewHeader("agents", "Agents", "Each agent has its own token and read state. Revoking a token takes effect on its next request."),
-    h("section", { class: "panel", "aria-label": "Add an agent" }, form), list);
+    h("section", { class: "panel", "aria-label": "Add an agent" }, form, hint), list);
 }
 
 async function refresh() {
