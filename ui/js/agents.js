@@ -1,8 +1,8 @@
 // Agents: who may use AMC; adding one shows its token once, with the configuration for
 // each MCP host (the shapes of docs/mcp.md); revoking cuts it off at once.
 
-import { get, post } from "./api.js";
-import { busy, confirmAction, copyable, dialog, empty, h, nextId, replace, time, toast, viewHeader } from "./dom.js";
+import { post } from "./api.js";
+import { busy, confirmAction, copyable, dialog, doneButton, empty, h, load, nextId, replace, time, toast, viewHeader } from "./dom.js";
 
 const ID_PATTERN = "[a-z0-9][a-z0-9_\\-]{0,63}";
 
@@ -34,13 +34,8 @@ function mount(el, app) {
 }
 
 async function refresh() {
-  let data;
-  try {
-    data = await get("/admin/agents");
-  } catch (e) {
-    replace(list, empty("Could not load agents", e.message));
-    return;
-  }
+  const data = await load(list, "/admin/agents", "agents");
+  if (!data) return;
   if (data.agents.length === 0) {
     replace(list, empty("No agents yet", "Add one above, then paste its configuration into Claude Code, Codex CLI or Claude Desktop."));
     return;
@@ -90,7 +85,7 @@ function tokenPanel(id, token, close) {
     h("h3", { text: "Connect your MCP host" }),
     h("p", { class: "muted", text: "Use the full path of amc if your host does not find it (which amc)." }),
     Object.entries(configs(id, token)).map(([host, text]) => copyable(host, text, { multiline: true })),
-    h("div", { class: "dialog-actions" }, h("button", { type: "button", class: "btn primary", onclick: () => close(true) }, "Done")));
+    doneButton(close));
 }
 
 async function revoke(id, button) {

@@ -1,8 +1,8 @@
 // Channels: what AMC has seen, per source; approve (from now, with history), block, and
 // each allowed channel's send policy.
 
-import { get, post, query } from "./api.js";
-import { POLICY, SOURCE, busy, dialog, empty, h, nextId, replace, select, time, toast, viewHeader } from "./dom.js";
+import { post, query } from "./api.js";
+import { POLICY, SOURCE, busy, dialog, dialogActions, empty, h, load, nextId, replace, select, time, toast, viewHeader } from "./dom.js";
 
 const STATES = { pending: "Pending", allowed: "Allowed", blocked: "Blocked" };
 const ABOUT = {
@@ -48,13 +48,8 @@ function mount(el, app) {
 
 async function refresh() {
   document.getElementById("channels-about").textContent = ABOUT[state];
-  let data;
-  try {
-    data = await get(`/admin/channels${query({ state, q: search })}`);
-  } catch (e) {
-    replace(list, empty("Could not load channels", e.message));
-    return;
-  }
+  const data = await load(list, `/admin/channels${query({ state, q: search })}`, "channels");
+  if (!data) return;
   const pendingCount = document.getElementById("seg-pending");
   if (state === "pending") pendingCount.textContent = data.channels.length ? ` ${data.channels.length}` : "";
   if (data.channels.length === 0) {
@@ -152,9 +147,7 @@ async function approve(c, button) {
         radio("days", "Recent history", "Messages of the last days:"),
         h("label", { for: daysId, class: "visually-hidden", text: "Number of days" }), days, h("span", { class: "muted", text: " days" }))),
     select("When an agent sends here", POLICY, policy, (v) => { policy = v; }),
-    h("div", { class: "dialog-actions" },
-      h("button", { type: "button", class: "btn", onclick: () => close(null) }, "Cancel"),
-      h("button", { type: "submit", class: "btn primary" }, "Approve")));
+    dialogActions(close, "Approve"));
     return form;
   });
   if (!choice) return;

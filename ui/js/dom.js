@@ -1,6 +1,8 @@
 // Small DOM helpers: elements built from data (never from HTML strings, so no text an
 // agent or a contact wrote can become markup), relative times, toasts and dialogs.
 
+import { get } from "./api.js";
+
 /**
  * Builds an element. `attrs` keys: `class`, `text`, `on<event>` (a listener),
  * `dataset` (an object), booleans (`hidden`, `disabled`…) and any attribute.
@@ -105,15 +107,36 @@ export function dialog(title, build, { wide = false } = {}) {
   });
 }
 
+/**
+ * A dialog's buttons: Cancel (closes with null) and `action`, a submit button of its form,
+ * or with `onclick` a plain button. `kind` styles it (`primary`, `danger`).
+ */
+export function dialogActions(close, action, { kind = "primary", onclick = null, cancelFirst = false } = {}) {
+  return h("div", { class: "dialog-actions" },
+    h("button", { type: "button", class: "btn", onclick: () => close(null), autofocus: cancelFirst }, "Cancel"),
+    h("button", { type: onclick ? "button" : "submit", class: `btn ${kind}`, onclick }, action));
+}
+
+/** A dialog's single button that closes it. */
+export function doneButton(close) {
+  return h("div", { class: "dialog-actions" }, h("button", { type: "button", class: "btn primary", onclick: () => close(true) }, "Done"));
+}
+
 /** Asks to confirm a destructive action; resolves true or false. */
 export async function confirmAction(title, text, action) {
   const ok = await dialog(title, (close) =>
-    h("div", {},
-      h("p", { text }),
-      h("div", { class: "dialog-actions" },
-        h("button", { type: "button", class: "btn", onclick: () => close(false), autofocus: true }, "Cancel"),
-        h("button", { type: "button", class: "btn danger", onclick: () => close(true) }, action))));
+    h("div", {}, h("p", { text }), dialogActions(close, action, { kind: "danger", onclick: () => close(true), cancelFirst: true })));
   return ok === true;
+}
+
+/** GETs a JSON route; if that fails, shows why in `el` (as `what` could not be loaded) and returns null. */
+export async function load(el, path, what) {
+  try {
+    return await get(path);
+  } catch (e) {
+    replace(el, empty(`Could not load ${what}`, e.message));
+    return null;
+  }
 }
 
 /** A text with a Copy button; `multiline` shows it as a code block. */

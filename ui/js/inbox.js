@@ -1,7 +1,6 @@
 // Inbox: recent messages of allowed channels, and which agents read each.
 
-import { get } from "./api.js";
-import { SOURCE, empty, h, replace, time, viewHeader } from "./dom.js";
+import { SOURCE, empty, h, load, replace, time, viewHeader } from "./dom.js";
 
 let list;
 
@@ -11,13 +10,8 @@ function mount(el) {
 }
 
 async function refresh() {
-  let data;
-  try {
-    data = await get("/admin/inbox?limit=100");
-  } catch (e) {
-    replace(list, empty("Could not load the inbox", e.message));
-    return;
-  }
+  const data = await load(list, "/admin/inbox?limit=100", "the inbox");
+  if (!data) return;
   if (data.messages.length === 0) {
     replace(list, empty("No messages yet", "Messages of the channels you approve appear here."));
     return;

@@ -1,8 +1,8 @@
 // Review: agents' sends held for the person (with their conversation and attachments),
 // and the log of every send with its outcome.
 
-import { download, fileAsDataUrl, get, post, query } from "./api.js";
-import { SOURCE, busy, dialog, empty, h, nextId, replace, select, time, toast, viewHeader } from "./dom.js";
+import { download, fileAsDataUrl, post, query } from "./api.js";
+import { SOURCE, busy, dialog, dialogActions, empty, h, load, nextId, replace, select, time, toast, viewHeader } from "./dom.js";
 
 export const STATUS = {
   held: "Waiting for review",
@@ -40,13 +40,8 @@ async function refresh() {
 }
 
 async function loadQueue() {
-  let data;
-  try {
-    data = await get("/admin/sends?status=held&limit=500");
-  } catch (e) {
-    replace(queue, empty("Could not load the review queue", e.message));
-    return;
-  }
+  const data = await load(queue, "/admin/sends?status=held&limit=500", "the review queue");
+  if (!data) return;
   if (data.sends.length === 0) {
     replace(queue, empty("Nothing to review", "When an agent sends to a channel set to review, the message waits here."));
     return;
@@ -120,9 +115,7 @@ async function reject(s, button) {
     return h("form", { class: "form", onsubmit: (e) => { e.preventDefault(); close({ reason: text.value.trim() }); } },
       h("p", { class: "muted", text: `${s.agent_id} will see that you rejected it.` }),
       h("div", { class: "field" }, h("label", { for: id, text: "Reason for the agent" }), text),
-      h("div", { class: "dialog-actions" },
-        h("button", { type: "button", class: "btn", onclick: () => close(null) }, "Cancel"),
-        h("button", { type: "submit", class: "btn danger" }, "Reject")));
+      dialogActions(close, "Reject", { kind: "danger" }));
   });
   if (!reason) return;
   await busy(button, async () => {
@@ -133,13 +126,8 @@ async function reject(s, button) {
 }
 
 async function loadLog() {
-  let data;
-  try {
-    data = await get(`/admin/sends${query({ status: logFilter, limit: 100 })}`);
-  } catch (e) {
-    replace(log, empty("Could not load the log", e.message));
-    return;
-  }
+  const data = await load(log, `/admin/sends${query({ status: logFilter, limit: 100 })}`, "the log");
+  if (!data) return;
   if (data.sends.length === 0) {
     replace(log, empty(logFilter ? `No sends with status “${STATUS[logFilter]}”` : "No sends yet", "Every message an agent sends through AMC is listed here."));
     return;

@@ -1,8 +1,8 @@
 // Status: the daemon's health, each source's state with its fix, and the switch that
 // pauses every agent's sends.
 
-import { get, post } from "./api.js";
-import { SOURCE, busy, empty, h, replace, toast, viewHeader } from "./dom.js";
+import { post } from "./api.js";
+import { SOURCE, busy, h, load, replace, toast, viewHeader } from "./dom.js";
 
 const STATE = { connected: "Connected", degraded: "Needs attention", disabled: "Off" };
 
@@ -16,13 +16,8 @@ function mount(el, app) {
 }
 
 async function refresh() {
-  let health;
-  try {
-    health = await get("/healthz");
-  } catch (e) {
-    replace(body, empty("Could not reach AMC", e.message));
-    return;
-  }
+  const health = await load(body, "/healthz", "AMC's health");
+  if (!health) return;
   const paused = health.agents_paused;
   replace(body,
     h("section", { class: `panel pause ${paused ? "is-paused" : ""}`, "aria-labelledby": "h-pause" },

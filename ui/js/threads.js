@@ -2,7 +2,7 @@
 // open), posting, and sharing by read links and single-use invitations.
 
 import { get, idempotencyKey, post, query } from "./api.js";
-import { busy, copyable, confirmAction, dialog, empty, h, nextId, replace, select, time, toast, viewHeader } from "./dom.js";
+import { busy, confirmAction, copyable, dialog, dialogActions, doneButton, empty, h, nextId, replace, select, time, toast, viewHeader } from "./dom.js";
 
 const EXPIRY = { "": "Never expires", 3600: "Expires in 1 hour", 86400: "Expires in 1 day", 604800: "Expires in 7 days" };
 const KIND = { read: "Read link", write: "Invitation (read and post, single use)" };
@@ -185,7 +185,7 @@ async function mint(t, kind, expires, button) {
     copyable("Thread id", t.thread_id),
     copyable("Access token", minted.access_token),
     h("p", { class: "muted", text: "The agent calls the relay's join_thread tool with both." }),
-    h("div", { class: "dialog-actions" }, h("button", { type: "button", class: "btn primary", onclick: () => close(true) }, "Done"))), { wide: true });
+    doneButton(close)), { wide: true });
 }
 
 async function revoke(t, invite, button) {
@@ -204,9 +204,7 @@ async function createThread(button) {
     const input = h("input", { id, type: "text", required: true, maxlength: "200", autocomplete: "off" });
     return h("form", { class: "form", onsubmit: (e) => { e.preventDefault(); if (input.value.trim()) close(input.value.trim()); } },
       h("div", { class: "field" }, h("label", { for: id, text: "Title" }), input),
-      h("div", { class: "dialog-actions" },
-        h("button", { type: "button", class: "btn", onclick: () => close(null) }, "Cancel"),
-        h("button", { type: "submit", class: "btn primary" }, "Create")));
+      dialogActions(close, "Create"));
   });
   if (!title) return;
   await busy(button, async () => {
