@@ -118,7 +118,7 @@ def test_screenshots(daemon: UiDaemon, browser):
              ("inbox", "Inbox", ".message .chip"), ("threads", "Threads", ".relay-msg >> nth=2"),
              ("agents", "Agents", "tr[data-agent]"), ("status", "Status", "[data-source]")]
     for scheme in ("light", "dark"):
-        page, problems = open_page(browser, color_scheme=scheme)
+        page, problems = open_page(browser, color_scheme=scheme, reduced_motion="reduce")
         for name, screen, loaded in shots if scheme == "light" else shots[:2]:
             open_ui(page, daemon, screen)
             if name == "threads":

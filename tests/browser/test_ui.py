@@ -282,6 +282,10 @@ def test_the_token_leaves_the_address_bar_and_without_one_the_page_says_how_to_o
     stranger.goto(f"{daemon.base}/ui/")
     expect(stranger.get_by_role("heading", name="AMC needs its admin token")).to_be_visible()
     expect(stranger.locator("main")).to_contain_text("amc ui --open")
+    # Opening the link `amc ui` prints in that tab lets the person in.
+    stranger.goto(daemon.ui_url())
+    expect(stranger.get_by_role("heading", name="Channels", level=1)).to_be_visible()
+    assert "token" not in stranger.url
     stranger.context.close()
 
 

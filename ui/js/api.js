@@ -24,15 +24,19 @@ export function onUnauthorized(fn) {
   unauthorizedListeners.push(fn);
 }
 
-/** Moves a token from the URL fragment to sessionStorage and strips it from the URL. */
+/**
+ * Moves a token from the URL fragment to sessionStorage and strips it from the URL;
+ * true if there was one.
+ */
 export function takeTokenFromUrl() {
   const params = new URLSearchParams(location.hash.slice(1));
   const token = params.get("token");
-  if (!token) return;
+  if (!token) return false;
   sessionStorage.setItem(TOKEN_KEY, token);
   params.delete("token");
   const rest = params.toString();
   history.replaceState(null, "", `${location.pathname}${location.search}${rest ? `#${rest}` : ""}`);
+  return true;
 }
 
 function headers(extra = {}) {

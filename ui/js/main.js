@@ -131,6 +131,11 @@ function start() {
   onUnauthorized(lock);
   for (const v of VIEWS) v.mount(document.getElementById(`view-${v.id}`), { refresh: refreshSoon });
   window.addEventListener("hashchange", () => {
+    // A new link from `amc ui` opened in this tab: start again with its token.
+    if (takeTokenFromUrl() && locked) {
+      location.reload();
+      return;
+    }
     const view = viewFromHash();
     if (view !== current) show(view).then(() => document.getElementById(`h-${view.id}`)?.focus());
   });
