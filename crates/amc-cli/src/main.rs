@@ -5,6 +5,7 @@
 mod admin;
 mod mcp;
 mod serve;
+mod ui;
 
 use std::path::PathBuf;
 
@@ -45,6 +46,8 @@ enum Command {
     Resume,
     /// Show the daemon's health and each source's state
     Status,
+    /// Print the address of the UI for a browser (AMC serving with --listen), with the admin token
+    Ui(ui::UiArgs),
     /// Check the setup (data folder, chat.db and Full Disk Access, Messages automation) and say how to fix it
     Doctor {
         /// The chat.db to check [default: as `amc serve` would use]
@@ -93,6 +96,7 @@ fn main() -> std::process::ExitCode {
             Command::Pause => admin::pause(raw, cli.json, true).await,
             Command::Resume => admin::pause(raw, cli.json, false).await,
             Command::Status => admin::status(raw, cli.json).await,
+            Command::Ui(args) => ui::run(raw, args).await,
             Command::Doctor { chat_db } => admin::doctor(raw, chat_db).await,
         }
     });

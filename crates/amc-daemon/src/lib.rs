@@ -7,6 +7,7 @@
 //! - [`error`]: the error envelope.
 //! - [`guard`]: header limits, panics, Host/Origin checks for TCP.
 //! - [`listener`]: the socket, its permissions and the one-daemon lock.
+//! - [`ui`]: the tray UI's files, embedded and served at `/ui/`.
 #![deny(missing_docs)]
 
 pub mod error;
@@ -14,6 +15,7 @@ pub mod extract;
 pub mod guard;
 pub mod listener;
 pub mod routes;
+pub mod ui;
 
 use std::future::Future;
 use std::io;

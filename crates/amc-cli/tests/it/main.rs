@@ -153,3 +153,27 @@ fn bad_configuration_is_reported_in_one_line() {
     let out = amc(tmp.path(), &["serve"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("config.toml"));
 }
+
+#[test]
+fn amc_ui_prints_the_address_of_the_page_with_the_token_or_says_how_to_serve_it() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path();
+    let out = amc(dir, &["ui"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("amc serve --listen"));
+
+    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
+    let listen = format!("127.0.0.1:{port}");
+    let out = amc(dir, &["ui", "--listen", &listen]);
+    assert!(!out.status.success(), "nothing serves yet");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("amc serve --listen"));
+
+    let serve = Serve::start_with(dir, &["--listen", &listen]);
+    let token = std::fs::read_to_string(dir.join("admin-token")).expect("token");
+    let url = stdout(&amc(dir, &["ui", "--listen", &listen]));
+    assert_eq!(url.trim(), format!("http://{listen}/ui/#token={}", token.trim()));
+    // The listen address may come from config.toml too.
+    std::fs::write(dir.join("config.toml"), format!("listen = \"{listen}\"\n")).expect("write");
+    assert_eq!(stdout(&amc(dir, &["ui"])), url);
+    serve.stop();
+}

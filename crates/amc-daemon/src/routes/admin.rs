@@ -1,6 +1,7 @@
 //! The person's routes, under `/admin`, behind the admin credential.
 
 use std::convert::Infallible;
+use std::time::Duration;
 
 use axum::Json;
 use axum::extract::State;
@@ -16,6 +17,7 @@ use crate::AppState;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Admin, ApiJson, ApiPath, ApiQuery};
 use amc_core::ErrorCode;
+use amc_core::events::Since;
 use amc_core::model::{ChannelState, HistoryRelease, OutboxStatus, SendPolicy};
 
 /// The query of `GET /admin/channels`.
@@ -276,4 +278,37 @@ pub async fn events(State(st): State<AppState>, _: Admin) -> Sse<impl Stream<Ite
         })
         .take_until(async move { shutdown.cancelled().await });
     Sse::new(stream).keep_alive(KeepAlive::default())
+}
+
+/// The query of `GET /admin/events/poll`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PollQuery {
+    after: Option<u64>,
+    timeout_ms: Option<u64>,
+}
+
+/// The longest a poll may wait.
+pub const MAX_POLL_MS: u64 = 30_000;
+
+/// `GET /admin/events/poll?after=&timeout_ms=`: the change feed for clients that cannot
+/// hold a stream open. Without `after`, answers at once with the cursor to start from.
+pub async fn poll_events(
+    State(st): State<AppState>,
+    _: Admin,
+    ApiQuery(q): ApiQuery<PollQuery>,
+) -> ApiResult<impl IntoResponse> {
+    let timeout = q.timeout_ms.unwrap_or(0);
+    if timeout > MAX_POLL_MS {
+        return Err(ApiError::new(
+            ErrorCode::ValidationFailed,
+            format!("timeout_ms must be an integer from 0 to {MAX_POLL_MS}"),
+        ));
+    }
+    let bus = st.amc.events();
+    let Some(after) = q.after else {
+        return Ok(Json(Since { events: Vec::new(), next: bus.latest(), missed: false }));
+    };
+    let shutdown = st.shutdown.clone();
+    Ok(Json(bus.poll(after, Duration::from_millis(timeout), async move { shutdown.cancelled().await }).await))
 }

@@ -1,4 +1,5 @@
-//! The router: agents' routes at the root, the person's under `/admin`.
+//! The router: agents' routes at the root, the person's under `/admin`, the UI's files
+//! under `/ui/`.
 
 pub mod admin;
 pub mod agent;
@@ -56,6 +57,7 @@ pub fn router(state: AppState) -> Router {
         .route("/admin/pause", post(admin::pause))
         .route("/admin/inbox", get(admin::inbox))
         .route("/admin/events", get(admin::events))
+        .route("/admin/events/poll", get(admin::poll_events))
         .route("/admin/relay/threads", get(relay::threads).post(relay::create))
         .route("/admin/relay/threads/{id}/join", post(relay::join))
         .route("/admin/relay/threads/{id}/messages", get(relay::read).post(relay::post))
@@ -63,6 +65,10 @@ pub fn router(state: AppState) -> Router {
         .route("/admin/relay/threads/{id}/invites", get(relay::invites).post(relay::mint))
         .route("/admin/relay/threads/{id}/invites/{token_id}/revoke", post(relay::revoke))
         .route("/admin/relay/search", get(relay::search))
+        .route("/", get(crate::ui::redirect))
+        .route("/ui", get(crate::ui::redirect))
+        .route("/ui/", get(crate::ui::index))
+        .route("/ui/{*path}", get(crate::ui::file))
         .fallback(agent::not_found)
         .method_not_allowed_fallback(agent::method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))

@@ -2,6 +2,7 @@
 //! temporary database, spoken to over HTTP on the socket.
 
 mod approval;
+mod events;
 mod harness;
 mod hostile;
 mod inbox;
@@ -9,3 +10,4 @@ mod listener;
 mod mcp;
 mod relay;
 mod sends;
+mod ui;

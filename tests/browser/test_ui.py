@@ -1,0 +1,343 @@
+"""The tray UI in a real Chromium against the real daemon: what a person does and sees."""
+
+from __future__ import annotations
+
+import json
+import re
+import struct
+import zlib
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from conftest import Agent, UiDaemon, open_page
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def png(path: Path, rgb: tuple[int, int, int] = (0, 122, 255), size: int = 24) -> Path:
+    """A small solid PNG."""
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    rows = b"".join(b"\x00" + bytes(rgb) * size for _ in range(size))
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", size, size, 8, 2, 0, 0, 0))
+                     + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+    return path
+
+
+def open_ui(page: Page, daemon: UiDaemon, screen: str | None = None) -> None:
+    page.goto(daemon.ui_url())
+    expect(page.get_by_role("heading", name="Channels", level=1)).to_be_visible()
+    if screen:
+        page.get_by_role("navigation", name="Sections").get_by_role("link", name=screen).click()
+        expect(page.get_by_role("heading", name=screen, level=1)).to_be_visible()
+
+
+def segment(page: Page, name: str):
+    return page.locator(".segmented label", has_text=name)
+
+
+def test_approving_a_channel_lets_an_agent_read_it_and_new_ones_appear_live(daemon: UiDaemon, page: Page):
+    ch, _ = daemon.chat("ada", ["Dinner at 8?", "Bring the wine"])
+    agent = daemon.agent("claude-code")
+    assert agent.unread_texts() == []
+
+    open_ui(page, daemon)
+    row = page.locator(f'li[data-channel="{ch}"]')
+    expect(row).to_contain_text("Chat ada")
+    expect(row).to_contain_text("2 messages")
+    expect(page.locator("#count-pending")).to_have_text("1")
+
+    row.get_by_role("button", name="Approve…").click()
+    dialog = page.get_by_role("dialog", name="Approve Chat ada")
+    dialog.get_by_label("All history").check()
+    dialog.get_by_label("When an agent sends here").select_option("auto")
+    dialog.get_by_role("button", name="Approve", exact=True).click()
+
+    expect(page.locator(".toast", has_text="Approved Chat ada")).to_be_visible()
+    expect(row).to_have_count(0)
+    expect(page.get_by_text("No pending channels")).to_be_visible()
+    expect(page.locator("#count-pending")).to_be_hidden()
+    assert agent.unread_texts() == ["Dinner at 8?", "Bring the wine"]
+
+    segment(page, "Allowed").click()
+    expect(page.get_by_label("Send policy for Chat ada")).to_have_value("auto")
+    expect(page.locator(f'li[data-channel="{ch}"]')).to_contain_text("2 of 2 messages visible to agents")
+
+    # A conversation AMC sees now shows up without a reload, and search finds it.
+    daemon.chat("bob", ["hello?"])
+    expect(page.locator("#count-pending")).to_have_text("1")
+    segment(page, "Pending").click()
+    page.get_by_label("Search channels").fill("nobody")
+    expect(page.get_by_text("No pending channels match “nobody”")).to_be_visible()
+    page.get_by_label("Search channels").fill("bob")
+    expect(page.locator(".row .name")).to_have_text(["Chat bob"])
+
+
+def test_a_held_send_appears_live_with_its_attachment_and_approving_it_sends_it(daemon: UiDaemon, page: Page):
+    ch, _ = daemon.chat("ada", ["Dinner at 8?"], approve={"history": "all", "send_policy": "review"})
+    agent = daemon.agent("claude-code")
+    picture = png(daemon.data_dir / "outbox" / "map.png")
+
+    open_ui(page, daemon, "Review")
+    expect(page.get_by_text("Nothing to review")).to_be_visible()
+
+    r = agent.send(ch, "Yes! Here is the way", attachments=[{"path": str(picture)}])
+    assert r.json()["status"] == "pending_review", r.text
+
+    card = page.locator("article.send-card")
+    expect(card).to_contain_text("claude-code → Chat ada")
+    expect(card.locator(".conversation")).to_contain_text("Dinner at 8?")
+    expect(card.locator(".draft-text")).to_have_text("Yes! Here is the way")
+    expect(card.get_by_role("img", name="Preview of map.png")).to_have_attribute("src", re.compile(r"^data:image/png;base64,"))
+    expect(page.locator("#count-held")).to_have_text("1")
+    log_row = page.locator(f'tr[data-send="{r.json()["message_id"]}"]')
+    expect(log_row).to_contain_text("Waiting for review")
+
+    card.get_by_role("button", name="Approve and send").click()
+    expect(page.locator(".toast", has_text="Sent to Chat ada")).to_be_visible()
+    expect(card).to_have_count(0)
+    expect(log_row.locator(".badge")).to_have_text("Sent")
+    expect(page.locator("#count-held")).to_be_hidden()
+    assert daemon.sent_texts() == ["Yes! Here is the way"]
+
+
+def test_rejecting_a_send_tells_the_agent_and_the_log(daemon: UiDaemon, page: Page):
+    ch, _ = daemon.chat("ada", ["Are you coming?"], approve={"history": "all", "send_policy": "review"})
+    agent = daemon.agent("claude-code")
+    first = agent.send(ch, "Whatever.", key="reply-1")
+    assert first.json()["status"] == "pending_review"
+
+    open_ui(page, daemon, "Review")
+    card = page.locator("article.send-card", has_text="Whatever.")
+    card.get_by_role("button", name="Reject…").click()
+    dialog = page.get_by_role("dialog", name="Reject the message to Chat ada?")
+    dialog.get_by_label("Reason for the agent").fill("Not in that tone")
+    dialog.get_by_role("button", name="Reject", exact=True).click()
+
+    expect(page.locator(".toast", has_text="Rejected the message to Chat ada")).to_be_visible()
+    expect(card).to_have_count(0)
+    expect(page.get_by_text("Nothing to review")).to_be_visible()
+    expect(page.locator(f'tr[data-send="{first.json()["message_id"]}"] .badge')).to_have_text("Rejected")
+
+    replay = agent.send(ch, "Whatever.", key="reply-1")
+    assert replay.json()["status"] == "rejected"
+    assert daemon.sent_texts() == []
+
+
+def test_the_log_flags_sends_whose_outcome_is_unknown_and_says_why_others_failed(daemon: UiDaemon, page: Page):
+    ch, _ = daemon.chat("ada", ["Call me"], approve={"history": "all", "send_policy": "auto"})
+    agent = daemon.agent("claude-code")
+    daemon.admin("POST", "/admin/test/fail-next", {"error": "unknown"})
+    unknown = agent.send(ch, "Calling now")
+    assert unknown.json()["status"] == "unknown"
+    daemon.admin("POST", "/admin/test/fail-next", {"error": "failed"})
+    assert agent.send(ch, "Calling again").status_code == 502
+
+    open_ui(page, daemon, "Review")
+    flagged = page.locator(f'tr[data-send="{unknown.json()["message_id"]}"]')
+    expect(flagged).to_have_class(re.compile(r"\bflag\b"))
+    expect(flagged.locator(".badge")).to_have_text("Outcome unknown")
+    expect(flagged).to_contain_text("Check the conversation before anyone sends it again")
+    failed = page.locator("tr", has_text="Calling again")
+    expect(failed.locator(".badge")).to_have_text("Failed")
+    expect(failed).to_contain_text("the platform failed the send (test)")
+
+    page.get_by_label("Show").select_option("unknown")
+    expect(page.locator("table.log tbody tr")).to_have_count(1)
+
+
+def test_an_agent_added_in_the_ui_works_with_the_copied_token_until_revoked(daemon: UiDaemon, page: Page):
+    daemon.chat("ada", ["hi"], approve={"history": "all"})
+    open_ui(page, daemon, "Agents")
+    expect(page.get_by_text("No agents yet")).to_be_visible()
+
+    page.get_by_label("New agent's id").fill("claude-code")
+    page.get_by_role("button", name="Add agent").click()
+    dialog = page.get_by_role("dialog", name="Agent “claude-code” added")
+    shown = dialog.get_by_label("Token", exact=True).input_value()
+    assert re.fullmatch(r"amc_agent_[0-9a-f]{64}", shown)
+    dialog.get_by_role("button", name="Copy Token", exact=True).click()
+    expect(page.locator(".toast", has_text="Copied")).to_be_visible()
+    token = page.evaluate("navigator.clipboard.readText()")
+    assert token == shown
+
+    expect(dialog.get_by_label("Claude Code", exact=True)).to_have_text(
+        f"claude mcp add amc --env AMC_AGENT_ID=claude-code --env AMC_BEARER_TOKEN={token} -- amc mcp")
+    expect(dialog.get_by_label("Codex CLI (~/.codex/config.toml)", exact=True)).to_contain_text(
+        f'[mcp_servers.amc]\ncommand = "amc"\nargs = ["mcp"]\nenv = {{ AMC_AGENT_ID = "claude-code", AMC_BEARER_TOKEN = "{token}" }}')
+    desktop = json.loads(dialog.get_by_label("Claude Desktop (claude_desktop_config.json)", exact=True).inner_text())
+    assert desktop["mcpServers"]["amc"]["args"] == ["mcp"]
+    assert desktop["mcpServers"]["amc"]["env"] == {"AMC_AGENT_ID": "claude-code", "AMC_BEARER_TOKEN": token}
+    dialog.get_by_role("button", name="Done").click()
+    expect(dialog).to_be_hidden()
+
+    agent = Agent(daemon, "claude-code", token)
+    assert agent.unread_texts() == ["hi"]
+    row = page.locator('tr[data-agent="claude-code"]')
+    expect(row).to_contain_text("Active")
+
+    # The API's own message explains a refusal.
+    conflict = daemon.http.post("/admin/agents", json={"id": "claude-code"}).json()["error"]["message"]
+    page.get_by_label("New agent's id").fill("claude-code")
+    page.get_by_role("button", name="Add agent").click()
+    expect(page.get_by_role("alert")).to_have_text(conflict)
+
+    row.get_by_role("button", name="Revoke claude-code").click()
+    confirm = page.get_by_role("dialog", name="Revoke claude-code?")
+    confirm.get_by_role("button", name="Revoke").click()
+    expect(row).to_contain_text("Revoked")
+    expect(row.get_by_role("button")).to_have_count(0)
+    assert agent.http.get("/messages/unread").status_code == 401
+
+
+def test_pausing_all_agents_holds_sends_to_auto_channels_until_resumed(daemon: UiDaemon, page: Page):
+    ch, _ = daemon.chat("ada", ["ping"], approve={"history": "all", "send_policy": "auto"})
+    agent = daemon.agent("claude-code")
+    open_ui(page, daemon, "Status")
+    expect(page.get_by_role("heading", name="Agents are active")).to_be_visible()
+    expect(page.locator('[data-source="imessage"]')).to_contain_text("Connected")
+
+    page.get_by_role("button", name="Pause all agents").click()
+    expect(page.get_by_role("heading", name="Agents are paused")).to_be_visible()
+    expect(page.get_by_role("link", name="Agents paused")).to_be_visible()
+
+    held = agent.send(ch, "pong")
+    assert held.status_code == 202 and held.json()["status"] == "pending_review"
+    expect(page.locator("#count-held")).to_have_text("1")
+    page.get_by_role("link", name="Review").click()
+    expect(page.locator("article.send-card .draft-text")).to_have_text("pong")
+
+    page.get_by_role("link", name="Status").click()
+    page.get_by_role("button", name="Resume agents").click()
+    expect(page.get_by_role("heading", name="Agents are active")).to_be_visible()
+    expect(page.get_by_role("link", name="Agents paused")).to_be_hidden()
+    sent = agent.send(ch, "pong again")
+    assert sent.status_code == 200 and sent.json()["status"] == "sent"
+    assert daemon.sent_texts() == ["pong again"], "the held send waits for review"
+
+
+def test_threads_are_created_read_live_posted_to_and_shared(daemon: UiDaemon, page: Page):
+    open_ui(page, daemon, "Threads")
+    expect(page.get_by_text("No threads yet")).to_be_visible()
+    page.get_by_role("button", name="New thread").click()
+    page.get_by_role("dialog", name="New thread").get_by_label("Title").fill("Plan the trip")
+    page.get_by_role("dialog", name="New thread").get_by_role("button", name="Create").click()
+    expect(page.get_by_role("heading", name="Plan the trip", level=2)).to_be_visible()
+
+    page.get_by_label("Post as you").fill("Flights first, then hotels")
+    page.get_by_role("button", name="Post").click()
+    messages = page.locator(".relay-msg")
+    expect(messages).to_have_count(1)
+    expect(messages.first).to_contain_text("You")
+    expect(messages.first).to_contain_text("Flights first, then hotels")
+
+    # A post made elsewhere shows up while the thread is open.
+    thread_id = daemon.admin("GET", "/admin/relay/threads")["threads"][0]["thread_id"]
+    daemon.admin("POST", f"/admin/relay/threads/{thread_id}/messages", {"body": "Booked the train", "idempotency_key": "t-2"})
+    expect(messages).to_have_count(2)
+    expect(messages.nth(1)).to_contain_text("Booked the train")
+
+    page.get_by_label("Kind").select_option("read")
+    page.get_by_role("button", name="Create", exact=True).click()
+    shared = page.get_by_role("dialog", name="Read link created")
+    token = shared.get_by_label("Access token", exact=True).input_value()
+    assert token.startswith("amc_relay_read_")
+    assert shared.get_by_label("Thread id", exact=True).input_value() == thread_id
+    shared.get_by_role("button", name="Done").click()
+
+    invite = page.locator(".sharing .row")
+    expect(invite).to_contain_text("Read link")
+    invite.get_by_role("button", name="Revoke").click()
+    page.get_by_role("dialog", name="Revoke this token?").get_by_role("button", name="Revoke").click()
+    expect(invite).to_contain_text("Revoked")
+    invites = daemon.admin("GET", f"/admin/relay/threads/{thread_id}/invites")["invites"]
+    assert invites[0]["revoked_at"] is not None
+
+
+def test_the_inbox_shows_which_agents_read_each_message(daemon: UiDaemon, page: Page):
+    daemon.chat("ada", ["First", "Second"], approve={"history": "all"})
+    agent = daemon.agent("claude-code")
+    unread = agent.http.get("/messages/unread").json()["messages"]
+    agent.http.post("/messages/mark_read", json={"message_ids": [unread[0]["id"]]})
+
+    open_ui(page, daemon, "Inbox")
+    first = page.locator(".message", has_text="First")
+    expect(first.locator(".chip")).to_have_text(["claude-code"])
+    expect(page.locator(".message", has_text="Second")).to_contain_text("Not read by any agent yet")
+    agent.http.post("/messages/mark_read", json={"message_ids": [unread[1]["id"]]})
+    expect(page.locator(".message", has_text="Second").locator(".chip")).to_have_text(["claude-code"])
+
+
+def test_the_token_leaves_the_address_bar_and_without_one_the_page_says_how_to_open_it(daemon: UiDaemon, browser, page: Page):
+    open_ui(page, daemon)
+    assert "token" not in page.url
+    assert page.evaluate("sessionStorage.getItem('amc.adminToken')") == daemon.admin_token
+    page.reload()
+    expect(page.get_by_role("heading", name="Channels", level=1)).to_be_visible()
+
+    stranger, _ = open_page(browser)
+    stranger.goto(f"{daemon.base}/ui/")
+    expect(stranger.get_by_role("heading", name="AMC needs its admin token")).to_be_visible()
+    expect(stranger.locator("main")).to_contain_text("amc ui --open")
+    # Opening the link `amc ui` prints in that tab lets the person in.
+    stranger.goto(daemon.ui_url())
+    expect(stranger.get_by_role("heading", name="Channels", level=1)).to_be_visible()
+    assert "token" not in stranger.url
+    stranger.context.close()
+
+
+def test_a_channel_is_approved_with_the_keyboard_alone(daemon: UiDaemon, page: Page):
+    ch, _ = daemon.chat("ada", ["Keyboard?"])
+    agent = daemon.agent("claude-code")
+    open_ui(page, daemon)
+    focused = page.locator(":focus")
+
+    page.keyboard.press("Tab")
+    expect(focused).to_have_text("Skip to content")
+    for _ in range(30):
+        page.keyboard.press("Tab")
+        if focused.get_attribute("data-key") == f"approve-{ch}":
+            break
+    else:
+        pytest.fail("Tab never reached the Approve button")
+    # Focus is visible.
+    assert focused.evaluate("el => getComputedStyle(el).boxShadow") != "none"
+
+    page.keyboard.press("Enter")
+    dialog = page.get_by_role("dialog", name="Approve Chat ada")
+    expect(dialog).to_be_visible()
+    expect(dialog.get_by_label("From now on")).to_be_focused()
+    page.keyboard.press("Escape")
+    expect(dialog).to_be_hidden()
+    expect(focused).to_have_attribute("data-key", f"approve-{ch}")
+
+    page.keyboard.press("Enter")
+    expect(dialog.get_by_label("From now on")).to_be_focused()
+    page.keyboard.press("ArrowDown")
+    expect(dialog.get_by_label("All history")).to_be_checked()
+    page.keyboard.press("Tab")  # the days field is disabled: on to the policy
+    expect(dialog.get_by_label("When an agent sends here")).to_be_focused()
+    page.keyboard.press("Tab")
+    expect(focused).to_have_text("Cancel")
+    page.keyboard.press("Tab")
+    expect(focused).to_have_text("Approve")
+    page.keyboard.press("Space")
+    expect(dialog).to_be_hidden()
+    expect(page.get_by_text("No pending channels")).to_be_visible()
+    assert agent.unread_texts() == ["Keyboard?"]
+
+
+def test_dark_mode_follows_the_system(daemon: UiDaemon, browser):
+    colors = {}
+    for scheme in ("light", "dark"):
+        page, problems = open_page(browser, color_scheme=scheme)
+        open_ui(page, daemon)
+        colors[scheme] = page.evaluate(
+            "[getComputedStyle(document.body).backgroundColor, getComputedStyle(document.body).color]")
+        page.context.close()
+        assert not problems
+    assert colors["light"] == ["rgb(245, 245, 247)", "rgb(29, 29, 31)"]
+    assert colors["dark"] == ["rgb(30, 30, 31)", "rgb(245, 245, 247)"]

@@ -1,0 +1,101 @@
+// Agents: who may use AMC; adding one shows its token once, with the configuration for
+// each MCP host (the shapes of docs/mcp.md); revoking cuts it off at once.
+
+import { post } from "./api.js";
+import { busy, confirmAction, copyable, dialog, doneButton, empty, h, load, nextId, replace, time, toast, viewHeader } from "./dom.js";
+
+const ID_PATTERN = "[a-z0-9][a-z0-9_\\-]{0,63}";
+
+let list;
+let refreshAll;
+
+function mount(el, app) {
+  refreshAll = app.refresh;
+  const inputId = nextId("agent");
+  const input = h("input", {
+    id: inputId, type: "text", required: true, pattern: ID_PATTERN, placeholder: "claude-code",
+    autocomplete: "off", spellcheck: "false", "aria-describedby": "agent-id-hint",
+  });
+  const form = h("form", {
+    class: "add-agent",
+    onsubmit: (e) => {
+      e.preventDefault();
+      if (!input.checkValidity()) { input.reportValidity(); return; }
+      add(input.value.trim(), e.submitter, input);
+    },
+  },
+  h("div", { class: "field" }, h("label", { for: inputId, text: "New agent's id" }), input),
+  h("button", { type: "submit", class: "btn primary" }, "Add agent"));
+  const hint = h("p", { id: "agent-id-hint", class: "muted small",
+    text: "Lowercase letters, digits, - and _. The agent sends it as AMC_AGENT_ID; its token is shown once." });
+  list = h("div", { class: "list-area" });
+  replace(el, viewHeader("agents", "Agents", "Each agent has its own token and read state. Revoking a token takes effect on its next request."),
+    h("section", { class: "panel", "aria-label": "Add an agent" }, form, hint), list);
+}
+
+async function refresh() {
+  const data = await load(list, "/admin/agents", "agents");
+  if (!data) return;
+  if (data.agents.length === 0) {
+    replace(list, empty("No agents yet", "Add one above, then paste its configuration into Claude Code, Codex CLI or Claude Desktop."));
+    return;
+  }
+  replace(list, h("table", { class: "table" },
+    h("caption", { class: "visually-hidden", text: "Agents" }),
+    h("thead", {}, h("tr", {}, ["Agent", "Added", "Last seen", "State", ""].map((t) => h("th", { scope: "col", text: t })))),
+    h("tbody", {}, data.agents.map((a) => h("tr", { dataset: { agent: a.id } },
+      h("th", { scope: "row", class: "mono", text: a.id }),
+      h("td", {}, time(a.created_at)),
+      h("td", {}, time(a.last_seen_at)),
+      h("td", {}, a.revoked_at
+        ? h("span", { class: "badge status-rejected" }, "Revoked ", time(a.revoked_at))
+        : h("span", { class: "badge status-sent", text: "Active" })),
+      h("td", { class: "actions-cell" }, a.revoked_at ? null : h("button", {
+        type: "button", class: "btn danger-outline", "aria-label": `Revoke ${a.id}`, dataset: { key: `revoke-${a.id}` },
+        onclick: (e) => revoke(a.id, e.currentTarget),
+      }, "Revoke")))))));
+}
+
+async function add(id, button, input) {
+  const created = await busy(button, () => post("/admin/agents", { id }));
+  if (!created) return;
+  input.value = "";
+  refreshAll();
+  await dialog(`Agent “${id}” added`, (close) => tokenPanel(id, created.token, close), { wide: true });
+}
+
+/** The configuration snippets of docs/mcp.md, with this agent's id and token. */
+export function configs(id, token) {
+  return {
+    "Claude Code": `claude mcp add amc --env AMC_AGENT_ID=${id} --env AMC_BEARER_TOKEN=${token} -- amc mcp`,
+    "Codex CLI (~/.codex/config.toml)": `[mcp_servers.amc]
+command = "amc"
+args = ["mcp"]
+env = { AMC_AGENT_ID = "${id}", AMC_BEARER_TOKEN = "${token}" }`,
+    "Claude Desktop (claude_desktop_config.json)": JSON.stringify({
+      mcpServers: { amc: { command: "/usr/local/bin/amc", args: ["mcp"], env: { AMC_AGENT_ID: id, AMC_BEARER_TOKEN: token } } },
+    }, null, 2),
+  };
+}
+
+function tokenPanel(id, token, close) {
+  return h("div", { class: "token-panel" },
+    h("p", { class: "warn-text", text: "This token is shown only now. AMC keeps only a hash of it." }),
+    copyable("Token", token),
+    h("h3", { text: "Connect your MCP host" }),
+    h("p", { class: "muted", text: "Use the full path of amc if your host does not find it (which amc)." }),
+    Object.entries(configs(id, token)).map(([host, text]) => copyable(host, text, { multiline: true })),
+    doneButton(close));
+}
+
+async function revoke(id, button) {
+  const ok = await confirmAction(`Revoke ${id}?`, `${id} loses access at once; its token stops working. This cannot be undone.`, "Revoke");
+  if (!ok) return;
+  await busy(button, async () => {
+    await post(`/admin/agents/${encodeURIComponent(id)}/revoke`);
+    toast(`Revoked ${id}`);
+    refreshAll();
+  });
+}
+
+export default { id: "agents", title: "Agents", mount, refresh };

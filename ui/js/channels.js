@@ -1,0 +1,161 @@
+// Channels: what AMC has seen, per source; approve (from now, with history), block, and
+// each allowed channel's send policy.
+
+import { post, query } from "./api.js";
+import { POLICY, SOURCE, busy, dialog, dialogActions, empty, h, load, nextId, replace, select, time, toast, viewHeader } from "./dom.js";
+
+const STATES = { pending: "Pending", allowed: "Allowed", blocked: "Blocked" };
+const ABOUT = {
+  pending: "New conversations wait here, unseen by agents, until you approve or block them.",
+  allowed: "Agents can read these and send as each one's policy says.",
+  blocked: "Hidden from agents. Approving one again shows it to them.",
+};
+
+let root;
+let list;
+let state = "pending";
+let search = "";
+let refreshAll;
+
+function mount(el, app) {
+  root = el;
+  refreshAll = app.refresh;
+  const searchId = nextId("search");
+  let timer = null;
+  const tabs = h("div", { class: "segmented", role: "radiogroup", "aria-label": "Channel state" },
+    Object.entries(STATES).map(([value, text]) => {
+      const id = nextId("state");
+      return [
+        h("input", {
+          type: "radio", name: "channel-state", id, value, checked: value === state,
+          onchange: () => { state = value; refresh(); },
+        }),
+        h("label", { for: id }, text, value === "pending" ? h("span", { class: "seg-count", id: "seg-pending" }) : null),
+      ];
+    }));
+  const searchBox = h("div", { class: "field inline search" },
+    h("label", { for: searchId, class: "visually-hidden", text: "Search channels" }),
+    h("input", {
+      id: searchId, type: "search", placeholder: "Search names and ids", autocomplete: "off",
+      oninput: (e) => {
+        clearTimeout(timer);
+        timer = setTimeout(() => { search = e.target.value.trim(); refresh(); }, 200);
+      },
+    }));
+  list = h("div", { class: "list-area", "aria-live": "polite", "aria-busy": "false" });
+  replace(root, viewHeader("channels", "Channels", null, tabs, searchBox), h("p", { class: "muted about", id: "channels-about" }), list);
+}
+
+async function refresh() {
+  document.getElementById("channels-about").textContent = ABOUT[state];
+  const data = await load(list, `/admin/channels${query({ state, q: search })}`, "channels");
+  if (!data) return;
+  const pendingCount = document.getElementById("seg-pending");
+  if (state === "pending") pendingCount.textContent = data.channels.length ? ` ${data.channels.length}` : "";
+  if (data.channels.length === 0) {
+    replace(list, search
+      ? empty(`No ${state} channels match “${search}”`, "Try another name or id.")
+      : empty(`No ${state} channels`, state === "pending" ? "New conversations appear here when AMC sees them." : null));
+    return;
+  }
+  const bySource = Object.keys(SOURCE).map((source) => [source, data.channels.filter((c) => c.source === source)]);
+  replace(list, bySource.filter(([, cs]) => cs.length).map(([source, cs]) => {
+    const headingId = nextId("src");
+    return h("section", { class: "group", "aria-labelledby": headingId },
+      h("h2", { id: headingId, class: "group-title" }, SOURCE[source], h("span", { class: "muted", text: ` ${cs.length}` })),
+      h("ul", { class: "rows" }, cs.map(row)));
+  }));
+}
+
+function row(c) {
+  const nameId = `name-${c.id}`;
+  const counts = c.state === "allowed"
+    ? `${c.visible_count} of ${c.message_count} messages visible to agents`
+    : `${c.message_count} ${c.message_count === 1 ? "message" : "messages"}`;
+  const actions = [];
+  if (c.state === "allowed") {
+    actions.push(select(`Send policy for ${c.name}`, POLICY, c.send_policy,
+      (value, el) => busy(el, async () => {
+        await post(`/admin/channels/${c.id}/policy`, { send_policy: value });
+        toast(`${c.name}: ${POLICY[value].toLowerCase()}`);
+        refreshAll();
+      }), { hideLabel: true, key: `policy-${c.id}` }));
+  } else {
+    actions.push(h("button", {
+      type: "button", class: "btn primary", "aria-describedby": nameId, dataset: { key: `approve-${c.id}` },
+      onclick: (e) => approve(c, e.currentTarget),
+    }, "Approve…"));
+  }
+  if (c.state !== "blocked") {
+    actions.push(h("button", {
+      type: "button", class: "btn", "aria-describedby": nameId, dataset: { key: `block-${c.id}` },
+      onclick: (e) => busy(e.currentTarget, async () => {
+        await post(`/admin/channels/${c.id}/block`);
+        toast(`Blocked ${c.name}`);
+        refreshAll();
+      }),
+    }, "Block"));
+  }
+  return h("li", { class: "row", dataset: { channel: c.id } },
+    h("div", { class: `avatar ${c.source}`, "aria-hidden": "true", text: initials(c.name) }),
+    h("div", { class: "row-main" },
+      h("div", { class: "row-title" }, h("span", { id: nameId, class: "name", text: c.name }),
+        h("span", { class: "tag", text: c.kind === "group" ? "Group" : "Direct" })),
+      h("div", { class: "row-sub muted" }, counts, " · last message ", time(c.last_message_at),
+        h("span", { class: "mono", text: ` · ${c.platform_id}` }))),
+    h("div", { class: "row-actions" }, actions));
+}
+
+function initials(name) {
+  const words = name.replace(/[^\p{L}\p{N} ]/gu, "").trim().split(/\s+/).filter(Boolean);
+  return (words.length > 1 ? words[0][0] + words[1][0] : (words[0] ?? "#").slice(0, 2)).toUpperCase();
+}
+
+/** The approval dialog: how much history agents get, and the send policy. */
+async function approve(c, button) {
+  const choice = await dialog(`Approve ${c.name}`, (close) => {
+    const daysId = nextId("days");
+    let history = "from_now";
+    const days = h("input", { id: daysId, type: "number", min: "1", max: "36500", value: "7", disabled: true, required: true });
+    const radio = (value, text, hint) => {
+      const id = nextId("hist");
+      return h("div", { class: "choice" },
+        h("input", {
+          type: "radio", name: "history", id, value, checked: value === history,
+          onchange: () => { history = value; days.disabled = value !== "days"; },
+        }),
+        h("label", { for: id }, h("strong", { text }), h("span", { class: "muted", text: hint })));
+    };
+    let policy = c.state === "pending" ? "review" : c.send_policy;
+    const form = h("form", {
+      class: "form",
+      onsubmit: (e) => {
+        e.preventDefault();
+        const body = { history, send_policy: policy };
+        if (history === "days") {
+          if (!days.checkValidity()) { days.reportValidity(); return; }
+          body.days = Number(days.value);
+        }
+        close(body);
+      },
+    },
+    h("fieldset", {},
+      h("legend", { text: "What agents may read" }),
+      radio("from_now", "From now on", "Only messages that arrive after approval."),
+      radio("all", "All history", `Every stored message (${c.message_count}).`),
+      h("div", { class: "choice-days" },
+        radio("days", "Recent history", "Messages of the last days:"),
+        h("label", { for: daysId, class: "visually-hidden", text: "Number of days" }), days, h("span", { class: "muted", text: " days" }))),
+    select("When an agent sends here", POLICY, policy, (v) => { policy = v; }),
+    dialogActions(close, "Approve"));
+    return form;
+  });
+  if (!choice) return;
+  await busy(button, async () => {
+    await post(`/admin/channels/${c.id}/approve`, choice);
+    toast(`Approved ${c.name}`);
+    refreshAll();
+  });
+}
+
+export default { id: "channels", title: "Channels", mount, refresh };

@@ -1,0 +1,154 @@
+// Review: agents' sends held for the person (with their conversation and attachments),
+// and the log of every send with its outcome.
+
+import { download, fileAsDataUrl, post, query } from "./api.js";
+import { SOURCE, busy, dialog, dialogActions, empty, h, load, nextId, replace, select, time, toast, viewHeader } from "./dom.js";
+
+export const STATUS = {
+  held: "Waiting for review",
+  sending: "Sending",
+  sent: "Sent",
+  failed: "Failed",
+  rejected: "Rejected",
+  unknown: "Outcome unknown",
+};
+const IMAGE = /\.(png|jpe?g|gif|webp)$/i;
+
+let queue;
+let log;
+let logFilter = "";
+let refreshAll;
+/** Image previews already loaded, by send and index, so live reloads do not refetch them. */
+const previews = new Map();
+
+function mount(el, app) {
+  refreshAll = app.refresh;
+  queue = h("div", { class: "cards" });
+  log = h("div", { class: "list-area" });
+  const filter = select("Show", { "": "All sends", ...STATUS }, logFilter, (v) => { logFilter = v; loadLog(); });
+  replace(el,
+    viewHeader("review", "Review", "Agents' sends to channels set to review, or sent while agents are paused, wait here for you."),
+    h("section", { class: "panel", "aria-labelledby": "h-queue" },
+      h("h2", { id: "h-queue", class: "section-title", text: "Waiting for you" }), queue),
+    h("section", { class: "panel", "aria-labelledby": "h-log" },
+      h("div", { class: "section-head" }, h("h2", { id: "h-log", class: "section-title", text: "All sends" }), filter),
+      log));
+}
+
+async function refresh() {
+  await Promise.all([loadQueue(), loadLog()]);
+}
+
+async function loadQueue() {
+  const data = await load(queue, "/admin/sends?status=held&limit=500", "the review queue");
+  if (!data) return;
+  if (data.sends.length === 0) {
+    replace(queue, empty("Nothing to review", "When an agent sends to a channel set to review, the message waits here."));
+    return;
+  }
+  // Oldest first: the person answers in the order agents asked.
+  replace(queue, data.sends.slice().reverse().map(card));
+}
+
+function card(s) {
+  const titleId = `send-title-${s.id}`;
+  return h("article", { class: "card send-card", "aria-labelledby": titleId, dataset: { send: s.id } },
+    h("header", { class: "card-head" },
+      h("h3", { id: titleId },
+        h("span", { class: "agent", text: s.agent_id }), h("span", { class: "muted", text: " → " }),
+        h("span", { text: s.channel_name })),
+      h("span", { class: "muted" }, SOURCE[s.source] ?? s.source, " · ", time(s.created_at))),
+    h("ol", { class: "conversation", "aria-label": `Latest messages with ${s.channel_name}` },
+      s.conversation.map(bubble)),
+    h("div", { class: "draft" },
+      h("p", { class: "draft-label", text: `${s.agent_id} wants to send:` }),
+      h("p", { class: "bubble out draft-text", text: s.text || "(no text)" }),
+      s.attachments.length ? h("ul", { class: "attachments", "aria-label": "Attachments" }, s.attachments.map((a, i) => attachment(s, a, i))) : null),
+    h("div", { class: "card-actions" },
+      h("button", {
+        type: "button", class: "btn", dataset: { key: `reject-${s.id}` }, "aria-describedby": titleId,
+        onclick: (e) => reject(s, e.currentTarget),
+      }, "Reject…"),
+      h("button", {
+        type: "button", class: "btn primary", dataset: { key: `approve-${s.id}` }, "aria-describedby": titleId,
+        onclick: (e) => busy(e.currentTarget, async () => {
+          const done = await post(`/admin/sends/${s.id}/approve`);
+          if (done.status === "sent") toast(`Sent to ${s.channel_name}`);
+          else if (done.status === "failed") toast(`Not sent: ${done.error_message ?? "the platform failed"}`, "error");
+          else toast(`${STATUS[done.status] ?? done.status}: ${s.channel_name}`, done.status === "unknown" ? "error" : "info");
+          refreshAll();
+        }),
+      }, "Approve and send")));
+}
+
+function bubble(m) {
+  const mine = m.sender.is_self || m.direction === "outbound";
+  const who = m.direction === "outbound" ? `${m.agent_id ?? "agent"} (via AMC)` : m.sender.is_self ? "You" : (m.sender.display_name ?? m.sender.id);
+  return h("li", { class: `msg ${mine ? "out" : "in"}` },
+    h("span", { class: "msg-meta muted" }, who, " · ", time(m.sent_at)),
+    h("span", { class: `bubble ${mine ? "out" : "in"}`, text: m.unsent ? "(unsent)" : m.text || "(attachment)" }));
+}
+
+function attachment(s, a, i) {
+  const path = `/admin/sends/${s.id}/attachments/${i}`;
+  const size = `${Math.max(1, Math.round(a.size_bytes / 1024))} KB`;
+  const open = h("button", {
+    type: "button", class: "btn small", onclick: (e) => busy(e.currentTarget, () => download(path, a.filename)),
+  }, `Download ${a.filename} (${size})`);
+  if (!IMAGE.test(a.filename)) return h("li", {}, open);
+  const img = h("img", { class: "preview", alt: `Preview of ${a.filename}` });
+  const key = `${s.id}/${i}`;
+  if (previews.has(key)) img.src = previews.get(key);
+  else {
+    fileAsDataUrl(path).then((url) => {
+      previews.set(key, url);
+      img.src = url;
+    }).catch((e) => img.replaceWith(h("span", { class: "muted", text: `No preview: ${e.message}` })));
+  }
+  return h("li", {}, img, open);
+}
+
+async function reject(s, button) {
+  const reason = await dialog(`Reject the message to ${s.channel_name}?`, (close) => {
+    const id = nextId("reason");
+    const text = h("textarea", { id, rows: "3", maxlength: "1000", placeholder: "Optional" });
+    return h("form", { class: "form", onsubmit: (e) => { e.preventDefault(); close({ reason: text.value.trim() }); } },
+      h("p", { class: "muted", text: `${s.agent_id} will see that you rejected it.` }),
+      h("div", { class: "field" }, h("label", { for: id, text: "Reason for the agent" }), text),
+      dialogActions(close, "Reject", { kind: "danger" }));
+  });
+  if (!reason) return;
+  await busy(button, async () => {
+    await post(`/admin/sends/${s.id}/reject`, reason.reason ? { reason: reason.reason } : {});
+    toast(`Rejected the message to ${s.channel_name}`);
+    refreshAll();
+  });
+}
+
+async function loadLog() {
+  const data = await load(log, `/admin/sends${query({ status: logFilter, limit: 100 })}`, "the log");
+  if (!data) return;
+  if (data.sends.length === 0) {
+    replace(log, empty(logFilter ? `No sends with status “${STATUS[logFilter]}”` : "No sends yet", "Every message an agent sends through AMC is listed here."));
+    return;
+  }
+  replace(log, h("table", { class: "table log" },
+    h("caption", { class: "visually-hidden", text: "Agents' sends, newest first" }),
+    h("thead", {}, h("tr", {}, ["When", "Agent", "Channel", "Message", "Status"].map((t) => h("th", { scope: "col", text: t })))),
+    h("tbody", {}, data.sends.map((s) =>
+      h("tr", { class: s.status === "unknown" ? "flag" : null, dataset: { send: s.id } },
+        h("td", {}, time(s.created_at)),
+        h("td", { text: s.agent_id }),
+        h("td", { text: s.channel_name }),
+        h("td", { class: "text-cell" }, h("span", { class: "clip", text: s.text || "(attachments only)" }),
+          s.status === "unknown" ? h("span", { class: "note warn-text", text: "The platform did not confirm this send. Check the conversation before anyone sends it again." }) : null,
+          s.error_message ? h("span", { class: "note", text: s.error_message }) : null),
+        h("td", {}, statusBadge(s.status)))))));
+}
+
+/** A status badge; unknown outcomes stand out. */
+export function statusBadge(status) {
+  return h("span", { class: `badge status-${status}`, text: STATUS[status] ?? status });
+}
+
+export default { id: "review", title: "Review", mount, refresh };
