@@ -48,6 +48,11 @@ pub enum Event {
     },
     /// An agent was added or revoked.
     AgentsChanged,
+    /// A source connected, or its problem changed (see `GET /healthz`).
+    SourceChanged {
+        /// The source.
+        source: crate::model::Source,
+    },
     /// The person paused or resumed all agents' sends.
     PauseChanged {
         /// Whether sends are held now.

@@ -81,8 +81,13 @@ impl Ord for Source {
 impl Amc {
     /// Records a source's state (sources call this as they connect and fail).
     pub fn set_source_status(&self, source: Source, status: SourceStatus) {
-        let mut states = self.inner.health.states.write().unwrap_or_else(|p| p.into_inner());
-        states.insert(source, status);
+        let changed = {
+            let mut states = self.inner.health.states.write().unwrap_or_else(|p| p.into_inner());
+            states.insert(source, status.clone()).as_ref() != Some(&status)
+        };
+        if changed {
+            self.publish(crate::events::Event::SourceChanged { source });
+        }
     }
 
     /// The daemon's health.
