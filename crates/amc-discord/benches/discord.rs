@@ -1,0 +1,77 @@
+//! The Discord source's figure: from a gateway MESSAGE_CREATE leaving a local Discord to
+//! the message being returned by `GET /messages/unread` on the real daemon (serenity's
+//! client, the store, the socket). `cargo bench -p amc-discord --bench discord`;
+//! `AMC_BENCH_SAMPLES` sets the number of messages (default 1,000).
+#![allow(clippy::print_stdout)] // a bench binary reports on stdout
+
+use std::time::{Duration, Instant};
+
+use amc_client::Connection;
+use amc_discord::fake::FakeDiscord;
+use serde_json::json;
+
+const TOKEN: &str = "bench-token";
+
+fn report(name: &str, mut samples: Vec<Duration>) {
+    samples.sort();
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    let p = |q: f64| ms(samples[((samples.len() - 1) as f64 * q).round() as usize]);
+    println!("{name:<52} n={} p50={:>7.3} ms  p99={:>7.3} ms  max={:>7.3} ms", samples.len(), p(0.5), p(0.99), p(1.0));
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let samples: usize = std::env::var("AMC_BENCH_SAMPLES").ok().and_then(|v| v.parse().ok()).unwrap_or(1000);
+    let fake = FakeDiscord::start(TOKEN, &["general"]).await?;
+    let dir = tempfile::tempdir()?;
+    let config =
+        format!("discord_token = \"{TOKEN}\"\ndiscord_api_url = \"{}\"\nimessage_chat_db = \"\"\n", fake.api_url());
+    std::fs::write(dir.path().join("config.toml"), config)?;
+    let connected = fake.connected(Duration::from_secs(20));
+    let raw = amc_core::config::RawConfig { data_dir: Some(dir.path().to_owned()), ..Default::default() };
+    let running = amc_runtime::start(raw).await?;
+    assert!(connected.await, "the bot connected");
+    let socket = dir.path().join("run/amc.sock");
+    let admin_token = std::fs::read_to_string(dir.path().join("admin-token"))?;
+    let mut admin = Connection::connect(&socket).await?.with_bearer(admin_token.trim());
+    let general = fake.channel_ids()[0].to_string();
+    let channel = loop {
+        let all = admin.get("/admin/channels").await?.json();
+        let found =
+            all["channels"].as_array().and_then(|c| c.iter().find(|c| c["platform_id"] == general.as_str()).cloned());
+        if let Some(c) = found {
+            break c["id"].as_str().unwrap_or_default().to_owned();
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    admin.post(&format!("/admin/channels/{channel}/approve"), &json!({})).await?;
+    let token = admin.post("/admin/agents", &json!({ "id": "bench" })).await?.json()["token"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let mut agent = Connection::connect(&socket).await?.with_bearer(&token).with_header("x-agent-id", "bench");
+    let alice = fake.user("alice");
+    let unread = format!("/messages/unread?channel_id={channel}&limit=100");
+
+    let mut latencies = Vec::with_capacity(samples);
+    for i in 0..samples + 20 {
+        let text = format!("message {i}");
+        let t = Instant::now();
+        fake.post(fake.channel_ids()[0], &alice, &text);
+        let id = loop {
+            let page = agent.get(&unread).await?.json();
+            let hit = page["messages"].as_array().and_then(|m| m.iter().find(|m| m["text"] == text.as_str()).cloned());
+            if let Some(m) = hit {
+                break m["id"].as_str().unwrap_or_default().to_owned();
+            }
+        };
+        let elapsed = t.elapsed();
+        if i >= 20 {
+            latencies.push(elapsed); // the first few warm up serenity's and SQLite's paths
+        }
+        agent.post("/messages/mark_read", &json!({ "message_ids": [id] })).await?;
+    }
+    report("MESSAGE_CREATE -> GET /messages/unread", latencies);
+    running.run_until(async {}).await?;
+    Ok(())
+}
