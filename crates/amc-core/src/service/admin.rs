@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 use crate::events::Event;
 use crate::model::{
     AgentInfo, ChannelAdmin, ChannelState, Envelope, HistoryRelease, IncomingMessage, OutboxItem, OutboxStatus,
-    SendPolicy, Source,
+    SendPolicy, Source, Waiting,
 };
 use crate::store::{ChannelSpec, IngestReport};
 
@@ -83,6 +83,11 @@ impl Amc {
             self.publish(Event::MessagesChanged { channel_id: channel_id.clone(), inserted: 0, updated: 1 });
         }
         Ok(changed.len())
+    }
+
+    /// How many channels and sends wait for the person (the tray's counts).
+    pub async fn waiting(&self) -> Result<Waiting> {
+        self.blocking(|s| s.waiting()).await
     }
 
     /// Every channel, for the person.
