@@ -50,6 +50,11 @@ const AT_LOGIN: &str = "--hidden";
 
 fn main() -> ExitCode {
     let flags = Flags::parse();
+    if cfg!(target_os = "linux") && !["DISPLAY", "WAYLAND_DISPLAY"].iter().any(|v| std::env::var_os(v).is_some()) {
+        // GTK cannot start without a display (and Tauri would panic): say so instead.
+        eprintln!("amc-tray: no desktop session (DISPLAY or WAYLAND_DISPLAY); run `amc serve` to run AMC headless");
+        return ExitCode::FAILURE;
+    }
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
