@@ -1,6 +1,7 @@
 //! The person's window: it loads `amc://localhost/ui/`, and the `amc:` scheme hands each
 //! of its requests to the daemon in this process. Closing it only hides it.
 
+use amc_shell::scheme::Scheme;
 use axum::http::{HeaderValue, header};
 use tauri::{AppHandle, Manager, WebviewWindowBuilder, WindowEvent};
 
@@ -10,13 +11,14 @@ pub const MAIN: &str = "main";
 /// Registers the `amc:` scheme, answered by `router` (the daemon's in-process router),
 /// and keeps the app alive when its window is closed.
 pub fn register(builder: tauri::Builder<tauri::Wry>, router: axum::Router) -> tauri::Builder<tauri::Wry> {
+    let scheme = Scheme::new(router);
     builder
         .register_asynchronous_uri_scheme_protocol(amc_shell::scheme::SCHEME, move |ctx, request, responder| {
-            let router = router.clone();
+            let scheme = scheme.clone();
             // Tauri applies the configured CSP to its own assets only: these pages get it too.
             let csp = ctx.app_handle().config().app.security.csp.as_ref().map(|c| c.to_string());
             tauri::async_runtime::spawn(async move {
-                let mut response = amc_shell::scheme::dispatch(router, request).await;
+                let mut response = scheme.dispatch(request).await;
                 if let Some(value) = csp.and_then(|c| HeaderValue::from_str(&c).ok()) {
                     response.headers_mut().entry(header::CONTENT_SECURITY_POLICY).or_insert(value);
                 }

@@ -34,10 +34,7 @@ pub async fn ingest(fx: &Fixture, chat: &str) {
         "source": "imessage", "chat_id": chat, "chat_name": chat,
         "messages": [{ "id": format!("{chat}-1"), "sender": "+15550001", "text": "hello" }],
     });
-    let res = amc_shell::scheme::dispatch(
-        fx.running.in_process(),
-        webview_request("POST", "amc://localhost/admin/test/ingest", &body.to_string()),
-    )
-    .await;
+    let scheme = amc_shell::scheme::Scheme::new(fx.running.in_process());
+    let res = scheme.dispatch(webview_request("POST", "amc://localhost/admin/test/ingest", &body.to_string())).await;
     assert!(res.status().is_success(), "{:?}", String::from_utf8_lossy(res.body()));
 }
