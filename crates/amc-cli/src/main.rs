@@ -56,18 +56,6 @@ enum Command {
     },
 }
 
-/// The log filter: `AMC_LOG` if set, else `default`. rmcp logs whole requests and results
-/// at debug level, relay tokens included, so its service logs never go below info.
-fn log_filter(default: &str) -> tracing_subscriber::EnvFilter {
-    match std::env::var("AMC_LOG") {
-        Ok(spec) if !spec.trim().is_empty() => {
-            tracing_subscriber::EnvFilter::try_new(format!("{spec},rmcp::service=info"))
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default))
-        }
-        _ => tracing_subscriber::EnvFilter::new(default),
-    }
-}
-
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     // MCP hosts show the bridge's stderr to the person: keep it to what matters (the
@@ -76,7 +64,7 @@ fn main() -> std::process::ExitCode {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_env_filter(log_filter(default_level))
+        .with_env_filter(amc_runtime::log_filter(default_level))
         .init();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(r) => r,

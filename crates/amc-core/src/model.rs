@@ -309,6 +309,15 @@ pub struct OutboxItem {
     pub retry_after_at: Option<Millis>,
 }
 
+/// What waits for the person: the counts the tray shows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Waiting {
+    /// Channels seen but neither approved nor blocked.
+    pub channels: u64,
+    /// Agents' sends held for review.
+    pub sends: u64,
+}
+
 /// An agent as the person sees it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct AgentInfo {

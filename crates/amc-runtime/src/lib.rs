@@ -18,6 +18,19 @@ use amc_core::service::{Amc, SourceState, SourceStatus};
 use amc_imessage::send::{MessagesConfig, MessagesSender};
 use amc_imessage::watch::WatchConfig;
 
+/// The log filter for AMC's binaries: `AMC_LOG` if set, else `default`. rmcp logs whole
+/// requests and results at debug level, relay tokens included, so its service logs never
+/// go below info.
+pub fn log_filter(default: &str) -> tracing_subscriber::EnvFilter {
+    match std::env::var("AMC_LOG") {
+        Ok(spec) if !spec.trim().is_empty() => {
+            tracing_subscriber::EnvFilter::try_new(format!("{spec},rmcp::service=info"))
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default))
+        }
+        _ => tracing_subscriber::EnvFilter::new(default),
+    }
+}
+
 /// AMC, running.
 pub struct Running {
     amc: Amc,

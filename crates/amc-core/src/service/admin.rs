@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 use crate::events::Event;
 use crate::model::{
     AgentInfo, ChannelAdmin, ChannelState, Envelope, HistoryRelease, IncomingMessage, OutboxItem, OutboxStatus,
-    SendPolicy, Source,
+    SendPolicy, Source, Waiting,
 };
 use crate::store::{ChannelSpec, IngestReport};
 
@@ -97,6 +97,11 @@ impl Amc {
     /// The platform ids of a channel's newest and oldest stored messages.
     pub async fn message_bounds(&self, channel_id: String) -> Result<Option<(String, String)>> {
         self.blocking(move |s| s.message_bounds(&channel_id)).await
+    }
+
+    /// How many channels and sends wait for the person (the tray's counts).
+    pub async fn waiting(&self) -> Result<Waiting> {
+        self.blocking(|s| s.waiting()).await
     }
 
     /// Every channel, for the person.

@@ -4,7 +4,7 @@ use rusqlite::{OptionalExtension, Row, Transaction, params};
 
 use super::Store;
 use crate::error::{Error, Result};
-use crate::model::{ChannelAdmin, ChannelInfo, ChannelKind, ChannelState, HistoryRelease, SendPolicy, Source};
+use crate::model::{ChannelAdmin, ChannelInfo, ChannelKind, ChannelState, HistoryRelease, SendPolicy, Source, Waiting};
 use crate::time::{Millis, now_ms};
 
 /// The SQL condition under which message `m` of channel `c` reaches agents.
@@ -102,6 +102,19 @@ impl Store {
     /// Finds or creates a channel (new channels start `pending`); returns its id and whether it is new.
     pub fn ensure_channel(&self, source: Source, spec: &ChannelSpec) -> Result<(String, bool)> {
         self.write(|tx| upsert(tx, source, spec, now_ms()))
+    }
+
+    /// How many channels wait for the person's decision and how many sends for review.
+    pub fn waiting(&self) -> Result<Waiting> {
+        self.read(|tx| {
+            let (channels, sends) = tx.query_row(
+                "SELECT (SELECT count(*) FROM channels WHERE state = 'pending'), \
+                        (SELECT count(*) FROM outbox WHERE status = 'held')",
+                [],
+                |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)),
+            )?;
+            Ok(Waiting { channels: channels.max(0) as u64, sends: sends.max(0) as u64 })
+        })
     }
 
     /// Every channel with its state and counts, newest activity first, for the person.

@@ -212,4 +212,31 @@ mod tests {
         });
         assert!(res.is_err());
     }
+
+    #[test]
+    fn waiting_counts_pending_channels_and_held_sends() {
+        use crate::model::{ChannelKind, HistoryRelease, OutboxStatus, Source};
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(&dir.path().join("amc.db")).expect("open");
+        assert_eq!(store.waiting().expect("waiting"), crate::model::Waiting::default());
+        let spec = |id: &str| ChannelSpec { platform_id: id.into(), name: id.into(), kind: ChannelKind::Dm };
+        let (a, _) = store.ensure_channel(Source::Imessage, &spec("a")).expect("channel");
+        store.ensure_channel(Source::Imessage, &spec("b")).expect("channel");
+        assert_eq!(store.waiting().expect("waiting").channels, 2);
+        store.approve_channel(&a, HistoryRelease::All, None).expect("approve");
+        store.create_agent("bot").expect("agent");
+        let send = |status| NewSend {
+            agent_id: "bot",
+            idempotency: None,
+            channel_id: &a,
+            text: "hi",
+            reply_to: None,
+            attachments: &[],
+            status,
+        };
+        store.record_send(&send(OutboxStatus::Held)).expect("held");
+        store.record_send(&send(OutboxStatus::Held)).expect("held");
+        store.record_send(&send(OutboxStatus::Sending)).expect("sending");
+        assert_eq!(store.waiting().expect("waiting"), crate::model::Waiting { channels: 1, sends: 2 });
+    }
 }

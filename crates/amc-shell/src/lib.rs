@@ -1,0 +1,16 @@
+//! What the tray app shows and how its window reaches the daemon, with no Tauri: the
+//! shell in `src-tauri/` only hands these to Tauri, so all of it runs and is tested
+//! headless.
+//!
+//! # Layout
+//! - [`scheme`]: the window's `amc://localhost/…` requests, answered by the daemon's
+//!   in-process router (no port is open).
+//! - [`view`]: the tray menu's state (what waits for the person, the pause switch) and its
+//!   labels.
+//! - [`follow`]: follows the core's events to keep the view current and to raise one
+//!   notice for what newly waits, never a flood.
+#![deny(missing_docs)]
+
+pub mod follow;
+pub mod scheme;
+pub mod view;

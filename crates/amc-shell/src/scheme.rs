@@ -1,0 +1,181 @@
+//! The `amc:` URI scheme. The tray window loads `amc://localhost/ui/`; each request it
+//! makes is handed to the daemon's in-process router, which acts as the person. So the
+//! window needs no token and no TCP port is open.
+//!
+//! A custom scheme's response is one body, not a stream. The admin event stream
+//! (`GET /admin/events`) is therefore answered as a long poll: each response ends after
+//! the next event (or a quiet [`EVENT_POLL`]), with a short `retry:` so that `EventSource`
+//! reconnects at once. One subscription to the daemon's stream stays open between polls,
+//! so events that happen while the page reconnects wait for the next poll rather than
+//! being lost. (Polls take turns: the window is meant to hold one `EventSource`.)
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{HeaderValue, Method, Request, Response, StatusCode, Uri, header};
+use axum::response::IntoResponse;
+use http_body_util::BodyExt;
+use tokio::sync::Mutex;
+use tower::ServiceExt;
+
+use amc_core::{Error, ErrorCode};
+use amc_daemon::error::ApiError;
+
+/// The scheme's name, as registered with the webview.
+pub const SCHEME: &str = "amc";
+
+/// The only host the scheme answers: `amc://localhost/…` (macOS and Linux webviews).
+pub const HOST: &str = "localhost";
+
+/// How long an event-stream request waits for an event before it ends empty.
+pub const EVENT_POLL: Duration = Duration::from_secs(25);
+
+/// What `EventSource` is told to wait before reconnecting, in milliseconds.
+const EVENT_RETRY_MS: u32 = 100;
+
+/// The admin event stream's path.
+const EVENTS: &str = "/admin/events";
+
+/// Answers the window's requests through the daemon's in-process router
+/// (`Running::in_process`). A cheap `Clone` handle: clones share the event subscription.
+#[derive(Clone)]
+pub struct Scheme {
+    router: axum::Router,
+    events: Arc<Mutex<Option<Body>>>,
+    event_poll: Duration,
+}
+
+impl Scheme {
+    /// Answers through `router`.
+    pub fn new(router: axum::Router) -> Self {
+        Self { router, events: Arc::default(), event_poll: EVENT_POLL }
+    }
+
+    /// How long an event-stream request waits for an event (tests use a short one).
+    pub fn event_poll(self, wait: Duration) -> Self {
+        Self { event_poll: wait, ..self }
+    }
+
+    /// Answers one request of the window. Requests for another host are refused with
+    /// `FORBIDDEN`.
+    pub async fn dispatch(&self, req: Request<Vec<u8>>) -> Response<Vec<u8>> {
+        let (mut parts, body) = req.into_parts();
+        if parts.uri.host() != Some(HOST) {
+            tracing::warn!(uri = %parts.uri, "amc: request for another host refused");
+            let refused = ApiError(Error::new(ErrorCode::Forbidden, "the amc: scheme answers only amc://localhost/"));
+            return collect(refused.into_response()).await;
+        }
+        // The router routes on the path: keep only it and the query.
+        let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+        parts.uri = match Uri::try_from(path) {
+            Ok(uri) => uri,
+            Err(_) => return collect(ApiError::new(ErrorCode::NotFound, "no such route").into_response()).await,
+        };
+        parts.headers.insert(header::HOST, HeaderValue::from_static(HOST));
+        if parts.method == Method::GET && parts.uri.path() == EVENTS {
+            return self.poll_events(parts).await;
+        }
+        collect(self.call(Request::from_parts(parts, Body::from(body))).await).await
+    }
+
+    async fn call(&self, req: Request<Body>) -> axum::response::Response {
+        match self.router.clone().oneshot(req).await {
+            Ok(res) => res,
+            Err(never) => match never {},
+        }
+    }
+
+    /// Reads the kept event stream (opening it if needed) until its next event, or until
+    /// the wait passes, or until it ends.
+    async fn poll_events(&self, parts: axum::http::request::Parts) -> Response<Vec<u8>> {
+        let mut kept = self.events.lock().await;
+        let stream = match kept.take() {
+            Some(body) => body,
+            None => {
+                let res = self.call(Request::from_parts(parts, Body::empty())).await;
+                if !res.status().is_success() {
+                    return collect(res).await;
+                }
+                res.into_body()
+            }
+        };
+        let (bytes, open) = next_event(stream, self.event_poll).await;
+        *kept = open;
+        let mut res = Response::new(bytes);
+        let headers = res.headers_mut();
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+        res
+    }
+}
+
+/// Turns a router response into one buffered response.
+async fn collect(res: axum::response::Response) -> Response<Vec<u8>> {
+    let (parts, body) = res.into_parts();
+    match body.collect().await {
+        Ok(c) => {
+            let mut res = Response::from_parts(parts, c.to_bytes().to_vec());
+            // The length is the buffered body's now.
+            res.headers_mut().remove(header::CONTENT_LENGTH);
+            res
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "amc: reading a response failed");
+            let mut res = Response::new(Vec::new());
+            *res.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
+            res
+        }
+    }
+}
+
+/// Reads `stream` until its next event (a frame with a field other than a comment), or
+/// until `wait` passes. Returns what was read, after a `retry:` line, and the stream if it
+/// is still open.
+async fn next_event(mut stream: Body, wait: Duration) -> (Vec<u8>, Option<Body>) {
+    let mut out = format!("retry: {EVENT_RETRY_MS}\n\n").into_bytes();
+    let start = out.len();
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        match tokio::time::timeout_at(deadline, stream.frame()).await {
+            Err(_) => return (out, Some(stream)),
+            Ok(None) => return (out, None),
+            Ok(Some(Err(e))) => {
+                tracing::warn!(error = %e, "amc: reading the event stream failed");
+                return (out, None);
+            }
+            Ok(Some(Ok(frame))) => {
+                if let Ok(data) = frame.into_data() {
+                    out.extend_from_slice(&data);
+                }
+                if has_event(&out[start..]) {
+                    return (out, Some(stream));
+                }
+            }
+        }
+    }
+}
+
+/// Whether `sse` holds a complete event: a block ended by a blank line with a line that is
+/// not a comment.
+fn has_event(sse: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(sse).replace("\r\n", "\n");
+    let mut blocks: Vec<&str> = text.split("\n\n").collect();
+    // The last piece is not ended by a blank line yet.
+    blocks.pop();
+    blocks.iter().any(|b| b.lines().any(|l| !l.is_empty() && !l.starts_with(':')))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::has_event;
+
+    #[test]
+    fn an_event_is_a_finished_block_with_a_field() {
+        assert!(!has_event(b""));
+        assert!(!has_event(b":\n\n"), "a keep-alive comment is no event");
+        assert!(!has_event(b"data: {\"type\"\n"), "an unfinished block is no event yet");
+        assert!(has_event(b":\n\ndata: {}\n\n"));
+        assert!(has_event(b"event: resync\r\ndata: {}\r\n\r\n"));
+    }
+}

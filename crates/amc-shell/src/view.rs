@@ -1,0 +1,78 @@
+//! The tray menu's state and the words it shows.
+
+use amc_core::model::Waiting;
+use amc_core::service::Amc;
+
+/// What the tray shows: what waits for the person, and whether agents are paused.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TrayView {
+    /// Channels and sends waiting.
+    pub waiting: Waiting,
+    /// Whether every send is held.
+    pub paused: bool,
+}
+
+impl TrayView {
+    /// Reads the current state from the core.
+    pub async fn read(amc: &Amc) -> amc_core::Result<Self> {
+        Ok(Self { waiting: amc.waiting().await?, paused: amc.paused() })
+    }
+
+    /// The menu item for channels, e.g. "2 channels waiting".
+    pub fn channels_label(&self) -> String {
+        count(self.waiting.channels, "channel", "channels", "waiting")
+    }
+
+    /// The menu item for sends, e.g. "1 send to review".
+    pub fn sends_label(&self) -> String {
+        count(self.waiting.sends, "send", "sends", "to review")
+    }
+
+    /// The tray icon's tooltip.
+    pub fn tooltip(&self) -> String {
+        let mut parts = Vec::new();
+        if self.waiting.channels > 0 {
+            parts.push(self.channels_label());
+        }
+        if self.waiting.sends > 0 {
+            parts.push(self.sends_label());
+        }
+        if self.paused {
+            parts.push("agents paused".to_owned());
+        }
+        if parts.is_empty() { "AMC".to_owned() } else { format!("AMC: {}", parts.join(", ")) }
+    }
+}
+
+fn count(n: u64, one: &str, many: &str, tail: &str) -> String {
+    match n {
+        0 => format!("No {many} {tail}"),
+        1 => format!("1 {one} {tail}"),
+        n => format!("{n} {many} {tail}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn view(channels: u64, sends: u64, paused: bool) -> TrayView {
+        TrayView { waiting: Waiting { channels, sends }, paused }
+    }
+
+    #[test]
+    fn labels_count_what_waits() {
+        let cases = [
+            (view(0, 0, false), "No channels waiting", "No sends to review", "AMC"),
+            (view(1, 1, false), "1 channel waiting", "1 send to review", "AMC: 1 channel waiting, 1 send to review"),
+            (view(3, 0, true), "3 channels waiting", "No sends to review", "AMC: 3 channels waiting, agents paused"),
+            (view(0, 12, false), "No channels waiting", "12 sends to review", "AMC: 12 sends to review"),
+        ];
+        for (v, channels, sends, tooltip) in cases {
+            assert_eq!(
+                (v.channels_label().as_str(), v.sends_label().as_str(), v.tooltip().as_str()),
+                (channels, sends, tooltip)
+            );
+        }
+    }
+}

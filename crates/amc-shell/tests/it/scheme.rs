@@ -1,0 +1,113 @@
+//! The window's `amc://localhost/…` requests reach the daemon as the person.
+
+use std::time::Duration;
+
+use amc_shell::scheme::Scheme;
+
+use crate::{ingest, start, webview_request};
+
+fn json(res: &axum::http::Response<Vec<u8>>) -> serde_json::Value {
+    serde_json::from_slice(res.body()).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(res.body())))
+}
+
+#[tokio::test]
+async fn the_window_reads_the_admin_api_without_a_token() {
+    let fx = start().await;
+    let health =
+        Scheme::new(fx.running.in_process()).dispatch(webview_request("GET", "amc://localhost/healthz", "")).await;
+    assert_eq!(health.status(), 200);
+    ingest(&fx, "alice").await;
+    let res = Scheme::new(fx.running.in_process())
+        .dispatch(webview_request("GET", "amc://localhost/admin/channels?state=pending", ""))
+        .await;
+    assert_eq!(res.status(), 200);
+    let channels = json(&res)["channels"].as_array().cloned().expect("channels");
+    assert_eq!(channels.len(), 1);
+    assert_eq!(channels[0]["name"], "alice");
+    fx.running.run_until(async {}).await.expect("stops");
+}
+
+#[tokio::test]
+async fn the_window_acts_as_the_person() {
+    let fx = start().await;
+    let res = Scheme::new(fx.running.in_process())
+        .dispatch(webview_request("POST", "amc://localhost/admin/pause", r#"{"paused":true}"#))
+        .await;
+    assert!(res.status().is_success(), "{}", String::from_utf8_lossy(res.body()));
+    assert!(fx.running.amc().paused());
+    fx.running.run_until(async {}).await.expect("stops");
+}
+
+#[tokio::test]
+async fn other_hosts_are_refused_with_the_envelope() {
+    let fx = start().await;
+    for uri in ["amc://example.com/admin/channels", "amc://localhost.evil/healthz", "https://example.org/healthz"] {
+        let res = Scheme::new(fx.running.in_process()).dispatch(webview_request("GET", uri, "")).await;
+        assert_eq!(res.status(), 403, "{uri}");
+        assert_eq!(json(&res)["error"]["code"], "FORBIDDEN", "{uri}");
+    }
+    fx.running.run_until(async {}).await.expect("stops");
+}
+
+#[tokio::test]
+async fn unknown_routes_get_the_envelope() {
+    let fx = start().await;
+    let res = Scheme::new(fx.running.in_process()).dispatch(webview_request("GET", "amc://localhost/nope", "")).await;
+    assert_eq!(res.status(), 404);
+    assert_eq!(json(&res)["error"]["code"], "NOT_FOUND");
+    fx.running.run_until(async {}).await.expect("stops");
+}
+
+fn events_request() -> axum::http::Request<Vec<u8>> {
+    webview_request("GET", "amc://localhost/admin/events", "")
+}
+
+#[tokio::test]
+async fn the_event_stream_answers_with_the_next_event_then_ends() {
+    let fx = start().await;
+    let scheme = Scheme::new(fx.running.in_process()).event_poll(Duration::from_secs(10));
+    let poll = tokio::spawn({
+        let scheme = scheme.clone();
+        async move { scheme.dispatch(events_request()).await }
+    });
+    // Let the request subscribe before the change.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    fx.running.amc().set_paused(true).await.expect("pause");
+    let res = tokio::time::timeout(Duration::from_secs(5), poll).await.expect("ends after the event").expect("task");
+    assert_eq!(res.status(), 200);
+    assert_eq!(res.headers()["content-type"], "text/event-stream");
+    let text = String::from_utf8_lossy(res.body()).into_owned();
+    assert!(text.starts_with("retry: "), "{text}");
+    assert!(text.contains(r#""type":"pause_changed""#) && text.contains(r#""paused":true"#), "{text}");
+    fx.running.run_until(async {}).await.expect("stops");
+}
+
+#[tokio::test]
+async fn events_between_two_polls_wait_for_the_next_poll() {
+    let fx = start().await;
+    let scheme = Scheme::new(fx.running.in_process()).event_poll(Duration::from_millis(300));
+    // The first poll subscribes, and ends empty.
+    let first = scheme.dispatch(events_request()).await;
+    assert!(!String::from_utf8_lossy(first.body()).contains("data:"));
+    // Changes while no request is open, as while EventSource reconnects.
+    fx.running.amc().set_paused(true).await.expect("pause");
+    fx.running.amc().set_paused(false).await.expect("resume");
+    let second = String::from_utf8_lossy(scheme.dispatch(events_request()).await.body()).into_owned();
+    assert!(second.contains(r#""paused":true"#), "{second}");
+    let third = String::from_utf8_lossy(scheme.dispatch(events_request()).await.body()).into_owned();
+    assert!(third.contains(r#""paused":false"#), "{third}");
+    fx.running.run_until(async {}).await.expect("stops");
+}
+
+#[tokio::test]
+async fn a_quiet_event_stream_ends_empty_after_its_wait() {
+    let fx = start().await;
+    let scheme = Scheme::new(fx.running.in_process()).event_poll(Duration::from_millis(300));
+    let started = tokio::time::Instant::now();
+    let res = scheme.dispatch(events_request()).await;
+    assert_eq!(res.status(), 200);
+    assert!(started.elapsed() >= Duration::from_millis(300));
+    let text = String::from_utf8_lossy(res.body()).into_owned();
+    assert!(!text.contains("data:"), "{text}");
+    fx.running.run_until(async {}).await.expect("stops");
+}

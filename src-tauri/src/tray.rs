@@ -1,0 +1,130 @@
+//! The tray icon and its menu: open AMC, what waits (channels, sends to review), the pause
+//! switch, launch at login, quit. `amc_shell::follow` keeps the counts and the pause check
+//! current and raises the notices.
+
+use tauri::image::Image;
+use tauri::menu::{CheckMenuItem, Menu, MenuEvent, MenuItem, PredefinedMenuItem};
+use tauri::tray::TrayIconBuilder;
+use tauri::{AppHandle, Wry};
+use tauri_plugin_autostart::ManagerExt as _;
+use tauri_plugin_notification::NotificationExt as _;
+use tokio_util::sync::CancellationToken;
+
+use amc_core::service::Amc;
+use amc_shell::follow::{NoticePolicy, Update, follow};
+use amc_shell::view::TrayView;
+
+/// The menu items whose text or check follows AMC.
+#[derive(Clone)]
+struct Live {
+    channels: MenuItem<Wry>,
+    sends: MenuItem<Wry>,
+    pause: CheckMenuItem<Wry>,
+    tray: tauri::tray::TrayIcon<Wry>,
+}
+
+/// The icon: a template image on macOS (the menu bar tints it), the app icon elsewhere.
+fn icon() -> tauri::Result<Image<'static>> {
+    if cfg!(target_os = "macos") {
+        Image::from_bytes(include_bytes!("../../icons/tray-template@2x.png"))
+    } else {
+        Image::from_bytes(include_bytes!("../../icons/32x32.png"))
+    }
+}
+
+/// Builds the tray and starts following AMC until `stop` is cancelled.
+pub fn create(app: &AppHandle, amc: Amc, stop: CancellationToken) -> tauri::Result<()> {
+    let view = tauri::async_runtime::block_on(TrayView::read(&amc)).unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "reading the counts failed");
+        TrayView { paused: amc.paused(), ..TrayView::default() }
+    });
+    let open = MenuItem::with_id(app, "open", "Open AMC", true, None::<&str>)?;
+    let channels = MenuItem::with_id(app, "channels", view.channels_label(), true, None::<&str>)?;
+    let sends = MenuItem::with_id(app, "sends", view.sends_label(), true, None::<&str>)?;
+    let pause = CheckMenuItem::with_id(app, "pause", "Pause all agents", true, view.paused, None::<&str>)?;
+    let at_login = app.autolaunch().is_enabled().unwrap_or(false);
+    let login = CheckMenuItem::with_id(app, "login", "Launch at login", true, at_login, None::<&str>)?;
+    let quit = MenuItem::with_id(app, "quit", "Quit AMC", true, None::<&str>)?;
+    let menu = Menu::with_items(
+        app,
+        &[
+            &open,
+            &PredefinedMenuItem::separator(app)?,
+            &channels,
+            &sends,
+            &PredefinedMenuItem::separator(app)?,
+            &pause,
+            &login,
+            &PredefinedMenuItem::separator(app)?,
+            &quit,
+        ],
+    )?;
+    let tray = TrayIconBuilder::with_id("amc")
+        .icon(icon()?)
+        .icon_as_template(cfg!(target_os = "macos"))
+        .tooltip(view.tooltip())
+        .menu(&menu)
+        .show_menu_on_left_click(true)
+        .build(app)?;
+    let live = Live { channels, sends, pause: pause.clone(), tray };
+    {
+        let amc = amc.clone();
+        let login = login.clone();
+        app.on_menu_event(move |app, event| on_menu(app, &event, &amc, &pause, &login));
+    }
+    let handle = app.clone();
+    tauri::async_runtime::spawn(follow(amc, NoticePolicy::default(), stop.cancelled_owned(), move |update| {
+        apply(&handle, &live, update)
+    }));
+    Ok(())
+}
+
+fn on_menu(app: &AppHandle, event: &MenuEvent, amc: &Amc, pause: &CheckMenuItem<Wry>, login: &CheckMenuItem<Wry>) {
+    match event.id().as_ref() {
+        "open" | "channels" | "sends" => crate::window::show(app),
+        "pause" => {
+            // The check is set from AMC's state once it changed, not from the click.
+            let paused = !amc.paused();
+            let _ = pause.set_checked(amc.paused());
+            let amc = amc.clone();
+            tauri::async_runtime::spawn(async move {
+                if let Err(e) = amc.set_paused(paused).await {
+                    tracing::warn!(error = %e, "pausing agents failed");
+                }
+            });
+        }
+        "login" => {
+            let autolaunch = app.autolaunch();
+            let now = autolaunch.is_enabled().unwrap_or(false);
+            let changed = if now { autolaunch.disable() } else { autolaunch.enable() };
+            if let Err(e) = changed {
+                tracing::warn!(error = %e, "changing launch at login failed");
+            }
+            let _ = login.set_checked(autolaunch.is_enabled().unwrap_or(now));
+        }
+        "quit" => app.exit(0),
+        _ => {}
+    }
+}
+
+fn apply(app: &AppHandle, live: &Live, update: Update) {
+    match update {
+        Update::View(view) => {
+            let shown = live
+                .channels
+                .set_text(view.channels_label())
+                .and_then(|()| live.sends.set_text(view.sends_label()))
+                .and_then(|()| live.pause.set_checked(view.paused))
+                .and_then(|()| live.tray.set_tooltip(Some(view.tooltip())));
+            if let Err(e) = shown {
+                tracing::warn!(error = %e, "updating the tray failed");
+            }
+        }
+        Update::Notice(notice) => {
+            tracing::info!(text = %notice.body, "notifying");
+            if let Err(e) = app.notification().builder().title(notice.title).body(notice.body).show() {
+                tracing::warn!(error = %e, "the notification failed");
+            }
+        }
+    }
+}

@@ -1,0 +1,66 @@
+//! The person's window: it loads `amc://localhost/ui/`, and the `amc:` scheme hands each
+//! of its requests to the daemon in this process. Closing it only hides it.
+
+use amc_shell::scheme::Scheme;
+use axum::http::{HeaderValue, header};
+use tauri::{AppHandle, Manager, WebviewWindowBuilder, WindowEvent};
+
+/// The window's label in `tauri.conf.json`.
+pub const MAIN: &str = "main";
+
+/// Registers the `amc:` scheme, answered by `router` (the daemon's in-process router),
+/// and keeps the app alive when its window is closed.
+pub fn register(builder: tauri::Builder<tauri::Wry>, router: axum::Router) -> tauri::Builder<tauri::Wry> {
+    let scheme = Scheme::new(router);
+    builder
+        .register_asynchronous_uri_scheme_protocol(amc_shell::scheme::SCHEME, move |ctx, request, responder| {
+            let scheme = scheme.clone();
+            // Tauri applies the configured CSP to its own assets only: these pages get it too.
+            let csp = ctx.app_handle().config().app.security.csp.as_ref().map(|c| c.to_string());
+            tauri::async_runtime::spawn(async move {
+                let mut response = scheme.dispatch(request).await;
+                if let Some(value) = csp.and_then(|c| HeaderValue::from_str(&c).ok()) {
+                    response.headers_mut().entry(header::CONTENT_SECURITY_POLICY).or_insert(value);
+                }
+                responder.respond(response);
+            });
+        })
+        .on_window_event(|window, event| {
+            if let WindowEvent::CloseRequested { api, .. } = event {
+                api.prevent_close();
+                if let Err(e) = window.hide() {
+                    tracing::warn!(error = %e, "hiding the window failed");
+                }
+            }
+        })
+}
+
+/// Creates the window from its configuration, shown or not.
+pub fn create(app: &AppHandle, visible: bool) -> tauri::Result<()> {
+    let Some(config) = app.config().app.windows.iter().find(|w| w.label == MAIN).cloned() else {
+        return Err(tauri::Error::WindowNotFound);
+    };
+    let window = WebviewWindowBuilder::from_config(app, &config)?
+        // The window shows AMC's own pages only; links elsewhere do not open in it.
+        .on_navigation(|url| {
+            url.scheme() == amc_shell::scheme::SCHEME && url.host_str() == Some(amc_shell::scheme::HOST)
+        })
+        .build()?;
+    if visible {
+        window.show()?;
+        window.set_focus()?;
+    }
+    Ok(())
+}
+
+/// Shows and focuses the window.
+pub fn show(app: &AppHandle) {
+    let Some(window) = app.get_webview_window(MAIN) else {
+        tracing::warn!("the window is gone");
+        return;
+    };
+    let shown = window.unminimize().and_then(|()| window.show()).and_then(|()| window.set_focus());
+    if let Err(e) = shown {
+        tracing::warn!(error = %e, "showing the window failed");
+    }
+}
