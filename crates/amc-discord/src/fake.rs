@@ -78,6 +78,7 @@ struct Inner {
     guild: (u64, String),
     channels: Vec<(u64, String)>,
     messages: BTreeMap<u64, BTreeMap<u64, Value>>,
+    dms: HashMap<u64, u64>,
     files: HashMap<String, Vec<u8>>,
     last_id: u64,
     session: Option<Session>,
@@ -115,6 +116,7 @@ impl FakeDiscord {
             guild: (0, "Fake Guild".into()),
             channels: Vec::new(),
             messages: BTreeMap::new(),
+            dms: HashMap::new(),
             files: HashMap::new(),
             last_id: 0,
             session: None,
@@ -197,6 +199,23 @@ impl FakeDiscord {
         let guild = inner.guild.0;
         inner.dispatch("MESSAGE_CREATE", with_guild(msg, guild));
         id
+    }
+
+    /// `author` writes to the bot in a DM: a DM channel (made on first use) and its
+    /// MESSAGE_CREATE, which carries no guild. Returns the DM channel's id.
+    pub fn dm(&self, author: &FakeUser, content: &str) -> u64 {
+        let mut inner = self.lock();
+        let channel = match inner.dms.get(&author.id) {
+            Some(c) => *c,
+            None => {
+                let c = inner.next_id();
+                inner.dms.insert(author.id, c);
+                c
+            }
+        };
+        let msg = inner.new_message(channel, author, content, None, &[]);
+        inner.dispatch("MESSAGE_CREATE", msg);
+        channel
     }
 
     /// Adds a message to a channel's history without any dispatch: one the gateway never

@@ -76,7 +76,10 @@ impl Scheme {
         if parts.method == Method::GET && parts.uri.path() == EVENTS {
             return self.poll_events(parts).await;
         }
-        collect(self.call(Request::from_parts(parts, Body::from(body))).await).await
+        let (method, path) = (parts.method.clone(), parts.uri.path().to_owned());
+        let res = self.call(Request::from_parts(parts, Body::from(body))).await;
+        tracing::debug!(%method, %path, status = res.status().as_u16(), "amc: answered");
+        collect(res).await
     }
 
     async fn call(&self, req: Request<Body>) -> axum::response::Response {

@@ -249,3 +249,68 @@ async fn a_refused_token_is_reported() {
     }
     running.run_until(async {}).await.expect("stops");
 }
+
+#[tokio::test]
+async fn a_dm_becomes_a_pending_channel_named_after_the_person() {
+    let amc = start(&["general"], "").await;
+    let carol = amc.fake.user("carol");
+    let dm = amc.fake.dm(&carol, "are you there?");
+    let ch = amc.channel(dm).await;
+    assert_eq!(ch["name"], "carol");
+    assert_eq!(ch["kind"], "dm");
+    assert_eq!(ch["state"], "pending");
+    let id = amc.approve(dm, json!({ "history": "all" })).await;
+    let agent = amc.agent("claude").await;
+    let msgs = agent.unread(&id).await;
+    assert_eq!(msgs.len(), 1);
+    assert_eq!(msgs[0]["text"], "are you there?");
+    assert_eq!(msgs[0]["channel"]["kind"], "dm");
+    amc.stop().await;
+}
+
+#[tokio::test]
+async fn a_reconnect_request_resumes_the_session_and_loses_nothing() {
+    let amc = start(&["general"], "").await;
+    let general = amc.fake.channel_ids()[0];
+    let id = amc.approve(general, json!({ "history": "from_now" })).await;
+    let agent = amc.agent("claude").await;
+    let alice = amc.fake.user("alice");
+    let back = amc.fake.connected(Duration::from_secs(60));
+    amc.fake.request_reconnect();
+    amc.fake.post(general, &alice, "during the reconnect");
+    assert!(back.await, "the client came back");
+    amc.fake.post(general, &alice, "after it");
+    let msgs = amc
+        .eventually("both messages", || async {
+            let m = agent.unread(&id).await;
+            (m.len() >= 2).then_some(m)
+        })
+        .await;
+    let texts: Vec<&str> = msgs.iter().map(|m| m["text"].as_str().unwrap_or_default()).collect();
+    assert_eq!(texts, ["during the reconnect", "after it"]);
+    let (identifies, resumes, _, _) = amc.fake.counts();
+    assert_eq!((identifies, resumes), (1, 1), "op 7 is answered with RESUME, not a new session");
+    amc.stop().await;
+}
+
+#[tokio::test]
+async fn messages_arriving_without_text_reveal_a_missing_content_intent() {
+    let amc = start(&["general"], "").await;
+    let general = amc.fake.channel_ids()[0];
+    let alice = amc.fake.user("alice");
+    for _ in 0..3 {
+        amc.fake.post(general, &alice, "");
+    }
+    let health = amc
+        .eventually("the intent problem", || async {
+            let h = amc.health().await;
+            (h["state"] == "degraded").then_some(h)
+        })
+        .await;
+    assert!(health["reason"].as_str().unwrap_or_default().contains("Message Content Intent"), "{health}");
+    // Once text arrives again, the problem is gone.
+    amc.fake.post(general, &alice, "hello");
+    amc.eventually("the source to recover", || async { (amc.health().await["state"] == "connected").then_some(()) })
+        .await;
+    amc.stop().await;
+}

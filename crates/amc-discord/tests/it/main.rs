@@ -4,3 +4,4 @@
 mod harness;
 mod ingest;
 mod send;
+mod token;
