@@ -74,6 +74,7 @@ fn main() -> ExitCode {
         test_sender: flags.test_sender,
         chat_db: flags.chat_db,
         osascript: flags.osascript,
+        discord_token: amc_core::config::discord_token_from_env(),
         ..Default::default()
     };
     let started = runtime.block_on(amc_runtime::start(raw));

@@ -341,3 +341,32 @@ def test_dark_mode_follows_the_system(daemon: UiDaemon, browser):
         assert not problems
     assert colors["light"] == ["rgb(245, 245, 247)", "rgb(29, 29, 31)"]
     assert colors["dark"] == ["rgb(30, 30, 31)", "rgb(245, 245, 247)"]
+
+
+def test_status_lists_each_permission_and_a_refused_one_shows_with_its_fix_live(daemon: UiDaemon, page: Page):
+    ch, _ = daemon.chat("ada", ["ping"], approve={"history": "all", "send_policy": "auto"})
+    agent = daemon.agent("claude-code")
+    open_ui(page, daemon, "Status")
+    panel = page.get_by_role("region", name="Permissions")
+    for name in ["Full Disk Access", "Automation: Messages", "Discord bot"]:
+        expect(panel).to_contain_text(name)
+    automation = panel.locator('[data-permission="automation-messages"]')
+    expect(automation).to_contain_text("Asked on first send")
+    expect(panel.locator('[data-permission="full-disk-access"]')).to_contain_text("Granted")
+
+    # macOS refuses AMC control of Messages: the send fails with PLATFORM_AUTH, and the
+    # page says what to change, without a reload.
+    daemon.admin("POST", "/admin/test/fail-next", {
+        "error": "auth",
+        "message": "macOS did not let AMC control Messages (-1743): open System Settings → Privacy & Security → Automation",
+    })
+    refused = agent.send(ch, "pong")
+    assert refused.status_code == 502 and refused.json()["error"]["code"] == "PLATFORM_AUTH"
+    expect(automation).to_contain_text("Needed")
+    expect(automation).to_contain_text("System Settings → Privacy & Security → Automation")
+    expect(page.locator('[data-source="imessage"]')).to_contain_text("Needs attention")
+
+    # Once a send goes through, the source is well again.
+    assert agent.send(ch, "pong again").status_code == 200
+    expect(page.locator('[data-source="imessage"]')).to_contain_text("Connected")
+    expect(automation).not_to_contain_text("Needed")

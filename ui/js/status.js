@@ -1,5 +1,5 @@
-// Status: the daemon's health, each source's state with its fix, and the switch that
-// pauses every agent's sends.
+// Status: the daemon's health, each source's state with its fix, each permission AMC needs
+// with where to grant it, and the switch that pauses every agent's sends.
 
 import { post } from "./api.js";
 import { SOURCE, busy, h, load, replace, toast, viewHeader } from "./dom.js";
@@ -43,12 +43,60 @@ async function refresh() {
           h("div", { class: "row-title" }, h("span", { class: "name", text: SOURCE[source] ?? source }),
             h("span", { class: `badge source-${s.state}`, text: STATE[s.state] ?? s.state })),
           s.reason ? h("p", { class: "reason", text: s.reason }) : null))))),
+    permissions(health.sources),
     h("section", { class: "panel", "aria-labelledby": "h-daemon" },
       h("h2", { id: "h-daemon", class: "section-title", text: "AMC" }),
       h("dl", { class: "facts" },
         h("dt", { text: "Health" }), h("dd", { text: health.status === "ok" ? "OK" : "Degraded" }),
         h("dt", { text: "Version" }), h("dd", { text: health.version }),
         h("dt", { text: "Running for" }), h("dd", { text: uptime(health.uptime_seconds) }))));
+}
+
+// What macOS and Discord must allow, whether they do (as far as the sources can tell), and
+// where to change it.
+const PERMISSIONS = [
+  {
+    id: "full-disk-access", source: "imessage", name: "Full Disk Access",
+    what: "Lets AMC read your Messages history (chat.db).",
+    missing: /Full Disk Access|cannot open|unable to open|permission/i,
+    fix: "System Settings → Privacy & Security → Full Disk Access: turn on AMC (or the terminal running amc serve), then restart AMC.",
+  },
+  {
+    id: "automation-messages", source: "imessage", name: "Automation: Messages",
+    what: "Lets AMC send the iMessages agents write, through Messages. macOS asks the first time one is sent.",
+    missing: /Automation|-1743/,
+    fix: "System Settings → Privacy & Security → Automation → AMC: turn on Messages.",
+    untilUsed: true,
+  },
+  {
+    id: "discord-bot", source: "discord", name: "Discord bot",
+    what: "Lets AMC read and answer in the servers and DMs your bot is in.",
+    missing: /token|Message Content|permission|refused/i,
+    fix: "Discord Developer Portal → your application → Bot: turn on Message Content Intent, and check the token AMC uses (see docs/discord.md).",
+  },
+];
+
+function permissions(sources) {
+  return h("section", { class: "panel", "aria-labelledby": "h-permissions" },
+    h("h2", { id: "h-permissions", class: "section-title", text: "Permissions" }),
+    h("ul", { class: "rows" }, PERMISSIONS.map((p) => {
+      const s = sources[p.source] ?? { state: "disabled" };
+      const [state, label] = permissionState(p, s);
+      return h("li", { class: "row", dataset: { permission: p.id, state } },
+        h("span", { class: `dot ${state === "granted" ? "connected" : state === "needed" ? "degraded" : "disabled"}`, "aria-hidden": "true" }),
+        h("div", { class: "row-main" },
+          h("div", { class: "row-title" }, h("span", { class: "name", text: p.name }),
+            h("span", { class: `badge permission-${state}`, text: label })),
+          h("p", { class: "muted", text: p.what }),
+          state === "granted" || state === "off" ? null : h("p", { class: "reason", text: `To fix: ${p.fix}` })));
+    })));
+}
+
+function permissionState(p, s) {
+  if (s.state === "disabled") return ["off", `${SOURCE[p.source] ?? p.source} is off`];
+  if (s.state === "degraded" && p.missing.test(s.reason ?? "")) return ["needed", "Needed"];
+  if (p.untilUsed) return ["unknown", "Asked on first send"];
+  return s.state === "connected" ? ["granted", "Granted"] : ["unknown", "Unknown"];
 }
 
 function uptime(s) {

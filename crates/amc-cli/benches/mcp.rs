@@ -13,12 +13,11 @@ use serde_json::{Value, json};
 const AMC: &str = env!("CARGO_BIN_EXE_amc");
 const SAMPLES: usize = 2000;
 
-fn report(name: &str, mut samples: Vec<Duration>) -> (f64, f64) {
-    samples.sort();
-    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
-    let p = |q: f64| ms(samples[((samples.len() - 1) as f64 * q).round() as usize]);
-    println!("{name:<52} n={} p50={:>7.3} ms  p99={:>7.3} ms", samples.len(), p(0.5), p(0.99));
-    (p(0.5), p(0.99))
+/// Prints the line and returns p50 and p99 in milliseconds.
+fn report(name: &str, samples: Vec<Duration>) -> (f64, f64) {
+    let l = amc_core::bench::Latencies::of(samples);
+    println!("{}", l.line(name));
+    (l.p50.as_secs_f64() * 1000.0, l.p99.as_secs_f64() * 1000.0)
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -2,7 +2,7 @@
 
 use clap::Args;
 
-use amc_core::config::{RawConfig, Secret};
+use amc_core::config::RawConfig;
 
 #[derive(Args)]
 pub struct ServeArgs {
@@ -28,8 +28,7 @@ pub async fn run(raw: RawConfig, args: ServeArgs) -> anyhow::Result<()> {
         test_sender: args.test_sender,
         chat_db: args.chat_db,
         osascript: args.osascript,
-        // From the environment only: a flag would show the token in `ps`.
-        discord_token: std::env::var("AMC_DISCORD_TOKEN").ok().filter(|t| !t.is_empty()).map(Secret::new),
+        discord_token: amc_core::config::discord_token_from_env(),
         ..raw
     };
     amc_runtime::start(raw).await?.run_until(shutdown_signal()).await

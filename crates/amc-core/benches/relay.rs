@@ -15,19 +15,6 @@ use amc_core::store::hash_token;
 const WAITERS_DEFAULT: usize = 1000;
 const ROUNDS: usize = 20;
 
-fn report(name: &str, mut samples: Vec<Duration>) {
-    samples.sort();
-    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
-    let p = |q: f64| ms(samples[((samples.len() - 1) as f64 * q).round() as usize]);
-    println!(
-        "{name:<56} n={:<6} p50={:>8.3} ms  p99={:>8.3} ms  max={:>8.3} ms",
-        samples.len(),
-        p(0.5),
-        p(0.99),
-        p(1.0)
-    );
-}
-
 const WORDS: &[&str] = &[
     "deploy",
     "release",
@@ -94,7 +81,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 samples.push(done.saturating_duration_since(t0));
             }
         }
-        report(&format!("wait_for_messages wake latency, {waiters} waiters"), samples);
+        println!(
+            "{}",
+            amc_core::bench::Latencies::of(samples).line(&format!("wait_for_messages wake latency, {waiters} waiters"))
+        );
 
         // 2. Sustained posts into one thread, with search indexing.
         let thread = amc.relay_create_thread(&owner, "firehose".into(), "firehose".into()).await?.thread_id;
@@ -182,7 +172,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             samples.push(t.elapsed());
             assert!(!page.hits.is_empty());
         }
-        report(&format!("search_threads over {corpus} messages (2 words, 20 hits)"), samples);
+        println!(
+            "{}",
+            amc_core::bench::Latencies::of(samples)
+                .line(&format!("search_threads over {corpus} messages (2 words, 20 hits)"))
+        );
         Ok::<_, Box<dyn std::error::Error>>(())
     })?;
     Ok(())

@@ -29,6 +29,12 @@ pub struct RawConfig {
     pub discord_token: Option<Secret>,
 }
 
+/// The Discord bot's token from `AMC_DISCORD_TOKEN`, if set. (The environment only: a
+/// flag would show the token in `ps`.)
+pub fn discord_token_from_env() -> Option<Secret> {
+    std::env::var("AMC_DISCORD_TOKEN").ok().filter(|t| !t.trim().is_empty()).map(Secret::new)
+}
+
 /// A credential: shown as `***` by `Debug`, so it never reaches a log by accident.
 #[derive(Clone, PartialEq, Eq, Default)]
 pub struct Secret(String);

@@ -12,6 +12,7 @@
 #![deny(missing_docs)]
 
 pub mod attach;
+pub mod bench;
 pub mod config;
 pub mod error;
 pub mod events;

@@ -21,22 +21,6 @@ const CHANNELS: usize = 500;
 const AGENTS: usize = 10;
 const SAMPLES: usize = 2000;
 
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
-}
-
-fn report(name: &str, mut samples: Vec<Duration>) {
-    samples.sort();
-    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
-    println!(
-        "{name:<44} n={:<5} p50={:>7.3} ms  p99={:>7.3} ms  max={:>7.3} ms",
-        samples.len(),
-        ms(percentile(&samples, 0.50)),
-        ms(percentile(&samples, 0.99)),
-        ms(*samples.last().unwrap_or(&Duration::ZERO))
-    );
-}
-
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let total: usize = std::env::var("AMC_BENCH_MESSAGES").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000_000);
     let per_channel = total / CHANNELS;
@@ -126,7 +110,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             assert_eq!(r.status, 200);
             assert_eq!(r.json()["messages"].as_array().map(Vec::len), Some(100));
         }
-        report("GET /messages/unread?limit=100", unread);
+        println!("{}", amc_core::bench::Latencies::of(unread).line("GET /messages/unread?limit=100"));
 
         let mut unread_ch = Vec::with_capacity(SAMPLES);
         for i in 0..SAMPLES {
@@ -137,7 +121,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             unread_ch.push(t.elapsed());
             assert_eq!(r.status, 200);
         }
-        report("GET /messages/unread?limit=100&channel_id=…", unread_ch);
+        println!("{}", amc_core::bench::Latencies::of(unread_ch).line("GET /messages/unread?limit=100&channel_id=…"));
 
         for (before, after) in [(5, 5), (50, 50)] {
             let mut context = Vec::with_capacity(SAMPLES);
@@ -154,7 +138,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 context.push(t.elapsed());
                 assert_eq!(r.status, 200);
             }
-            report(&format!("GET /messages/context before={before} after={after}"), context);
+            println!(
+                "{}",
+                amc_core::bench::Latencies::of(context)
+                    .line(&format!("GET /messages/context before={before} after={after}"))
+            );
         }
         let _ = stop.send(());
         server.await??;

@@ -12,13 +12,6 @@ use serde_json::json;
 
 const TOKEN: &str = "bench-token";
 
-fn report(name: &str, mut samples: Vec<Duration>) {
-    samples.sort();
-    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
-    let p = |q: f64| ms(samples[((samples.len() - 1) as f64 * q).round() as usize]);
-    println!("{name:<52} n={} p50={:>7.3} ms  p99={:>7.3} ms  max={:>7.3} ms", samples.len(), p(0.5), p(0.99), p(1.0));
-}
-
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let samples: usize = std::env::var("AMC_BENCH_SAMPLES").ok().and_then(|v| v.parse().ok()).unwrap_or(1000);
@@ -71,7 +64,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         agent.post("/messages/mark_read", &json!({ "message_ids": [id] })).await?;
     }
-    report("MESSAGE_CREATE -> GET /messages/unread", latencies);
+    println!("{}", amc_core::bench::Latencies::of(latencies).line("MESSAGE_CREATE -> GET /messages/unread"));
     running.run_until(async {}).await?;
     Ok(())
 }

@@ -174,115 +174,168 @@ impl Selves {
     }
 }
 
-/// serenity's event handler.
+/// What the gateway delivered, in the order it delivered it.
+pub(crate) enum Incoming {
+    Ready(Box<Ready>),
+    Resumed,
+    Disconnected,
+    Guild(Box<Guild>),
+    Channel(Box<GuildChannel>),
+    Message(Box<Message>),
+    Edit(Box<MessageUpdateEvent>),
+    Deleted(Vec<MessageId>),
+    Reaction(Box<Reaction>, bool),
+}
+
+/// serenity's event handler. serenity runs each event on a task of its own; the handler
+/// only queues it, before its first await, so that on the bot's single-threaded runtime
+/// (whose tasks start in the order they were spawned) the queue holds the events in the
+/// gateway's order. [`consume`] then applies them one at a time: an edit never lands
+/// before its message, nor a reaction's removal before its addition.
 pub(crate) struct Handler {
-    pub shared: Arc<Shared>,
+    pub queue: tokio::sync::mpsc::UnboundedSender<Incoming>,
+}
+
+impl Handler {
+    fn push(&self, event: Incoming) {
+        // Closed only while AMC stops.
+        let _ = self.queue.send(event);
+    }
 }
 
 #[async_trait]
 impl EventHandler for Handler {
     async fn ready(&self, _ctx: Context, ready: Ready) {
-        lock(&self.shared.selves).bot = Some(ready.user.id);
-        tracing::info!(bot = %ready.user.name, guilds = ready.guilds.len(), "connected to Discord");
-        if !self.shared.content_missing() {
-            self.shared.set_status(SourceState::Connected, None);
-        }
-        tokio::spawn(history::catch_up(self.shared.clone()));
+        self.push(Incoming::Ready(Box::new(ready)));
     }
 
     async fn resume(&self, _ctx: Context, _event: ResumedEvent) {
-        tracing::info!("resumed the Discord session");
-        if !self.shared.content_missing() {
-            self.shared.set_status(SourceState::Connected, None);
-        }
-        tokio::spawn(history::catch_up(self.shared.clone()));
+        self.push(Incoming::Resumed);
     }
 
     async fn shard_stage_update(&self, _ctx: Context, event: ShardStageUpdateEvent) {
         if event.new != ConnectionStage::Connected && event.old == ConnectionStage::Connected {
-            self.shared.set_status(
-                SourceState::Degraded,
-                Some("reconnecting to Discord; messages sent meanwhile are fetched once it is back".into()),
-            );
+            self.push(Incoming::Disconnected);
         }
     }
 
     async fn guild_create(&self, _ctx: Context, guild: Guild, _is_new: Option<bool>) {
-        lock(&self.shared.guild_names).insert(guild.id, guild.name.clone());
-        self.shared.register_channels(&guild.name, guild.channels.values().collect()).await;
+        self.push(Incoming::Guild(Box::new(guild)));
     }
 
     async fn channel_create(&self, _ctx: Context, channel: GuildChannel) {
-        let guild = lock(&self.shared.guild_names).get(&channel.guild_id).cloned();
-        if let Some(guild) = guild {
-            self.shared.register_channels(&guild, vec![&channel]).await;
-        }
+        self.push(Incoming::Channel(Box::new(channel)));
     }
 
-    async fn channel_update(&self, ctx: Context, _old: Option<GuildChannel>, new: GuildChannel) {
-        self.channel_create(ctx, new).await;
+    async fn channel_update(&self, _ctx: Context, _old: Option<GuildChannel>, new: GuildChannel) {
+        self.push(Incoming::Channel(Box::new(new)));
     }
 
     async fn message(&self, _ctx: Context, m: Message) {
-        self.shared.check_content(&m);
-        if !convert::is_conversation(m.kind) {
-            return;
-        }
-        let spec = self.shared.spec_for(&m);
-        let msg = convert::message(&m, self.shared.selves());
-        self.shared.store(spec, vec![msg]).await;
+        self.push(Incoming::Message(Box::new(m)));
     }
 
     async fn message_update(&self, _ctx: Context, _old: Option<Message>, _new: Option<Message>, e: MessageUpdateEvent) {
-        // An edit carries the whole message; an update without text (an embed resolved)
-        // changes nothing AMC keeps.
-        let (Some(author), Some(content), Some(timestamp)) = (e.author.clone(), e.content.clone(), e.timestamp) else {
-            return;
-        };
-        let mut m = Message::default();
-        m.id = e.id;
-        m.channel_id = e.channel_id;
-        m.guild_id = e.guild_id;
-        m.author = author;
-        m.content = content;
-        m.timestamp = timestamp;
-        m.edited_timestamp = e.edited_timestamp;
-        m.attachments = e.attachments.clone().unwrap_or_default();
-        m.message_reference = e.message_reference.clone().flatten();
-        m.member = e.member.clone().flatten();
-        let spec = self.shared.spec_for(&m);
-        let msg = convert::message(&m, self.shared.selves());
-        self.shared.store(spec, vec![msg]).await;
+        self.push(Incoming::Edit(Box::new(e)));
     }
 
     async fn message_delete(&self, _ctx: Context, _channel: ChannelId, id: MessageId, _guild: Option<GuildId>) {
-        if let Err(e) = self.shared.amc.mark_unsent(Source::Discord, vec![id.to_string()]).await {
-            tracing::warn!(error = %e, "could not record a deleted Discord message");
-        }
+        self.push(Incoming::Deleted(vec![id]));
     }
 
     async fn message_delete_bulk(&self, _ctx: Context, _channel: ChannelId, ids: Vec<MessageId>, _g: Option<GuildId>) {
-        let ids = ids.iter().map(ToString::to_string).collect();
-        if let Err(e) = self.shared.amc.mark_unsent(Source::Discord, ids).await {
-            tracing::warn!(error = %e, "could not record deleted Discord messages");
-        }
+        self.push(Incoming::Deleted(ids));
     }
 
     async fn reaction_add(&self, _ctx: Context, r: Reaction) {
-        self.reaction(r, true).await;
+        self.push(Incoming::Reaction(Box::new(r), true));
     }
 
     async fn reaction_remove(&self, _ctx: Context, r: Reaction) {
-        self.reaction(r, false).await;
+        self.push(Incoming::Reaction(Box::new(r), false));
     }
 }
 
-impl Handler {
-    async fn reaction(&self, r: Reaction, added: bool) {
-        let Some(reaction) = convert::reaction(&r, self.shared.selves()) else { return };
-        let change = ReactionChange { target_platform_id: r.message_id.to_string(), reaction, added };
-        if let Err(e) = self.shared.amc.apply_reactions(Source::Discord, vec![change]).await {
-            tracing::warn!(error = %e, "could not store a Discord reaction");
+/// Applies the gateway's events in order, one at a time, until the queue closes.
+pub(crate) async fn consume(shared: Arc<Shared>, mut queue: tokio::sync::mpsc::UnboundedReceiver<Incoming>) {
+    while let Some(event) = queue.recv().await {
+        apply(&shared, event).await;
+    }
+}
+
+async fn apply(shared: &Arc<Shared>, event: Incoming) {
+    match event {
+        Incoming::Ready(ready) => {
+            lock(&shared.selves).bot = Some(ready.user.id);
+            tracing::info!(bot = %ready.user.name, guilds = ready.guilds.len(), "connected to Discord");
+            if !shared.content_missing() {
+                shared.set_status(SourceState::Connected, None);
+            }
+            tokio::spawn(history::catch_up(shared.clone()));
+        }
+        Incoming::Resumed => {
+            tracing::info!("resumed the Discord session");
+            if !shared.content_missing() {
+                shared.set_status(SourceState::Connected, None);
+            }
+            tokio::spawn(history::catch_up(shared.clone()));
+        }
+        Incoming::Disconnected => shared.set_status(
+            SourceState::Degraded,
+            Some("reconnecting to Discord; messages sent meanwhile are fetched once it is back".into()),
+        ),
+        Incoming::Guild(guild) => {
+            lock(&shared.guild_names).insert(guild.id, guild.name.clone());
+            shared.register_channels(&guild.name, guild.channels.values().collect()).await;
+        }
+        Incoming::Channel(channel) => {
+            let guild = lock(&shared.guild_names).get(&channel.guild_id).cloned();
+            if let Some(guild) = guild {
+                shared.register_channels(&guild, vec![&channel]).await;
+            }
+        }
+        Incoming::Message(m) => {
+            shared.check_content(&m);
+            if convert::is_conversation(m.kind) {
+                let spec = shared.spec_for(&m);
+                let msg = convert::message(&m, shared.selves());
+                shared.store(spec, vec![msg]).await;
+            }
+        }
+        Incoming::Edit(e) => {
+            // An edit carries the whole message; an update without text (an embed
+            // resolved) changes nothing AMC keeps.
+            let (Some(author), Some(content), Some(timestamp)) = (e.author.clone(), e.content.clone(), e.timestamp)
+            else {
+                return;
+            };
+            let mut m = Message::default();
+            m.id = e.id;
+            m.channel_id = e.channel_id;
+            m.guild_id = e.guild_id;
+            m.author = author;
+            m.content = content;
+            m.timestamp = timestamp;
+            m.edited_timestamp = e.edited_timestamp;
+            m.attachments = e.attachments.clone().unwrap_or_default();
+            m.message_reference = e.message_reference.clone().flatten();
+            m.member = e.member.clone().flatten();
+            let spec = shared.spec_for(&m);
+            let msg = convert::message(&m, shared.selves());
+            shared.store(spec, vec![msg]).await;
+        }
+        Incoming::Deleted(ids) => {
+            let ids = ids.iter().map(ToString::to_string).collect();
+            if let Err(e) = shared.amc.mark_unsent(Source::Discord, ids).await {
+                tracing::warn!(error = %e, "could not record deleted Discord messages");
+            }
+        }
+        Incoming::Reaction(r, added) => {
+            let Some(reaction) = convert::reaction(&r, shared.selves()) else { return };
+            let change = ReactionChange { target_platform_id: r.message_id.to_string(), reaction, added };
+            if let Err(e) = shared.amc.apply_reactions(Source::Discord, vec![change]).await {
+                tracing::warn!(error = %e, "could not store a Discord reaction");
+            }
         }
     }
 }

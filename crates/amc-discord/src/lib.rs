@@ -28,7 +28,6 @@ use amc_core::service::{Amc, SourceState, SourceStatus};
 use serenity::all::{ClientBuilder, UserId};
 use serenity::gateway::GatewayError;
 use serenity::http::HttpBuilder;
-use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 pub use send::DiscordSender;
@@ -39,15 +38,13 @@ pub struct Discord {
     settings: DiscordSettings,
     token: Secret,
     sender: Arc<DiscordSender>,
-    problems: watch::Receiver<Option<String>>,
 }
 
 impl Discord {
     /// Prepares the source with a resolved token.
     pub fn new(settings: DiscordSettings, token: Secret) -> Self {
-        let (tx, rx) = watch::channel(None);
-        let sender = Arc::new(DiscordSender::new(&settings.api_url, &token, settings.upload_limit, Arc::new(tx)));
-        Self { settings, token, sender, problems: rx }
+        let sender = Arc::new(DiscordSender::new(&settings.api_url, &token, settings.upload_limit));
+        Self { settings, token, sender }
     }
 
     /// The sender agents' messages go through.
@@ -60,14 +57,44 @@ impl Discord {
     pub async fn run(self, amc: Amc, stop: CancellationToken) {
         let http = Arc::new(self.http());
         let person = self.settings.user_id.as_deref().and_then(|id| id.parse::<u64>().ok()).map(UserId::new);
-        let shared = Arc::new(gateway::Shared::new(amc.clone(), http.clone(), self.settings.history_limit, person));
+        let shared = Arc::new(gateway::Shared::new(amc.clone(), http, self.settings.history_limit, person));
+        let (queue, events) = tokio::sync::mpsc::unbounded_channel();
+        let consumer = tokio::spawn(gateway::consume(shared.clone(), events));
         tokio::spawn(gateway::follow_approvals(shared.clone(), stop.clone()));
-        tokio::spawn(report_send_problems(amc.clone(), self.problems.clone(), stop.clone()));
+        // The bot runs on a thread with a single-threaded runtime of its own: serenity
+        // starts a task per event, and there they start in the order they were spawned,
+        // which keeps the gateway's order in the queue (see `gateway::Handler`).
+        let (done, finished) = tokio::sync::oneshot::channel();
+        let bot = std::thread::Builder::new().name("amc-discord".into()).spawn(move || {
+            match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                Ok(rt) => rt.block_on(self.connect(shared, queue, stop)),
+                Err(e) => {
+                    shared.set_status(SourceState::Degraded, Some(format!("could not start the Discord bot: {e}")))
+                }
+            }
+            let _ = done.send(());
+        });
+        if bot.is_ok() {
+            let _ = finished.await;
+        }
+        let _ = consumer.await;
+        amc.set_source_status(
+            Source::Discord,
+            SourceStatus { state: SourceState::Disabled, reason: Some("stopped".into()) },
+        );
+    }
+
+    async fn connect(
+        self,
+        shared: Arc<gateway::Shared>,
+        queue: tokio::sync::mpsc::UnboundedSender<gateway::Incoming>,
+        stop: CancellationToken,
+    ) {
         let mut attempt = 0;
         while !stop.is_cancelled() {
             shared.set_status(SourceState::Degraded, Some("connecting to Discord".into()));
             let client = ClientBuilder::new_with_http(self.http(), gateway::intents())
-                .event_handler(gateway::Handler { shared: shared.clone() });
+                .event_handler(gateway::Handler { queue: queue.clone() });
             let mut client = match client.await {
                 Ok(c) => c,
                 Err(e) => {
@@ -85,7 +112,7 @@ impl Discord {
                 () = stop.cancelled() => None,
             };
             manager.shutdown_all().await;
-            let Some(result) = outcome else { break };
+            let Some(result) = outcome else { return };
             let reason = match result {
                 Ok(()) => "the Discord connection ended".to_owned(),
                 Err(serenity::Error::Gateway(GatewayError::InvalidAuthentication)) => {
@@ -100,14 +127,10 @@ impl Discord {
             };
             shared.set_status(SourceState::Degraded, Some(reason));
             if pause(&stop, attempt).await {
-                break;
+                return;
             }
             attempt += 1;
         }
-        amc.set_source_status(
-            Source::Discord,
-            SourceStatus { state: SourceState::Disabled, reason: Some("stopped".into()) },
-        );
     }
 
     /// serenity's REST client: Discord itself with serenity's rate limiter, or a local
@@ -127,22 +150,5 @@ async fn pause(stop: &CancellationToken, attempt: u32) -> bool {
     tokio::select! {
         () = stop.cancelled() => true,
         () = tokio::time::sleep(gateway::backoff(attempt)) => false,
-    }
-}
-
-/// A send refused for the bot's credentials or permissions shows in the source's health
-/// until a send goes through again.
-async fn report_send_problems(amc: Amc, mut problems: watch::Receiver<Option<String>>, stop: CancellationToken) {
-    loop {
-        tokio::select! {
-            () = stop.cancelled() => return,
-            r = problems.changed() => if r.is_err() { return },
-        }
-        let problem = problems.borrow_and_update().clone();
-        let status = match problem {
-            Some(reason) => SourceStatus { state: SourceState::Degraded, reason: Some(reason) },
-            None => SourceStatus { state: SourceState::Connected, reason: None },
-        };
-        amc.set_source_status(Source::Discord, status);
     }
 }

@@ -13,16 +13,12 @@ use reqwest::StatusCode;
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue, RETRY_AFTER};
 use serde::Deserialize;
 use serde_json::json;
-use tokio::sync::watch;
 
 /// Discord's limit on a message's text, in characters.
 pub const MAX_TEXT_CHARS: usize = 2000;
 
 /// Hosts Discord serves attachments from.
 const CDN_HOSTS: &[&str] = &["cdn.discordapp.com", "media.discordapp.net"];
-
-/// A problem the person must fix, reported by a send to the source's health.
-pub type AuthProblems = watch::Sender<Option<String>>;
 
 /// Discord's REST API as the bot uses it for sends and files.
 #[derive(Clone)]
@@ -31,7 +27,6 @@ pub struct DiscordSender {
     api_url: String,
     auth: HeaderValue,
     upload_limit: u64,
-    problems: std::sync::Arc<AuthProblems>,
 }
 
 #[derive(Deserialize)]
@@ -60,8 +55,7 @@ struct FetchedAttachment {
 
 impl DiscordSender {
     /// A sender for the bot with `token`, talking to `api_url` (`https://discord.com`).
-    /// Auth failures are reported on `problems`.
-    pub fn new(api_url: &str, token: &Secret, upload_limit: u64, problems: std::sync::Arc<AuthProblems>) -> Self {
+    pub fn new(api_url: &str, token: &Secret, upload_limit: u64) -> Self {
         let mut auth = HeaderValue::from_str(&format!("Bot {}", token.expose()))
             .unwrap_or_else(|_| HeaderValue::from_static("Bot invalid"));
         auth.set_sensitive(true);
@@ -72,7 +66,7 @@ impl DiscordSender {
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .unwrap_or_default();
-        Self { client, api_url: api_url.trim_end_matches('/').to_owned(), auth, upload_limit, problems }
+        Self { client, api_url: api_url.trim_end_matches('/').to_owned(), auth, upload_limit }
     }
 
     fn url(&self, path: &str) -> String {
@@ -139,7 +133,6 @@ impl DiscordSender {
                 .and_then(|t| time::OffsetDateTime::parse(t, &time::format_description::well_known::Rfc3339).ok())
                 .map(|t| (t.unix_timestamp_nanos() / 1_000_000) as i64)
                 .unwrap_or_else(now_ms);
-            self.problems.send_if_modified(|p| p.take().is_some());
             return Ok(Delivery { platform_id: created.id, sent_at });
         }
         Err(self.refusal(status, &headers, &body))
@@ -156,7 +149,6 @@ impl DiscordSender {
                 let why = "Discord refused the bot's token (401): check the token in AMC's settings \
                            (Discord Developer Portal → your application → Bot → Reset Token)"
                     .to_owned();
-                self.problems.send_replace(Some(why.clone()));
                 SendError::Auth(why)
             }
             StatusCode::FORBIDDEN => {
@@ -164,7 +156,6 @@ impl DiscordSender {
                     "Discord refused the bot here (403: {detail}): give it the View Channel, Send Messages, \
                      Read Message History and Attach Files permissions in this channel"
                 );
-                self.problems.send_replace(Some(why.clone()));
                 SendError::Auth(why)
             }
             StatusCode::TOO_MANY_REQUESTS => {

@@ -22,13 +22,6 @@ use tokio_util::sync::CancellationToken;
 const CHATS: i64 = 200;
 const SAMPLES: usize = 300;
 
-fn report(name: &str, mut samples: Vec<Duration>) {
-    samples.sort();
-    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
-    let p = |q: f64| ms(samples[((samples.len() - 1) as f64 * q).round() as usize]);
-    println!("{name:<52} n={} p50={:>7.3} ms  p99={:>7.3} ms  max={:>7.3} ms", samples.len(), p(0.5), p(0.99), p(1.0));
-}
-
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let total: i64 = std::env::var("AMC_BENCH_MESSAGES").ok().and_then(|v| v.parse().ok()).unwrap_or(250_000);
     let tmp = tempfile::tempdir()?;
@@ -170,7 +163,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let all: Vec<&str> = listed.iter().filter_map(|m| m["id"].as_str()).collect();
             client.post("/messages/mark_read", &serde_json::json!({ "message_ids": all })).await?;
         }
-        report("commit in chat.db → GET /messages/unread returns it", samples);
+        println!(
+            "{}",
+            amc_core::bench::Latencies::of(samples).line("commit in chat.db → GET /messages/unread returns it")
+        );
         stop.cancel();
         let _ = stop_tx.send(());
         server.await??;

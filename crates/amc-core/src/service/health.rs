@@ -47,6 +47,9 @@ pub struct Health {
 
 pub(super) struct Registry {
     states: RwLock<BTreeMap<Source, SourceStatus>>,
+    /// The last send refused for credentials or permissions, per source, until a send
+    /// goes through again.
+    send_problems: RwLock<BTreeMap<Source, String>>,
 }
 
 impl Registry {
@@ -62,7 +65,7 @@ impl Registry {
                 (s, status)
             })
             .collect();
-        Self { states: RwLock::new(states) }
+        Self { states: RwLock::new(states), send_problems: RwLock::default() }
     }
 }
 
@@ -90,9 +93,35 @@ impl Amc {
         }
     }
 
+    /// Records how the last send of a source went: a refusal for credentials or
+    /// permissions (the macOS Automation permission, a Discord token) shows in the
+    /// source's health until a send goes through again.
+    pub(super) fn note_send_problem(&self, source: Source, problem: Option<String>) {
+        let changed = {
+            let mut problems = self.inner.health.send_problems.write().unwrap_or_else(|p| p.into_inner());
+            match problem {
+                Some(p) => problems.insert(source, p.clone()).as_ref() != Some(&p),
+                None => problems.remove(&source).is_some(),
+            }
+        };
+        if changed {
+            self.publish(crate::events::Event::SourceChanged { source });
+        }
+    }
+
     /// The daemon's health.
     pub fn health(&self) -> Health {
-        let sources = self.inner.health.states.read().unwrap_or_else(|p| p.into_inner()).clone();
+        let mut sources = self.inner.health.states.read().unwrap_or_else(|p| p.into_inner()).clone();
+        let problems = self.inner.health.send_problems.read().unwrap_or_else(|p| p.into_inner()).clone();
+        for (source, problem) in problems {
+            if let Some(s) = sources.get_mut(&source).filter(|s| s.state != SourceState::Disabled) {
+                s.state = SourceState::Degraded;
+                s.reason = Some(match s.reason.take() {
+                    Some(r) => format!("{r}; {problem}"),
+                    None => problem,
+                });
+            }
+        }
         let degraded = sources.values().any(|s| s.state == SourceState::Degraded);
         Health {
             status: if degraded { "degraded" } else { "ok" },

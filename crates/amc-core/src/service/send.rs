@@ -412,10 +412,19 @@ impl Amc {
             reply_to_platform_id: reply_platform_id,
             attachments: item.attachments.clone(),
         };
+        let source = msg.channel.source;
         match tokio::time::timeout(self.inner.config.send_timeout, sender.send(msg)).await {
             Err(_) => SendOutcome::Unknown { reason: "the platform did not confirm the send in time".into() },
-            Ok(Ok(d)) => SendOutcome::Sent { platform_id: d.platform_id, sent_at: d.sent_at },
-            Ok(Err(e)) => outcome_of(e),
+            Ok(Ok(d)) => {
+                self.note_send_problem(source, None);
+                SendOutcome::Sent { platform_id: d.platform_id, sent_at: d.sent_at }
+            }
+            Ok(Err(e)) => {
+                if let SendError::Auth(why) = &e {
+                    self.note_send_problem(source, Some(why.clone()));
+                }
+                outcome_of(e)
+            }
         }
     }
 }

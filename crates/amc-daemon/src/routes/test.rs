@@ -149,6 +149,9 @@ pub struct FailBody {
     error: String,
     #[serde(default)]
     retry_after: Option<u64>,
+    /// What the platform says, instead of the stand-in's own words.
+    #[serde(default)]
+    message: Option<String>,
 }
 
 /// `POST /admin/test/fail-next`: the stand-in platform fails its next send so.
@@ -157,12 +160,13 @@ pub async fn fail_next(
     _: Admin,
     ApiJson(b): ApiJson<FailBody>,
 ) -> ApiResult<impl IntoResponse> {
+    let say = |default: &str| b.message.clone().unwrap_or_else(|| default.to_owned());
     let err = match b.error.as_str() {
-        "auth" => SendError::Auth("the platform refused AMC's credentials (test)".into()),
+        "auth" => SendError::Auth(say("the platform refused AMC's credentials (test)")),
         "rate_limited" => SendError::RateLimited { retry_after: b.retry_after.unwrap_or(5) },
-        "too_large" => SendError::TooLarge("the platform refused the attachment's size (test)".into()),
-        "failed" => SendError::Failed("the platform failed the send (test)".into()),
-        "unknown" => SendError::Unknown("the platform did not confirm (test)".into()),
+        "too_large" => SendError::TooLarge(say("the platform refused the attachment's size (test)")),
+        "failed" => SendError::Failed(say("the platform failed the send (test)")),
+        "unknown" => SendError::Unknown(say("the platform did not confirm (test)")),
         _ => {
             return Err(ApiError::new(
                 ErrorCode::ValidationFailed,

@@ -36,6 +36,10 @@ pub async fn start_with(fake: FakeDiscord, extra: &str) -> Amc {
     let admin_token = std::fs::read_to_string(dir.path().join("admin-token")).expect("admin token");
     let amc = Amc { dir, fake: fake.clone(), running: Some(running), admin_token };
     assert!(connected.await, "the bot never identified with the fake gateway");
+    amc.eventually("the source to be connected", || async {
+        (amc.health().await["state"] == "connected").then_some(())
+    })
+    .await;
     amc
 }
 

@@ -314,3 +314,31 @@ async fn messages_arriving_without_text_reveal_a_missing_content_intent() {
         .await;
     amc.stop().await;
 }
+
+#[tokio::test]
+async fn bursts_of_events_are_applied_in_the_gateways_order() {
+    let amc = start(&["general", "sentinel"], "").await;
+    let [general, sentinel] = amc.fake.channel_ids()[..] else { panic!("two channels") };
+    let id = amc.approve(general, json!({ "history": "from_now" })).await;
+    let sentinel_id = amc.approve(sentinel, json!({ "history": "from_now" })).await;
+    // Approving reads each channel's history once; let both reads pass (they find nothing)
+    // so that everything below arrives by the gateway alone.
+    amc.eventually("the approvals' history reads", || async { (amc.fake.counts().3 >= 2).then_some(()) }).await;
+    let agent = amc.agent("claude").await;
+    let (alice, bob) = (amc.fake.user("alice"), amc.fake.user("bob"));
+    // A message, many edits, and a reaction taken back and given again many times, all
+    // at once: what is stored must be the last of each.
+    let m = amc.fake.post(general, &alice, "draft 0");
+    for i in 1..=30 {
+        amc.fake.edit(general, m, &format!("draft {i}"));
+        amc.fake.react(general, m, &bob, "👀", i % 2 == 1);
+    }
+    // Dispatched after all of the above: once it is stored, they have been applied.
+    amc.fake.post(sentinel, &alice, "done");
+    amc.eventually("the last event", || async { (agent.unread(&sentinel_id).await.len() == 1).then_some(()) }).await;
+    let msgs = agent.unread(&id).await;
+    assert_eq!(msgs.len(), 1);
+    assert_eq!(msgs[0]["text"], "draft 30");
+    assert_eq!(msgs[0]["reactions"], json!([]), "the last event took the reaction back");
+    amc.stop().await;
+}
