@@ -289,11 +289,20 @@ fn discord_settings(env_token: Option<Secret>, file: &FileConfig) -> Result<Opti
     let api_url = file.discord_api_url.clone().unwrap_or_else(|| "https://discord.com".into());
     let parsed = url::Url::parse(&api_url)
         .map_err(|_| ConfigError::Invalid(format!("discord_api_url must be a URL, not {api_url:?}")))?;
-    if !matches!(parsed.scheme(), "http" | "https") || parsed.host().is_none() {
-        return Err(ConfigError::Invalid(format!("discord_api_url must be an http(s) URL, not {api_url:?}")));
+    // The bot's token goes with every request: in the clear only to this machine.
+    let loopback = match parsed.host() {
+        Some(url::Host::Domain(d)) => d == "localhost",
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    };
+    if !(parsed.scheme() == "https" || (parsed.scheme() == "http" && loopback)) || parsed.host().is_none() {
+        return Err(ConfigError::Invalid(format!(
+            "discord_api_url must be an https URL (http only for this machine), not {api_url:?}"
+        )));
     }
     if let Some(id) = &file.discord_user_id
-        && (id.is_empty() || !id.bytes().all(|b| b.is_ascii_digit()))
+        && !id.parse::<u64>().is_ok_and(|n| n > 0)
     {
         return Err(ConfigError::Invalid(format!("discord_user_id must be a Discord user id (digits), not {id:?}")));
     }
@@ -379,6 +388,36 @@ mod tests {
         assert!(matches!(raw("0.0.0.0:7878").validate(), Err(ConfigError::Listen(_))));
         assert!(matches!(raw("192.168.1.2:80").validate(), Err(ConfigError::Listen(_))));
         assert!(matches!(raw("localhost").validate(), Err(ConfigError::Listen(_))));
+    }
+
+    #[test]
+    fn discord_needs_a_token_a_safe_api_url_and_a_real_user_id() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let with = |file: &str, env: Option<&str>| {
+            std::fs::write(dir.path().join(CONFIG_FILE), file).expect("write");
+            RawConfig {
+                data_dir: Some(dir.path().to_owned()),
+                discord_token: env.map(Secret::new),
+                ..Default::default()
+            }
+            .validate()
+        };
+        assert_eq!(with("", None).expect("valid").discord, None, "no token: no Discord");
+        let d = with("discord_token = \"file\"\n", Some("env")).expect("valid").discord.expect("on");
+        assert_eq!(d.token, DiscordToken::Value(Secret::new("env")), "the environment wins");
+        assert_eq!((d.api_url.as_str(), d.upload_limit, d.history_limit), ("https://discord.com", 10 << 20, 1000));
+        let d = with("discord_token_keychain = true\n", None).expect("valid").discord.expect("on");
+        assert_eq!(d.token, DiscordToken::Keychain);
+        assert!(with("discord_token = \"t\"\ndiscord_api_url = \"http://127.0.0.1:9/\"\n", None).is_ok());
+        for bad in ["http://discord.example", "ftp://discord.com", "not a url"] {
+            let r = with(&format!("discord_token = \"t\"\ndiscord_api_url = \"{bad}\"\n"), None);
+            assert!(matches!(r, Err(ConfigError::Invalid(_))), "{bad} must be refused");
+        }
+        for bad in ["0", "-1", "12a", "99999999999999999999"] {
+            let r = with(&format!("discord_token = \"t\"\ndiscord_user_id = \"{bad}\"\n"), None);
+            assert!(matches!(r, Err(ConfigError::Invalid(_))), "{bad} must be refused");
+        }
+        assert_eq!(format!("{:?}", Secret::new("hunter2")), "***", "Debug never shows a credential");
     }
 
     #[test]

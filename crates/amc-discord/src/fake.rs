@@ -439,6 +439,11 @@ impl Inner {
         msg
     }
 
+    /// A message as the gateway carries it: with its guild, unless it is in a DM.
+    fn in_guild(&self, channel: u64, msg: Value) -> Value {
+        if self.dms.values().any(|c| *c == channel) { msg } else { with_guild(msg, self.guild.0) }
+    }
+
     /// Logs a dispatch in the session (for RESUME) and sends it if a connection is live.
     fn dispatch(&mut self, t: &str, d: Value) {
         let Some(session) = self.session.as_mut() else { return };
@@ -791,7 +796,7 @@ async fn create(State(fake): State<FakeDiscord>, Path(channel): Path<u64>, req: 
         }
         return resp;
     }
-    if !inner.messages.contains_key(&channel) {
+    if !inner.messages.contains_key(&channel) && !inner.dms.values().any(|c| *c == channel) {
         return discord_error(StatusCode::NOT_FOUND, 10003, "Unknown Channel");
     }
     let content = payload["content"].as_str().unwrap_or_default().to_owned();
@@ -803,8 +808,8 @@ async fn create(State(fake): State<FakeDiscord>, Path(channel): Path<u64>, req: 
     let uploads: Vec<(String, Vec<u8>)> = files.into_iter().map(|(_, name, bytes)| (name, bytes)).collect();
     let refs: Vec<(&str, &[u8])> = uploads.iter().map(|(n, b)| (n.as_str(), b.as_slice())).collect();
     let msg = inner.new_message(channel, &bot, &content, reply_to, &refs);
-    let guild = inner.guild.0;
-    inner.dispatch("MESSAGE_CREATE", with_guild(msg.clone(), guild));
+    let event = inner.in_guild(channel, msg.clone());
+    inner.dispatch("MESSAGE_CREATE", event);
     axum::Json(msg).into_response()
 }
 

@@ -12,7 +12,7 @@ use amc_core::model::{ChannelState, IncomingMessage, Source};
 use amc_core::service::{Amc, SourceState, SourceStatus};
 use amc_core::store::{ChannelSpec, ReactionChange};
 use serenity::all::{
-    ChannelId, Context, EventHandler, GatewayIntents, Guild, GuildChannel, GuildId, Message, MessageId,
+    ChannelId, Context, EventHandler, GatewayIntents, Guild, GuildChannel, GuildId, Message, MessageId, MessageType,
     MessageUpdateEvent, Reaction, Ready, ResumedEvent, ShardStageUpdateEvent,
 };
 use serenity::async_trait;
@@ -87,32 +87,25 @@ impl Shared {
         self.amc.set_source_status(Source::Discord, SourceStatus { state, reason });
     }
 
-    /// The channel a message belongs to, named from what the gateway told AMC.
-    pub(crate) fn spec_for(&self, m: &Message) -> ChannelSpec {
-        let selves = self.selves();
-        match m.guild_id {
-            Some(g) => {
-                let guild = lock(&self.guild_names).get(&g).cloned().unwrap_or_else(|| "Discord".into());
-                // The channel's own name comes from GUILD_CREATE; a message alone does not carry it.
-                let name = lock(&self.channel_names).get(&m.channel_id).cloned();
-                ChannelSpec {
-                    platform_id: m.channel_id.to_string(),
-                    name: name.unwrap_or_else(|| format!("{guild} / #{}", m.channel_id)),
-                    kind: amc_core::model::ChannelKind::Group,
-                }
-            }
-            None => {
-                let mut names = lock(&self.channel_names);
-                if !selves.contains_id(m.author.id) {
-                    let spec = convert::dm_channel(&m.channel_id.to_string(), &m.author);
-                    names.insert(m.channel_id, spec.name.clone());
-                    return spec;
-                }
-                // The bot's own message in a DM: keep the name the other person gave it.
-                let name = names.get(&m.channel_id).cloned().unwrap_or_else(|| "Discord DM".into());
-                ChannelSpec { platform_id: m.channel_id.to_string(), name, kind: amc_core::model::ChannelKind::Dm }
-            }
+    /// The channel a message belongs to, named from what the gateway told AMC; `None`
+    /// for a server channel AMC does not follow (a thread, a forum post, a voice
+    /// channel's text), which GUILD_CREATE and CHANNEL_CREATE did not register.
+    pub(crate) fn spec_for(&self, m: &Message) -> Option<ChannelSpec> {
+        let platform_id = m.channel_id.to_string();
+        let mut names = lock(&self.channel_names);
+        if m.guild_id.is_some() {
+            let name = names.get(&m.channel_id).cloned()?;
+            return Some(ChannelSpec { platform_id, name, kind: amc_core::model::ChannelKind::Group });
         }
+        if !self.selves().contains_id(m.author.id) {
+            let spec = convert::dm_channel(&platform_id, &m.author);
+            names.insert(m.channel_id, spec.name.clone());
+            return Some(spec);
+        }
+        // The bot's own message in a DM carries only the bot: the name the other person
+        // gave the channel stays (empty keeps the stored one).
+        let name = names.get(&m.channel_id).cloned().unwrap_or_default();
+        Some(ChannelSpec { platform_id, name, kind: amc_core::model::ChannelKind::Dm })
     }
 
     async fn store(&self, spec: ChannelSpec, messages: Vec<IncomingMessage>) {
@@ -256,6 +249,17 @@ impl EventHandler for Handler {
     }
 }
 
+/// A connection is up: the source is connected (unless the Message Content intent is
+/// off), and every allowed channel is read back from where the store stood.
+async fn connected(shared: &Arc<Shared>) {
+    match shared.content_missing() {
+        true => shared.set_status(SourceState::Degraded, Some(CONTENT_INTENT_FIX.into())),
+        false => shared.set_status(SourceState::Connected, None),
+    }
+    let anchors = history::anchors(shared).await;
+    tokio::spawn(history::catch_up(shared.clone(), anchors));
+}
+
 /// Applies the gateway's events in order, one at a time, until the queue closes.
 pub(crate) async fn consume(shared: Arc<Shared>, mut queue: tokio::sync::mpsc::UnboundedReceiver<Incoming>) {
     while let Some(event) = queue.recv().await {
@@ -268,17 +272,11 @@ async fn apply(shared: &Arc<Shared>, event: Incoming) {
         Incoming::Ready(ready) => {
             lock(&shared.selves).bot = Some(ready.user.id);
             tracing::info!(bot = %ready.user.name, guilds = ready.guilds.len(), "connected to Discord");
-            if !shared.content_missing() {
-                shared.set_status(SourceState::Connected, None);
-            }
-            tokio::spawn(history::catch_up(shared.clone()));
+            connected(shared).await;
         }
         Incoming::Resumed => {
             tracing::info!("resumed the Discord session");
-            if !shared.content_missing() {
-                shared.set_status(SourceState::Connected, None);
-            }
-            tokio::spawn(history::catch_up(shared.clone()));
+            connected(shared).await;
         }
         Incoming::Disconnected => shared.set_status(
             SourceState::Degraded,
@@ -296,8 +294,7 @@ async fn apply(shared: &Arc<Shared>, event: Incoming) {
         }
         Incoming::Message(m) => {
             shared.check_content(&m);
-            if convert::is_conversation(m.kind) {
-                let spec = shared.spec_for(&m);
+            if let (true, Some(spec)) = (convert::is_conversation(m.kind), shared.spec_for(&m)) {
                 let msg = convert::message(&m, shared.selves());
                 shared.store(spec, vec![msg]).await;
             }
@@ -320,9 +317,11 @@ async fn apply(shared: &Arc<Shared>, event: Incoming) {
             m.attachments = e.attachments.clone().unwrap_or_default();
             m.message_reference = e.message_reference.clone().flatten();
             m.member = e.member.clone().flatten();
-            let spec = shared.spec_for(&m);
-            let msg = convert::message(&m, shared.selves());
-            shared.store(spec, vec![msg]).await;
+            m.kind = e.kind.unwrap_or(MessageType::Regular);
+            if let (true, Some(spec)) = (convert::is_conversation(m.kind), shared.spec_for(&m)) {
+                let msg = convert::message(&m, shared.selves());
+                shared.store(spec, vec![msg]).await;
+            }
         }
         Incoming::Deleted(ids) => {
             let ids = ids.iter().map(ToString::to_string).collect();

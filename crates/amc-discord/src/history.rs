@@ -27,17 +27,35 @@ enum Walk {
     Latest,
 }
 
-/// After a (re)connection: every allowed Discord channel, from its newest stored message.
-pub(crate) async fn catch_up(shared: Arc<Shared>) {
+/// Where each allowed Discord channel's catch-up starts: its newest stored message when
+/// the connection was made. Taken before any event of the new connection is stored, so a
+/// live message cannot move the start past the gap.
+pub(crate) struct Anchors(Vec<(ChannelAdmin, Walk)>);
+
+/// Reads the anchors (the gateway's consumer awaits this before the next event).
+pub(crate) async fn anchors(shared: &Shared) -> Anchors {
     let channels = match shared.amc.admin_channels(Some(ChannelState::Allowed), None).await {
         Ok(c) => c,
         Err(e) => {
             tracing::warn!(error = %e, "could not list channels to catch up on");
-            return;
+            return Anchors(Vec::new());
         }
     };
+    let mut out = Vec::new();
     for ch in channels.into_iter().filter(|c| c.source == Source::Discord) {
-        forward(&shared, &ch).await;
+        let from = match bounds(shared, &ch).await {
+            Some((newest, _)) => Walk::After(newest.0),
+            None => Walk::Latest,
+        };
+        out.push((ch, from));
+    }
+    Anchors(out)
+}
+
+/// After a (re)connection: every allowed Discord channel, from its anchor on.
+pub(crate) async fn catch_up(shared: Arc<Shared>, anchors: Anchors) {
+    for (ch, from) in anchors.0 {
+        walk(&shared, &ch, from).await;
     }
 }
 
@@ -45,7 +63,8 @@ pub(crate) async fn catch_up(shared: Arc<Shared>) {
 /// the history before its oldest, down to the approval's start.
 pub(crate) async fn approved(shared: Arc<Shared>, ch: ChannelAdmin) {
     forward(&shared, &ch).await;
-    if !shared.take_history(&ch.id) {
+    // Once per approval: approving again with more history reads again.
+    if !shared.take_history(&format!("{}@{:?}", ch.id, ch.visible_from)) {
         return;
     }
     let Some((_, oldest)) = bounds(&shared, &ch).await else { return };

@@ -107,6 +107,7 @@ impl Discord {
                 }
             };
             let manager = client.shard_manager.clone();
+            let began = std::time::Instant::now();
             let outcome = tokio::select! {
                 r = client.start() => Some(r),
                 () = stop.cancelled() => None,
@@ -126,6 +127,10 @@ impl Discord {
                 Err(e) => format!("the Discord connection failed: {e}"),
             };
             shared.set_status(SourceState::Degraded, Some(reason));
+            if began.elapsed() > std::time::Duration::from_secs(60) {
+                // It ran for a while: this is a new failure, not the next of a series.
+                attempt = 0;
+            }
             if pause(&stop, attempt).await {
                 return;
             }
@@ -137,7 +142,8 @@ impl Discord {
     /// stand-in reached as a proxy (serenity's rate limiter ignores proxies, so it is off).
     fn http(&self) -> serenity::http::Http {
         let builder = HttpBuilder::new(self.token.expose());
-        if self.settings.api_url == "https://discord.com" {
+        let discord = url::Url::parse(&self.settings.api_url).is_ok_and(|u| u.host_str() == Some("discord.com"));
+        if discord {
             builder.build()
         } else {
             builder.proxy(self.settings.api_url.clone()).ratelimiter_disabled(true).build()

@@ -166,6 +166,11 @@ impl DiscordSender {
             StatusCode::PAYLOAD_TOO_LARGE => {
                 SendError::TooLarge(format!("Discord refused the files as too large: {detail}"))
             }
+            // A server error can come after Discord created the message: never "not sent".
+            s if s.is_server_error() => SendError::Unknown(format!(
+                "Discord answered {} ({detail}); the message may have gone out: check the channel before sending it again",
+                s.as_u16()
+            )),
             _ => SendError::Failed(format!("Discord refused the message ({}): {detail}", status.as_u16())),
         }
     }

@@ -24,8 +24,13 @@ use amc_imessage::watch::WatchConfig;
 pub fn log_filter(default: &str) -> tracing_subscriber::EnvFilter {
     match std::env::var("AMC_LOG") {
         Ok(spec) if !spec.trim().is_empty() => {
-            tracing_subscriber::EnvFilter::try_new(format!("{spec},rmcp::service=info"))
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default))
+            // Libraries that log whole messages at trace level stay above it: rmcp logs
+            // requests with their tokens, the WebSocket library the Discord gateway's
+            // frames (IDENTIFY carries the bot's token) and every message it receives.
+            tracing_subscriber::EnvFilter::try_new(format!(
+                "{spec},rmcp::service=info,tungstenite=debug,tokio_tungstenite=debug"
+            ))
+            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default))
         }
         _ => tracing_subscriber::EnvFilter::new(default),
     }

@@ -80,7 +80,7 @@ fn the_bot_token_comes_from_the_environment_and_never_reaches_the_log() {
                 .with_bearer(&agent_token)
                 .with_header("x-agent-id", "claude")
         };
-        fake.post(general, &alice, "ping");
+        fake.post(general, &alice, "a-distinctive-message-body");
         until("the message", || async {
             let r = agent().await.get("/messages/unread").await.ok()?.json();
             (r["messages"].as_array()?.len() == 1).then_some(())
@@ -99,4 +99,10 @@ fn the_bot_token_comes_from_the_environment_and_never_reaches_the_log() {
     assert!(log.contains("TRACE"), "the log ran at its most detailed level");
     assert!(log.contains("connected to Discord"), "{log}");
     assert!(!log.contains("secret-part"), "the token leaked into the log");
+    // Nor in the encodings libraries use to log raw frames: hex, or decimal bytes.
+    let hex: String = "secret-part".bytes().map(|b| format!("{b:02x}")).collect();
+    let decimal = "secret-part".bytes().map(|b| b.to_string()).collect::<Vec<_>>().join(", ");
+    assert!(!log.contains(&hex), "the token leaked into the log as hex");
+    assert!(!log.contains(&decimal), "the token leaked into the log as bytes");
+    assert!(!log.contains("a-distinctive-message-body"), "what people write is not logged either");
 }

@@ -196,7 +196,8 @@ pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    let tmp = path.with_extension("part");
+    // A name of its own, so that two writers of the same file never share one.
+    let tmp = path.with_extension(format!("{}.part", ulid::Ulid::generate()));
     let mut out = File::create(&tmp)?;
     out.write_all(bytes)?;
     out.sync_all()?;

@@ -17,7 +17,7 @@ const DAY_MS: i64 = 86_400_000;
 pub struct ChannelSpec {
     /// The platform's id (chat guid, Discord channel id).
     pub platform_id: String,
-    /// The name to show.
+    /// The name to show; empty when the source does not know it (a stored name stays).
     pub name: String,
     /// `dm` or `group`.
     pub kind: ChannelKind,
@@ -77,6 +77,15 @@ pub(super) fn lower_floors(tx: &Transaction<'_>, at: Millis, id: &str) -> Result
     Ok(())
 }
 
+/// The name a new channel gets: the source's, or a placeholder when it has none yet.
+fn display_name(spec: &ChannelSpec) -> &str {
+    match (spec.name.is_empty(), spec.kind) {
+        (false, _) => &spec.name,
+        (true, ChannelKind::Dm) => "Direct message",
+        (true, ChannelKind::Group) => "Group",
+    }
+}
+
 /// Finds or creates the channel; returns its id and whether it is new.
 pub(super) fn upsert(tx: &Transaction<'_>, source: Source, spec: &ChannelSpec, now: Millis) -> Result<(String, bool)> {
     let existing: Option<(String, String, String)> = tx
@@ -84,9 +93,12 @@ pub(super) fn upsert(tx: &Transaction<'_>, source: Source, spec: &ChannelSpec, n
         .query_row(params![source.as_str(), spec.platform_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
         .optional()?;
     if let Some((id, name, kind)) = existing {
-        if name != spec.name || kind != spec.kind.as_str() {
+        // An empty name is a source that does not know it: the stored one stays.
+        let name_changed = !spec.name.is_empty() && name != spec.name;
+        if name_changed || kind != spec.kind.as_str() {
+            let name = if name_changed { spec.name.as_str() } else { name.as_str() };
             tx.prepare_cached("UPDATE channels SET name = ?2, kind = ?3, updated_at = ?4 WHERE id = ?1")?
-                .execute(params![id, spec.name, spec.kind.as_str(), now])?;
+                .execute(params![id, name, spec.kind.as_str(), now])?;
         }
         return Ok((id, false));
     }
@@ -94,7 +106,7 @@ pub(super) fn upsert(tx: &Transaction<'_>, source: Source, spec: &ChannelSpec, n
     tx.prepare_cached(
         "INSERT INTO channels (id, source, platform_id, name, kind, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)",
     )?
-    .execute(params![id, source.as_str(), spec.platform_id, spec.name, spec.kind.as_str(), now])?;
+    .execute(params![id, source.as_str(), spec.platform_id, display_name(spec), spec.kind.as_str(), now])?;
     Ok((id, true))
 }
 

@@ -647,7 +647,7 @@ impl Store {
 }
 
 impl Store {
-    /// Marks messages the platform deleted as unsent: their text and reactions are
+    /// Marks messages the platform deleted as unsent: their text, reactions and files are
     /// dropped, the rows stay (agents may have seen them). Returns the ids of the
     /// messages that changed, with their channels.
     pub fn mark_unsent(&self, source: Source, platform_ids: &[String], at: Millis) -> Result<Vec<(String, String)>> {
@@ -664,24 +664,31 @@ impl Store {
                     changed.push(row);
                 }
             }
+            let mut files = tx.prepare_cached(
+                "UPDATE attachments SET available = 0, remote_url = NULL, local_path = NULL WHERE message_id = ?1",
+            )?;
+            for (id, _) in &changed {
+                files.execute([id])?;
+            }
             Ok(changed)
         })
     }
 
     /// The platform ids of a channel's newest and oldest stored messages (by the time
-    /// they were sent), for a source that fetches history from there.
+    /// they were sent) among those with numeric ids (Discord's snowflakes; not the test
+    /// sender's), for a source that fetches history from there.
     pub fn message_bounds(&self, channel_id: &str) -> Result<Option<(String, String)>> {
         self.read(|tx| {
             let newest: Option<String> = tx
                 .prepare_cached(
-                    "SELECT platform_id FROM messages WHERE channel_id = ?1 \
+                    "SELECT platform_id FROM messages WHERE channel_id = ?1 AND platform_id NOT GLOB '*[^0-9]*' \
                      ORDER BY sent_at DESC, length(platform_id) DESC, platform_id DESC LIMIT 1",
                 )?
                 .query_row([channel_id], |r| r.get(0))
                 .optional()?;
             let oldest: Option<String> = tx
                 .prepare_cached(
-                    "SELECT platform_id FROM messages WHERE channel_id = ?1 \
+                    "SELECT platform_id FROM messages WHERE channel_id = ?1 AND platform_id NOT GLOB '*[^0-9]*' \
                      ORDER BY sent_at, length(platform_id), platform_id LIMIT 1",
                 )?
                 .query_row([channel_id], |r| r.get(0))

@@ -117,6 +117,19 @@ async fn attachments_are_described_at_once_and_fetched_when_an_agent_asks() {
         assert_eq!(&file.body[..], b"\x89PNG fake cat");
         assert_eq!(file.header("content-type"), Some("image/png"));
     }
+    // A deleted message takes its files with it.
+    let gone = amc.fake.post_with(general, &alice, "oops", None, &[("private.txt", b"secret")]);
+    let path = amc
+        .eventually("the second message", || async {
+            let m = agent.unread(&id).await;
+            m.get(1).and_then(|m| m["attachments"][0]["download_path"].as_str().map(str::to_owned))
+        })
+        .await;
+    amc.fake.delete(general, gone);
+    amc.eventually("the file to be gone", || async {
+        (agent.conn().await.get(&path).await.ok()?.status == 404).then_some(())
+    })
+    .await;
     // Over the fetch limit: a clear error, nothing half-kept.
     let huge = agent.conn().await.get(atts[1]["download_path"].as_str().expect("path")).await.expect("download");
     assert_eq!(huge.status, 404);
@@ -154,7 +167,7 @@ async fn messages_sent_while_the_session_was_lost_are_fetched_once_back_and_none
         })
         .await;
     let texts: Vec<&str> = msgs.iter().map(|m| m["text"].as_str().unwrap_or_default()).collect();
-    assert_eq!(texts, ["one", "two", "three", "four", "five"]);
+    assert_eq!(texts, ["one", "two", "three", "four", "five"], "\"five\" came live before the catch-up ran");
 
     // A resumable drop: Discord replays the missed dispatches, and the catch-up reads
     // the same messages again through REST; each is stored once.
@@ -259,12 +272,19 @@ async fn a_dm_becomes_a_pending_channel_named_after_the_person() {
     assert_eq!(ch["name"], "carol");
     assert_eq!(ch["kind"], "dm");
     assert_eq!(ch["state"], "pending");
-    let id = amc.approve(dm, json!({ "history": "all" })).await;
+    let id = amc.approve(dm, json!({ "history": "all", "send_policy": "auto" })).await;
     let agent = amc.agent("claude").await;
     let msgs = agent.unread(&id).await;
     assert_eq!(msgs.len(), 1);
     assert_eq!(msgs[0]["text"], "are you there?");
     assert_eq!(msgs[0]["channel"]["kind"], "dm");
+    // The bot's answer comes back on the gateway carrying only the bot: the channel keeps
+    // the person's name.
+    let sent = agent.send(json!({ "channel_id": id, "text": "yes" })).await;
+    assert_eq!(sent.status, 200, "{:?}", sent.json());
+    assert_eq!(amc.fake.posts()[0].channel_id, dm.to_string());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(amc.channel(dm).await["name"], "carol");
     amc.stop().await;
 }
 
@@ -340,5 +360,62 @@ async fn bursts_of_events_are_applied_in_the_gateways_order() {
     assert_eq!(msgs.len(), 1);
     assert_eq!(msgs[0]["text"], "draft 30");
     assert_eq!(msgs[0]["reactions"], json!([]), "the last event took the reaction back");
+    amc.stop().await;
+}
+
+#[tokio::test]
+async fn a_live_message_right_after_reconnecting_does_not_hide_the_gap_in_any_channel() {
+    let amc = start(&["first", "second", "third"], "").await;
+    let channels = amc.fake.channel_ids();
+    let mut ids = Vec::new();
+    for c in &channels {
+        ids.push(amc.approve(*c, json!({ "history": "from_now" })).await);
+    }
+    amc.eventually("the approvals' history reads", || async { (amc.fake.counts().3 >= 3).then_some(()) }).await;
+    let agent = amc.agent("claude").await;
+    let alice = amc.fake.user("alice");
+    amc.fake.set_accepting(false);
+    amc.fake.invalidate_session();
+    amc.fake.drop_connection();
+    for c in &channels {
+        for i in 0..3 {
+            amc.fake.post_unseen(*c, &alice, &format!("missed {i}"));
+        }
+    }
+    let back = amc.fake.connected(Duration::from_secs(60));
+    amc.fake.set_accepting(true);
+    assert!(back.await, "the bot came back");
+    // Live messages in every channel at once, while the catch-up has barely started.
+    for c in channels.iter().rev() {
+        amc.fake.post(*c, &alice, "live");
+    }
+    for id in &ids {
+        let texts = amc
+            .eventually("every channel's gap and its live message", || async {
+                let m = agent.unread(id).await;
+                (m.len() >= 4).then_some(m)
+            })
+            .await;
+        let texts: Vec<&str> = texts.iter().map(|m| m["text"].as_str().unwrap_or_default()).collect();
+        assert_eq!(texts, ["missed 0", "missed 1", "missed 2", "live"]);
+    }
+    amc.stop().await;
+}
+
+#[tokio::test]
+async fn messages_in_channels_amc_does_not_follow_are_not_stored() {
+    let amc = start(&["general"], "").await;
+    let alice = amc.fake.user("alice");
+    // A thread (or a voice channel's text): a channel GUILD_CREATE did not list.
+    let thread = amc.fake.user("thread").id;
+    amc.fake.post(thread, &alice, "in a thread");
+    let general = amc.fake.channel_ids()[0];
+    amc.fake.post(general, &alice, "in general");
+    amc.eventually("the message in general", || async {
+        (amc.channel(general).await["message_count"] == 1).then_some(())
+    })
+    .await;
+    let all = amc.admin().await.get("/admin/channels").await.expect("channels").json();
+    assert_eq!(all["channels"].as_array().map(Vec::len), Some(1), "{all}");
     amc.stop().await;
 }

@@ -127,10 +127,18 @@ async fn discords_refusals_become_the_contracts_errors() {
     assert_eq!(error_code(&resp), "RATE_LIMITED");
     assert_eq!(resp.header("retry-after"), Some("7"));
 
-    amc.fake.reply_next_post(500, &[], json!({ "message": "Internal Server Error", "code": 0 }));
+    amc.fake.reply_next_post(400, &[], json!({ "message": "Cannot send an empty message", "code": 50006 }));
     let resp = send("two").await;
     assert_eq!(resp.status, 502, "{:?}", resp.json());
     assert_eq!(error_code(&resp), "PLATFORM_SEND_FAILED");
+    assert!(resp.json()["error"]["message"].as_str().unwrap_or_default().contains("Cannot send an empty message"));
+
+    // A server error may come after Discord created the message: its outcome is unknown,
+    // for the person to check, and it is not tried again.
+    amc.fake.reply_next_post(502, &[], json!({ "message": "Bad Gateway", "code": 0 }));
+    let resp = send("two and a half").await;
+    assert_eq!(resp.status, 202, "{:?}", resp.json());
+    assert_eq!(resp.json()["status"], "unknown");
 
     amc.fake.reply_next_post(403, &[], json!({ "message": "Missing Permissions", "code": 50013 }));
     let resp = send("three").await;
@@ -152,10 +160,12 @@ async fn discords_refusals_become_the_contracts_errors() {
         (amc.health().await["state"] == "connected").then_some(())
     })
     .await;
-    assert_eq!(amc.fake.posts().len(), 5, "each send was tried exactly once");
-    // The log shows the refused sends as failed.
+    assert_eq!(amc.fake.posts().len(), 6, "each send was tried exactly once");
+    // The log shows the refused sends as failed, and the one to check as unknown.
     let log = amc.admin().await.get("/admin/sends?status=failed").await.expect("sends").json();
     assert_eq!(log["sends"].as_array().map(Vec::len), Some(4), "{log}");
+    let log = amc.admin().await.get("/admin/sends?status=unknown").await.expect("sends").json();
+    assert_eq!(log["sends"].as_array().map(Vec::len), Some(1), "{log}");
     amc.stop().await;
 }
 
