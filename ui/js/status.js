@@ -88,7 +88,8 @@ function permissions(sources) {
           h("div", { class: "row-title" }, h("span", { class: "name", text: p.name }),
             h("span", { class: `badge permission-${state}`, text: label })),
           h("p", { class: "muted", text: p.what }),
-          state === "granted" || state === "off" ? null : h("p", { class: "reason", text: `To fix: ${p.fix}` })));
+          state === "granted" || state === "off" ? null
+            : h("p", { class: "reason", text: `${state === "needed" ? "To fix" : "If it was refused"}: ${p.fix}` })));
     })));
 }
 
