@@ -23,6 +23,24 @@ pub async fn start(channels: &[&str], extra: &str) -> Amc {
     start_with(fake, extra).await
 }
 
+/// One channel, "general", approved with `approval`, and an agent: what most tests need.
+pub struct General {
+    pub amc: Amc,
+    /// Discord's id of the channel.
+    pub channel: u64,
+    /// AMC's id of the channel.
+    pub id: String,
+    pub agent: Agent,
+}
+
+pub async fn general(extra: &str, approval: Value) -> General {
+    let amc = start(&["general"], extra).await;
+    let channel = amc.fake.channel_ids()[0];
+    let id = amc.approve(channel, approval).await;
+    let agent = amc.agent("claude").await;
+    General { amc, channel, id, agent }
+}
+
 pub async fn start_with(fake: FakeDiscord, extra: &str) -> Amc {
     let dir = tempfile::tempdir().expect("tempdir");
     let config = format!(

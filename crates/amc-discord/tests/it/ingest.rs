@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::harness::start;
+use crate::harness::{General, general, start};
 
 #[tokio::test]
 async fn guild_channels_start_pending_and_an_approved_channels_messages_reach_agents() {
@@ -45,10 +45,7 @@ async fn guild_channels_start_pending_and_an_approved_channels_messages_reach_ag
 
 #[tokio::test]
 async fn edits_deletions_reactions_and_replies_reach_stored_messages() {
-    let amc = start(&["general"], "").await;
-    let general = amc.fake.channel_ids()[0];
-    let id = amc.approve(general, json!({ "history": "from_now" })).await;
-    let agent = amc.agent("codex").await;
+    let General { amc, channel: general, id, agent } = general("", json!({ "history": "from_now" })).await;
     let (alice, bob) = (amc.fake.user("alice"), amc.fake.user("bob"));
     let parent = amc.fake.post(general, &alice, "lunch?");
     let reply = amc.fake.post_with(general, &bob, "yes, noon", Some(parent), &[]);
@@ -92,10 +89,8 @@ async fn edits_deletions_reactions_and_replies_reach_stored_messages() {
 
 #[tokio::test]
 async fn attachments_are_described_at_once_and_fetched_when_an_agent_asks() {
-    let amc = start(&["general"], "attachment_fetch_limit_mb = 1").await;
-    let general = amc.fake.channel_ids()[0];
-    let id = amc.approve(general, json!({ "history": "from_now" })).await;
-    let agent = amc.agent("claude").await;
+    let General { amc, channel: general, id, agent } =
+        general("attachment_fetch_limit_mb = 1", json!({ "history": "from_now" })).await;
     let alice = amc.fake.user("alice");
     let big = vec![7u8; 1024 * 1024 + 1];
     amc.fake.post_with(general, &alice, "photos", None, &[("cat.png", b"\x89PNG fake cat"), ("huge.bin", &big)]);
@@ -140,10 +135,7 @@ async fn attachments_are_described_at_once_and_fetched_when_an_agent_asks() {
 
 #[tokio::test]
 async fn messages_sent_while_the_session_was_lost_are_fetched_once_back_and_none_doubled() {
-    let amc = start(&["general"], "").await;
-    let general = amc.fake.channel_ids()[0];
-    let id = amc.approve(general, json!({ "history": "from_now" })).await;
-    let agent = amc.agent("claude").await;
+    let General { amc, channel: general, id, agent } = general("", json!({ "history": "from_now" })).await;
     let alice = amc.fake.user("alice");
     amc.fake.post(general, &alice, "one");
     amc.eventually("the first message", || async { (agent.unread(&id).await.len() == 1).then_some(()) }).await;
@@ -290,10 +282,7 @@ async fn a_dm_becomes_a_pending_channel_named_after_the_person() {
 
 #[tokio::test]
 async fn a_reconnect_request_resumes_the_session_and_loses_nothing() {
-    let amc = start(&["general"], "").await;
-    let general = amc.fake.channel_ids()[0];
-    let id = amc.approve(general, json!({ "history": "from_now" })).await;
-    let agent = amc.agent("claude").await;
+    let General { amc, channel: general, id, agent } = general("", json!({ "history": "from_now" })).await;
     let alice = amc.fake.user("alice");
     let back = amc.fake.connected(Duration::from_secs(60));
     amc.fake.request_reconnect();

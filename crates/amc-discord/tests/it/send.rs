@@ -2,14 +2,12 @@
 
 use serde_json::{Value, json};
 
-use crate::harness::{Agent, Amc, start};
+use crate::harness::{Agent, Amc, General, general};
 
 /// An allowed channel whose sends go out at once, an agent, and a message to reply to.
 async fn ready(extra: &str) -> (Amc, Agent, String, u64, String) {
-    let amc = start(&["general"], extra).await;
-    let general = amc.fake.channel_ids()[0];
-    let id = amc.approve(general, json!({ "history": "from_now", "send_policy": "auto" })).await;
-    let agent = amc.agent("claude").await;
+    let General { amc, channel: general, id, agent } =
+        general(extra, json!({ "history": "from_now", "send_policy": "auto" })).await;
     let alice = amc.fake.user("alice");
     let parent = amc.fake.post(general, &alice, "can you send the report?");
     let parent_id = amc
