@@ -116,6 +116,17 @@ impl Amc {
         }
     }
 
+    /// The texts of a channel's unread messages once there are at least `n`.
+    pub async fn texts(&self, agent: &Agent, channel_id: &str, n: usize, what: &str) -> Vec<String> {
+        let msgs = self
+            .eventually(what, || async {
+                let m = agent.unread(channel_id).await;
+                (m.len() >= n).then_some(m)
+            })
+            .await;
+        msgs.iter().map(|m| m["text"].as_str().unwrap_or_default().to_owned()).collect()
+    }
+
     pub async fn stop(mut self) {
         if let Some(r) = self.running.take() {
             r.run_until(async {}).await.expect("stops cleanly");

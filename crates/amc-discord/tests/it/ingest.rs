@@ -152,13 +152,7 @@ async fn messages_sent_while_the_session_was_lost_are_fetched_once_back_and_none
     assert!(back.await, "the bot came back");
     amc.fake.post(general, &alice, "five");
 
-    let msgs = amc
-        .eventually("the gap to be filled", || async {
-            let m = agent.unread(&id).await;
-            (m.len() >= 5).then_some(m)
-        })
-        .await;
-    let texts: Vec<&str> = msgs.iter().map(|m| m["text"].as_str().unwrap_or_default()).collect();
+    let texts = amc.texts(&agent, &id, 5, "the gap to be filled").await;
     assert_eq!(texts, ["one", "two", "three", "four", "five"], "\"five\" came live before the catch-up ran");
 
     // A resumable drop: Discord replays the missed dispatches, and the catch-up reads
@@ -168,16 +162,11 @@ async fn messages_sent_while_the_session_was_lost_are_fetched_once_back_and_none
     assert!(amc.fake.connected(Duration::from_secs(60)).await, "resumed");
     let (_, resumes, _, _) = amc.fake.counts();
     assert!(resumes >= 1, "the client resumed its session");
-    let msgs = amc
-        .eventually("the replayed message", || async {
-            let m = agent.unread(&id).await;
-            (m.len() >= 6).then_some(m)
-        })
-        .await;
+    let texts = amc.texts(&agent, &id, 6, "the replayed message").await;
+    assert_eq!(texts[5], "six");
     tokio::time::sleep(Duration::from_millis(300)).await;
     let again = agent.unread(&id).await;
     assert_eq!(again.len(), 6, "nothing doubled: {again:?}");
-    assert_eq!(msgs[5]["text"], "six");
     amc.stop().await;
 }
 
@@ -289,13 +278,7 @@ async fn a_reconnect_request_resumes_the_session_and_loses_nothing() {
     amc.fake.post(general, &alice, "during the reconnect");
     assert!(back.await, "the client came back");
     amc.fake.post(general, &alice, "after it");
-    let msgs = amc
-        .eventually("both messages", || async {
-            let m = agent.unread(&id).await;
-            (m.len() >= 2).then_some(m)
-        })
-        .await;
-    let texts: Vec<&str> = msgs.iter().map(|m| m["text"].as_str().unwrap_or_default()).collect();
+    let texts = amc.texts(&agent, &id, 2, "both messages").await;
     assert_eq!(texts, ["during the reconnect", "after it"]);
     let (identifies, resumes, _, _) = amc.fake.counts();
     assert_eq!((identifies, resumes), (1, 1), "op 7 is answered with RESUME, not a new session");
@@ -379,13 +362,7 @@ async fn a_live_message_right_after_reconnecting_does_not_hide_the_gap_in_any_ch
         amc.fake.post(*c, &alice, "live");
     }
     for id in &ids {
-        let texts = amc
-            .eventually("every channel's gap and its live message", || async {
-                let m = agent.unread(id).await;
-                (m.len() >= 4).then_some(m)
-            })
-            .await;
-        let texts: Vec<&str> = texts.iter().map(|m| m["text"].as_str().unwrap_or_default()).collect();
+        let texts = amc.texts(&agent, id, 4, "every channel's gap and its live message").await;
         assert_eq!(texts, ["missed 0", "missed 1", "missed 2", "live"]);
     }
     amc.stop().await;
