@@ -3,7 +3,9 @@
 use amc_core::model::{ChannelKind, IncomingAttachment, IncomingMessage, Reaction, SenderInfo};
 use amc_core::store::ChannelSpec;
 use amc_core::time::Millis;
-use serenity::model::channel::{Attachment, ChannelType, GuildChannel, Message, MessageType, ReactionType};
+use serenity::model::channel::{
+    Attachment, ChannelType, GuildChannel, Message, MessageReferenceKind, MessageType, ReactionType,
+};
 use serenity::model::id::UserId;
 use serenity::model::user::User;
 
@@ -77,7 +79,13 @@ pub fn message(m: &Message, selves: Selves) -> IncomingMessage {
         sender: sender(&m.author, nick, selves),
         text: m.content.clone(),
         sent_at: millis(&m.timestamp),
-        reply_to_platform_id: m.message_reference.as_ref().and_then(|r| r.message_id).map(|id| id.to_string()),
+        // A forward also carries a reference: only a reply is a reply.
+        reply_to_platform_id: m
+            .message_reference
+            .as_ref()
+            .filter(|r| r.kind == MessageReferenceKind::Default)
+            .and_then(|r| r.message_id)
+            .map(|id| id.to_string()),
         attachments: m.attachments.iter().map(attachment).collect(),
         edited_at: m.edited_timestamp.as_ref().map(millis),
         unsent: false,

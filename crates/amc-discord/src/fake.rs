@@ -269,6 +269,22 @@ impl FakeDiscord {
         inner.dispatch(if added { "MESSAGE_REACTION_ADD" } else { "MESSAGE_REACTION_REMOVE" }, d);
     }
 
+    /// A moderator takes away every reaction of a message (MESSAGE_REACTION_REMOVE_ALL), or
+    /// every one with `emoji` (MESSAGE_REACTION_REMOVE_EMOJI).
+    pub fn clear_reactions(&self, channel: u64, id: u64, emoji: Option<&str>) {
+        let mut inner = self.lock();
+        let guild = inner.guild.0.to_string();
+        let mut d = json!({ "channel_id": channel.to_string(), "message_id": id.to_string(), "guild_id": guild });
+        let event = match emoji {
+            Some(e) => {
+                d["emoji"] = json!({ "id": null, "name": e });
+                "MESSAGE_REACTION_REMOVE_EMOJI"
+            }
+            None => "MESSAGE_REACTION_REMOVE_ALL",
+        };
+        inner.dispatch(event, d);
+    }
+
     /// Ends the live connection without a close frame, as a network failure would; the
     /// session stays resumable.
     pub fn drop_connection(&self) {

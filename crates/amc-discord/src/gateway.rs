@@ -139,7 +139,12 @@ impl Shared {
         if selves.contains_id(m.author.id) || m.author.bot || !convert::is_conversation(m.kind) {
             return;
         }
-        let exempt = m.guild_id.is_none() || selves.bot.is_some_and(|b| m.mentions.iter().any(|u| u.id == b));
+        // Text comes without the intent in DMs and when the bot is mentioned; forwards and
+        // polls have none of their own.
+        let exempt = m.guild_id.is_none()
+            || selves.bot.is_some_and(|b| m.mentions.iter().any(|u| u.id == b))
+            || !m.message_snapshots.is_empty()
+            || m.poll.is_some();
         let empty =
             m.content.is_empty() && m.attachments.is_empty() && m.embeds.is_empty() && m.sticker_items.is_empty();
         if empty && !exempt {
@@ -178,6 +183,8 @@ pub(crate) enum Incoming {
     Edit(Box<MessageUpdateEvent>),
     Deleted(Vec<MessageId>),
     Reaction(Box<Reaction>, bool),
+    /// All reactions of a message taken away, or all with one emoji.
+    ReactionsCleared(MessageId, Option<String>),
 }
 
 /// serenity's event handler. serenity runs each event on a task of its own; the handler
@@ -246,6 +253,14 @@ impl EventHandler for Handler {
 
     async fn reaction_remove(&self, _ctx: Context, r: Reaction) {
         self.push(Incoming::Reaction(Box::new(r), false));
+    }
+
+    async fn reaction_remove_all(&self, _ctx: Context, _channel: ChannelId, message: MessageId) {
+        self.push(Incoming::ReactionsCleared(message, None));
+    }
+
+    async fn reaction_remove_emoji(&self, _ctx: Context, r: Reaction) {
+        self.push(Incoming::ReactionsCleared(r.message_id, Some(convert::emoji(&r.emoji))));
     }
 }
 
@@ -327,6 +342,11 @@ async fn apply(shared: &Arc<Shared>, event: Incoming) {
             let ids = ids.iter().map(ToString::to_string).collect();
             if let Err(e) = shared.amc.mark_unsent(Source::Discord, ids).await {
                 tracing::warn!(error = %e, "could not record deleted Discord messages");
+            }
+        }
+        Incoming::ReactionsCleared(message, emoji) => {
+            if let Err(e) = shared.amc.clear_reactions(Source::Discord, message.to_string(), emoji).await {
+                tracing::warn!(error = %e, "could not clear a Discord message's reactions");
             }
         }
         Incoming::Reaction(r, added) => {

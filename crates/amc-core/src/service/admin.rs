@@ -94,6 +94,15 @@ impl Amc {
         Ok(changed.len())
     }
 
+    /// Takes away a message's reactions (all, or those with one emoji), and tells the UI.
+    pub async fn clear_reactions(&self, source: Source, platform_id: String, emoji: Option<String>) -> Result<bool> {
+        let changed = self.blocking(move |s| s.clear_reactions(source, &platform_id, emoji.as_deref())).await?;
+        if let Some((_, channel_id)) = &changed {
+            self.publish(Event::MessagesChanged { channel_id: channel_id.clone(), inserted: 0, updated: 1 });
+        }
+        Ok(changed.is_some())
+    }
+
     /// The platform ids of a channel's newest and oldest stored messages.
     pub async fn message_bounds(&self, channel_id: String) -> Result<Option<(String, String)>> {
         self.blocking(move |s| s.message_bounds(&channel_id)).await

@@ -647,6 +647,34 @@ impl Store {
 }
 
 impl Store {
+    /// Takes away every reaction on a message, or every reaction with one emoji (a
+    /// moderator clearing them). Returns the message and its channel if it changed.
+    pub fn clear_reactions(
+        &self,
+        source: Source,
+        platform_id: &str,
+        emoji: Option<&str>,
+    ) -> Result<Option<(String, String)>> {
+        self.write(|tx| {
+            let found: Option<(String, String, String)> = tx
+                .prepare_cached(
+                    "SELECT id, channel_id, reactions FROM messages WHERE source = ?1 AND platform_id = ?2",
+                )?
+                .query_row(params![source.as_str(), platform_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                .optional()?;
+            let Some((id, channel_id, json)) = found else { return Ok(None) };
+            let mut reactions: Vec<Reaction> = serde_json::from_str(&json).unwrap_or_default();
+            let before = reactions.len();
+            reactions.retain(|r| emoji.is_some_and(|e| r.emoji != e));
+            if reactions.len() == before {
+                return Ok(None);
+            }
+            let json = serde_json::to_string(&reactions).map_err(Error::internal)?;
+            tx.prepare_cached("UPDATE messages SET reactions = ?2 WHERE id = ?1")?.execute(params![id, json])?;
+            Ok(Some((id, channel_id)))
+        })
+    }
+
     /// Marks messages the platform deleted as unsent: their text, reactions and files are
     /// dropped, the rows stay (agents may have seen them). Returns the ids of the
     /// messages that changed, with their channels.

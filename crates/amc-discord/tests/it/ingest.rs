@@ -84,6 +84,13 @@ async fn edits_deletions_reactions_and_replies_reach_stored_messages() {
     assert_eq!(msgs[1]["reply_to"], msgs[0]["id"], "the reply points at its parent");
     assert_eq!(msgs[2]["text"], "", "a deleted message keeps no text");
     assert!(reply > 0);
+
+    // A moderator clears them all.
+    amc.fake.clear_reactions(general, parent, None);
+    amc.eventually("the reactions to be cleared", || async {
+        (agent.unread(&id).await[0]["reactions"] == json!([])).then_some(())
+    })
+    .await;
     amc.stop().await;
 }
 

@@ -95,9 +95,18 @@ async fn a_burst_raises_one_notice_and_the_next_waits_its_gap() {
     fx.running.amc().create_agent("bot".into()).await.expect("agent");
     let (mut rx, stop) = spawn_follow(&fx);
     let started = tokio::time::Instant::now();
-    for chat in ["a", "b", "c"] {
-        ingest(&fx, chat).await;
-    }
+    // Three conversations at once (one read of the source), however slow the machine.
+    let batches = ["a", "b", "c"]
+        .map(|c| {
+            let spec = amc_core::store::ChannelSpec {
+                platform_id: c.into(),
+                name: c.into(),
+                kind: amc_core::model::ChannelKind::Dm,
+            };
+            (spec, Vec::new())
+        })
+        .to_vec();
+    fx.running.amc().ingest_many(amc_core::model::Source::Imessage, batches, None).await.expect("ingest");
     let first = loop {
         if let Update::Notice(n) = next(&mut rx).await {
             break n;
