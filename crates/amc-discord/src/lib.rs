@@ -10,10 +10,12 @@
 //! - [`history`]: history fetched through REST, bounded and paginated.
 //! - [`send`]: sends, Discord's errors, attachments fetched on demand.
 //! - [`token`]: the bot's token from the configuration or the Keychain.
-//! - [`fake`]: a local stand-in for Discord (REST and gateway), for tests and benchmarks.
+//! - `fake` (feature `fake`): a local stand-in for Discord (REST and gateway), for tests
+//!   and benchmarks; never in AMC's binaries.
 #![deny(missing_docs)]
 
 pub mod convert;
+#[cfg(feature = "fake")]
 pub mod fake;
 pub mod gateway;
 mod history;

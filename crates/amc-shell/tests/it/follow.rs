@@ -94,6 +94,8 @@ async fn a_burst_raises_one_notice_and_the_next_waits_its_gap() {
     let fx = start().await;
     fx.running.amc().create_agent("bot".into()).await.expect("agent");
     let (mut rx, stop) = spawn_follow(&fx);
+    // The first update (the current view) comes once the follower listens.
+    next_view(&mut rx).await;
     let started = tokio::time::Instant::now();
     // Three conversations at once (one read of the source), however slow the machine.
     let batches = ["a", "b", "c"]
@@ -133,6 +135,7 @@ async fn a_burst_raises_one_notice_and_the_next_waits_its_gap() {
 async fn nothing_is_raised_for_what_the_person_already_handled() {
     let fx = start().await;
     let (mut rx, stop) = spawn_follow(&fx);
+    next_view(&mut rx).await;
     ingest(&fx, "a").await;
     let id = pending_ids(&fx).await.pop().expect("pending");
     fx.running.amc().block_channel(id).await.expect("block");
