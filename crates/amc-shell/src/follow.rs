@@ -153,7 +153,8 @@ pub async fn follow(amc: Amc, policy: NoticePolicy, stop: impl Future<Output = (
                 if notice_at.is_some_and(|t| t <= now) {
                     notice_at = None;
                     if let Some(n) = notice(std::mem::take(&mut fresh), &view) {
-                        last_notice = Some(now);
+                        // From when it is shown, not from before the counts were read.
+                        last_notice = Some(Instant::now());
                         on(Update::Notice(n));
                     }
                 }

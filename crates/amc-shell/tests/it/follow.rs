@@ -126,7 +126,9 @@ async fn a_burst_raises_one_notice_and_the_next_waits_its_gap() {
         }
     };
     assert_eq!(second.body, "An agent's message waits for your review.");
-    assert!(tokio::time::Instant::now() - first_at >= QUICK.min_gap, "notices are at least min_gap apart");
+    // Measured here, after each notice reached this test: allow for that delivery.
+    let gap = tokio::time::Instant::now() - first_at;
+    assert!(gap >= QUICK.min_gap - Duration::from_millis(100), "notices are at least min_gap apart: {gap:?}");
     stop.cancel();
     fx.running.run_until(async {}).await.expect("stops");
 }
