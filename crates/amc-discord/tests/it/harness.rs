@@ -43,14 +43,8 @@ pub async fn general(extra: &str, approval: Value) -> General {
 
 pub async fn start_with(fake: FakeDiscord, extra: &str) -> Amc {
     let dir = tempfile::tempdir().expect("tempdir");
-    let config = format!(
-        "discord_token = \"{TOKEN}\"\ndiscord_api_url = \"{}\"\nimessage_chat_db = \"\"\n{extra}\n",
-        fake.api_url()
-    );
-    std::fs::write(dir.path().join("config.toml"), config).expect("config");
-    let raw = amc_core::config::RawConfig { data_dir: Some(dir.path().to_owned()), ..Default::default() };
     let connected = fake.connected(Duration::from_secs(20));
-    let running = amc_runtime::start(raw).await.expect("AMC starts");
+    let running = run_against(&fake, dir.path(), TOKEN, extra).await;
     let admin_token = std::fs::read_to_string(dir.path().join("admin-token")).expect("admin token");
     let amc = Amc { dir, fake: fake.clone(), running: Some(running), admin_token };
     assert!(connected.await, "the bot never identified with the fake gateway");
@@ -59,6 +53,32 @@ pub async fn start_with(fake: FakeDiscord, extra: &str) -> Amc {
     })
     .await;
     amc
+}
+
+/// AMC in `dir` following `fake` with the bot token `token` (`extra` added to
+/// config.toml), without waiting for the bot.
+pub async fn run_against(fake: &FakeDiscord, dir: &std::path::Path, token: &str, extra: &str) -> amc_runtime::Running {
+    let config = format!(
+        "discord_token = \"{token}\"\ndiscord_api_url = \"{}\"\nimessage_chat_db = \"\"\n{extra}\n",
+        fake.api_url()
+    );
+    std::fs::write(dir.join("config.toml"), config).expect("config");
+    let raw = amc_core::config::RawConfig { data_dir: Some(dir.to_owned()), ..Default::default() };
+    amc_runtime::start(raw).await.expect("AMC starts")
+}
+
+/// Waits (at most 20 s) until the Discord source's reason contains `needle`.
+pub async fn discord_reason(running: &amc_runtime::Running, needle: &str) -> amc_core::service::Health {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let h = running.amc().health();
+        let d = &h.sources[&amc_core::model::Source::Discord];
+        if d.reason.as_deref().is_some_and(|r| r.contains(needle)) {
+            return h;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "never reported {needle:?}: {d:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 impl Amc {

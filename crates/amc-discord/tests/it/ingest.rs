@@ -207,25 +207,9 @@ async fn a_missing_message_content_intent_is_reported_with_its_fix() {
     let fake = amc_discord::fake::FakeDiscord::start(crate::harness::TOKEN, &["general"]).await.expect("fake");
     fake.set_content_intent(false);
     let dir = tempfile::tempdir().expect("tempdir");
-    let config = format!(
-        "discord_token = \"{}\"\ndiscord_api_url = \"{}\"\nimessage_chat_db = \"\"\n",
-        crate::harness::TOKEN,
-        fake.api_url()
-    );
-    std::fs::write(dir.path().join("config.toml"), config).expect("config");
-    let raw = amc_core::config::RawConfig { data_dir: Some(dir.path().to_owned()), ..Default::default() };
-    let running = amc_runtime::start(raw).await.expect("AMC starts");
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        let h = running.amc().health();
-        let d = &h.sources[&amc_core::model::Source::Discord];
-        if d.reason.as_deref().is_some_and(|r| r.contains("Message Content Intent")) {
-            assert_eq!(h.status, "degraded");
-            break;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "never reported: {d:?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let running = crate::harness::run_against(&fake, dir.path(), crate::harness::TOKEN, "").await;
+    let health = crate::harness::discord_reason(&running, "Message Content Intent").await;
+    assert_eq!(health.status, "degraded");
     running.run_until(async {}).await.expect("stops");
 }
 
@@ -233,21 +217,8 @@ async fn a_missing_message_content_intent_is_reported_with_its_fix() {
 async fn a_refused_token_is_reported() {
     let fake = amc_discord::fake::FakeDiscord::start("the-real-token", &["general"]).await.expect("fake");
     let dir = tempfile::tempdir().expect("tempdir");
-    let config =
-        format!("discord_token = \"wrong\"\ndiscord_api_url = \"{}\"\nimessage_chat_db = \"\"\n", fake.api_url());
-    std::fs::write(dir.path().join("config.toml"), config).expect("config");
-    let raw = amc_core::config::RawConfig { data_dir: Some(dir.path().to_owned()), ..Default::default() };
-    let running = amc_runtime::start(raw).await.expect("AMC starts");
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        let h = running.amc().health();
-        let d = &h.sources[&amc_core::model::Source::Discord];
-        if d.reason.as_deref().is_some_and(|r| r.contains("refused the bot's token")) {
-            break;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "never reported: {d:?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let running = crate::harness::run_against(&fake, dir.path(), "wrong", "").await;
+    crate::harness::discord_reason(&running, "refused the bot's token").await;
     running.run_until(async {}).await.expect("stops");
 }
 
