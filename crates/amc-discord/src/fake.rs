@@ -24,6 +24,8 @@ use tokio_tungstenite::tungstenite::Message as Frame;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
+use amc_core::time::now_ms;
+
 use crate::convert::DISCORD_EPOCH_MS;
 
 /// The Message Content intent's bit.
@@ -229,7 +231,7 @@ impl FakeDiscord {
     /// Edits a message and dispatches MESSAGE_UPDATE with the whole message, as Discord does.
     pub fn edit(&self, channel: u64, id: u64, content: &str) {
         let mut inner = self.lock();
-        let now = iso(now_ms());
+        let now = amc_core::time::format_ms(now_ms());
         let Some(msg) = inner.messages.get_mut(&channel).and_then(|m| m.get_mut(&id)) else { return };
         msg["content"] = json!(content);
         msg["edited_timestamp"] = json!(now);
@@ -358,16 +360,6 @@ impl FakeDiscord {
     }
 }
 
-fn now_ms() -> i64 {
-    amc_core::time::now_ms()
-}
-
-fn iso(ms: i64) -> String {
-    let t = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
-        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
-    t.format(&time::format_description::well_known::Rfc3339).unwrap_or_default()
-}
-
 fn user_json(u: &FakeUser, bot: bool) -> Value {
     json!({
         "id": u.id.to_string(),
@@ -435,7 +427,7 @@ impl Inner {
             "channel_id": channel.to_string(),
             "author": user_json(author, is_bot),
             "content": content,
-            "timestamp": iso((id >> 22) as i64 + DISCORD_EPOCH_MS),
+            "timestamp": amc_core::time::format_ms((id >> 22) as i64 + DISCORD_EPOCH_MS),
             "edited_timestamp": null,
             "tts": false,
             "mention_everyone": false,

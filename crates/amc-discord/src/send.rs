@@ -74,13 +74,6 @@ impl DiscordSender {
     }
 
     async fn post(&self, msg: &OutgoingSend) -> Result<Delivery, SendError> {
-        let total: u64 = msg.attachments.iter().map(|a| a.size_bytes).sum();
-        if total > self.upload_limit {
-            return Err(SendError::TooLarge(format!(
-                "the attachments add up to {total} bytes; Discord takes at most {} bytes per message",
-                self.upload_limit
-            )));
-        }
         let mut payload = json!({
             "content": msg.text,
             // Agents may mention people, never @everyone, @here or roles.
@@ -127,12 +120,7 @@ impl DiscordSender {
             let created: Created = serde_json::from_slice(&body).map_err(|_| {
                 SendError::Unknown("Discord accepted the message but its answer could not be read".into())
             })?;
-            let sent_at = created
-                .timestamp
-                .as_deref()
-                .and_then(|t| time::OffsetDateTime::parse(t, &time::format_description::well_known::Rfc3339).ok())
-                .map(|t| (t.unix_timestamp_nanos() / 1_000_000) as i64)
-                .unwrap_or_else(now_ms);
+            let sent_at = created.timestamp.as_deref().and_then(amc_core::time::parse_rfc3339).unwrap_or_else(now_ms);
             return Ok(Delivery { platform_id: created.id, sent_at });
         }
         Err(self.refusal(status, &headers, &body))
