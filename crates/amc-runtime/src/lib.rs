@@ -49,6 +49,8 @@ pub struct Running {
 /// or the tray app) already runs on the same data directory.
 pub async fn start(raw: RawConfig) -> anyhow::Result<Running> {
     let config = raw.validate()?;
+    // The lock first: a second AMC is refused before it asks anything of the Keychain.
+    let socket = amc_daemon::bind_socket(&config.run_dir(), &config.socket_path())?;
     let mut senders = Senders::default();
     if config.test_sender {
         senders = Senders::recording(RecordingSender::with_log(config.test_sender_log()));
@@ -87,7 +89,6 @@ pub async fn start(raw: RawConfig) -> anyhow::Result<Running> {
     if let (Some(d), false) = (&discord, config.test_sender) {
         senders = senders.with(Source::Discord, d.sender());
     }
-    let socket = amc_daemon::bind_socket(&config.run_dir(), &config.socket_path())?;
     let tcp = match config.listen {
         Some(addr) => Some(tokio::net::TcpListener::bind(addr).await.with_context(|| format!("listening on {addr}"))?),
         None => None,
