@@ -372,7 +372,7 @@ pub(crate) async fn follow_approvals(shared: Arc<Shared>, stop: CancellationToke
             Ok(Event::ChannelChanged { channel_id }) => {
                 let Ok(ch) = shared.amc.admin_channel(channel_id).await else { continue };
                 if ch.source == Source::Discord && ch.state == ChannelState::Allowed {
-                    tokio::spawn(history::approved(shared.clone(), ch));
+                    tokio::spawn(history::approved(shared.clone(), (&ch).into()));
                 }
             }
             Ok(_) => {}

@@ -5,8 +5,8 @@
 
 use std::sync::Arc;
 
-use amc_core::model::{ChannelAdmin, ChannelState, Source};
-use amc_core::store::ChannelSpec;
+use amc_core::model::Source;
+use amc_core::store::{AllowedChannel, ChannelSpec};
 use amc_core::time::Millis;
 use serenity::all::{ChannelId, Message, MessageId, MessagePagination};
 
@@ -30,11 +30,11 @@ enum Walk {
 /// Where each allowed Discord channel's catch-up starts: its newest stored message when
 /// the connection was made. Taken before any event of the new connection is stored, so a
 /// live message cannot move the start past the gap.
-pub(crate) struct Anchors(Vec<(ChannelAdmin, Walk)>);
+pub(crate) struct Anchors(Vec<(AllowedChannel, Walk)>);
 
 /// Reads the anchors (the gateway's consumer awaits this before the next event).
 pub(crate) async fn anchors(shared: &Shared) -> Anchors {
-    let channels = match shared.amc.admin_channels(Some(ChannelState::Allowed), None).await {
+    let channels = match shared.amc.allowed_channels(Source::Discord).await {
         Ok(c) => c,
         Err(e) => {
             tracing::warn!(error = %e, "could not list channels to catch up on");
@@ -42,7 +42,7 @@ pub(crate) async fn anchors(shared: &Shared) -> Anchors {
         }
     };
     let mut out = Vec::new();
-    for ch in channels.into_iter().filter(|c| c.source == Source::Discord) {
+    for ch in channels {
         let from = match bounds(shared, &ch).await {
             Some((newest, _)) => Walk::After(newest.0),
             None => Walk::Latest,
@@ -61,7 +61,7 @@ pub(crate) async fn catch_up(shared: Arc<Shared>, anchors: Anchors) {
 
 /// A channel the person just approved: what came since its newest stored message, and
 /// the history before its oldest, down to the approval's start.
-pub(crate) async fn approved(shared: Arc<Shared>, ch: ChannelAdmin) {
+pub(crate) async fn approved(shared: Arc<Shared>, ch: AllowedChannel) {
     forward(&shared, &ch).await;
     // Once per approval: approving again with more history reads again.
     if !shared.take_history(&format!("{}@{:?}", ch.id, ch.visible_from)) {
@@ -75,13 +75,13 @@ pub(crate) async fn approved(shared: Arc<Shared>, ch: ChannelAdmin) {
 }
 
 /// The newest and oldest stored messages as (snowflake, time).
-async fn bounds(shared: &Shared, ch: &ChannelAdmin) -> Option<((u64, Millis), (u64, Millis))> {
+async fn bounds(shared: &Shared, ch: &AllowedChannel) -> Option<((u64, Millis), (u64, Millis))> {
     let (newest, oldest) = shared.amc.message_bounds(ch.id.clone()).await.ok().flatten()?;
     let parse = |s: String| s.parse::<u64>().ok().map(|id| (id, convert::snowflake_ms(id)));
     Some((parse(newest)?, parse(oldest)?))
 }
 
-async fn forward(shared: &Shared, ch: &ChannelAdmin) {
+async fn forward(shared: &Shared, ch: &AllowedChannel) {
     let walk_from = match bounds(shared, ch).await {
         Some((newest, _)) => Walk::After(newest.0),
         None => Walk::Latest,
@@ -89,7 +89,7 @@ async fn forward(shared: &Shared, ch: &ChannelAdmin) {
     walk(shared, ch, walk_from).await;
 }
 
-async fn walk(shared: &Shared, ch: &ChannelAdmin, mut from: Walk) {
+async fn walk(shared: &Shared, ch: &AllowedChannel, mut from: Walk) {
     let Ok(channel) = ch.platform_id.parse::<u64>().map(ChannelId::new) else { return };
     let mut fetched: u32 = 0;
     while fetched < shared.history_limit {
@@ -102,7 +102,7 @@ async fn walk(shared: &Shared, ch: &ChannelAdmin, mut from: Walk) {
         let mut page = match shared.http.get_messages(channel, target, Some(want)).await {
             Ok(p) => p,
             Err(e) => {
-                tracing::warn!(channel = %ch.name, error = %e, "could not fetch Discord history");
+                tracing::warn!(channel = %ch.id, error = %e, "could not fetch Discord history");
                 return;
             }
         };
@@ -122,12 +122,13 @@ async fn walk(shared: &Shared, ch: &ChannelAdmin, mut from: Walk) {
             _ => return,
         };
     }
-    tracing::info!(channel = %ch.name, limit = shared.history_limit, "stopped fetching history at the limit");
+    tracing::info!(channel = %ch.id, limit = shared.history_limit, "stopped fetching history at the limit");
 }
 
-async fn store(shared: &Shared, ch: &ChannelAdmin, page: &[Message]) {
-    // Messages read through REST carry no guild: the channel is the one already stored.
-    let spec = ChannelSpec { platform_id: ch.platform_id.clone(), name: ch.name.clone(), kind: ch.kind };
+async fn store(shared: &Shared, ch: &AllowedChannel, page: &[Message]) {
+    // Messages read through REST carry no guild: the channel is the one already stored,
+    // and its name stays as it is (an empty name keeps the stored one).
+    let spec = ChannelSpec { platform_id: ch.platform_id.clone(), name: String::new(), kind: ch.kind };
     let selves = shared.selves();
     let messages =
         page.iter().filter(|m| convert::is_conversation(m.kind)).map(|m| convert::message(m, selves)).collect();

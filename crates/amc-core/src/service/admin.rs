@@ -103,6 +103,11 @@ impl Amc {
         Ok(changed.is_some())
     }
 
+    /// A source's allowed channels (for reading their history back).
+    pub async fn allowed_channels(&self, source: Source) -> Result<Vec<crate::store::AllowedChannel>> {
+        self.blocking(move |s| s.allowed_channels(source)).await
+    }
+
     /// The platform ids of a channel's newest and oldest stored messages.
     pub async fn message_bounds(&self, channel_id: String) -> Result<Option<(String, String)>> {
         self.blocking(move |s| s.message_bounds(&channel_id)).await

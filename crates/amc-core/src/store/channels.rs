@@ -40,6 +40,25 @@ pub struct SendTarget {
     pub send_policy: SendPolicy,
 }
 
+/// An allowed channel, as a source reading its history back needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AllowedChannel {
+    /// `ch_<ULID>`.
+    pub id: String,
+    /// The platform's id.
+    pub platform_id: String,
+    /// The kind.
+    pub kind: ChannelKind,
+    /// Messages sent at or after this time are visible (`None`: all history).
+    pub visible_from: Option<Millis>,
+}
+
+impl From<&ChannelAdmin> for AllowedChannel {
+    fn from(c: &ChannelAdmin) -> Self {
+        Self { id: c.id.clone(), platform_id: c.platform_id.clone(), kind: c.kind, visible_from: c.visible_from }
+    }
+}
+
 pub(super) fn parse_col<T>(row: &Row<'_>, idx: usize, parse: fn(&str) -> Option<T>) -> rusqlite::Result<T> {
     let s: String = row.get(idx)?;
     parse(&s).ok_or_else(|| rusqlite::Error::InvalidColumnType(idx, s, rusqlite::types::Type::Text))
@@ -126,6 +145,24 @@ impl Store {
                 |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)),
             )?;
             Ok(Waiting { channels: channels.max(0) as u64, sends: sends.max(0) as u64 })
+        })
+    }
+
+    /// A source's allowed channels, without the counts the person's list shows.
+    pub fn allowed_channels(&self, source: Source) -> Result<Vec<AllowedChannel>> {
+        self.read(|tx| {
+            let mut stmt = tx.prepare_cached(
+                "SELECT id, platform_id, kind, visible_from FROM channels WHERE source = ?1 AND state = 'allowed'",
+            )?;
+            let rows = stmt.query_map([source.as_str()], |r| {
+                Ok(AllowedChannel {
+                    id: r.get(0)?,
+                    platform_id: r.get(1)?,
+                    kind: parse_col(r, 2, ChannelKind::parse)?,
+                    visible_from: r.get(3)?,
+                })
+            })?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
         })
     }
 

@@ -24,7 +24,7 @@ use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 use crate::error::{Error, Result};
 
 pub use agents::{AGENT_TOKEN_PREFIX, hash_token, new_token};
-pub use channels::{ChannelSpec, SendTarget};
+pub use channels::{AllowedChannel, ChannelSpec, SendTarget};
 pub use messages::{AttachmentFile, IngestReport, ReactionChange, UnreadQuery};
 pub use outbox::{NewSend, SendLookup, SendOutcome};
 pub use relay::{Access, PERSON, RelayMessage, SearchHit, ThreadMeta, TokenInfo};
