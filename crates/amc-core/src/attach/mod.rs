@@ -1,15 +1,26 @@
 //! Checks on the files an agent asks to send. An agent that could name any local
-//! file could mail away the person's keys, so a `path` must resolve (symlinks and `..`
-//! followed) to a regular file inside a folder the person allowed; a `url` is fetched
-//! only from public addresses ([`url`]). Accepted files are copied into a staging
-//! folder at once, so what the person reviews is what is sent.
+//! file could mail away the person's keys, so a `path` must name a regular file inside a
+//! folder the person allowed; a `url` is fetched only from public addresses ([`url`]).
+//! Accepted files are copied into a staging folder at once, so what the person reviews
+//! is what is sent.
+//!
+//! The check is made on the opened file, never on a path looked up twice: the file is
+//! opened by walking from an allowed folder's descriptor, one directory at a time,
+//! following no symlink ([`beneath`]), and that descriptor is what gets copied. AMC's
+//! own files (the database, the tokens, the socket, config.toml) live in its data
+//! directory, which no walk may enter: they cannot be sent whatever folders are allowed.
 
+mod beneath;
 pub mod url;
 
+use std::ffi::OsStr;
 use std::fs::File;
 use std::io::{Read, Write};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+use beneath::FileId;
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::model::StagedAttachment;
@@ -17,61 +28,69 @@ use crate::model::StagedAttachment;
 /// The folders agents may send files from, resolved once at start-up.
 #[derive(Debug, Clone)]
 pub struct AttachmentPolicy {
+    /// Canonical, so each can be opened with no symlink on the way.
     allowed: Vec<PathBuf>,
     staging: PathBuf,
-    /// AMC's own files (the database, the admin token) are never sendable, even when an
-    /// allowed folder contains the data directory; only its `outbox` is.
-    private: Option<(PathBuf, PathBuf)>,
+    /// Directories a walk never enters: AMC's data directory and its staging folder.
+    /// The outbox lies inside the data directory, but a walk that starts at the outbox
+    /// never passes through its parent.
+    private: Vec<FileId>,
 }
 
 /// The longest file name AMC stages, in bytes (file systems allow 255).
 const MAX_NAME_BYTES: usize = 120;
 
 /// An attachment that passed its checks, before staging.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum Accepted {
-    /// A local file inside an allowed folder.
+    /// A local file inside an allowed folder, open.
     File(CheckedFile),
     /// A downloaded file.
     Download(url::Download),
 }
 
-/// A file that passed the checks.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A file that passed the checks, held open: staging copies from this descriptor, so
+/// nothing renamed or swapped after the check can change which file is sent.
+#[derive(Debug, Clone)]
 pub struct CheckedFile {
-    /// The resolved path.
-    pub path: PathBuf,
     /// What the agent asked for.
     pub requested: String,
+    /// The file's own name, the last component of the request.
+    pub filename: String,
     /// The size when checked.
     pub size: u64,
-    /// The file's identity when checked, so staging copies that very file.
-    pub dev_ino: (u64, u64),
+    file: Arc<File>,
 }
 
 impl AttachmentPolicy {
     /// Resolves the allowed folders (creating the first, the outbox, if missing) and the
-    /// staging folder. Folders that do not exist are skipped with a warning. Nothing in
-    /// `data_dir` but the outbox can be sent.
+    /// staging folder. Folders that do not exist are skipped with a warning, and so are
+    /// folders inside `data_dir` other than the outbox: nothing of AMC's own is sendable.
     pub fn new(dirs: &[PathBuf], staging: &Path, data_dir: &Path) -> Result<Self> {
         if let Some(outbox) = dirs.first() {
             std::fs::create_dir_all(outbox)?;
         }
         std::fs::create_dir_all(staging)?;
-        let private = match (data_dir.canonicalize(), dirs.first().map(|o| o.canonicalize())) {
-            (Ok(d), Some(Ok(o))) => Some((d, o)),
-            _ => None,
-        };
+        let staging = staging.canonicalize()?;
+        let data = data_dir.canonicalize()?;
+        let outbox = dirs.first().and_then(|o| o.canonicalize().ok());
         let mut allowed = Vec::new();
         for d in dirs {
             match d.canonicalize() {
+                Ok(c) if c.starts_with(&data) && !outbox.as_ref().is_some_and(|o| c.starts_with(o)) => {
+                    tracing::warn!(dir = %d.display(), "attachment folder is inside AMC's data directory; agents cannot send from it")
+                }
                 Ok(c) if c.is_dir() => allowed.push(c),
                 _ => {
                     tracing::warn!(dir = %d.display(), "attachment folder is missing; agents cannot send from it")
                 }
             }
         }
-        Ok(Self { allowed, staging: staging.canonicalize()?, private })
+        let private = [&data, &staging]
+            .into_iter()
+            .map(|d| std::fs::metadata(d).map(|m| (m.dev(), m.ino())))
+            .collect::<std::io::Result<Vec<_>>>()?;
+        Ok(Self { allowed, staging, private })
     }
 
     /// The folders agents may send files from.
@@ -82,29 +101,38 @@ impl AttachmentPolicy {
     fn refusal(&self) -> Error {
         let dirs: Vec<String> = self.allowed.iter().map(|d| d.display().to_string()).collect();
         Error::validation(format!(
-            "attachment path must be an absolute path to a regular file inside an allowed folder: {}",
+            "attachment path must be an absolute path to a regular file inside an allowed folder, \
+             with no symlink or `..` below that folder: {}",
             dirs.join(", ")
         ))
     }
 
-    /// Checks a path an agent gave. Unknown, unreadable and disallowed files get the same
-    /// answer, so an agent cannot probe what exists outside the allowed folders.
+    /// Checks a path an agent gave and opens the file it names. Unknown, unreadable and
+    /// disallowed files get the same answer, so an agent cannot probe what exists outside
+    /// the allowed folders.
     pub fn check_path(&self, requested: &str, max_bytes: u64) -> Result<CheckedFile> {
         let raw = Path::new(requested);
         if !raw.is_absolute() || requested.contains('\0') {
             return Err(self.refusal());
         }
-        let path = raw.canonicalize().map_err(|_| self.refusal())?;
-        if !self.allowed.iter().any(|d| path.starts_with(d)) || path.starts_with(&self.staging) {
-            return Err(self.refusal());
+        let mut names: Vec<&OsStr> = Vec::new();
+        for part in raw.components() {
+            match part {
+                Component::RootDir | Component::CurDir => {}
+                Component::Normal(name) => names.push(name),
+                Component::ParentDir | Component::Prefix(_) => return Err(self.refusal()),
+            }
         }
-        if let Some((data, outbox)) = &self.private
-            && path.starts_with(data)
-            && !path.starts_with(outbox)
-        {
-            return Err(self.refusal());
+        let Some((file_name, dirs)) = names.split_last() else { return Err(self.refusal()) };
+        let (mut dir, below) = self.allowed_ancestor(dirs).ok_or_else(|| self.refusal())?;
+        for name in below {
+            dir = beneath::open_dir_in(&dir, name).map_err(|_| self.refusal())?;
+            if self.private.contains(&beneath::id_of(&dir).map_err(|_| self.refusal())?) {
+                return Err(self.refusal());
+            }
         }
-        let meta = std::fs::metadata(&path).map_err(|_| self.refusal())?;
+        let file = beneath::open_file_in(&dir, file_name).map_err(|_| self.refusal())?;
+        let meta = file.metadata().map_err(|_| self.refusal())?;
         // A hard link would let a file from anywhere appear inside an allowed folder.
         if !meta.is_file() || meta.nlink() > 1 {
             return Err(self.refusal());
@@ -112,11 +140,34 @@ impl AttachmentPolicy {
         if meta.len() > max_bytes {
             return Err(too_large(meta.len(), max_bytes));
         }
-        Ok(CheckedFile { path, requested: requested.to_owned(), size: meta.len(), dev_ino: (meta.dev(), meta.ino()) })
+        Ok(CheckedFile {
+            requested: requested.to_owned(),
+            filename: file_name.to_string_lossy().into_owned(),
+            size: meta.len(),
+            file: Arc::new(file),
+        })
     }
 
-    /// Copies accepted files into `staging/<stage_id>/`, re-checking each local one as it
-    /// is read, so a file swapped after the check is caught.
+    /// The longest leading part of `dirs` that opens as one of the allowed folders, and
+    /// the names below it. The leading part may pass through symlinks (`/tmp` on macOS,
+    /// a folder the person linked): what counts is the identity of the directory opened,
+    /// compared with the allowed folder opened with no symlink on its way.
+    fn allowed_ancestor<'a>(&self, dirs: &'a [&'a OsStr]) -> Option<(File, &'a [&'a OsStr])> {
+        let roots: Vec<FileId> = self
+            .allowed
+            .iter()
+            .filter_map(|d| beneath::open_dir_no_symlinks(d).and_then(|f| beneath::id_of(&f)).ok())
+            .filter(|id| !self.private.contains(id))
+            .collect();
+        (0..=dirs.len()).rev().find_map(|k| {
+            let prefix: PathBuf = std::iter::once(OsStr::new("/")).chain(dirs[..k].iter().copied()).collect();
+            let dir = beneath::open_dir_following(&prefix).ok()?;
+            roots.contains(&beneath::id_of(&dir).ok()?).then_some((dir, &dirs[k..]))
+        })
+    }
+
+    /// Copies accepted files into `staging/<stage_id>/`, each local one from the
+    /// descriptor that was checked.
     pub fn stage(&self, stage_id: &str, files: &[Accepted], max_bytes: u64) -> Result<Vec<StagedAttachment>> {
         if files.is_empty() {
             return Ok(Vec::new());
@@ -132,49 +183,25 @@ impl AttachmentPolicy {
     }
 
     fn stage_one(&self, dir: &Path, index: usize, a: &Accepted, max_bytes: u64) -> Result<StagedAttachment> {
-        let f = match a {
-            Accepted::File(f) => f,
-            Accepted::Download(d) => {
-                let dest = dir.join(format!("{index}-{}", short_name(&d.filename)));
-                let mut out = File::create(&dest)?;
-                out.write_all(&d.bytes)?;
-                out.sync_all()?;
-                return Ok(StagedAttachment {
-                    path: dest.display().to_string(),
-                    filename: d.filename.clone(),
-                    size_bytes: d.bytes.len() as u64,
-                    origin: d.url.clone(),
-                });
+        let (filename, origin, bytes) = match a {
+            Accepted::Download(d) => (d.filename.clone(), d.url.clone(), std::borrow::Cow::Borrowed(&d.bytes[..])),
+            Accepted::File(f) => {
+                let mut buf = Vec::new();
+                // Read from the start whoever read before; the file may have grown since.
+                let mut src = &*f.file;
+                std::io::Seek::rewind(&mut src).map_err(|_| self.refusal())?;
+                src.take(max_bytes + 1).read_to_end(&mut buf).map_err(|_| self.refusal())?;
+                if buf.len() as u64 > max_bytes {
+                    return Err(too_large(buf.len() as u64, max_bytes));
+                }
+                (f.filename.clone(), f.requested.clone(), std::borrow::Cow::Owned(buf))
             }
         };
-        // Open without following a last symlink and without blocking on a FIFO, then make
-        // sure the open file is the very file that was checked: a swap in between is
-        // refused, whatever it swapped in.
-        let mut src = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-            .open(&f.path)
-            .map_err(|_| self.refusal())?;
-        let meta = src.metadata().map_err(|_| self.refusal())?;
-        if !meta.is_file() || (meta.dev(), meta.ino()) != f.dev_ino || meta.nlink() > 1 {
-            return Err(self.refusal());
-        }
-        let filename = f.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "file".into());
         let dest = dir.join(format!("{index}-{}", short_name(&filename)));
         let mut out = File::create(&dest)?;
-        let mut buf = Vec::new();
-        Read::by_ref(&mut src).take(max_bytes + 1).read_to_end(&mut buf)?;
-        if buf.len() as u64 > max_bytes {
-            return Err(too_large(buf.len() as u64, max_bytes));
-        }
-        out.write_all(&buf)?;
+        out.write_all(&bytes)?;
         out.sync_all()?;
-        Ok(StagedAttachment {
-            path: dest.display().to_string(),
-            filename,
-            size_bytes: buf.len() as u64,
-            origin: f.requested.clone(),
-        })
+        Ok(StagedAttachment { path: dest.display().to_string(), filename, size_bytes: bytes.len() as u64, origin })
     }
 
     /// Removes a staging folder that will not be used.
@@ -232,95 +259,4 @@ fn too_large(size: u64, max: u64) -> Error {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn setup() -> (tempfile::TempDir, AttachmentPolicy) {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let outbox = dir.path().join("outbox");
-        let policy =
-            AttachmentPolicy::new(&[outbox, dir.path().join("missing")], &dir.path().join("staged"), dir.path())
-                .expect("policy");
-        (dir, policy)
-    }
-
-    #[test]
-    fn accepts_a_file_inside_the_outbox_and_stages_a_copy() {
-        let (dir, policy) = setup();
-        let file = dir.path().join("outbox/report.pdf");
-        std::fs::write(&file, b"%PDF-1.7").expect("write");
-        let checked = policy.check_path(file.to_str().expect("utf8"), 100).expect("allowed");
-        let staged = policy.stage("s1", &[Accepted::File(checked)], 100).expect("staged");
-        assert_eq!(staged[0].filename, "report.pdf");
-        assert_eq!(std::fs::read(&staged[0].path).expect("read"), b"%PDF-1.7");
-        // The original can change afterwards; the staged copy is what gets sent.
-        std::fs::write(&file, b"changed").expect("write");
-        assert_eq!(std::fs::read(&staged[0].path).expect("read"), b"%PDF-1.7");
-    }
-
-    #[test]
-    fn refuses_escapes_by_dotdot_symlink_relative_path_directory_and_staging() {
-        let (dir, policy) = setup();
-        let secret = dir.path().join("id_ed25519");
-        std::fs::write(&secret, b"key").expect("write");
-        let outbox = dir.path().join("outbox");
-        std::os::unix::fs::symlink(&secret, outbox.join("innocent.txt")).expect("symlink");
-        std::fs::create_dir(outbox.join("sub")).expect("mkdir");
-        let cases = [
-            secret.display().to_string(),
-            format!("{}/../id_ed25519", outbox.display()),
-            outbox.join("innocent.txt").display().to_string(),
-            "outbox/innocent.txt".to_owned(),
-            outbox.join("sub").display().to_string(),
-            outbox.join("nope.txt").display().to_string(),
-            "/etc/passwd".to_owned(),
-            format!("{}/staged/x", dir.path().display()),
-        ];
-        for case in cases {
-            let err = policy.check_path(&case, 1 << 20).expect_err(&case);
-            assert_eq!(err.code, ErrorCode::ValidationFailed, "{case}");
-            assert!(err.message.contains("outbox"), "the message names the allowed folders: {}", err.message);
-        }
-    }
-
-    #[test]
-    fn refuses_hard_links_amcs_own_files_and_swaps_after_the_check() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let data = dir.path().join("data");
-        let outbox = data.join("outbox");
-        // The person allowed a folder that contains AMC's data directory.
-        let policy = AttachmentPolicy::new(&[outbox.clone(), dir.path().to_owned()], &data.join("staged"), &data)
-            .expect("policy");
-        std::fs::write(data.join("amc.db"), b"every message").expect("write");
-        let err = policy.check_path(data.join("amc.db").to_str().expect("utf8"), 1 << 20).expect_err("private");
-        assert_eq!(err.code, ErrorCode::ValidationFailed);
-        std::fs::write(dir.path().join("secret"), b"key").expect("write");
-        std::fs::hard_link(dir.path().join("secret"), outbox.join("linked")).expect("link");
-        assert!(policy.check_path(outbox.join("linked").to_str().expect("utf8"), 1 << 20).is_err());
-
-        let file = outbox.join("note.txt");
-        std::fs::write(&file, b"fine").expect("write");
-        let checked = policy.check_path(file.to_str().expect("utf8"), 1 << 20).expect("ok");
-        std::fs::remove_file(&file).expect("rm");
-        std::os::unix::fs::symlink(dir.path().join("secret"), &file).expect("swap in a symlink");
-        let err = policy.stage("s", &[Accepted::File(checked.clone())], 1 << 20).expect_err("swapped");
-        assert_eq!(err.code, ErrorCode::ValidationFailed);
-    }
-
-    #[test]
-    fn long_names_are_shortened_keeping_the_extension() {
-        let long = format!("{}.pdf", "é".repeat(200));
-        let short = short_name(&long);
-        assert!(short.len() <= MAX_NAME_BYTES && short.ends_with(".pdf"), "{short}");
-        assert_eq!(short_name("a.txt"), "a.txt");
-    }
-
-    #[test]
-    fn refuses_a_file_over_the_platform_limit() {
-        let (dir, policy) = setup();
-        let file = dir.path().join("outbox/big.bin");
-        std::fs::write(&file, vec![0u8; 101]).expect("write");
-        let err = policy.check_path(file.to_str().expect("utf8"), 100).expect_err("too large");
-        assert_eq!(err.code, ErrorCode::AttachmentTooLargeForPlatform);
-    }
-}
+mod tests;
