@@ -2,7 +2,9 @@
 //! latency from a commit in chat.db to the message being returned by
 //! `GET /messages/unread` on the real daemon. `cargo bench -p amc-imessage --bench
 //! imessage`; `AMC_BENCH_MESSAGES` sets the chat.db's size. With `AMC_BENCH_KEEP=DIR` the
-//! generated chat.db is kept in DIR (to run imessage-exporter on the same file).
+//! generated chat.db is kept in DIR (to run imessage-exporter on the same file). With
+//! `AMC_BENCH_BAD_ROW=1` the row in the middle has NULL `date` and `is_from_me`, and the
+//! ingest must still store every row.
 #![allow(clippy::print_stdout)] // a bench binary reports on stdout
 
 use std::sync::{Arc, Mutex};
@@ -59,6 +61,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             };
             w.add_message(chat, &m)?;
         }
+        if std::env::var_os("AMC_BENCH_BAD_ROW").is_some() {
+            let middle = total / 2;
+            w.connection().execute(
+                "UPDATE message SET date = NULL, is_from_me = NULL WHERE guid = ?1",
+                [format!("bench-{middle:08}")],
+            )?;
+            println!("row {} has NULL date and is_from_me", middle + 1);
+        }
         w.connection().execute_batch("COMMIT")?;
     }
     println!("wrote a {total}-message chat.db in {:.1} s", t.elapsed().as_secs_f64());
@@ -96,6 +106,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             took.as_secs_f64(),
             r.rows as f64 / took.as_secs_f64()
         );
+        let stored: i64 = amc.store().admin_channels(None, None)?.iter().map(|c| c.message_count).sum();
+        println!("stored {stored} of {total} messages");
+        if stored != total {
+            return Err(format!("ingest stored {stored} of {total} messages").into());
+        }
 
         // Latency: a commit in a small chat.db to GET /messages/unread returning it.
         let small_dir = tmp.path().join("Messages");

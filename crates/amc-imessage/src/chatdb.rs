@@ -62,6 +62,9 @@ fn message_query(caps: &Capabilities) -> String {
             "attributedbody" | "message_summary_info" => {
                 format!("CASE WHEN typeof(m.{column}) = 'text' THEN CAST(m.{column} AS BLOB) ELSE m.{column} END as {column}")
             }
+            // imessage-database requires these; chat.db does not (no NOT NULL), and one
+            // row it cannot decode would stop every row after it. See `total_column`.
+            "date" | "is_from_me" | "guid" => total_column(column),
             _ => format!("m.{column}"),
         })
         .collect();
@@ -76,6 +79,24 @@ fn message_query(caps: &Capabilities) -> String {
     projection.push("NULL as filter_action".to_owned());
     projection.push("NULL as filter_sub_action".to_owned());
     format!("SELECT {} FROM message as m WHERE m.ROWID > ?1 ORDER BY m.ROWID LIMIT ?2", projection.join(", "))
+}
+
+/// A required column read so that every row decodes: a missing or mistyped `date` takes
+/// the date of the nearest earlier row that has one (so the message keeps its place and
+/// is not taken for one that arrived late); a missing `is_from_me` reads as someone
+/// else's message (shown to agents rather than hidden); a `guid` that is not text (the
+/// schema says `UNIQUE NOT NULL`, but a damaged file may differ) is named after its ROWID.
+fn total_column(column: &str) -> String {
+    match column {
+        "date" => "CASE typeof(m.date) WHEN 'integer' THEN m.date WHEN 'real' THEN CAST(m.date AS INTEGER) \
+                   ELSE coalesce((SELECT p.date FROM message p WHERE p.ROWID < m.ROWID \
+                   AND typeof(p.date) = 'integer' ORDER BY p.ROWID DESC LIMIT 1), 0) END as date"
+            .to_owned(),
+        "is_from_me" => {
+            "CASE typeof(m.is_from_me) WHEN 'integer' THEN m.is_from_me ELSE 0 END as is_from_me".to_owned()
+        }
+        _ => "CASE typeof(m.guid) WHEN 'text' THEN m.guid ELSE 'amc-rowid-' || m.ROWID END as guid".to_owned(),
+    }
 }
 
 impl ChatDb {

@@ -421,3 +421,43 @@ async fn an_attachment_that_finishes_downloading_becomes_available() {
     assert_eq!(after.attachments[0].size_bytes, Some(4));
     assert_eq!(after.attachments[0].id, before.attachments[0].id, "the same attachment, updated");
 }
+
+/// chat.db's `date` and `is_from_me` have no NOT NULL constraint (the schema pages), and
+/// an odd or damaged file can hold NULL, text or a blob there. Such a row must not stop
+/// every row after it from being read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rows_with_null_or_mistyped_dates_and_senders_never_stop_ingest() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("chat.db");
+    let w = ChatDbWriter::create(&path).expect("chat.db");
+    let ada = w.add_handle("+15551234567").expect("handle");
+    let chat = w.add_chat("iMessage;-;+15551234567", 45, None, &[ada]).expect("chat");
+    for i in 0..34 {
+        w.add_message(chat, &text_msg(&format!("r{i}"), &format!("row {i}"), ada, T0 + i * 1000)).expect("m");
+    }
+    let bad = [
+        "UPDATE message SET date = NULL WHERE guid = 'r3'",
+        "UPDATE message SET is_from_me = NULL WHERE guid = 'r4'",
+        "UPDATE message SET date = NULL, is_from_me = NULL WHERE guid = 'r5'",
+        "UPDATE message SET date = 'yesterday' WHERE guid = 'r6'",
+        "UPDATE message SET is_from_me = x'00' WHERE guid = 'r7'",
+        "UPDATE message SET date = CAST(date AS REAL) WHERE guid = 'r8'",
+    ];
+    for sql in bad {
+        w.connection().execute(sql, []).expect(sql);
+    }
+    let amc = amc(dir.path());
+    let db = std::sync::Arc::new(std::sync::Mutex::new(ChatDb::open(&path).expect("open")));
+    let report = sync_once(&amc, &db).await.expect("ingest goes on past bad rows");
+    assert_eq!((report.rows, report.inserted, report.checkpoint), (34, 34, 34));
+    let channel = amc.store().admin_channels(None, None).expect("channels").remove(0);
+    let msgs = amc.store().channel_tail(&channel.id, 50).expect("tail");
+    let texts: Vec<&str> = msgs.iter().map(|m| m.text.as_str()).collect();
+    assert_eq!(texts, (0..34).map(|i| format!("row {i}")).collect::<Vec<_>>(), "every row, in order");
+    // A missing date takes the previous row's, so the message keeps its place and is
+    // not taken for one that arrived late.
+    assert_eq!(msgs[3].sent_at, msgs[2].sent_at);
+    assert_eq!(msgs[6].sent_at, msgs[5].sent_at);
+    // A missing sender flag reads as someone else's message: shown to agents rather than hidden.
+    assert!(msgs[4..8].iter().all(|m| !m.sender.is_self), "{:?}", &msgs[4..8]);
+}
