@@ -156,6 +156,11 @@ impl ChatDb {
         Ok(self.conn.query_row("SELECT coalesce(max(ROWID), 0) FROM message", [], |r| r.get(0))?)
     }
 
+    /// How many rows `message` has at or below `rowid`.
+    pub fn rows_up_to(&self, rowid: i64) -> Result<i64, SourceError> {
+        Ok(self.conn.query_row("SELECT count(*) FROM message WHERE ROWID <= ?1", [rowid], |r| r.get(0))?)
+    }
+
     /// Up to `limit` messages after `rowid`, oldest first, bodies decoded.
     pub fn messages_after(&self, rowid: i64, limit: u32) -> Result<Vec<Message>, SourceError> {
         let mut stmt = self.conn.prepare_cached(&self.query)?;

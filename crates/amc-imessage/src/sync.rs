@@ -18,16 +18,49 @@ use crate::convert::{attachment_of, channel_of, is_reaction, message_of, reactio
 /// The checkpoint's key in AMC's source state.
 pub const CHECKPOINT_KEY: &str = "chatdb_rowid";
 
-/// The stored checkpoint: the last ROWID read and, when known, that row's guid (so a
-/// rebuilt chat.db whose ROWIDs now mean other rows is noticed). Stored as `ROWID:guid`.
-pub fn read_checkpoint(amc: &Amc) -> Result<(i64, Option<String>), SourceError> {
-    let value = amc.store().source_state(Source::Imessage, CHECKPOINT_KEY)?.unwrap_or_default();
-    let (rowid, guid) = match value.split_once(':') {
-        Some((r, g)) => (r, Some(g.to_owned())),
-        None => (value.as_str(), None),
-    };
-    Ok((rowid.parse().unwrap_or(0), guid.filter(|g| !g.is_empty())))
+/// Where reading chat.db stands, stored as `ROWID:guid:rows`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Checkpoint {
+    /// The last ROWID read.
+    pub rowid: i64,
+    /// That row's guid, when known: a rebuilt chat.db whose ROWIDs now mean other rows
+    /// no longer has it there.
+    pub guid: Option<String>,
+    /// How many rows chat.db had at or below `rowid` when they were read, when known: a
+    /// chat.db rebuilt in place can write rows below the checkpoint while the
+    /// checkpoint's own row stays where it was, and only the count tells.
+    pub rows: Option<i64>,
 }
+
+impl Checkpoint {
+    fn encode(&self) -> String {
+        let guid = self.guid.as_deref().unwrap_or("");
+        match self.rows {
+            Some(rows) => format!("{}:{guid}:{rows}", self.rowid),
+            None => format!("{}:{guid}", self.rowid),
+        }
+    }
+
+    fn decode(value: &str) -> Self {
+        let (rowid, rest) = value.split_once(':').unwrap_or((value, ""));
+        // Older checkpoints are `ROWID:guid`; message guids hold no colon.
+        let (guid, rows) = match rest.rsplit_once(':') {
+            Some((g, n)) if n.parse::<i64>().is_ok() => (g, n.parse().ok()),
+            _ => (rest, None),
+        };
+        Self {
+            rowid: rowid.parse().unwrap_or(0),
+            guid: Some(guid.to_owned()).filter(|g| !g.is_empty()),
+            rows: rows.filter(|_| rowid.parse::<i64>().is_ok()),
+        }
+    }
+}
+
+/// The stored checkpoint.
+pub fn read_checkpoint(amc: &Amc) -> Result<Checkpoint, SourceError> {
+    Ok(Checkpoint::decode(&amc.store().source_state(Source::Imessage, CHECKPOINT_KEY)?.unwrap_or_default()))
+}
+
 /// Rows read per batch.
 const BATCH: u32 = 20_000;
 
@@ -124,7 +157,7 @@ pub const RESCAN_ROWS: i64 = 2_000;
 /// unsend or a late-synced change in the row it belongs to, so the ROWID does not move
 /// and only a second look finds it. Stored messages that changed are updated.
 pub async fn rescan_recent(amc: &Amc, db: &SharedChatDb) -> Result<SyncReport, SourceError> {
-    let checkpoint: i64 = read_checkpoint(amc)?.0;
+    let checkpoint = read_checkpoint(amc)?.rowid;
     let mut report = SyncReport { checkpoint, ..SyncReport::default() };
     let mut from = (checkpoint - RESCAN_ROWS).max(0);
     while from < checkpoint {
@@ -145,7 +178,19 @@ pub async fn rescan_recent(amc: &Amc, db: &SharedChatDb) -> Result<SyncReport, S
 
 /// Reads every row after the stored checkpoint and stores it.
 pub async fn sync_once(amc: &Amc, db: &SharedChatDb) -> Result<SyncReport, SourceError> {
-    let checkpoint: i64 = read_checkpoint(amc)?.0;
+    let stored = read_checkpoint(amc)?;
+    let checkpoint = stored.rowid;
+    // Rows at or below the checkpoint: counted once for a checkpoint that lacks it, then
+    // carried forward by the rows each batch reads.
+    let mut rows_below = match stored.rows {
+        Some(n) => n,
+        None => {
+            let db = db.clone();
+            tokio::task::spawn_blocking(move || db.lock().unwrap_or_else(|p| p.into_inner()).rows_up_to(checkpoint))
+                .await
+                .map_err(|e| SourceError::Read(e.to_string()))??
+        }
+    };
     let mut report = SyncReport { checkpoint, ..SyncReport::default() };
     // The next batch is read from chat.db while this one is written to AMC's store.
     let mut next = read_ahead(db, checkpoint);
@@ -154,7 +199,9 @@ pub async fn sync_once(amc: &Amc, db: &SharedChatDb) -> Result<SyncReport, Sourc
         let Some(last) = batch.last else { break };
         next = read_ahead(db, last);
         let ahead = next.abort_handle();
-        let result = store_batch(amc, &mut batch, last, checkpoint, &mut report).await;
+        rows_below += batch.rows as i64;
+        let mark = Checkpoint { rowid: last, guid: Some(batch.last_guid.clone()), rows: Some(rows_below) };
+        let result = store_batch(amc, &mut batch, &mark, checkpoint, &mut report).await;
         if result.is_err() {
             ahead.abort();
         }
@@ -167,7 +214,7 @@ pub async fn sync_once(amc: &Amc, db: &SharedChatDb) -> Result<SyncReport, Sourc
 async fn store_batch(
     amc: &Amc,
     batch: &mut Batch,
-    last: i64,
+    mark: &Checkpoint,
     checkpoint: i64,
     report: &mut SyncReport,
 ) -> Result<(), SourceError> {
@@ -177,7 +224,8 @@ async fn store_batch(
         // reactions, whose targets are stored by now (a crash in between is repaired by
         // the next rescan, which applies the newest rows' reactions again).
         let reactions = std::mem::take(&mut batch.reactions);
-        let mark = Some((CHECKPOINT_KEY.to_owned(), format!("{last}:{}", batch.last_guid)));
+        let last = mark.rowid;
+        let mark = Some((CHECKPOINT_KEY.to_owned(), mark.encode()));
         let late = if checkpoint > 0 { late_ids(batch, amc.config().imessage_late_horizon) } else { Vec::new() };
         let channels = std::mem::take(&mut batch.by_channel);
         let all = channels.into_iter().map(|(c, msgs)| (c, msgs.into_iter().map(|(_, m)| m).collect())).collect();
@@ -222,4 +270,19 @@ fn late_ids(batch: &Batch, horizon: Option<std::time::Duration>) -> Vec<String> 
 fn read_ahead(db: &SharedChatDb, after: i64) -> tokio::task::JoinHandle<Result<Batch, SourceError>> {
     let db = db.clone();
     tokio::spawn(async move { read_batch(&db, after).await })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Checkpoint;
+
+    #[test]
+    fn checkpoints_of_every_format_read_back() {
+        let full = Checkpoint { rowid: 40, guid: Some("A-B".into()), rows: Some(20) };
+        assert_eq!(Checkpoint::decode(&full.encode()), full);
+        assert_eq!(Checkpoint::decode("40:A-B"), Checkpoint { rows: None, ..full.clone() });
+        assert_eq!(Checkpoint::decode("40"), Checkpoint { rowid: 40, ..Checkpoint::default() });
+        assert_eq!(Checkpoint::decode(""), Checkpoint::default());
+        assert_eq!(Checkpoint::decode("0"), Checkpoint::default());
+    }
 }

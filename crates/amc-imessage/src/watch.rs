@@ -164,7 +164,15 @@ async fn step(amc: &Amc, path: &Path, contacts: &[PathBuf], open: &mut Option<Op
         }
     }
     let Some(db) = open.as_ref().map(|o| o.db.clone()) else { return };
-    // On the slow check, look again at the newest rows for edits and unsends.
+    // On the slow check, after a change: a rebuild in place keeps the file's identity,
+    // so look at the rows themselves; then look again at the newest rows for edits and
+    // unsends.
+    if !forced {
+        let (a, d) = (amc.clone(), db.clone());
+        let _ =
+            tokio::task::spawn_blocking(move || resync_if_rebuilt(&a, &d.lock().unwrap_or_else(|p| p.into_inner())))
+                .await;
+    }
     if !forced && let Err(e) = rescan_recent(amc, &db).await {
         tracing::warn!(error = %e, "rescanning chat.db failed");
     }
@@ -183,18 +191,28 @@ async fn step(amc: &Amc, path: &Path, contacts: &[PathBuf], open: &mut Option<Op
     }
 }
 
-/// A chat.db whose ROWIDs went backwards was rebuilt or replaced: read it from the
-/// start (ingest is idempotent on the message guid, so nothing doubles).
+/// A chat.db that was rebuilt or replaced (its rows no longer what the checkpoint
+/// describes) is read again from the start: ingest is idempotent on the message guid,
+/// so nothing doubles. Three signs, any one enough: the checkpoint's ROWID holds another
+/// message, chat.db ends below the checkpoint, or the rows at or below the checkpoint are
+/// not as many as when they were read (written into gaps below it, or deleted).
 pub fn resync_if_rebuilt(amc: &Amc, db: &ChatDb) {
-    let Ok((checkpoint, guid)) = read_checkpoint(amc) else { return };
-    let rebuilt = match guid {
-        // The checkpoint's row now holds another message: the ROWIDs were reassigned.
-        Some(guid) => db.guid_of(checkpoint).ok().flatten().is_some_and(|now| now != guid),
-        None => false,
-    } || db.max_rowid().is_ok_and(|max| max < checkpoint);
-    if rebuilt {
+    let Ok(checkpoint) = read_checkpoint(amc) else { return };
+    if checkpoint.rowid == 0 {
+        return;
+    }
+    let guid_moved = checkpoint
+        .guid
+        .as_ref()
+        .is_some_and(|guid| db.guid_of(checkpoint.rowid).ok().flatten().is_none_or(|now| &now != guid));
+    let shrunk = db.max_rowid().is_ok_and(|max| max < checkpoint.rowid);
+    let recounted = checkpoint.rows.is_some_and(|rows| db.rows_up_to(checkpoint.rowid).is_ok_and(|now| now != rows));
+    if guid_moved || shrunk || recounted {
         tracing::warn!(
-            checkpoint,
+            checkpoint = checkpoint.rowid,
+            guid_moved,
+            shrunk,
+            recounted,
             "chat.db was rebuilt: its rows no longer match AMC's checkpoint; resyncing by message guid"
         );
         if let Err(e) = amc.store().set_source_state(Source::Imessage, CHECKPOINT_KEY, "0") {

@@ -461,3 +461,81 @@ async fn rows_with_null_or_mistyped_dates_and_senders_never_stop_ingest() {
     // A missing sender flag reads as someone else's message: shown to agents rather than hidden.
     assert!(msgs[4..8].iter().all(|m| !m.sender.is_self), "{:?}", &msgs[4..8]);
 }
+
+/// Moves the rows of `message` matching `which` (and their joins) to the ROWIDs `to`
+/// gives; both are SQL in `x`, the current ROWID.
+fn move_rowids(w: &ChatDbWriter, to: &str, which: &str) {
+    let (to_j, which_j) = (to.replace('x', "message_id"), which.replace('x', "message_id"));
+    let (to_m, which_m) = (to.replace('x', "ROWID"), which.replace('x', "ROWID"));
+    w.connection()
+        .execute_batch(&format!(
+            "PRAGMA foreign_keys = OFF;
+             UPDATE chat_message_join SET message_id = -({to_j}) WHERE {which_j};
+             UPDATE message SET ROWID = -({to_m}) WHERE {which_m};
+             UPDATE chat_message_join SET message_id = -message_id WHERE message_id < 0;
+             UPDATE message SET ROWID = -ROWID WHERE ROWID < 0;
+             PRAGMA foreign_keys = ON;"
+        ))
+        .expect("move rowids");
+}
+
+/// chat.db rebuilt in place (same file, same inode): earlier messages are written into
+/// ROWIDs below AMC's checkpoint while the checkpoint's ROWID still holds the same
+/// message. Every new row must be read, by the running watcher and after a restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rows_written_below_the_checkpoint_of_a_chat_db_rebuilt_in_place_are_read() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("chat.db");
+    let w = ChatDbWriter::create(&path).expect("chat.db");
+    let ada = w.add_handle("+15551234567").expect("handle");
+    let chat = w.add_chat("iMessage;-;+15551234567", 45, None, &[ada]).expect("chat");
+    for i in 0..20 {
+        w.add_message(chat, &text_msg(&format!("kept-{i}"), &format!("kept {i}"), ada, T0 + i * 10)).expect("m");
+    }
+    // The first file had gaps: ROWIDs 3, 6, …, 60.
+    move_rowids(&w, "x * 3", "x <= 20");
+    let amc = amc(dir.path());
+    let db = std::sync::Arc::new(std::sync::Mutex::new(ChatDb::open(&path).expect("open")));
+    assert_eq!(sync_once(&amc, &db).await.expect("sync").checkpoint, 60);
+
+    let count = |amc: &Amc| amc.store().admin_channels(None, None).expect("channels")[0].message_count;
+    let mut events = amc.events().subscribe();
+    let stop = tokio_util::sync::CancellationToken::new();
+    let watch = amc_imessage::watch::WatchConfig {
+        chat_db: path.clone(),
+        poll: std::time::Duration::from_millis(200),
+        contacts: Vec::new(),
+    };
+    let watcher = tokio::spawn(amc_imessage::watch::run(amc.clone(), watch, stop.clone()));
+    // The rebuild fills the gaps with ten messages restored from elsewhere.
+    for i in 0..10 {
+        w.add_message(chat, &text_msg(&format!("restored-{i}"), &format!("restored {i}"), ada, T0 + i * 10 + 5))
+            .expect("m");
+    }
+    move_rowids(&w, "(x - 61) * 3 + 1", "x > 60");
+    assert_eq!(
+        w.connection().query_row("SELECT max(ROWID) FROM message", [], |r| r.get::<_, i64>(0)).expect("max"),
+        60
+    );
+    tokio::time::timeout(std::time::Duration::from_secs(30), async {
+        while count(&amc) < 30 {
+            let _ = events.recv().await;
+        }
+    })
+    .await
+    .expect("the watcher reads the rows written below its checkpoint");
+    stop.cancel();
+    watcher.await.expect("watcher");
+    assert_eq!(count(&amc), 30);
+
+    // After a restart too: more rows below the checkpoint, found on opening.
+    for i in 0..5 {
+        w.add_message(chat, &text_msg(&format!("late-{i}"), &format!("late {i}"), ada, T0 + i * 10 + 7)).expect("m");
+    }
+    move_rowids(&w, "(x - 61) * 3 + 2", "x > 60");
+    let reopened = ChatDb::open(&path).expect("open");
+    amc_imessage::watch::resync_if_rebuilt(&amc, &reopened);
+    let db = std::sync::Arc::new(std::sync::Mutex::new(reopened));
+    sync_once(&amc, &db).await.expect("sync");
+    assert_eq!(count(&amc), 35);
+}
