@@ -47,6 +47,8 @@ pub struct ChatDb {
     path: PathBuf,
     conn: Connection,
     query: String,
+    /// How recently a row was edited or unsent, if chat.db records it.
+    change_time: Option<String>,
     contacts: crate::contacts::Contacts,
 }
 
@@ -78,7 +80,22 @@ fn message_query(caps: &Capabilities) -> String {
     projection.push("0 as num_replies".to_owned());
     projection.push("NULL as filter_action".to_owned());
     projection.push("NULL as filter_sub_action".to_owned());
-    format!("SELECT {} FROM message as m WHERE m.ROWID > ?1 ORDER BY m.ROWID LIMIT ?2", projection.join(", "))
+    format!("SELECT {} FROM message as m", projection.join(", "))
+}
+
+/// The latest edit or unsend time of a row (Apple nanoseconds, 0 if none), from the
+/// columns this chat.db has; `None` if it has neither (macOS before 13).
+fn change_time(columns: &[String]) -> Option<String> {
+    let parts: Vec<String> = ["date_edited", "date_retracted"]
+        .into_iter()
+        .filter(|c| columns.iter().any(|have| have.eq_ignore_ascii_case(c)))
+        .map(|c| format!("CASE typeof({c}) WHEN 'integer' THEN {c} ELSE 0 END"))
+        .collect();
+    match parts.len() {
+        0 => None,
+        1 => parts.into_iter().next(),
+        _ => Some(format!("max({})", parts.join(", "))),
+    }
 }
 
 /// A required column read so that every row decodes: a missing or mistyped `date` takes
@@ -121,7 +138,17 @@ impl ChatDb {
             other => cannot(&other),
         })?;
         let query = message_query(&caps);
-        Ok(Self { path: path.to_owned(), conn, query, contacts: crate::contacts::Contacts::default() })
+        let columns: Vec<String> = conn
+            .prepare("SELECT name FROM pragma_table_info('message')")
+            .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
+            .map_err(|e| cannot(&e))?;
+        Ok(Self {
+            path: path.to_owned(),
+            conn,
+            query,
+            change_time: change_time(&columns),
+            contacts: crate::contacts::Contacts::default(),
+        })
     }
 
     /// Names senders and chats from these Contacts.
@@ -163,13 +190,39 @@ impl ChatDb {
 
     /// Up to `limit` messages after `rowid`, oldest first, bodies decoded.
     pub fn messages_after(&self, rowid: i64, limit: u32) -> Result<Vec<Message>, SourceError> {
-        let mut stmt = self.conn.prepare_cached(&self.query)?;
+        let mut stmt =
+            self.conn.prepare_cached(&format!("{} WHERE m.ROWID > ?1 ORDER BY m.ROWID LIMIT ?2", self.query))?;
         let rows = Message::rows(&mut stmt, rusqlite::params![rowid, limit])?;
         let mut out = Vec::new();
         for row in rows {
             out.push(row?);
         }
         Ok(out)
+    }
+
+    /// The messages at these ROWIDs (those that still exist), bodies decoded.
+    pub fn messages_at(&self, rowids: &[i64]) -> Result<Vec<Message>, SourceError> {
+        let mut stmt = self.conn.prepare_cached(&format!("{} WHERE m.ROWID = ?1", self.query))?;
+        let mut out = Vec::new();
+        for rowid in rowids {
+            for row in Message::rows(&mut stmt, [rowid])? {
+                out.push(row?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The rows at or below `up_to` edited or unsent after `since` (Apple nanoseconds),
+    /// as (ROWID, when), earliest change first. Messages records an edit or an unsend in
+    /// the message's own row, wherever it lies; chat.db has no index on these columns,
+    /// so this reads the table once.
+    pub fn changed_since(&self, since: i64, up_to: i64) -> Result<Vec<(i64, i64)>, SourceError> {
+        let Some(change) = &self.change_time else { return Ok(Vec::new()) };
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT ROWID, {change} AS changed FROM message WHERE ROWID <= ?1 AND changed > ?2 ORDER BY changed, ROWID"
+        ))?;
+        let rows = stmt.query_map([up_to, since], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }
 
     /// Every chat, by ROWID, with its participants.

@@ -101,13 +101,14 @@ fn tapback_target(m: &Message) -> Option<&str> {
 /// from others.
 pub fn message_of(m: &Message, handle: Option<&str>) -> IncomingMessage {
     let sent_at = unix_ms(m.date).unwrap_or_else(amc_core::time::now_ms);
-    let edited_at = unix_ms(m.date_edited);
     let unsent = m.is_fully_unsent();
+    // Messages stamps an unsend in `date_edited` too; an unsend is not an edit.
+    let edited_at = if unsent { None } else { unix_ms(m.date_edited) };
     let text = if unsent {
         String::new()
     } else {
         // The text exactly as sent, less the placeholders where attachments sit.
-        m.text.as_deref().unwrap_or_default().replace(ATTACHMENT_PLACEHOLDER, "")
+        without_placeholders(m.text.as_deref().unwrap_or_default(), m.num_attachments)
     };
     let sender = if m.is_from_me {
         SenderInfo { id: "me".to_owned(), display_name: None, is_self: true }
@@ -124,5 +125,29 @@ pub fn message_of(m: &Message, handle: Option<&str>) -> IncomingMessage {
         edited_at,
         unsent,
         reactions: Vec::new(),
+    }
+}
+
+/// The text less one placeholder per attachment: Messages puts U+FFFC where each file
+/// sits. A text without attachments keeps the character (someone may have typed it).
+fn without_placeholders(text: &str, attachments: i32) -> String {
+    let mut left = attachments.max(0);
+    text.chars()
+        .filter(|c| {
+            let placeholder = *c == ATTACHMENT_PLACEHOLDER && left > 0;
+            left -= i32::from(placeholder);
+            !placeholder
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn only_placeholders_that_stand_for_attachments_are_dropped() {
+        let p = super::ATTACHMENT_PLACEHOLDER;
+        assert_eq!(super::without_placeholders(&format!("a{p}b"), 0), format!("a{p}b"));
+        assert_eq!(super::without_placeholders(&format!("{p}look{p}"), 1), format!("look{p}"));
+        assert_eq!(super::without_placeholders(&format!("{p}{p}"), 2), "");
     }
 }

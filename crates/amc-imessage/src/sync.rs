@@ -110,44 +110,96 @@ async fn read_batch(db: &SharedChatDb, checkpoint: i64) -> Result<Batch, SourceE
     tokio::task::spawn_blocking(move || {
         let db = db.lock().unwrap_or_else(|p| p.into_inner());
         let rows = db.messages_after(checkpoint, BATCH)?;
-        let Some(last) = rows.last().map(|m| i64::from(m.rowid)) else {
-            return Ok(Batch {
-                last: None,
-                rows: 0,
-                by_channel: Vec::new(),
-                reactions: Vec::new(),
-                last_guid: String::new(),
-            });
-        };
-        let chats = db.chats()?;
-        let handles = db.handles()?;
-        let mut by_chat: BTreeMap<i32, Vec<(i64, IncomingMessage)>> = BTreeMap::new();
-        let mut reactions = Vec::new();
-        for m in &rows {
-            let handle = m.handle_id.and_then(|h| handles.get(&h)).map(String::as_str);
-            if is_reaction(m) {
-                reactions.extend(reaction_of(m, handle));
-                continue;
-            }
-            let Some(chat_id) = m.chat_id else { continue };
-            let mut message = message_of(m, handle);
-            if let Some(h) = handle {
-                message.sender.display_name = db.contacts().name_for(h).map(str::to_owned);
-            }
-            if m.num_attachments > 0 {
-                message.attachments = db.attachments_of(m.rowid)?.iter().map(attachment_of).collect();
-            }
-            by_chat.entry(chat_id).or_default().push((i64::from(m.rowid), message));
-        }
-        let by_channel = by_chat
-            .into_iter()
-            .filter_map(|(id, msgs)| chats.get(&id).map(|c| (channel_of(c, db.contacts()), msgs)))
-            .collect();
-        let last_guid = rows.last().map(|m| m.guid.clone()).unwrap_or_default();
-        Ok(Batch { last: Some(last), rows: rows.len(), by_channel, reactions, last_guid })
+        convert(&db, &rows)
     })
     .await
     .map_err(|e| SourceError::Read(e.to_string()))?
+}
+
+/// Turns rows of chat.db into AMC's messages and reactions, grouped by chat.
+fn convert(db: &ChatDb, rows: &[imessage_database::tables::messages::Message]) -> Result<Batch, SourceError> {
+    let Some(last) = rows.last().map(|m| i64::from(m.rowid)) else {
+        return Ok(Batch {
+            last: None,
+            rows: 0,
+            by_channel: Vec::new(),
+            reactions: Vec::new(),
+            last_guid: String::new(),
+        });
+    };
+    let chats = db.chats()?;
+    let handles = db.handles()?;
+    let mut by_chat: BTreeMap<i32, Vec<(i64, IncomingMessage)>> = BTreeMap::new();
+    let mut reactions = Vec::new();
+    for m in rows {
+        let handle = m.handle_id.and_then(|h| handles.get(&h)).map(String::as_str);
+        if is_reaction(m) {
+            reactions.extend(reaction_of(m, handle));
+            continue;
+        }
+        let Some(chat_id) = m.chat_id else { continue };
+        let mut message = message_of(m, handle);
+        if let Some(h) = handle {
+            message.sender.display_name = db.contacts().name_for(h).map(str::to_owned);
+        }
+        if m.num_attachments > 0 {
+            message.attachments = db.attachments_of(m.rowid)?.iter().map(attachment_of).collect();
+        }
+        by_chat.entry(chat_id).or_default().push((i64::from(m.rowid), message));
+    }
+    let by_channel = by_chat
+        .into_iter()
+        .filter_map(|(id, msgs)| chats.get(&id).map(|c| (channel_of(c, db.contacts()), msgs)))
+        .collect();
+    let last_guid = rows.last().map(|m| m.guid.clone()).unwrap_or_default();
+    Ok(Batch { last: Some(last), rows: rows.len(), by_channel, reactions, last_guid })
+}
+
+/// The key of the latest edit or unsend time applied, in AMC's source state.
+pub const EDIT_MARK_KEY: &str = "chatdb_edit_mark";
+
+/// Rows whose edits are applied in one transaction.
+const EDIT_BATCH: usize = 1_000;
+
+/// Applies every edit and unsend made since the last look, wherever its row lies (the
+/// rescan covers only the newest rows). Each batch is stored with the change time it
+/// reached, so a crash repeats at most that batch.
+pub async fn apply_edits(amc: &Amc, db: &SharedChatDb) -> Result<SyncReport, SourceError> {
+    let mark: i64 =
+        amc.store().source_state(Source::Imessage, EDIT_MARK_KEY)?.and_then(|v| v.parse().ok()).unwrap_or(0);
+    let up_to = read_checkpoint(amc)?.rowid;
+    let d = db.clone();
+    let changed =
+        tokio::task::spawn_blocking(move || d.lock().unwrap_or_else(|p| p.into_inner()).changed_since(mark, up_to))
+            .await
+            .map_err(|e| SourceError::Read(e.to_string()))??;
+    let mut report = SyncReport { checkpoint: up_to, ..SyncReport::default() };
+    let chunks: Vec<&[(i64, i64)]> = changed.chunks(EDIT_BATCH).collect();
+    for (i, chunk) in chunks.iter().enumerate() {
+        // Everything before the next batch's earliest change is done once this one is.
+        let reached = match chunks.get(i + 1) {
+            Some(next) => next[0].1 - 1,
+            None => chunk[chunk.len() - 1].1,
+        };
+        let rowids: Vec<i64> = chunk.iter().map(|(r, _)| *r).collect();
+        let d = db.clone();
+        let batch = tokio::task::spawn_blocking(move || {
+            let db = d.lock().unwrap_or_else(|p| p.into_inner());
+            convert(&db, &db.messages_at(&rowids)?)
+        })
+        .await
+        .map_err(|e| SourceError::Read(e.to_string()))??;
+        report.rows += batch.rows;
+        let all =
+            batch.by_channel.into_iter().map(|(c, msgs)| (c, msgs.into_iter().map(|(_, m)| m).collect())).collect();
+        for stored in
+            amc.ingest_many(Source::Imessage, all, Some((EDIT_MARK_KEY.to_owned(), reached.to_string()))).await?
+        {
+            report.inserted += stored.inserted.len();
+            report.updated += stored.updated.len();
+        }
+    }
+    Ok(report)
 }
 
 /// How many of the newest rows a rescan reads again.

@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::SourceError;
 use crate::chatdb::ChatDb;
-use crate::sync::{CHECKPOINT_KEY, SharedChatDb, read_checkpoint, rescan_recent, sync_once};
+use crate::sync::{CHECKPOINT_KEY, SharedChatDb, apply_edits, read_checkpoint, rescan_recent, sync_once};
 
 /// How long to let a burst of file events settle before reading.
 const DEBOUNCE: Duration = Duration::from_millis(5);
@@ -125,13 +125,13 @@ async fn step(amc: &Amc, path: &Path, contacts: &[PathBuf], open: &mut Option<Op
         tracing::info!("chat.db was replaced; reading it again");
         *open = None;
     }
-    if open.is_none() {
+    let reopened = open.is_none();
+    if reopened {
         // Opening, probing the schema and reading Contacts may wait on locks: not on the
         // async threads.
-        let (a, p, c) = (amc.clone(), path.to_owned(), contacts.to_vec());
+        let (p, c) = (path.to_owned(), contacts.to_vec());
         let opened = tokio::task::spawn_blocking(move || {
             let db = ChatDb::open(&p)?.with_contacts(crate::contacts::Contacts::load(&c));
-            resync_if_rebuilt(&a, &db);
             let data_version = db.data_version().unwrap_or(-1);
             Ok::<_, SourceError>((db, data_version))
         })
@@ -164,17 +164,22 @@ async fn step(amc: &Amc, path: &Path, contacts: &[PathBuf], open: &mut Option<Op
         }
     }
     let Some(db) = open.as_ref().map(|o| o.db.clone()) else { return };
-    // On the slow check, after a change: a rebuild in place keeps the file's identity,
-    // so look at the rows themselves; then look again at the newest rows for edits and
-    // unsends.
-    if !forced {
+    // The slow look, on the slow check after a change and whenever chat.db was just
+    // (re)opened (whatever woke the watcher: what changed before the open is known only
+    // from the rows): a rebuild in place keeps the file's identity, so compare the rows
+    // with the checkpoint; look again at the newest rows for reactions and downloads;
+    // apply edits and unsends wherever their rows lie.
+    if !forced || reopened {
         let (a, d) = (amc.clone(), db.clone());
         let _ =
             tokio::task::spawn_blocking(move || resync_if_rebuilt(&a, &d.lock().unwrap_or_else(|p| p.into_inner())))
                 .await;
-    }
-    if !forced && let Err(e) = rescan_recent(amc, &db).await {
-        tracing::warn!(error = %e, "rescanning chat.db failed");
+        if let Err(e) = rescan_recent(amc, &db).await {
+            tracing::warn!(error = %e, "rescanning chat.db failed");
+        }
+        if let Err(e) = apply_edits(amc, &db).await {
+            tracing::warn!(error = %e, "reading chat.db's edits failed");
+        }
     }
     match sync_once(amc, &db).await {
         Ok(report) => {

@@ -87,7 +87,7 @@ impl Amc {
 
     /// Marks messages the platform deleted as unsent, and tells the UI.
     pub async fn mark_unsent(&self, source: Source, platform_ids: Vec<String>) -> Result<usize> {
-        let changed = self.blocking(move |s| s.mark_unsent(source, &platform_ids, crate::time::now_ms())).await?;
+        let changed = self.blocking(move |s| s.mark_unsent(source, &platform_ids)).await?;
         for (_, channel_id) in &changed {
             self.publish(Event::MessagesChanged { channel_id: channel_id.clone(), inserted: 0, updated: 1 });
         }

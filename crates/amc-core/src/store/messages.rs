@@ -469,11 +469,15 @@ fn ingest_one(
                 // A source that reports no reactions leaves the stored ones alone: reactions
                 // that come as their own rows (iMessage tapbacks) are kept by apply_reactions.
                 // An older version of the message (one read before an edit, or before it
-                // was unsent, arriving late) never replaces a newer one.
-                "UPDATE messages SET text = ?2, edited_at = ?3, unsent = ?4, \
+                // was unsent, arriving late) never replaces a newer one. An unsend keeps
+                // the text AMC last saw (the platform no longer has it) and its last edit
+                // time: an unsend is not an edit.
+                "UPDATE messages SET text = CASE WHEN ?4 AND ?2 = '' THEN text ELSE ?2 END, \
+                 edited_at = CASE WHEN ?4 THEN edited_at ELSE ?3 END, unsent = ?4, \
                  reactions = CASE WHEN ?5 = '[]' THEN reactions ELSE ?5 END WHERE id = ?1 \
-                 AND (text IS NOT ?2 OR edited_at IS NOT ?3 OR unsent IS NOT ?4 OR (?5 != '[]' AND reactions IS NOT ?5)) \
-                 AND coalesce(?3, 0) >= coalesce(edited_at, 0) AND NOT (unsent = 1 AND ?4 = 0)",
+                 AND (unsent IS NOT ?4 OR (NOT ?4 AND (text IS NOT ?2 OR edited_at IS NOT ?3)) \
+                      OR (?5 != '[]' AND reactions IS NOT ?5)) \
+                 AND (?4 OR coalesce(?3, 0) >= coalesce(edited_at, 0)) AND NOT (unsent = 1 AND ?4 = 0)",
             )?
             .execute(params![id, msg.text, msg.edited_at, msg.unsent, reactions])?;
         // Attachments change after the message: a download finishes, a file is offloaded.
@@ -675,19 +679,20 @@ impl Store {
         })
     }
 
-    /// Marks messages the platform deleted as unsent: their text, reactions and files are
-    /// dropped, the rows stay (agents may have seen them). Returns the ids of the
-    /// messages that changed, with their channels.
-    pub fn mark_unsent(&self, source: Source, platform_ids: &[String], at: Millis) -> Result<Vec<(String, String)>> {
+    /// Marks messages the platform deleted as unsent: the rows stay with the text AMC
+    /// last saw (agents may have seen it; the API promises it), their reactions and files
+    /// are dropped, and the edit time is left alone (a deletion is not an edit). Returns
+    /// the ids of the messages that changed, with their channels.
+    pub fn mark_unsent(&self, source: Source, platform_ids: &[String]) -> Result<Vec<(String, String)>> {
         self.write(|tx| {
             let mut changed = Vec::new();
             let mut stmt = tx.prepare_cached(
-                "UPDATE messages SET unsent = 1, text = '', reactions = '[]', edited_at = coalesce(edited_at, ?3) \
+                "UPDATE messages SET unsent = 1, reactions = '[]' \
                  WHERE source = ?1 AND platform_id = ?2 AND unsent = 0 RETURNING id, channel_id",
             )?;
             for pid in platform_ids {
                 if let Some(row) =
-                    stmt.query_row(params![source.as_str(), pid, at], |r| Ok((r.get(0)?, r.get(1)?))).optional()?
+                    stmt.query_row(params![source.as_str(), pid], |r| Ok((r.get(0)?, r.get(1)?))).optional()?
                 {
                     changed.push(row);
                 }

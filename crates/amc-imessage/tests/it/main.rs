@@ -238,7 +238,8 @@ async fn edits_and_unsends_made_later_are_found_by_the_rescan() {
     let channel = amc.store().admin_channels(None, None).expect("channels").remove(0);
     let msgs = amc.store().channel_tail(&channel.id, 10).expect("tail");
     assert!(msgs[0].edited_at.is_some() && msgs[0].text == "Test", "{:?}", msgs[0]);
-    assert!(msgs[1].unsent && msgs[1].text.is_empty(), "{:?}", msgs[1]);
+    // An unsent message keeps the text AMC saw, and is not an edit.
+    assert!(msgs[1].unsent && msgs[1].text == "oops wrong chat" && msgs[1].edited_at.is_none(), "{:?}", msgs[1]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -538,4 +539,84 @@ async fn rows_written_below_the_checkpoint_of_a_chat_db_rebuilt_in_place_are_rea
     let db = std::sync::Arc::new(std::sync::Mutex::new(reopened));
     sync_once(&amc, &db).await.expect("sync");
     assert_eq!(count(&amc), 35);
+}
+
+/// Waits, event by event, until `done` holds for the store (at most 20 s).
+async fn wait_until(amc: &Amc, what: &str, done: impl Fn(&Amc) -> bool) {
+    let mut events = amc.events().subscribe();
+    let waited = tokio::time::timeout(std::time::Duration::from_secs(20), async {
+        while !done(amc) {
+            let _ = events.recv().await;
+        }
+    })
+    .await;
+    assert!(waited.is_ok(), "timed out waiting until {what}");
+}
+
+/// An edit or an unsend of an old message (far beyond the newest rows the rescan reads
+/// again) is applied, and an unsent message keeps the text AMC saw, with no edit time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn edits_and_unsends_of_old_messages_are_applied_wherever_the_row_lies() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("chat.db");
+    let w = ChatDbWriter::create(&path).expect("chat.db");
+    let ada = w.add_handle("+15551234567").expect("handle");
+    let chat = w.add_chat("iMessage;-;+15551234567", 45, None, &[ada]).expect("chat");
+    w.connection().execute_batch("BEGIN").expect("begin");
+    w.add_message(chat, &text_msg("old-edit", "see you at 8", ada, T0)).expect("m");
+    w.add_message(chat, &text_msg("old-unsend", "my door code is 4711", ada, T0 + 1)).expect("m");
+    let total = amc_imessage::sync::RESCAN_ROWS + 500;
+    for i in 2..total {
+        w.add_message(chat, &text_msg(&format!("n{i}"), &format!("n {i}"), ada, T0 + i)).expect("m");
+    }
+    w.connection().execute_batch("COMMIT").expect("commit");
+    let amc = amc(dir.path());
+    let db = std::sync::Arc::new(std::sync::Mutex::new(ChatDb::open(&path).expect("open")));
+    sync_once(&amc, &db).await.expect("sync");
+    drop(db);
+    let stop = tokio_util::sync::CancellationToken::new();
+    let watch = amc_imessage::watch::WatchConfig {
+        chat_db: path.clone(),
+        poll: std::time::Duration::from_millis(200),
+        contacts: Vec::new(),
+    };
+    let watcher = tokio::spawn(amc_imessage::watch::run(amc.clone(), watch, stop.clone()));
+    w.connection()
+        .execute(
+            "UPDATE message SET date_edited = ?1, message_summary_info = ?2, attributedBody = ?3, text = NULL \
+             WHERE guid = 'old-edit'",
+            rusqlite::params![
+                amc_imessage::fixture::apple_ns(T0 + 60_000),
+                blob("message-summary-info", "Edited.plist"),
+                blob("attributed-body", "EditedWithFormatting")
+            ],
+        )
+        .expect("edit");
+    w.connection()
+        .execute(
+            "UPDATE message SET date_edited = ?1, date_retracted = ?1, message_summary_info = ?2, text = NULL \
+             WHERE guid = 'old-unsend'",
+            rusqlite::params![
+                amc_imessage::fixture::apple_ns(T0 + 70_000),
+                blob("message-summary-info", "Deleted.plist")
+            ],
+        )
+        .expect("unsend");
+    let first_two = |amc: &Amc| {
+        let channel = amc.store().admin_channels(None, None).expect("channels").remove(0);
+        let mut all = amc.store().channel_tail(&channel.id, 10_000).expect("messages");
+        all.truncate(2);
+        all
+    };
+    wait_until(&amc, "the old edit and unsend are applied", |amc| {
+        let msgs = first_two(amc);
+        msgs[0].edited_at.is_some() && msgs[1].unsent
+    })
+    .await;
+    stop.cancel();
+    watcher.await.expect("watcher");
+    let msgs = first_two(&amc);
+    assert_eq!(msgs[0].text, "Test", "the edited text");
+    assert_eq!(msgs[1].text, "my door code is 4711", "an unsent message keeps what AMC last saw");
+    assert_eq!(msgs[1].edited_at, None, "an unsend is not an edit");
 }
