@@ -137,7 +137,9 @@ pub fn list_unread_messages() -> Tool {
         format!(
             "List messages this agent has not marked read yet, oldest first, from the person's iMessage and Discord \
              conversations. {VISIBILITY} Filter by source, channel or time (since, inclusive), up to `limit` (1-100, \
-             default 20). Pass `next_since` back as `since` to continue; call mark_read once you have handled messages."
+             default 20). The reliable loop: list, handle, call mark_read with the ids you handled, list again. To page \
+             without marking read, pass `next_cursor` back as `cursor`. Do not page by passing `next_since` back as \
+             `since`: it is inclusive, so it returns messages again and can stick."
         ),
         object(json!({
             "type": "object",
@@ -145,13 +147,15 @@ pub fn list_unread_messages() -> Tool {
                 "since": { "type": "string", "format": "date-time", "description": "ISO 8601 / RFC 3339 timestamp; only messages sent at or after it." },
                 "source": { "type": "string", "enum": ["imessage", "discord"] },
                 "channel_id": { "type": "string" },
-                "limit": { "type": "integer", "minimum": 1, "maximum": 100, "default": 20 }
+                "limit": { "type": "integer", "minimum": 1, "maximum": 100, "default": 20 },
+                "cursor": { "type": "string", "description": "A next_cursor from an earlier page: only messages after it." }
             },
             "additionalProperties": false
         })),
     )
     .with_raw_output_schema(output_schema(messages_output(json!({
-        "next_since": { "type": ["string", "null"], "format": "date-time" }
+        "next_since": { "type": ["string", "null"], "format": "date-time" },
+        "next_cursor": { "type": ["string", "null"] }
     }))))
     .with_annotations(annotations("List unread messages", true, false, true, false))
 }

@@ -25,6 +25,8 @@ pub struct UnreadParams {
     pub channel_id: Option<String>,
     /// 1..=100, default 20.
     pub limit: Option<i64>,
+    /// A `next_cursor` from an earlier page: only messages after that one.
+    pub cursor: Option<String>,
 }
 
 /// The unread page.
@@ -34,6 +36,29 @@ pub struct UnreadPage {
     pub messages: Vec<Envelope>,
     /// The newest returned message's time; the `since` given when none; else `null`.
     pub next_since: Option<String>,
+    /// The position after the newest returned message; the `cursor` given when none;
+    /// else `null`. Unlike `next_since` it is exclusive and total (time and id), so
+    /// paging by it never returns a message twice or sticks.
+    pub next_cursor: Option<String>,
+}
+
+/// A position in the unread order, (time, message id), as an opaque string.
+fn encode_cursor(at: crate::time::Millis, id: &str) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("{at}:{id}"))
+}
+
+fn decode_cursor(cursor: &str) -> Result<(crate::time::Millis, String)> {
+    use base64::Engine;
+    let invalid = || Error::validation("cursor must be a next_cursor returned by list_unread_messages");
+    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(cursor).map_err(|_| invalid())?;
+    let text = String::from_utf8(raw).map_err(|_| invalid())?;
+    let (at, id) = text.split_once(':').ok_or_else(invalid)?;
+    let at: crate::time::Millis = at.parse().map_err(|_| invalid())?;
+    if !is_message_id(id) {
+        return Err(invalid());
+    }
+    Ok((at, id.to_owned()))
 }
 
 /// `get_message_context` / `GET /messages/context`, as given.
@@ -99,10 +124,21 @@ impl Amc {
         if let Some(c) = &p.channel_id {
             check_channel_id(c)?;
         }
-        let q = UnreadQuery { since, source, channel_id: p.channel_id, limit: ranged("limit", p.limit, 1, 100, 20)? };
+        let after = p.cursor.as_deref().map(decode_cursor).transpose()?;
+        let q = UnreadQuery {
+            since,
+            after,
+            source,
+            channel_id: p.channel_id,
+            limit: ranged("limit", p.limit, 1, 100, 20)?,
+        };
         let agent_id = agent.agent_id.clone();
         let (messages, next_since) = self.blocking(move |s| s.unread(&agent_id, &q)).await?;
-        Ok(UnreadPage { messages, next_since: next_since.map(format_ms) })
+        let next_cursor = match messages.last() {
+            Some(m) => Some(encode_cursor(m.sent_at, &m.id)),
+            None => p.cursor,
+        };
+        Ok(UnreadPage { messages, next_since: next_since.map(format_ms), next_cursor })
     }
 
     /// A message and its neighbours in its channel.

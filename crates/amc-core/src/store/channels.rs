@@ -8,9 +8,12 @@ use crate::model::{ChannelAdmin, ChannelInfo, ChannelKind, ChannelState, History
 use crate::time::{Millis, now_ms};
 
 /// The SQL condition under which message `m` of channel `c` reaches agents.
-pub(super) const VISIBLE: &str = "c.state = 'allowed' AND (c.visible_from IS NULL OR m.sent_at >= c.visible_from)";
+pub(super) const VISIBLE: &str = "c.state = 'allowed' AND (c.visible_from IS NULL OR m.sent_at >= c.visible_from) \
+     AND (c.stored_from IS NULL OR m.ingested_at >= c.stored_from)";
 
 const DAY_MS: i64 = 86_400_000;
+/// How far before a "from now" approval a message stored after it may say it was sent.
+pub const FROM_NOW_CLOCK_SKEW_MS: i64 = 2 * 60_000;
 
 /// A channel as a source describes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,7 +71,8 @@ const ADMIN_COLS: &str = "c.id, c.source, c.platform_id, c.name, c.kind, c.state
      c.created_at, c.last_message_at, \
      (SELECT count(*) FROM messages m WHERE m.channel_id = c.id), \
      CASE WHEN c.state = 'allowed' THEN (SELECT count(*) FROM messages m WHERE m.channel_id = c.id \
-       AND (c.visible_from IS NULL OR m.sent_at >= c.visible_from)) ELSE 0 END";
+       AND (c.visible_from IS NULL OR m.sent_at >= c.visible_from) \
+       AND (c.stored_from IS NULL OR m.ingested_at >= c.stored_from)) ELSE 0 END";
 
 fn admin_from_row(row: &Row<'_>) -> rusqlite::Result<ChannelAdmin> {
     Ok(ChannelAdmin {
@@ -202,18 +206,21 @@ impl Store {
         policy: Option<SendPolicy>,
     ) -> Result<ChannelAdmin> {
         let now = now_ms();
-        let visible_from = match release {
-            HistoryRelease::FromNow => Some(now),
-            HistoryRelease::All => None,
-            HistoryRelease::LastDays(days) => Some(now - i64::from(days) * DAY_MS),
+        // "From now": what AMC stores from now on (`stored_from`), whose own time is at
+        // most a little before now (a sender's clock may be behind; a catch-up must not
+        // bring back what was said before the approval).
+        let (visible_from, stored_from) = match release {
+            HistoryRelease::FromNow => (Some(now - FROM_NOW_CLOCK_SKEW_MS), Some(now)),
+            HistoryRelease::All => (None, None),
+            HistoryRelease::LastDays(days) => (Some(now - i64::from(days) * DAY_MS), None),
         };
         self.write(|tx| {
             let changed = tx
                 .prepare_cached(
-                    "UPDATE channels SET state = 'allowed', visible_from = ?2, \
+                    "UPDATE channels SET state = 'allowed', visible_from = ?2, stored_from = ?5, \
                      send_policy = coalesce(?3, send_policy), updated_at = ?4 WHERE id = ?1",
                 )?
-                .execute(params![id, visible_from, policy.map(SendPolicy::as_str), now])?;
+                .execute(params![id, visible_from, policy.map(SendPolicy::as_str), now, stored_from])?;
             if changed == 0 {
                 return Err(Error::not_found("channel"));
             }
@@ -255,7 +262,8 @@ impl Store {
         self.read(|tx| {
             let mut stmt = tx.prepare_cached(
                 "SELECT id, source, name, kind, send_policy, \
-                 CASE WHEN visible_from IS NULL OR last_message_at >= visible_from THEN last_message_at END FROM channels \
+                 CASE WHEN (visible_from IS NULL OR last_message_at >= visible_from) \
+                   AND (stored_from IS NULL OR last_message_at >= stored_from) THEN last_message_at END FROM channels \
                  WHERE state = 'allowed' AND (?1 IS NULL OR source = ?1) \
                  ORDER BY coalesce(last_message_at, created_at) DESC, id",
             )?;

@@ -19,9 +19,17 @@ use crate::time::{Millis, now_ms};
 const ENVELOPE_COLS: &str = "m.id, m.source, m.channel_id, c.name, c.kind, m.sender_id, m.sender_name, m.is_self, \
      m.text, m.sent_at, m.edited_at, m.unsent, \
      CASE WHEN m.reply_to IS NOT NULL AND EXISTS (SELECT 1 FROM messages p WHERE p.id = m.reply_to \
-       AND p.channel_id = m.channel_id AND (c.visible_from IS NULL OR p.sent_at >= c.visible_from)) \
+       AND p.channel_id = m.channel_id AND (c.visible_from IS NULL OR p.sent_at >= c.visible_from) \
+       AND (c.stored_from IS NULL OR p.ingested_at >= c.stored_from)) \
        THEN m.reply_to END, \
      m.reactions, m.direction, m.agent_id";
+
+/// A message's time as stored: never later than when AMC stored it. A sender's clock
+/// ahead, or a damaged date (year 2100, 2286), would otherwise sort the message after
+/// every message still to come and hide them from a client paging by `since`.
+fn stored_sent_at(msg: &IncomingMessage, now: Millis) -> Millis {
+    msg.sent_at.min(now)
+}
 
 fn envelope_from_row(row: &Row<'_>) -> rusqlite::Result<Envelope> {
     let reactions: String = row.get(13)?;
@@ -110,6 +118,8 @@ pub struct AttachmentFile {
 pub struct UnreadQuery {
     /// Only messages sent at or after this time.
     pub since: Option<Millis>,
+    /// Only messages after this one, by (time, id).
+    pub after: Option<(Millis, String)>,
     /// Only this source.
     pub source: Option<Source>,
     /// Only this channel.
@@ -168,10 +178,11 @@ impl Store {
                 for msg in messages {
                     match ingest_one(tx, source, &channel_id, msg, now, || self.next_message_id(), &mut orphans)? {
                         Ingested::Inserted(id) => {
-                            if lowest.as_ref().is_none_or(|(at, lid)| (msg.sent_at, &id) < (*at, lid)) {
-                                lowest = Some((msg.sent_at, id.clone()));
+                            let sent_at = stored_sent_at(msg, now);
+                            if lowest.as_ref().is_none_or(|(at, lid)| (sent_at, &id) < (*at, lid)) {
+                                lowest = Some((sent_at, id.clone()));
                             }
-                            newest = newest.max(Some(msg.sent_at));
+                            newest = newest.max(Some(sent_at));
                             report.inserted.push(id);
                             report.inserted_platform_ids.push(msg.platform_id.clone());
                         }
@@ -225,7 +236,11 @@ impl Store {
                 .optional()?
                 .ok_or_else(|| Error::unauthorized("unknown agent"))?;
             let since = q.since.unwrap_or(i64::MIN);
-            let (start_at, start_id) = if since > floor.0 { (since, String::new()) } else { floor.clone() };
+            // Message ids all have one length, so `id + " "` sorts after `id` and before
+            // every id above it: a start inclusive of it is exclusive of `id`.
+            let after = q.after.as_ref().map(|(at, id)| (*at, format!("{id} ")));
+            let (start_at, start_id) =
+                [Some(floor.clone()), Some((since, String::new())), after].into_iter().flatten().max().unwrap_or(floor.clone());
             let sql = if q.channel_id.is_some() {
                 format!(
                     "SELECT {ENVELOPE_COLS} FROM messages m INDEXED BY messages_by_channel JOIN channels c ON c.id = m.channel_id \
@@ -253,7 +268,7 @@ impl Store {
             let messages = collect(tx, rows)?;
             // Without filters, the scan proves that nothing before its first result (or,
             // when empty, before the newest message) is unread: remember that.
-            let unfiltered = q.source.is_none() && q.channel_id.is_none() && since <= floor.0;
+            let unfiltered = q.source.is_none() && q.channel_id.is_none() && (start_at, &start_id) == (floor.0, &floor.1);
             let advance = if unfiltered {
                 let candidate = match messages.first() {
                     Some(m) => Some((m.sent_at, m.id.clone())),
@@ -524,7 +539,7 @@ fn ingest_one(
         msg.sender.display_name,
         msg.sender.is_self,
         msg.text,
-        msg.sent_at,
+        stored_sent_at(msg, now),
         msg.edited_at,
         msg.unsent,
         reply_to,

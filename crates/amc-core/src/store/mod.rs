@@ -33,6 +33,7 @@ pub use relay::{Access, PERSON, RelayMessage, SearchHit, ThreadMeta, TokenInfo};
 const MIGRATIONS: &[(&str, &str)] = &[
     ("0001_initial", include_str!("migrations/0001_initial.sql")),
     ("0002_relay", include_str!("migrations/0002_relay.sql")),
+    ("0003_release_by_arrival", include_str!("migrations/0003_release_by_arrival.sql")),
 ];
 
 /// How long a connection waits for a lock held by another before giving up.

@@ -166,3 +166,42 @@ async fn agent_tokens_do_not_open_the_admin_api_and_revocation_is_immediate() {
     assert_eq!(v["agents"][0]["id"], "claude");
     assert!(!v.to_string().contains(&token), "tokens are never listed");
 }
+
+/// "From now" means from when AMC stored the message, not what the sender's clock says:
+/// a message stored while the channel was pending stays quarantined even when it claims
+/// a later time (a clock ahead, a date in 2100), and one that arrives after the approval
+/// is shown even when the sender's clock is behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approving_from_now_goes_by_when_amc_stored_each_message() {
+    let d = Daemon::start().await;
+    let (mut agent, _) = d.agent("claude").await;
+    let now = now_ms();
+    let y2100 = 4_102_444_800_000;
+    let pending = vec![msg("ahead", "clock ahead", now + 60_000), msg("far", "year 2100", y2100)];
+    let (ch, early) = d.ingest(Source::Imessage, "a", pending).await;
+    let r = d.approve(&ch, json!({ "history": "from_now" })).await;
+    assert_eq!(r.json()["visible_count"], 0, "{}", r.json());
+    for id in &early {
+        assert_hidden_message(&mut agent, &ch, id).await;
+    }
+    let (_, late) = d.ingest(Source::Imessage, "a", vec![msg("behind", "clock behind", now - 60_000)]).await;
+    assert_eq!(ids(&agent.get("/messages/unread").await.expect("get").json()), late);
+}
+
+/// A message dated far in the future must not hide every later message from a client
+/// that pages by `next_since`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_future_dated_message_does_not_poison_next_since() {
+    let d = Daemon::start().await;
+    let (mut agent, _) = d.agent("claude").await;
+    let (ch, _) = d.ingest(Source::Imessage, "a", vec![msg("first", "first", now_ms() - 1_000)]).await;
+    d.approve(&ch, json!({ "history": "all" })).await;
+    for (guid, at) in [("y2100", 4_102_444_800_000_i64), ("y2286", 9_999_999_999_999)] {
+        d.ingest(Source::Imessage, "a", vec![msg(guid, guid, at)]).await;
+    }
+    let page = agent.get("/messages/unread?limit=100").await.expect("get").json();
+    let since = page["next_since"].as_str().expect("next_since").to_owned();
+    let (_, newer) = d.ingest(Source::Imessage, "a", vec![msg("later", "a later message", now_ms())]).await;
+    let next = agent.get(&format!("/messages/unread?since={since}")).await.expect("get").json();
+    assert!(ids(&next).contains(&newer[0]), "since={since} hides a message that came later: {next}");
+}

@@ -72,11 +72,11 @@ async fn unread_filters_by_limit_since_source_and_channel() {
     // Nothing returned: next_since echoes since, or is null without since.
     let future = "2999-01-01T00:00:00.000Z";
     let v = agent.get(&format!("/messages/unread?since={future}")).await.expect("get").json();
-    assert_eq!(v, json!({ "messages": [], "next_since": future }));
+    assert_eq!(v, json!({ "messages": [], "next_since": future, "next_cursor": null }));
     let all: Vec<String> = a_ids.iter().chain(&b_ids).cloned().collect();
     agent.post("/messages/mark_read", &json!({ "message_ids": all })).await.expect("post");
     let v = agent.get("/messages/unread").await.expect("get").json();
-    assert_eq!(v, json!({ "messages": [], "next_since": null }));
+    assert_eq!(v, json!({ "messages": [], "next_since": null, "next_cursor": null }));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -219,4 +219,41 @@ async fn healthz_reports_sources_and_needs_a_token() {
     assert_eq!(d.admin().await.get("/healthz").await.expect("get").status, 200);
     let r = d.anon().await.get("/healthz").await.expect("get");
     assert_eq!(code(&r), "UNAUTHORIZED");
+}
+
+/// More messages than `limit` in one millisecond: paging by `cursor` reaches every one of
+/// them exactly once (`since` alone, being inclusive, would return the same page again).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn paging_by_cursor_never_sticks_on_messages_of_one_millisecond() {
+    let d = Daemon::start().await;
+    let (mut agent, _) = d.agent("claude").await;
+    let at = now_ms() - 5_000;
+    let burst: Vec<_> = (0..160).map(|i| msg(&format!("b-{i}"), &format!("burst {i}"), at)).collect();
+    let (ch, sent) = d.ingest(Source::Imessage, "a", burst).await;
+    d.approve(&ch, json!({ "history": "all" })).await;
+
+    let (mut seen, mut cursor, mut pages) = (Vec::new(), None::<String>, 0);
+    loop {
+        let path = match &cursor {
+            Some(c) => format!("/messages/unread?limit=100&cursor={c}"),
+            None => "/messages/unread?limit=100".to_owned(),
+        };
+        let v = agent.get(&path).await.expect("get").json();
+        pages += 1;
+        assert!(pages <= 3, "paging does not end: {v}");
+        let page = ids(&v);
+        if page.is_empty() {
+            assert_eq!(v["next_cursor"].as_str(), cursor.as_deref(), "an empty page keeps the cursor");
+            break;
+        }
+        seen.extend(page);
+        cursor = Some(v["next_cursor"].as_str().expect("next_cursor").to_owned());
+    }
+    assert_eq!(seen, sent, "every message once, in order");
+
+    // A cursor is a position, never access; a forged or damaged one is refused.
+    for bad in ["x", "bm90IGEgY3Vyc29y", "MTc3NzAwMDAwMDAwMDpub3RhbWVzc2FnZQ", "%00"] {
+        let r = agent.get(&format!("/messages/unread?cursor={bad}")).await.expect("get");
+        assert_eq!((r.status.as_u16(), code(&r).as_str()), (422, "VALIDATION_FAILED"), "{bad}");
+    }
 }
