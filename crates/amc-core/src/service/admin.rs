@@ -232,6 +232,7 @@ impl Amc {
     /// Revokes an agent.
     pub async fn revoke_agent(&self, id: String) -> Result<AgentInfo> {
         let agent = self.blocking(move |s| s.revoke_agent(&id)).await?;
+        self.inner.revocations.send_modify(|n| *n += 1);
         self.publish(Event::AgentsChanged);
         Ok(agent)
     }

@@ -53,6 +53,8 @@ struct Inner {
     started: Instant,
     url_filter: crate::attach::url::AddressFilter,
     relay_notifier: relay::Notifier,
+    /// Bumped on every revocation, so an agent's waits end at once.
+    revocations: tokio::sync::watch::Sender<u64>,
     relay_cursors: std::sync::Mutex<Option<Arc<relay::Cursors>>>,
 }
 
@@ -93,6 +95,7 @@ impl Amc {
                 started: Instant::now(),
                 url_filter: crate::attach::url::is_public,
                 relay_notifier: relay::Notifier::default(),
+                revocations: tokio::sync::watch::Sender::new(0),
                 relay_cursors: std::sync::Mutex::new(None),
             }),
         })

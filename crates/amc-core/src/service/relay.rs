@@ -512,16 +512,33 @@ impl Amc {
             "" => 0,
             c => cursors.read_position(&thread_id, c)?,
         };
-        // Subscribe before looking, so a message posted in between still wakes us.
+        // Subscribe before looking, so a message posted (or the agent revoked) in between
+        // still wakes us.
         let mut rx = self.inner.relay_notifier.subscribe(&thread_id);
+        let mut revocations = self.inner.revocations.subscribe();
         let page = self.relay_page(who, &cursors, thread_id.clone(), after_seq, limit).await?;
         if !page.messages.is_empty() || timeout == 0 {
             return Ok(page);
         }
-        let woke = tokio::select! {
-            r = tokio::time::timeout(Duration::from_secs(timeout as u64), rx.wait_for(|r| r.latest_seq > after_seq)) => r.is_ok(),
-            () = cancelled => false,
+        // A revocation between the request's authentication and the subscription.
+        self.check_not_revoked(who).await?;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(timeout as u64);
+        tokio::pin!(cancelled);
+        let woke = loop {
+            // The guard `wait_for` returns must not live across the other arms' awaits.
+            let posted =
+                async { tokio::time::timeout_at(deadline, rx.wait_for(|r| r.latest_seq > after_seq)).await.is_ok() };
+            tokio::select! {
+                posted = posted => break posted,
+                () = &mut cancelled => break false,
+                // Some agent was revoked: if it is this one, its wait ends now.
+                Ok(()) = revocations.changed() => self.check_not_revoked(who).await?,
+            }
         };
+        // A revocation that raced the post still wins.
+        if revocations.has_changed().unwrap_or(false) {
+            self.check_not_revoked(who).await?;
+        }
         if !woke {
             return Ok(page);
         }
@@ -532,6 +549,14 @@ impl Amc {
             return build_page(who, &cursors, thread_id, after_seq, messages, recent.latest_seq);
         }
         self.relay_page(who, &cursors, thread_id, after_seq, limit).await
+    }
+
+    /// `UNAUTHORIZED` for an agent revoked since its request was let in.
+    async fn check_not_revoked(&self, who: &Principal) -> Result<()> {
+        let Principal::Agent(id) = who else { return Ok(()) };
+        let id = id.clone();
+        let revoked = self.blocking(move |s| s.is_agent_revoked(&id)).await?;
+        if revoked { Err(Error::unauthorized("this agent was revoked")) } else { Ok(()) }
     }
 
     /// Searches titles and bodies of the threads the caller can see.

@@ -105,6 +105,17 @@ impl Store {
         })
     }
 
+    /// Whether the agent is revoked (an unknown agent counts as revoked).
+    pub fn is_agent_revoked(&self, id: &str) -> Result<bool> {
+        self.read(|tx| {
+            let revoked: Option<Option<i64>> = tx
+                .prepare_cached("SELECT revoked_at FROM agents WHERE id = ?1")?
+                .query_row([id], |r| r.get(0))
+                .optional()?;
+            Ok(revoked.is_none_or(|at| at.is_some()))
+        })
+    }
+
     /// Revokes an agent's token at once; its read state is kept.
     pub fn revoke_agent(&self, id: &str) -> Result<AgentInfo> {
         self.write(|tx| {

@@ -247,3 +247,56 @@ async fn pages_stay_under_32_kib_however_the_bodies_are_shaped() {
         tool(&mut c, "read_messages", json!({ "thread_id": thread, "after": page["next_cursor"], "limit": 100 })).await;
     assert_eq!(next["messages"][0]["seq"], n as i64 + 1);
 }
+
+/// Revoking an agent ends its waits at once with UNAUTHORIZED: a message posted after the
+/// revocation never reaches it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn revoking_an_agent_ends_its_waits_at_once() {
+    let d = Daemon::start().await;
+    let (_, owner) = d.agent("owner").await;
+    let (_, doomed) = d.agent("doomed").await;
+    let (_, bystander) = d.agent("bystander").await;
+    let mut o = relay_conn(&d, &owner).await;
+    let t = tool(&mut o, "create_thread", json!({ "title": "plans", "idempotency_key": "p" })).await;
+    let thread = t["thread_id"].as_str().expect("id").to_owned();
+    let mut cursors = Vec::new();
+    for token in [&doomed, &bystander] {
+        let inv = tool(&mut o, "create_thread_invite", json!({ "thread_id": thread, "kind": "read" })).await;
+        let mut c = relay_conn(&d, token).await;
+        tool(&mut c, "join_thread", json!({ "thread_id": thread, "access_token": inv["access_token"] })).await;
+        let page = tool(&mut c, "read_messages", json!({ "thread_id": thread })).await;
+        cursors.push(page["next_cursor"].as_str().expect("cursor").to_owned());
+    }
+    let wait = |token: String, cursor: String| {
+        let (socket, thread) = (d.socket(), thread.clone());
+        tokio::spawn(async move {
+            let mut c = Connection::connect(&socket).await.expect("connect").with_bearer(&token);
+            let args = json!({ "thread_id": thread, "after": cursor, "timeout_seconds": 25 });
+            rpc(&mut c, "tools/call", json!({ "name": "wait_for_messages", "arguments": args })).await
+        })
+    };
+    let doomed_wait = wait(doomed.clone(), cursors[0].clone());
+    let bystander_wait = wait(bystander.clone(), cursors[1].clone());
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while d.amc.relay_waiters() < 2 {
+        assert!(tokio::time::Instant::now() < deadline, "the waits never started");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let started = tokio::time::Instant::now();
+    let r = d.admin().await.post("/admin/agents/doomed/revoke", &json!({})).await.expect("revoke");
+    assert_eq!(r.status, 200, "{:?}", r.json());
+    tool(
+        &mut o,
+        "send_message",
+        json!({ "thread_id": thread, "body": "after the revocation", "idempotency_key": "a" }),
+    )
+    .await;
+    let result = doomed_wait.await.expect("join");
+    assert!(started.elapsed() < Duration::from_secs(20), "the wait ran to its timeout");
+    assert_eq!(result["isError"], true, "{result}");
+    assert_eq!(result["structuredContent"]["error"]["code"], "UNAUTHORIZED", "{result}");
+    assert!(!result.to_string().contains("after the revocation"), "{result}");
+    // Another agent's wait goes on and gets the message.
+    let other = bystander_wait.await.expect("join");
+    assert_eq!(other["structuredContent"]["messages"][0]["body"], "after the revocation", "{other}");
+}
