@@ -37,8 +37,12 @@ pub fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
 pub async fn loopback_only(State(addr): State<SocketAddr>, req: Request, next: Next) -> Response {
     let port = addr.port();
     let allowed_hosts = [format!("127.0.0.1:{port}"), format!("localhost:{port}"), format!("[::1]:{port}")];
+    // Exactly one Host and at most one Origin: with two, a check of the first could pass
+    // while something behind AMC reads the second.
+    let single = req.headers().get_all(header::HOST).iter().count() == 1
+        && req.headers().get_all(header::ORIGIN).iter().count() <= 1;
     let host = req.headers().get(header::HOST).and_then(|h| h.to_str().ok()).map(str::to_ascii_lowercase);
-    let host_ok = host.as_deref().is_some_and(|h| allowed_hosts.iter().any(|a| a == h));
+    let host_ok = single && host.as_deref().is_some_and(|h| allowed_hosts.iter().any(|a| a == h));
     let origin_ok = match req.headers().get(header::ORIGIN) {
         None => true,
         Some(o) => o

@@ -3,15 +3,17 @@
 //! the tool handlers in the request's extensions.
 
 use axum::extract::{FromRequestParts, Request, State};
-use axum::http::header;
+use axum::http::{Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use crate::AppState;
-use crate::error::ApiError;
+use crate::error::{ApiError, envelope_json};
 use crate::extract::Agent;
-use amc_core::ErrorCode;
+use crate::routes::MAX_BODY_BYTES;
+use amc_core::{Error, ErrorCode};
 use amc_mcp::McpCaller;
+use serde_json::{Value, json};
 
 /// Whether an `Origin` is this machine's loopback (any port).
 fn loopback_origin(origin: &str) -> bool {
@@ -28,8 +30,9 @@ fn loopback_origin(origin: &str) -> bool {
 /// Refuses foreign origins (403) and unauthenticated requests (401), then hands the
 /// request on with its [`McpCaller`].
 pub async fn authenticate(State(st): State<AppState>, req: Request, next: Next) -> Response {
-    if let Some(origin) = req.headers().get(header::ORIGIN)
-        && !origin.to_str().is_ok_and(|o| loopback_origin(&o.to_ascii_lowercase()))
+    let origins = req.headers().get_all(header::ORIGIN);
+    if origins.iter().count() > 1
+        || origins.iter().any(|origin| !origin.to_str().is_ok_and(|o| loopback_origin(&o.to_ascii_lowercase())))
     {
         return ApiError::new(ErrorCode::Forbidden, "MCP requests from this Origin are not allowed").into_response();
     }
@@ -41,6 +44,103 @@ pub async fn authenticate(State(st): State<AppState>, req: Request, next: Next) 
             parts.extensions.insert(McpCaller { agent, sent_agent_id });
             next.run(Request::from_parts(parts, body)).await
         }
+    }
+}
+
+/// A JSON-RPC error object, with the envelope in `error.data`, as the HTTP answer.
+fn json_rpc_error(id: Value, rpc_code: i64, e: &amc_core::Error) -> Response {
+    let status = StatusCode::from_u16(e.code.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let body = json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": { "code": rpc_code, "message": e.message, "data": envelope_json(e) },
+    });
+    (status, axum::Json(body)).into_response()
+}
+
+/// JSON-RPC's codes for a body that is not JSON and for JSON that is not a request.
+const PARSE_ERROR: i64 = -32700;
+const INVALID_REQUEST: i64 = -32600;
+const INTERNAL: i64 = -32603;
+
+/// What the MCP endpoints take and give is JSON-RPC, whatever the client sends: a body
+/// over [`MAX_BODY_BYTES`], one that is not UTF-8 JSON (or nests too deep), or JSON that
+/// is not a JSON-RPC 2.0 message gets a JSON-RPC error here, before rmcp sees it; and
+/// any error rmcp answers in plain text (a wrong media type, a request cut short by
+/// shutdown) is turned into one on the way out.
+pub async fn json_rpc_only(State(st): State<AppState>, req: Request, next: Next) -> Response {
+    let (parts, body) = req.into_parts();
+    let mut id = Value::Null;
+    let req = if parts.method == Method::POST {
+        let bytes = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
+            Ok(b) => b,
+            Err(_) => {
+                let e = Error::new(ErrorCode::PayloadTooLarge, format!("request body over {MAX_BODY_BYTES} bytes"));
+                return json_rpc_error(Value::Null, INVALID_REQUEST, &e);
+            }
+        };
+        let parsed = std::str::from_utf8(&bytes)
+            .map_err(|_| "the body is not UTF-8".to_owned())
+            .and_then(|text| serde_json::from_str::<Value>(text).map_err(|e| format!("the body is not JSON: {e}")));
+        let message = match parsed {
+            Ok(v) => v,
+            Err(why) => return json_rpc_error(Value::Null, PARSE_ERROR, &Error::validation(why)),
+        };
+        if let Err(why) = check_message(&message) {
+            return json_rpc_error(Value::Null, INVALID_REQUEST, &Error::validation(why));
+        }
+        id = message.get("id").cloned().unwrap_or(Value::Null);
+        Request::from_parts(parts, axum::body::Body::from(bytes))
+    } else {
+        Request::from_parts(parts, body)
+    };
+    let resp = next.run(req).await;
+    let is_json = resp
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json") || v.starts_with("text/event-stream"));
+    if resp.status().as_u16() < 400 || is_json {
+        return resp;
+    }
+    let status = resp.status();
+    let (code, rpc_code) = match status.as_u16() {
+        404 => (ErrorCode::NotFound, INVALID_REQUEST),
+        405 => (ErrorCode::MethodNotAllowed, INVALID_REQUEST),
+        413 => (ErrorCode::PayloadTooLarge, INVALID_REQUEST),
+        400..=499 => (ErrorCode::ValidationFailed, INVALID_REQUEST),
+        _ => (ErrorCode::InternalError, INTERNAL),
+    };
+    let message = if code == ErrorCode::InternalError {
+        if st.shutdown.is_cancelled() {
+            "AMC is stopping; call again once it is back".to_owned()
+        } else {
+            "internal error; see AMC's log".to_owned()
+        }
+    } else {
+        let text = axum::body::to_bytes(resp.into_body(), 4096).await.unwrap_or_default();
+        let text = String::from_utf8_lossy(&text).chars().take(300).collect::<String>();
+        if text.trim().is_empty() { status.canonical_reason().unwrap_or("bad request").to_owned() } else { text }
+    };
+    json_rpc_error(id, rpc_code, &Error::new(code, message))
+}
+
+/// A JSON-RPC 2.0 message a client may send: a request or notification (a string
+/// `method`), or a response to a server's request (`result` or `error`, with an `id`).
+fn check_message(v: &Value) -> Result<(), &'static str> {
+    let Some(obj) = v.as_object() else { return Err("a JSON-RPC message must be an object (batches are not taken)") };
+    if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return Err("\"jsonrpc\" must be \"2.0\"");
+    }
+    let id_ok = obj.get("id").is_none_or(|id| id.is_string() || id.is_i64() || id.is_u64() || id.is_null());
+    if !id_ok {
+        return Err("\"id\" must be a string or an integer");
+    }
+    match obj.get("method") {
+        Some(m) if m.is_string() => Ok(()),
+        Some(_) => Err("\"method\" must be a string"),
+        None if obj.contains_key("id") && (obj.contains_key("result") || obj.contains_key("error")) => Ok(()),
+        None => Err("a JSON-RPC request needs a \"method\""),
     }
 }
 

@@ -23,6 +23,7 @@ pub fn router(state: AppState) -> Router {
     let mcp = Router::new()
         .route_service("/mcp", inbox_mcp)
         .route_service("/mcp/relay", relay_mcp)
+        .route_layer(axum::middleware::from_fn_with_state(state.clone(), mcp::json_rpc_only))
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), mcp::authenticate));
     let test_routes = if state.amc.test_sender().is_some() {
         Router::new()

@@ -81,6 +81,9 @@ async fn loopback_tcp_checks_host_and_origin_against_dns_rebinding() {
         (format!("attacker.example:{port}"), None),
         (format!("127.0.0.1:{port}"), Some("http://evil.example".to_owned())),
         (format!("127.0.0.1:{port}"), Some("null".to_owned())),
+        // Two Host headers, the allowed one first; two Origins likewise.
+        (format!("127.0.0.1:{port}\r\nHost: evil.example"), None),
+        (format!("127.0.0.1:{port}"), Some(format!("http://127.0.0.1:{port}\r\nOrigin: http://evil.example"))),
     ] {
         let out = raw_tcp(addr, &host, origin.as_deref(), t).await;
         assert!(out.starts_with("HTTP/1.1 403"), "{host} {origin:?}: {out}");

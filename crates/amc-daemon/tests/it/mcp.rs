@@ -208,3 +208,45 @@ async fn stateless_2026_07_28_requests_are_served_without_a_handshake() {
     assert_eq!(r.json()["result"]["structuredContent"]["channels"][0]["id"], ch.as_str());
     assert_eq!(r.json()["result"]["isError"], false);
 }
+
+/// Whatever an MCP client sends, the answer is JSON: a JSON-RPC error for what is not a
+/// JSON-RPC request (with the envelope in `error.data`), never a bare text error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_json_rpc_gets_a_json_rpc_error_on_both_toolsets() {
+    let d = Daemon::start().await;
+    let (_, token) = d.agent("claude").await;
+    let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+    let huge = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{{\"x\":\"{}\"}}}}",
+        "a".repeat(2 << 20)
+    );
+    let cases: Vec<(&str, Vec<u8>, i64)> = vec![
+        ("invalid JSON", b"{\"jsonrpc\": ".to_vec(), -32700),
+        ("empty", Vec::new(), -32700),
+        ("invalid UTF-8", b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\xff\"}".to_vec(), -32700),
+        ("deep nesting", deep.into_bytes(), -32700),
+        ("no method", br#"{"jsonrpc":"2.0","id":1}"#.to_vec(), -32600),
+        ("not an object", b"42".to_vec(), -32600),
+        ("wrong version", br#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#.to_vec(), -32600),
+        ("over 1 MiB", huge.into_bytes(), -32600),
+    ];
+    for path in ["/mcp", "/mcp/relay"] {
+        for (what, body, rpc_code) in &cases {
+            let mut c = d.anon().await.with_bearer(&token).with_header("x-agent-id", "claude");
+            let headers = [("accept", "application/json, text/event-stream"), ("content-type", "application/json")];
+            let r = c.request(hyper::Method::POST, path, &headers, Some(body.clone())).await.expect("post");
+            let ctype = r.headers.get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("");
+            assert!(ctype.starts_with("application/json"), "{path} {what}: {} {ctype:?} {:?}", r.status, r.body);
+            let v = r.json();
+            assert_eq!(v["jsonrpc"], "2.0", "{path} {what}: {v}");
+            assert!(v["id"].is_null(), "{path} {what}: {v}");
+            assert_eq!(v["error"]["code"], *rpc_code, "{path} {what}: {v}");
+            let env = &v["error"]["data"]["error"];
+            assert_eq!(env["status"].as_u64(), Some(u64::from(r.status.as_u16())), "{path} {what}: {v}");
+            assert!(env["code"].is_string() && env["message"].is_string(), "{path} {what}: {v}");
+        }
+    }
+    // The daemon lives on.
+    let r = d.anon().await.with_bearer(&token).get("/healthz").await.expect("healthz");
+    assert_eq!(r.status, 200);
+}

@@ -300,3 +300,35 @@ async fn revoking_an_agent_ends_its_waits_at_once() {
     let other = bystander_wait.await.expect("join");
     assert_eq!(other["structuredContent"]["messages"][0]["body"], "after the revocation", "{other}");
 }
+
+/// Stopping AMC while a wait is in flight answers that wait in JSON-RPC, not in text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wait_in_flight_at_shutdown_gets_a_json_rpc_answer() {
+    let d = Daemon::start().await;
+    let (_, token) = d.agent("a").await;
+    let mut c = relay_conn(&d, &token).await;
+    let t = tool(&mut c, "create_thread", json!({ "title": "quiet", "idempotency_key": "q" })).await;
+    let thread = t["thread_id"].as_str().expect("id").to_owned();
+    let page = tool(&mut c, "read_messages", json!({ "thread_id": thread })).await;
+    let cursor = page["next_cursor"].as_str().expect("cursor").to_owned();
+    let socket = d.socket();
+    let waiting = tokio::spawn(async move {
+        let mut w = Connection::connect(&socket).await.expect("connect").with_bearer(&token);
+        let args = json!({ "thread_id": thread, "after": cursor, "timeout_seconds": 25 });
+        let body = json!({ "jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                           "params": { "name": "wait_for_messages", "arguments": args } });
+        let headers = [("accept", "application/json, text/event-stream"), ("mcp-protocol-version", "2025-11-25")];
+        w.request(hyper::Method::POST, "/mcp/relay", &headers, Some(body.to_string().into_bytes())).await
+    });
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while d.amc.relay_waiters() == 0 {
+        assert!(tokio::time::Instant::now() < deadline, "the wait never started");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    d.stop().await;
+    let r = waiting.await.expect("join").expect("an answer before the connection closed");
+    let v = r.json();
+    assert_eq!(v["jsonrpc"], "2.0", "{} {:?}", r.status, r.body);
+    assert_eq!(v["id"], 9, "{v}");
+    assert!(v["result"].is_object() || v["error"]["data"]["error"]["code"].is_string(), "{v}");
+}
