@@ -26,7 +26,7 @@ def amc_binary() -> str:
 class Daemon:
     """`amc serve --test-sender` and the admin API over its socket."""
 
-    def __init__(self, data_dir: Path, config: str = "") -> None:
+    def __init__(self, data_dir: Path, config: str = "", log: str = "warn") -> None:
         self.data_dir = data_dir
         self.socket = data_dir / "run" / "amc.sock"
         data_dir.mkdir(parents=True, exist_ok=True)
@@ -35,7 +35,7 @@ class Daemon:
         self.log = open(data_dir.parent / f"{data_dir.name}-serve.log", "wb")
         self.proc = subprocess.Popen(
             [amc_binary(), "serve", "--test-sender"],
-            env={**os.environ, "AMC_DATA_DIR": str(data_dir), "AMC_LOG": "warn"},
+            env={**os.environ, "AMC_DATA_DIR": str(data_dir), "AMC_LOG": log},
             stdout=subprocess.DEVNULL,
             stderr=self.log,
         )

@@ -260,3 +260,24 @@ async def test_tokens_stay_out_of_the_logs_even_at_debug(daemon: Daemon, tmp_pat
     logs = errlog.read()
     assert "DEBUG" in logs, "debug logging was on"
     assert minted["access_token"] not in logs and token not in logs
+
+
+async def test_tokens_stay_out_of_the_daemons_log_and_the_bridges_at_trace(tmp_path: Path):
+    """At AMC_LOG=trace, every library that logs whole frames is held above trace: no agent
+    token, relay capability token or message body reaches either log."""
+    daemon = Daemon(tmp_path / "traced", log="trace")
+    try:
+        token = daemon.add_agent("alice")
+        errlog = open(tmp_path / "bridge.err", "w+")
+        async with relay(daemon.data_dir, token, "alice", errlog=errlog, log="trace") as alice:
+            tid = (await call(alice, "create_thread", title="secret", idempotency_key="s"))["thread_id"]
+            minted = await call(alice, "create_thread_invite", thread_id=tid, kind="read")
+            await call(alice, "join_thread", thread_id=tid, access_token=minted["access_token"])
+            await call(alice, "send_message", thread_id=tid, body="the vault code is 8812", idempotency_key="b")
+        errlog.seek(0)
+        for name, logs in [("bridge", errlog.read()), ("daemon", daemon.logs())]:
+            assert "TRACE" in logs, f"trace logging was on in the {name}'s log"
+            for secret in [minted["access_token"], token, daemon.admin_token, "the vault code is 8812"]:
+                assert secret not in logs, f"the {name}'s log holds {secret[:12]}…"
+    finally:
+        daemon.stop()

@@ -18,22 +18,40 @@ use amc_core::service::{Amc, SourceState, SourceStatus};
 use amc_imessage::send::{MessagesConfig, MessagesSender};
 use amc_imessage::watch::WatchConfig;
 
-/// The log filter for AMC's binaries: `AMC_LOG` if set, else `default`. rmcp logs whole
-/// requests and results at debug level, relay tokens included, so its service logs never
-/// go below info.
+/// Library targets that log whole messages, with the most verbose level each may log at
+/// whatever `AMC_LOG` asks: rmcp logs requests and results (agents' tool arguments, relay
+/// capability tokens, message bodies) at debug and, in its streamable HTTP transport,
+/// whole responses at trace; the WebSocket library logs the Discord gateway's frames
+/// (IDENTIFY carries the bot's token) and every message it receives; hyper and h2 log
+/// connection frames at trace.
+pub const HELD_TARGETS: &[(&str, &str)] = &[
+    ("rmcp", "info"),
+    ("tungstenite", "debug"),
+    ("tokio_tungstenite", "debug"),
+    ("hyper", "debug"),
+    ("hyper_util", "debug"),
+    ("h2", "debug"),
+    ("reqwest", "debug"),
+];
+
+/// The log filter for AMC's binaries: `AMC_LOG` if set, else `default`; either way with
+/// [`HELD_TARGETS`] held at their levels, even when `AMC_LOG` names them or a module of
+/// theirs.
 pub fn log_filter(default: &str) -> tracing_subscriber::EnvFilter {
-    match std::env::var("AMC_LOG") {
-        Ok(spec) if !spec.trim().is_empty() => {
-            // Libraries that log whole messages at trace level stay above it: rmcp logs
-            // requests with their tokens, the WebSocket library the Discord gateway's
-            // frames (IDENTIFY carries the bot's token) and every message it receives.
-            tracing_subscriber::EnvFilter::try_new(format!(
-                "{spec},rmcp::service=info,tungstenite=debug,tokio_tungstenite=debug"
-            ))
-            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default))
-        }
-        _ => tracing_subscriber::EnvFilter::new(default),
-    }
+    let spec = std::env::var("AMC_LOG").ok().filter(|s| !s.trim().is_empty()).unwrap_or_else(|| default.to_owned());
+    tracing_subscriber::EnvFilter::try_new(held_spec(&spec))
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(held_spec(default)))
+}
+
+/// `spec` less its directives for held targets, then the held targets at their levels.
+fn held_spec(spec: &str) -> String {
+    let is_held = |directive: &str| {
+        let target = directive.split(['=', '[']).next().unwrap_or("").trim();
+        HELD_TARGETS.iter().any(|(held, _)| target == *held || target.starts_with(&format!("{held}::")))
+    };
+    let kept = spec.split(',').filter(|d| !d.trim().is_empty() && !is_held(d));
+    let held = HELD_TARGETS.iter().map(|(target, level)| format!("{target}={level}"));
+    kept.map(str::to_owned).chain(held).collect::<Vec<_>>().join(",")
 }
 
 /// AMC, running.
@@ -140,5 +158,17 @@ impl Running {
         }
         daemon.await.context("the daemon task failed")??;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn held_targets_stay_held_whatever_amc_log_asks() {
+        let spec = super::held_spec("trace,rmcp::transport::streamable_http_server=trace,hyper=trace,amc_core=debug");
+        assert!(spec.starts_with("trace,amc_core=debug,rmcp=info,"), "{spec}");
+        assert!(!spec.contains("=trace"), "{spec}");
+        let filter = tracing_subscriber::EnvFilter::try_new(&spec).expect("a valid filter");
+        assert!(filter.to_string().contains("rmcp=info"), "{filter}");
     }
 }
