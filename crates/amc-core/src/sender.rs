@@ -217,9 +217,58 @@ impl Sender for RecordingSender {
                     .append(true)
                     .open(log)
                     .map_err(|e| SendError::Failed(format!("test sender log: {e}")))?;
-                writeln!(f, "{line}").map_err(|e| SendError::Failed(format!("test sender log: {e}")))?;
+                // The record and its newline in one write: appends from concurrent sends
+                // never interleave inside a line.
+                f.write_all(format!("{line}\n").as_bytes())
+                    .map_err(|e| SendError::Failed(format!("test sender log: {e}")))?;
             }
             Ok(Delivery { platform_id: format!("test-{}", msg.send_id), sent_at: now_ms() })
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Concurrent sends append whole lines: each line of the log is one JSON record.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn the_test_senders_log_holds_one_record_per_line_under_concurrent_sends() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let log = dir.path().join("test-sender.jsonl");
+        let sender = Arc::new(RecordingSender::with_log(log.clone()));
+        let target = SendTarget {
+            id: "ch_01HZ0000000000000000000000".into(),
+            source: Source::Imessage,
+            platform_id: "iMessage;-;+15551234567".into(),
+            name: "Ada".into(),
+            kind: crate::model::ChannelKind::Dm,
+            send_policy: crate::model::SendPolicy::Auto,
+        };
+        let tasks: Vec<_> = (0..800)
+            .map(|i| {
+                let (sender, target) = (sender.clone(), target.clone());
+                tokio::spawn(async move {
+                    let msg = OutgoingSend {
+                        send_id: format!("msg_{i:026}"),
+                        channel_platform_id: target.platform_id.clone(),
+                        channel: target,
+                        text: "x".repeat(4096 + i),
+                        reply_to_platform_id: None,
+                        attachments: Vec::new(),
+                    };
+                    sender.send(msg).await.expect("sent")
+                })
+            })
+            .collect();
+        for t in tasks {
+            t.await.expect("join");
+        }
+        let text = std::fs::read_to_string(&log).expect("log");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 800);
+        for line in lines {
+            serde_json::from_str::<serde_json::Value>(line).expect("one whole record per line");
+        }
     }
 }

@@ -108,7 +108,7 @@ pub fn message_of(m: &Message, handle: Option<&str>) -> IncomingMessage {
         String::new()
     } else {
         // The text exactly as sent, less the placeholders where attachments sit.
-        without_placeholders(m.text.as_deref().unwrap_or_default(), m.num_attachments)
+        without_placeholders(m.text.as_deref().unwrap_or_default(), &attachment_ranges(m), m.num_attachments)
     };
     let sender = if m.is_from_me {
         SenderInfo { id: "me".to_owned(), display_name: None, is_self: true }
@@ -128,16 +128,43 @@ pub fn message_of(m: &Message, handle: Option<&str>) -> IncomingMessage {
     }
 }
 
-/// The text less one placeholder per attachment: Messages puts U+FFFC where each file
-/// sits. A text without attachments keeps the character (someone may have typed it).
-fn without_placeholders(text: &str, attachments: i32) -> String {
-    let mut left = attachments.max(0);
-    text.chars()
-        .filter(|c| {
-            let placeholder = *c == ATTACHMENT_PLACEHOLDER && left > 0;
-            left -= i32::from(placeholder);
+/// The byte ranges of the text that the attributed body marks as attachments (file
+/// transfers).
+fn attachment_ranges(m: &Message) -> Vec<(usize, usize)> {
+    use imessage_database::tables::messages::models::BubbleComponent;
+    m.components
+        .iter()
+        .flat_map(|c| match c {
+            // A file transfer's guid is Messages' own mark; without an attributed body,
+            // imessage-database guesses ranges from the text, with no guid.
+            BubbleComponent::Run(ranges) => ranges
+                .iter()
+                .filter(|r| r.attachment.as_ref().is_some_and(|a| a.guid.is_some()))
+                .map(|r| (r.start, r.end))
+                .collect(),
+            _ => Vec::new(),
+        })
+        .collect()
+}
+
+/// The text less the placeholders (U+FFFC) that stand for attachments: those the
+/// attributed body marks as attachments or, for a row without such marks, one per
+/// attached file. Any other U+FFFC is text someone sent and stays.
+fn without_placeholders(text: &str, attachment_ranges: &[(usize, usize)], attachments: i32) -> String {
+    let mut unmarked = if attachment_ranges.is_empty() { attachments.max(0) } else { 0 };
+    text.char_indices()
+        .filter(|(at, c)| {
+            if *c != ATTACHMENT_PLACEHOLDER {
+                return true;
+            }
+            if attachment_ranges.iter().any(|(start, end)| (*start..*end).contains(at)) {
+                return false;
+            }
+            let placeholder = unmarked > 0;
+            unmarked -= i32::from(placeholder);
             !placeholder
         })
+        .map(|(_, c)| c)
         .collect()
 }
 
@@ -146,8 +173,11 @@ mod tests {
     #[test]
     fn only_placeholders_that_stand_for_attachments_are_dropped() {
         let p = super::ATTACHMENT_PLACEHOLDER;
-        assert_eq!(super::without_placeholders(&format!("a{p}b"), 0), format!("a{p}b"));
-        assert_eq!(super::without_placeholders(&format!("{p}look{p}"), 1), format!("look{p}"));
-        assert_eq!(super::without_placeholders(&format!("{p}{p}"), 2), "");
+        let strip = super::without_placeholders;
+        assert_eq!(strip(&format!("a{p}b"), &[], 0), format!("a{p}b"), "no attachment: kept");
+        assert_eq!(strip(&format!("{p}look{p}"), &[], 1), format!("look{p}"), "one per attached file");
+        assert_eq!(strip(&format!("{p}{p}"), &[], 2), "");
+        // Marked by the attributed body (byte ranges): only the marked one goes.
+        assert_eq!(strip(&format!("{p}look{p}"), &[(7, 10)], 0), format!("{p}look"));
     }
 }

@@ -136,7 +136,8 @@ pub fn list_unread_messages() -> Tool {
         "list_unread_messages",
         format!(
             "List messages this agent has not marked read yet, oldest first, from the person's iMessage and Discord \
-             conversations. {VISIBILITY} Filter by source, channel or time (since, inclusive), up to `limit` (1-100, \
+             conversations: what other people wrote (the person's own messages show in get_message_context). \
+             {VISIBILITY} Filter by source, channel or time (since, inclusive), up to `limit` (1-100, \
              default 20). The reliable loop: list, handle, call mark_read with the ids you handled, list again. To page \
              without marking read, pass `next_cursor` back as `cursor`. Do not page by passing `next_since` back as \
              `since`: it is inclusive, so it returns messages again and can stick."

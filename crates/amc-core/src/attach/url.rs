@@ -114,7 +114,9 @@ pub async fn fetch(raw: &str, max_bytes: u64, filter: AddressFilter) -> Result<D
     let url = reqwest::Url::parse(raw).map_err(|_| refusal(raw, "it is not a valid URL"))?;
     host_allowed(&url, filter).map_err(|why| refusal(raw, why))?;
     let redirect = reqwest::redirect::Policy::custom(move |attempt| {
-        if attempt.previous().len() >= MAX_REDIRECTS {
+        // `previous` holds every URL asked so far, the first included: the redirect about
+        // to be followed is number `previous().len()`.
+        if attempt.previous().len() > MAX_REDIRECTS {
             attempt.error("too many redirects")
         } else if let Err(why) = host_allowed(attempt.url(), filter) {
             attempt.error(why)
@@ -240,7 +242,17 @@ mod tests {
                 .route("/big.bin", get(|| async { vec![0u8; 5000] }))
                 .route("/moved", get(|| async { Redirect::temporary("/files/photo.jpg") }))
                 .route("/to-private", get(|| async { Redirect::temporary("http://127.0.0.2:9/secret") }))
-                .route("/to-file", get(|| async { Redirect::temporary("file:///etc/passwd") })),
+                .route("/to-file", get(|| async { Redirect::temporary("file:///etc/passwd") }))
+                .route(
+                    "/hop/{n}",
+                    get(|axum::extract::Path(n): axum::extract::Path<u32>| async move {
+                        if n == 0 {
+                            Redirect::temporary("/files/photo.jpg")
+                        } else {
+                            Redirect::temporary(&format!("/hop/{}", n - 1))
+                        }
+                    }),
+                ),
         )
         .await;
         let base = format!("http://{addr}");
@@ -252,6 +264,12 @@ mod tests {
             let err = fetch(&format!("{base}{path}"), 1000, only_127_0_0_1).await.expect_err(path);
             assert_eq!(err.code, ErrorCode::ValidationFailed, "{path}: {}", err.message);
         }
+        // Exactly MAX_REDIRECTS redirects are followed (/hop/n makes n + 1 of them), not one more.
+        let hops = MAX_REDIRECTS - 1;
+        let d = fetch(&format!("{base}/hop/{hops}"), 1000, only_127_0_0_1).await.expect("five redirects");
+        assert_eq!(d.bytes.len(), 100);
+        let err = fetch(&format!("{base}/hop/{}", hops + 1), 1000, only_127_0_0_1).await.expect_err("six redirects");
+        assert_eq!(err.code, ErrorCode::ValidationFailed, "{}", err.message);
         // A name that resolves only to refused addresses is refused.
         let err = fetch(&format!("http://localhost:{}/files/photo.jpg", addr.port()), 1000, |_| false)
             .await

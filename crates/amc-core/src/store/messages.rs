@@ -244,7 +244,7 @@ impl Store {
             let sql = if q.channel_id.is_some() {
                 format!(
                     "SELECT {ENVELOPE_COLS} FROM messages m INDEXED BY messages_by_channel JOIN channels c ON c.id = m.channel_id \
-                     WHERE m.channel_id = ?5 AND (m.sent_at, m.id) >= (?2, ?3) AND m.direction = 'inbound' AND {VISIBLE} \
+                     WHERE m.channel_id = ?5 AND (m.sent_at, m.id) >= (?2, ?3) AND m.direction = 'inbound' AND NOT m.is_self AND {VISIBLE} \
                      AND (?4 IS NULL OR m.source = ?4) \
                      AND NOT EXISTS (SELECT 1 FROM read_state r WHERE r.agent_id = ?1 AND r.message_id = m.id) \
                      ORDER BY m.sent_at, m.id LIMIT ?6"
@@ -252,7 +252,7 @@ impl Store {
             } else {
                 format!(
                     "SELECT {ENVELOPE_COLS} FROM messages m INDEXED BY messages_by_time JOIN channels c ON c.id = m.channel_id \
-                     WHERE (m.sent_at, m.id) >= (?2, ?3) AND m.direction = 'inbound' AND {VISIBLE} \
+                     WHERE (m.sent_at, m.id) >= (?2, ?3) AND m.direction = 'inbound' AND NOT m.is_self AND {VISIBLE} \
                      AND (?4 IS NULL OR m.source = ?4) AND (?5 IS NULL) \
                      AND NOT EXISTS (SELECT 1 FROM read_state r WHERE r.agent_id = ?1 AND r.message_id = m.id) \
                      ORDER BY m.sent_at, m.id LIMIT ?6"

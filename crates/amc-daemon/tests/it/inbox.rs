@@ -257,3 +257,23 @@ async fn paging_by_cursor_never_sticks_on_messages_of_one_millisecond() {
         assert_eq!((r.status.as_u16(), code(&r).as_str()), (422, "VALIDATION_FAILED"), "{bad}");
     }
 }
+
+/// The person's own messages (written on their phone) are part of the conversation but
+/// never unread: an agent has nothing to answer in them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_persons_own_messages_are_context_not_unread() {
+    let d = Daemon::start().await;
+    let (mut agent, _) = d.agent("claude").await;
+    let now = now_ms();
+    let mut own = msg("own", "on my way", now - 1_000);
+    own.sender = amc_core::model::SenderInfo { id: "me".into(), display_name: None, is_self: true };
+    let (ch, sent) =
+        d.ingest(Source::Imessage, "a", vec![msg("q", "where are you?", now - 2_000), own, msg("r", "ok!", now)]).await;
+    d.approve(&ch, json!({ "history": "all" })).await;
+    let unread = agent.get("/messages/unread").await.expect("get").json();
+    assert_eq!(ids(&unread), vec![sent[0].clone(), sent[2].clone()]);
+    let ctx = agent.get(&format!("/messages/context?channel_id={ch}&around_message_id={}", sent[0])).await;
+    let ctx = ctx.expect("get").json();
+    assert_eq!(ids(&ctx), sent, "the conversation keeps the person's own message");
+    assert_eq!(ctx["messages"][1]["sender"]["is_self"], true);
+}

@@ -620,3 +620,20 @@ async fn edits_and_unsends_of_old_messages_are_applied_wherever_the_row_lies() {
     assert_eq!(msgs[1].text, "my door code is 4711", "an unsent message keeps what AMC last saw");
     assert_eq!(msgs[1].edited_at, None, "an unsend is not an edit");
 }
+
+/// U+FFFC stands for an attachment only where there is one: in a plain text it is what
+/// the sender typed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_object_replacement_character_without_an_attachment_is_kept() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("chat.db");
+    let w = ChatDbWriter::create(&path).expect("chat.db");
+    let ada = w.add_handle("+15551234567").expect("handle");
+    let chat = w.add_chat("iMessage;-;+15551234567", 45, None, &[ada]).expect("chat");
+    w.add_message(chat, &text_msg("fffc", "look \u{FFFC} here", ada, T0)).expect("m");
+    let amc = amc(dir.path());
+    let db = std::sync::Arc::new(std::sync::Mutex::new(ChatDb::open(&path).expect("open")));
+    sync_once(&amc, &db).await.expect("sync");
+    let channel = amc.store().admin_channels(None, None).expect("channels").remove(0);
+    assert_eq!(amc.store().channel_tail(&channel.id, 1).expect("tail")[0].text, "look \u{FFFC} here");
+}
