@@ -3,6 +3,7 @@
 
 mod approval;
 mod events;
+mod fuzz;
 mod harness;
 mod hostile;
 mod inbox;
