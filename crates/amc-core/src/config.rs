@@ -119,7 +119,7 @@ pub struct FileConfig {
     /// (1 to 300, default 30).
     pub imessage_confirm_seconds: Option<u64>,
     /// Where attachments are copied for Messages to send them (default on macOS:
-    /// `~/Pictures/AMC`, a folder Messages may read).
+    /// `~/Library/Messages/Attachments/AMC`, which Messages' sandbox can always read).
     pub imessage_attachments_dir: Option<String>,
     /// The Discord bot's token (or set `AMC_DISCORD_TOKEN`, or use the Keychain).
     pub discord_token: Option<Secret>,
@@ -270,7 +270,9 @@ impl RawConfig {
             imessage_confirm: Duration::from_secs(file.imessage_confirm_seconds.unwrap_or(30).clamp(1, 300)),
             imessage_attachments_dir: match file.imessage_attachments_dir.as_deref() {
                 Some(p) => absolute(&expand_home(p)),
-                None if cfg!(target_os = "macos") => expand_home("~/Pictures/AMC"),
+                // Messages' sandbox can always read its own Attachments folder; peers
+                // stage there too (docs/macos.md).
+                None if cfg!(target_os = "macos") => expand_home("~/Library/Messages/Attachments/AMC"),
                 None => data_dir.join("imessage-outgoing"),
             },
             discord,

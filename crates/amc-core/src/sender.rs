@@ -42,6 +42,9 @@ pub struct Delivery {
     pub platform_id: String,
     /// When the platform says it was sent.
     pub sent_at: Millis,
+    /// The platform ids of the other messages the platform made of this send (Messages
+    /// writes each file as a row of its own): they are this send, never new messages.
+    pub other_parts: Vec<String>,
 }
 
 /// Why a send was not delivered.
@@ -222,7 +225,7 @@ impl Sender for RecordingSender {
                 f.write_all(format!("{line}\n").as_bytes())
                     .map_err(|e| SendError::Failed(format!("test sender log: {e}")))?;
             }
-            Ok(Delivery { platform_id: format!("test-{}", msg.send_id), sent_at: now_ms() })
+            Ok(Delivery { platform_id: format!("test-{}", msg.send_id), sent_at: now_ms(), other_parts: Vec::new() })
         })
     }
 }

@@ -121,7 +121,7 @@ impl DiscordSender {
                 SendError::Unknown("Discord accepted the message but its answer could not be read".into())
             })?;
             let sent_at = created.timestamp.as_deref().and_then(amc_core::time::parse_rfc3339).unwrap_or_else(now_ms);
-            return Ok(Delivery { platform_id: created.id, sent_at });
+            return Ok(Delivery { platform_id: created.id, sent_at, other_parts: Vec::new() });
         }
         Err(self.refusal(status, &headers, &body))
     }

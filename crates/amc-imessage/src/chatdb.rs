@@ -42,6 +42,27 @@ pub struct ChatAttachment {
     pub transfer_name: Option<String>,
 }
 
+/// A row the person's Mac sent (`is_from_me`), with what Messages says of its delivery.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SentRow {
+    /// `message.guid`.
+    pub guid: String,
+    /// The text, decoded from `attributedBody` when `text` is empty.
+    pub text: String,
+    /// `message.date` (Apple nanoseconds).
+    pub date: i64,
+    /// `message.is_sent`.
+    pub is_sent: bool,
+    /// `message.is_delivered`.
+    pub is_delivered: bool,
+    /// `message.error`: 0, or Messages' error (25: "Not Delivered").
+    pub error: i64,
+    /// The chat's `chat_identifier` (a handle, or `chatNNN` for a group).
+    pub chat_identifier: String,
+    /// The `transfer_name` of each attached file.
+    pub transfer_names: Vec<String>,
+}
+
 /// An open chat.db.
 pub struct ChatDb {
     path: PathBuf,
@@ -198,6 +219,45 @@ impl ChatDb {
             out.push(row?);
         }
         Ok(out)
+    }
+
+    /// The person's rows after `rowid` with their delivery state, oldest first.
+    pub fn sent_rows_after(&self, rowid: i64) -> Result<Vec<SentRow>, SourceError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT m.ROWID, m.guid, m.date, coalesce(m.is_sent, 0), coalesce(m.is_delivered, 0), \
+             coalesce(m.error, 0), coalesce(c.chat_identifier, ''), \
+             (SELECT group_concat(coalesce(a.transfer_name, ''), char(31)) FROM message_attachment_join j \
+              JOIN attachment a ON a.ROWID = j.attachment_id WHERE j.message_id = m.ROWID) \
+             FROM message m JOIN chat_message_join cm ON cm.message_id = m.ROWID JOIN chat c ON c.ROWID = cm.chat_id \
+             WHERE m.ROWID > ?1 AND m.is_from_me = 1 ORDER BY m.ROWID",
+        )?;
+        let rows = stmt.query_map([rowid], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                SentRow {
+                    guid: r.get(1)?,
+                    text: String::new(),
+                    date: r.get::<_, Option<i64>>(2)?.unwrap_or(0),
+                    is_sent: r.get::<_, i64>(3)? != 0,
+                    is_delivered: r.get::<_, i64>(4)? != 0,
+                    error: r.get(5)?,
+                    chat_identifier: r.get(6)?,
+                    transfer_names: r
+                        .get::<_, Option<String>>(7)?
+                        .map(|names| names.split('\u{1f}').map(str::to_owned).collect())
+                        .unwrap_or_default(),
+                },
+            ))
+        })?;
+        let mut out = rows.collect::<rusqlite::Result<Vec<_>>>()?;
+        // The text as Messages shows it: decoded like every row AMC reads.
+        let rowids: Vec<i64> = out.iter().map(|(r, _)| *r).collect();
+        let texts: std::collections::HashMap<i64, String> =
+            self.messages_at(&rowids)?.into_iter().map(|m| (i64::from(m.rowid), m.text.unwrap_or_default())).collect();
+        for (rowid, row) in &mut out {
+            row.text = texts.get(rowid).cloned().unwrap_or_default();
+        }
+        Ok(out.into_iter().map(|(_, r)| r).collect())
     }
 
     /// The messages at these ROWIDs (those that still exist), bodies decoded.

@@ -1,33 +1,123 @@
 //! Sending through Messages with `osascript`, confirmed in chat.db.
 //!
-//! The AppleScript is fixed; the chat id, the text and the file paths reach it only as
-//! `argv` (`on run argv`), so an agent's text is never AppleScript source. A send is
-//! confirmed by the `is_from_me` row Messages writes to chat.db (same chat, same text,
-//! after the call began); its guid becomes the message's platform id. No row in time:
-//! the outcome is unknown, and AMC does not retry.
+//! The AppleScript is fixed; the text, the chat ids and the file paths reach it only as
+//! `argv` (`on run argv`), so an agent's text is never AppleScript source.
+//!
+//! **Addressing.** macOS 26 writes chat guids as `any;-;…` and `any;+;…`, which Messages'
+//! AppleScript refuses (-1728) for many chats and which can start an empty chat. So the
+//! script tries a list of chat ids in order ([`addressing`]: the guid with `any` replaced
+//! by each service, iMessage first), then, for a one-to-one chat, the person as a
+//! `participant` of the iMessage account, then of the SMS account. docs/macos.md gives the
+//! public source of each form.
+//!
+//! **Confirmation.** Messages writes a row per part it sends (the text, each file) with
+//! `is_sent = 0`, then sets `is_sent` (and `is_delivered`) or `error` (25: "Not Delivered").
+//! A send is `sent` once every part is, `failed` (with the reason) if Messages reports an
+//! error on any, and otherwise `unknown` when the window closes; AMC never retries. The
+//! window starts when osascript returns, so launching Messages does not eat into it. Text is
+//! compared after folding what Messages may change (curly quotes, zero-width joiners,
+//! variation selectors, whitespace).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use amc_core::sender::{BoxFuture, Delivery, OutgoingSend, SendError, Sender};
 
-use crate::chatdb::ChatDb;
+use crate::chatdb::{ChatDb, SentRow};
 
-/// The script `osascript` runs. Nothing of a message is ever part of it.
+/// The script `osascript` runs. Nothing of a message is ever part of it. argv: the text,
+/// the handle of a one-to-one chat (empty for a group), how many chat ids follow, the chat
+/// ids to try in order, then the files.
 pub const SEND_SCRIPT: &[&str] = &[
     "on run argv",
-    "set chatId to item 1 of argv",
-    "set msgText to item 2 of argv",
+    "set msgText to item 1 of argv",
+    "set handleId to item 2 of argv",
+    "set idCount to (item 3 of argv) as integer",
+    "set targetChat to missing value",
     "tell application \"Messages\"",
-    "set targetChat to chat id chatId",
-    "if msgText is not \"\" then send msgText to targetChat",
-    "repeat with i from 3 to (count of argv)",
+    "repeat with i from 4 to (3 + idCount)",
+    "if targetChat is missing value then",
+    "try",
+    "set candidate to chat id (item i of argv)",
+    "get id of candidate",
+    "set targetChat to candidate",
+    "end try",
+    "end if",
+    "end repeat",
+    "if targetChat is missing value and handleId is not \"\" then",
+    "try",
+    "set targetChat to participant handleId of (1st account whose service type = iMessage)",
+    "end try",
+    "end if",
+    "if targetChat is missing value and handleId is not \"\" then",
+    "try",
+    "set targetChat to participant handleId of (1st account whose service type = SMS)",
+    "end try",
+    "end if",
+    "if targetChat is missing value then",
+    "error \"Messages has no chat for this conversation\" number -1728",
+    "end if",
+    "if msgText is not \"\" then",
+    "send msgText to targetChat",
+    "end if",
+    "repeat with i from (4 + idCount) to (count of argv)",
     "send (POSIX file (item i of argv)) to targetChat",
     "end repeat",
     "end tell",
     "end run",
 ];
+
+/// How long osascript may take: Messages may have to launch first, and an Apple Event
+/// times out after two minutes.
+const OSASCRIPT_TIMEOUT: Duration = Duration::from_secs(130);
+
+/// How a chat is addressed: the chat ids to try in order, and the person's handle for a
+/// one-to-one chat (the `participant` fallback).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Addressing {
+    /// `chat id` forms, in order.
+    pub chat_ids: Vec<String>,
+    /// The person, for a one-to-one chat.
+    pub handle: Option<String>,
+    /// `chat.chat_identifier` of the conversation: what its rows are matched by.
+    pub identifier: String,
+}
+
+/// The addressing of a chat guid (`service;-;handle` or `service;+;chatNNN`).
+pub fn addressing(guid: &str) -> Addressing {
+    let mut parts = guid.splitn(3, ';');
+    let (Some(service), Some(kind), Some(identifier)) = (parts.next(), parts.next(), parts.next()) else {
+        return Addressing { chat_ids: vec![guid.to_owned()], handle: None, identifier: guid.to_owned() };
+    };
+    let one_to_one = kind == "-" && !identifier.starts_with("chat");
+    let handle = one_to_one.then(|| identifier.to_owned());
+    let chat_ids = if service.eq_ignore_ascii_case("any") {
+        // An address is iMessage only; a phone number may be SMS or RCS too.
+        let services: &[&str] = if identifier.contains('@') { &["iMessage"] } else { &["iMessage", "SMS", "RCS"] };
+        let mut ids: Vec<String> = services.iter().map(|s| format!("{s};{kind};{identifier}")).collect();
+        // `any;-;…` can start an empty chat: only a group is tried as it is, last.
+        if kind == "+" {
+            ids.push(guid.to_owned());
+        }
+        ids
+    } else {
+        vec![guid.to_owned()]
+    };
+    Addressing { chat_ids, handle, identifier: identifier.to_owned() }
+}
+
+/// The osascript arguments after `-e` lines: see [`SEND_SCRIPT`].
+pub fn script_args(text: &str, addressing: &Addressing, files: &[PathBuf]) -> Vec<std::ffi::OsString> {
+    let mut args: Vec<std::ffi::OsString> = vec![
+        text.into(),
+        addressing.handle.clone().unwrap_or_default().into(),
+        addressing.chat_ids.len().to_string().into(),
+    ];
+    args.extend(addressing.chat_ids.iter().map(Into::into));
+    args.extend(files.iter().map(|f| f.as_os_str().to_owned()));
+    args
+}
 
 /// Messages' own limit on an attachment (iMessage takes about 100 MB).
 pub const MAX_ATTACHMENT_BYTES: u64 = 100 * 1024 * 1024;
@@ -59,6 +149,11 @@ impl MessagesSender {
         Self { cfg, chats: std::sync::Mutex::new(std::collections::HashMap::new()) }
     }
 
+    /// How it is set up.
+    pub fn config(&self) -> &MessagesConfig {
+        &self.cfg
+    }
+
     async fn deliver(&self, msg: OutgoingSend) -> Result<Delivery, SendError> {
         let lock = {
             let mut chats = self.chats.lock().unwrap_or_else(|p| p.into_inner());
@@ -77,16 +172,36 @@ impl MessagesSender {
                 .await
                 .map_err(|e| SendError::Failed(e.to_string()))??
         };
+        let outcome = self.run_and_confirm(&msg, before, started_ms, &files).await;
+        // The copies Messages read are removed once the send is settled; an unknown one
+        // stays, as Messages may still be reading it.
+        if !matches!(outcome, Err(SendError::Unknown(_)))
+            && let Some(dir) = files.first().and_then(|f| f.parent())
+        {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+        outcome
+    }
+
+    async fn run_and_confirm(
+        &self,
+        msg: &OutgoingSend,
+        before: i64,
+        started_ms: i64,
+        files: &[PathBuf],
+    ) -> Result<Delivery, SendError> {
+        let addressing = addressing(&msg.channel_platform_id);
         let mut cmd = tokio::process::Command::new(&self.cfg.osascript);
         for line in SEND_SCRIPT {
             cmd.arg("-e").arg(line);
         }
-        cmd.arg(&msg.channel_platform_id).arg(&msg.text).args(&files);
+        cmd.args(script_args(&msg.text, &addressing, files));
         cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).kill_on_drop(true);
-        let out = tokio::time::timeout(self.cfg.confirm_timeout, cmd.output())
+        let out = tokio::time::timeout(OSASCRIPT_TIMEOUT, cmd.output())
             .await
             .map_err(|_| SendError::Unknown("osascript did not finish in time".into()))?
             .map_err(|e| SendError::Failed(format!("cannot run {}: {e}", self.cfg.osascript.display())))?;
+        let expect = Expected { identifier: &addressing.identifier, text: &msg.text, files, before, started_ms };
         if !out.status.success() {
             let stderr = String::from_utf8_lossy(&out.stderr);
             if stderr.contains("-1743") {
@@ -97,40 +212,124 @@ impl MessagesSender {
                 ));
             }
             if stderr.contains("-1728") {
-                return Err(SendError::Failed(format!("Messages has no such chat: {}", stderr.trim())));
+                return Err(SendError::Failed(format!(
+                    "Messages has no such chat (tried {}): {}",
+                    addressing.chat_ids.join(", "),
+                    stderr.trim()
+                )));
             }
-            // Any other failure may come after Messages took the text (a file that failed,
-            // an AppleEvent timeout): what chat.db says decides, and never "not sent" blindly.
-            return match self.confirm(&msg, before, started_ms).await {
+            // Any other failure may come after Messages took some of it (a file that failed,
+            // an Apple Event timeout): what chat.db says decides, and never "not sent" blindly.
+            return match self.confirm(&expect).await {
                 Ok(d) => Ok(d),
+                Err(SendError::Failed(why)) => Err(SendError::Failed(why)),
                 Err(_) => Err(SendError::Unknown(format!(
                     "osascript failed ({}) and Messages did not record the send; check the conversation",
                     stderr.trim()
                 ))),
             };
         }
-        self.confirm(&msg, before, started_ms).await
+        self.confirm(&expect).await
     }
 
-    /// Waits for Messages' `is_from_me` row of this send.
-    async fn confirm(&self, msg: &OutgoingSend, before: i64, started_ms: i64) -> Result<Delivery, SendError> {
+    /// Waits, from now (osascript has returned), for Messages to settle every row of the send.
+    async fn confirm(&self, expect: &Expected<'_>) -> Result<Delivery, SendError> {
         let deadline = Instant::now() + self.cfg.confirm_timeout;
         loop {
-            let (chat_db, guid, text) = (self.cfg.chat_db.clone(), msg.channel_platform_id.clone(), msg.text.clone());
-            let found = tokio::task::spawn_blocking(move || find_sent(&chat_db, before, started_ms, &guid, &text))
+            let chat_db = self.cfg.chat_db.clone();
+            let before = expect.before;
+            let rows = tokio::task::spawn_blocking(move || ChatDb::open(&chat_db)?.sent_rows_after(before))
                 .await
-                .map_err(|e| SendError::Unknown(e.to_string()))?;
-            if let Some(delivery) = found {
-                return Ok(delivery);
+                .map_err(|e| SendError::Unknown(e.to_string()))?
+                .unwrap_or_default();
+            match settle(expect, &rows) {
+                Settled::Sent(d) => return Ok(d),
+                Settled::Failed(why) => return Err(SendError::Failed(why)),
+                Settled::Waiting(what) if Instant::now() > deadline => {
+                    return Err(SendError::Unknown(format!(
+                        "{what} within {} s; check the conversation in Messages",
+                        self.cfg.confirm_timeout.as_secs()
+                    )));
+                }
+                Settled::Waiting(_) => tokio::time::sleep(Duration::from_millis(50)).await,
             }
-            if Instant::now() > deadline {
-                return Err(SendError::Unknown(
-                    "Messages took the send but did not record it in time; check the conversation".into(),
-                ));
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
+}
+
+/// What a send should leave in chat.db.
+struct Expected<'a> {
+    identifier: &'a str,
+    text: &'a str,
+    files: &'a [PathBuf],
+    before: i64,
+    started_ms: i64,
+}
+
+/// Where a send stands in chat.db.
+enum Settled {
+    Sent(Delivery),
+    Failed(String),
+    Waiting(&'static str),
+}
+
+/// Finds the rows of this send (the text, each file) and reads their state.
+fn settle(expect: &Expected<'_>, rows: &[SentRow]) -> Settled {
+    let ours = |r: &&SentRow| {
+        r.chat_identifier == expect.identifier
+            && crate::convert::unix_ms(r.date).is_none_or(|t| t >= expect.started_ms - 1000)
+    };
+    let mut parts: Vec<(&SentRow, String)> = Vec::new();
+    if !expect.text.is_empty() {
+        let want = fold(expect.text);
+        match rows.iter().filter(ours).find(|r| r.transfer_names.is_empty() && fold(&r.text) == want) {
+            Some(r) => parts.push((r, "the text".to_owned())),
+            None => return Settled::Waiting("Messages did not record the text"),
+        }
+    }
+    for file in expect.files {
+        let name = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        match rows.iter().filter(ours).find(|r| r.transfer_names.contains(&name)) {
+            Some(r) => parts.push((r, name)),
+            None => return Settled::Waiting("Messages did not record every file"),
+        }
+    }
+    if let Some((r, what)) = parts.iter().find(|(r, _)| r.error != 0) {
+        let sent: Vec<&str> = parts.iter().filter(|(p, _)| p.error == 0).map(|(_, w)| w.as_str()).collect();
+        let detail = match r.error {
+            25 => "error 25: Not Delivered".to_owned(),
+            n => format!("error {n}"),
+        };
+        let also = if sent.is_empty() { String::new() } else { format!("; {} went out", sent.join(", ")) };
+        return Settled::Failed(format!("Messages could not deliver {what} ({detail}){also}"));
+    }
+    if parts.iter().all(|(r, _)| r.is_sent || r.is_delivered)
+        && let Some((first, _)) = parts.first()
+    {
+        return Settled::Sent(Delivery {
+            platform_id: first.guid.clone(),
+            sent_at: crate::convert::unix_ms(first.date).unwrap_or_else(amc_core::time::now_ms),
+            other_parts: parts.iter().skip(1).map(|(r, _)| r.guid.clone()).collect(),
+        });
+    }
+    Settled::Waiting("Messages recorded the send but did not finish sending it")
+}
+
+/// A text as compared with what Messages stored: Messages may curl quotes, drop
+/// zero-width joiners, variation selectors and the object replacement character, and
+/// change whitespace.
+pub fn fold(text: &str) -> String {
+    let mapped: String = text
+        .chars()
+        .filter_map(|c| match c {
+            '\u{201C}' | '\u{201D}' | '\u{201E}' | '\u{201F}' | '\u{2033}' | '\u{FF02}' => Some('"'),
+            '\u{2018}' | '\u{2019}' | '\u{201A}' | '\u{201B}' | '\u{2032}' | '\u{FF07}' => Some('\''),
+            '\u{200B}' | '\u{200C}' | '\u{200D}' | '\u{2060}' | '\u{FEFF}' | '\u{FFFC}' => None,
+            '\u{FE00}'..='\u{FE0F}' => None,
+            c => Some(c),
+        })
+        .collect();
+    mapped.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// Copies attachments into the folder Messages may read.
@@ -152,32 +351,6 @@ fn copy_attachments(cfg: &MessagesConfig, msg: &OutgoingSend) -> Result<Vec<Path
             Ok(dest)
         })
         .collect()
-}
-
-/// The first row from the person in chat `guid` after `before` with this text.
-fn find_sent(chat_db: &Path, before: i64, started_ms: i64, guid: &str, text: &str) -> Option<Delivery> {
-    let db = ChatDb::open(chat_db).ok()?;
-    let chats = db.chats().ok()?;
-    let mut after = before;
-    loop {
-        let rows = db.messages_after(after, 1000).ok()?;
-        let last = rows.last().map(|m| i64::from(m.rowid))?;
-        let hit = rows.into_iter().find_map(|m| {
-            let in_chat = m.chat_id.and_then(|c| chats.get(&c)).is_some_and(|c| c.guid == guid);
-            let same_text = m.text.as_deref().unwrap_or("").replace('\u{FFFC}', "") == text;
-            // Written after the call began (a second of slack for clocks).
-            let sent_at = crate::convert::unix_ms(m.date);
-            let in_time = sent_at.is_none_or(|t| t >= started_ms - 1000);
-            (m.is_from_me && in_chat && same_text && in_time).then(|| Delivery {
-                platform_id: m.guid.clone(),
-                sent_at: sent_at.unwrap_or_else(amc_core::time::now_ms),
-            })
-        });
-        if hit.is_some() {
-            return hit;
-        }
-        after = last;
-    }
 }
 
 impl Sender for MessagesSender {

@@ -186,13 +186,21 @@ async fn sends_go_through_messages_verbatim_and_are_confirmed_in_chat_db() {
     let (_, chat_db) = one_chat(tmp.path(), "any;-;+15551234567", "ping");
     let data = tmp.path().join("amc");
     std::fs::create_dir_all(&data).expect("mkdir");
-    std::fs::write(data.join("config.toml"), "imessage_confirm_seconds = 2\nrate_limit_burst = 20\n").expect("config");
+    // Messages' sandbox reads files only from its own Attachments folder (the stand-in too).
+    let readable = tmp.path().join("Library/Messages/Attachments");
+    let staging = readable.join("AMC");
+    std::fs::write(
+        data.join("config.toml"),
+        format!("imessage_confirm_seconds = 2\nrate_limit_burst = 20\nimessage_attachments_dir = {:?}\n", staging),
+    )
+    .expect("config");
     let log = tmp.path().join("osascript.jsonl");
     let (log_s, db_s) = (log.to_str().expect("utf8"), chat_db.to_str().expect("utf8"));
+    let readable_s = readable.to_str().expect("utf8");
     let serve = Serve::start_env(
         &data,
         &["--chat-db", db_s, "--osascript", STANDIN],
-        &[("AMC_STANDIN_LOG", log_s), ("AMC_STANDIN_CHATDB", db_s)],
+        &[("AMC_STANDIN_LOG", log_s), ("AMC_STANDIN_CHATDB", db_s), ("AMC_STANDIN_READABLE", readable_s)],
     );
     let socket = data.join("run/amc.sock");
     let deadline = Instant::now() + Duration::from_secs(15);
@@ -226,8 +234,10 @@ async fn sends_go_through_messages_verbatim_and_are_confirmed_in_chat_db() {
     let calls = standin_calls(&log);
     assert_eq!(calls.len(), hostile.len() + 1);
     for (call, text) in calls.iter().zip(hostile.iter().copied().chain([long.as_str()])) {
-        assert_eq!(call["argv"][0], "any;-;+15551234567", "macOS 26 chat ids pass through");
-        assert_eq!(call["argv"][1], text, "the text reaches Messages verbatim, as an argument");
+        assert_eq!(call["argv"][0], text, "the text reaches Messages verbatim, as an argument");
+        assert_eq!(call["argv"][1], "+15551234567", "the person, for the participant fallback");
+        assert_eq!(call["argv"][3], "iMessage;-;+15551234567", "a macOS 26 chat id is addressed by service");
+        assert!(!call["argv"].to_string().contains("any;-;"), "never `chat id \"any;-;…\"`: {call}");
         let script: Vec<&str> = call["script"].as_array().expect("script").iter().filter_map(|l| l.as_str()).collect();
         assert_eq!(script, amc_imessage::send::SEND_SCRIPT, "the script never changes");
     }
@@ -238,9 +248,16 @@ async fn sends_go_through_messages_verbatim_and_are_confirmed_in_chat_db() {
     let r = c.post("/messages/send", &body).await.expect("post").json();
     assert_eq!(r["status"], "sent", "{r}");
     let call = standin_calls(&log).pop().expect("call");
-    let sent_file = call["argv"][2].as_str().expect("file argument").to_owned();
-    assert!(sent_file.starts_with(data.join("imessage-outgoing").to_str().expect("utf8")), "{sent_file}");
-    assert_eq!(std::fs::read(&sent_file).expect("copied"), b"%PDF menu");
+    let args = call["argv"].as_array().expect("argv");
+    let sent_file = args.last().and_then(|f| f.as_str()).expect("file argument").to_owned();
+    assert!(sent_file.starts_with(staging.to_str().expect("utf8")), "{sent_file}");
+    assert!(sent_file.ends_with("menu.pdf"), "{sent_file}");
+    let recorded: i64 = rusqlite::Connection::open(&chat_db)
+        .expect("chat.db")
+        .query_row("SELECT total_bytes FROM attachment WHERE transfer_name LIKE '%menu.pdf'", [], |r| r.get(0))
+        .expect("Messages recorded the file");
+    assert_eq!(recorded, 9, "the copy Messages read was the whole file");
+    assert!(!std::path::Path::new(&sent_file).exists(), "the copy is removed once the send is settled");
     // Each send is in the conversation once, even after the watcher reads Messages' own row.
     std::thread::sleep(Duration::from_millis(500));
     let mut c = amc_client::Connection::connect(&socket)

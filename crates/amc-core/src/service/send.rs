@@ -417,7 +417,7 @@ impl Amc {
             Err(_) => SendOutcome::Unknown { reason: "the platform did not confirm the send in time".into() },
             Ok(Ok(d)) => {
                 self.note_send_problem(source, None);
-                SendOutcome::Sent { platform_id: d.platform_id, sent_at: d.sent_at }
+                SendOutcome::Sent { platform_id: d.platform_id, sent_at: d.sent_at, other_parts: d.other_parts }
             }
             Ok(Err(e)) => {
                 if let SendError::Auth(why) = &e {

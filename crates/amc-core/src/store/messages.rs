@@ -478,6 +478,14 @@ fn ingest_one(
         .prepare_cached("SELECT id FROM messages WHERE source = ?1 AND platform_id = ?2")?
         .query_row(params![source.as_str(), msg.platform_id], |r| r.get(0))
         .optional()?;
+    // A part of an agent's send that the platform stored as a message of its own.
+    if existing.is_none()
+        && tx
+            .prepare_cached("SELECT EXISTS (SELECT 1 FROM platform_aliases WHERE source = ?1 AND platform_id = ?2)")?
+            .query_row(params![source.as_str(), msg.platform_id], |r| r.get::<_, bool>(0))?
+    {
+        return Ok(Ingested::Unchanged);
+    }
     if let Some(id) = existing {
         let changed = tx
             .prepare_cached(

@@ -34,6 +34,7 @@ const MIGRATIONS: &[(&str, &str)] = &[
     ("0001_initial", include_str!("migrations/0001_initial.sql")),
     ("0002_relay", include_str!("migrations/0002_relay.sql")),
     ("0003_release_by_arrival", include_str!("migrations/0003_release_by_arrival.sql")),
+    ("0004_platform_aliases", include_str!("migrations/0004_platform_aliases.sql")),
 ];
 
 /// How long a connection waits for a lock held by another before giving up.

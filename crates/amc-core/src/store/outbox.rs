@@ -79,6 +79,8 @@ pub enum SendOutcome {
         platform_id: String,
         /// When the platform says it was sent.
         sent_at: Millis,
+        /// The platform ids of the send's other parts.
+        other_parts: Vec<String>,
     },
     /// Refused by the platform.
     Failed {
@@ -198,7 +200,7 @@ impl Store {
         let now = now_ms();
         self.write(|tx| {
             let (status, sent_at, platform_id, code, message, retry_at) = match outcome {
-                SendOutcome::Sent { platform_id, sent_at } => {
+                SendOutcome::Sent { platform_id, sent_at, .. } => {
                     (OutboxStatus::Sent, Some(*sent_at), Some(platform_id.as_str()), None, None, None)
                 }
                 SendOutcome::Failed { code, message, retry_after } => (
@@ -222,8 +224,9 @@ impl Store {
             if changed == 0 {
                 return Err(Error::conflict("this send is not in flight"));
             }
-            if let SendOutcome::Sent { platform_id, sent_at } = outcome {
+            if let SendOutcome::Sent { platform_id, sent_at, other_parts } = outcome {
                 store_outbound(tx, id, platform_id, *sent_at, now)?;
+                alias_parts(tx, id, other_parts)?;
             }
             item(tx, id)?.ok_or_else(|| Error::internal("outbox row vanished"))
         })
@@ -290,6 +293,31 @@ impl Store {
                 .execute([now_ms() - IDEMPOTENCY_TTL_MS])?)
         })
     }
+}
+
+/// Points the send's other parts at its message; a part already ingested (its echo read
+/// first) is removed, as the outbound message holds the send's files.
+fn alias_parts(tx: &Transaction<'_>, id: &str, parts: &[String]) -> Result<()> {
+    for part in parts {
+        let echo: Option<String> = tx
+            .prepare_cached(
+                "SELECT m.id FROM messages m JOIN channels c ON c.id = m.channel_id JOIN outbox o ON o.id = ?1 \
+                 WHERE m.source = c.source AND c.id = o.channel_id AND m.platform_id = ?2 AND m.direction = 'inbound'",
+            )?
+            .query_row(params![id, part], |r| r.get(0))
+            .optional()?;
+        if let Some(echo) = echo {
+            tx.prepare_cached("UPDATE messages SET reply_to = ?2 WHERE reply_to = ?1")?.execute(params![echo, id])?;
+            tx.prepare_cached("DELETE FROM attachments WHERE message_id = ?1")?.execute([&echo])?;
+            tx.prepare_cached("DELETE FROM messages WHERE id = ?1")?.execute([&echo])?;
+        }
+        tx.prepare_cached(
+            "INSERT OR IGNORE INTO platform_aliases (source, platform_id, message_id) \
+             SELECT c.source, ?2, ?1 FROM outbox o JOIN channels c ON c.id = o.channel_id WHERE o.id = ?1",
+        )?
+        .execute(params![id, part])?;
+    }
+    Ok(())
 }
 
 /// Makes a delivered send an outbound message of its channel, with the send's id and

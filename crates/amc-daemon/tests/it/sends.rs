@@ -508,7 +508,7 @@ impl Sender for Echoing {
             let mut echo = msg_of("echo-1", &msg.text);
             echo.sender.is_self = true;
             amc.ingest(msg.channel.source, spec, vec![echo], None).await.expect("echo ingested");
-            Ok(Delivery { platform_id: "echo-1".into(), sent_at: now_ms() })
+            Ok(Delivery { platform_id: "echo-1".into(), sent_at: now_ms(), other_parts: Vec::new() })
         })
     }
 }

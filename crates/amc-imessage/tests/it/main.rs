@@ -1,6 +1,8 @@
 //! The iMessage source against chat.db files written the way Messages writes them, with
 //! real `attributedBody` and `message_summary_info` blobs from macOS.
 
+mod send;
+
 use std::path::{Path, PathBuf};
 
 use amc_core::config::RawConfig;
