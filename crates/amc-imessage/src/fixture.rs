@@ -61,6 +61,25 @@ pub struct FixtureMessage {
     pub associated: Option<(String, i32)>,
 }
 
+/// A group event: a rename or a member change.
+#[derive(Debug, Clone, Default)]
+pub struct GroupEvent {
+    /// `guid`.
+    pub guid: String,
+    /// Who did it.
+    pub handle_id: i64,
+    /// `item_type`: 1 member change, 2 rename, 3 left or photo.
+    pub item_type: i32,
+    /// `group_action_type`: for a member change, 0 added and 1 removed.
+    pub group_action_type: i32,
+    /// `group_title`: the new name, for a rename.
+    pub group_title: Option<String>,
+    /// `other_handle`: the member added or removed.
+    pub other_handle: i64,
+    /// Unix milliseconds.
+    pub at_ms: i64,
+}
+
 /// A chat.db being written.
 pub struct ChatDbWriter {
     conn: Connection,
@@ -164,6 +183,28 @@ impl ChatDbWriter {
             params![message, id],
         )?;
         Ok(id)
+    }
+
+    /// Adds a group event as Messages records one: a row with `item_type` ≠ 0 and no text.
+    /// `item_type` 1 is a member change (`group_action_type` 0 added, 1 removed, with the
+    /// member in `other_handle`), 2 a rename (the new name in `group_title`), 3 a member
+    /// leaving or the group photo changing.
+    pub fn add_group_event(&self, chat: i64, e: &GroupEvent) -> rusqlite::Result<i64> {
+        let date = apple_ns(e.at_ms);
+        self.conn.execute(
+            "INSERT INTO message (guid, text, handle_id, service, is_from_me, date, item_type, group_action_type, \
+             group_title, other_handle, is_finished, account) VALUES (?1, NULL, ?2, 'iMessage', 0, ?3, ?4, ?5, ?6, ?7, 1, 'e:')",
+            params![e.guid, e.handle_id, date, e.item_type, e.group_action_type, e.group_title, e.other_handle],
+        )?;
+        let rowid = self.conn.last_insert_rowid();
+        self.conn.execute(
+            "INSERT INTO chat_message_join (chat_id, message_id, message_date) VALUES (?1, ?2, ?3)",
+            params![chat, rowid, date],
+        )?;
+        if let Some(title) = &e.group_title {
+            self.conn.execute("UPDATE chat SET display_name = ?2 WHERE ROWID = ?1", params![chat, title])?;
+        }
+        Ok(rowid)
     }
 
     /// Adds a message to a chat, as Messages does; returns its ROWID.

@@ -137,6 +137,11 @@ fn convert(db: &ChatDb, rows: &[imessage_database::tables::messages::Message]) -
             reactions.extend(reaction_of(m, handle));
             continue;
         }
+        // Renames, member changes and other group events are not messages: the chat's
+        // name follows from chat.db itself.
+        if m.item_type != 0 {
+            continue;
+        }
         let Some(chat_id) = m.chat_id else { continue };
         let mut message = message_of(m, handle);
         if let Some(h) = handle {

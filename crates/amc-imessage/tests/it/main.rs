@@ -639,3 +639,58 @@ async fn an_object_replacement_character_without_an_attachment_is_kept() {
     let channel = amc.store().admin_channels(None, None).expect("channels").remove(0);
     assert_eq!(amc.store().channel_tail(&channel.id, 1).expect("tail")[0].text, "look \u{FFFC} here");
 }
+
+/// Renames and member changes are rows of their own in chat.db (`item_type` ≠ 0) with no
+/// text: they never become empty messages, and a rename renames the channel.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn group_events_are_not_messages_and_a_rename_renames_the_channel() {
+    use amc_imessage::fixture::GroupEvent;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("chat.db");
+    let w = ChatDbWriter::create(&path).expect("chat.db");
+    let ada = w.add_handle("+15551234567").expect("handle");
+    let bo = w.add_handle("bo@example.com").expect("handle");
+    let chat = w.add_chat("any;+;chat493827161", 43, Some("Trip"), &[ada, bo]).expect("chat");
+    w.add_message(chat, &text_msg("g1", "who's in?", ada, T0)).expect("m");
+    let events = [
+        GroupEvent {
+            guid: "e1".into(),
+            handle_id: ada,
+            item_type: 1,
+            other_handle: bo,
+            at_ms: T0 + 1,
+            ..Default::default()
+        },
+        GroupEvent {
+            guid: "e2".into(),
+            handle_id: ada,
+            item_type: 2,
+            group_title: Some("Lisbon trip".into()),
+            at_ms: T0 + 2,
+            ..Default::default()
+        },
+        GroupEvent {
+            guid: "e3".into(),
+            handle_id: ada,
+            item_type: 1,
+            group_action_type: 1,
+            other_handle: bo,
+            at_ms: T0 + 3,
+            ..Default::default()
+        },
+        GroupEvent { guid: "e4".into(), handle_id: bo, item_type: 3, at_ms: T0 + 4, ..Default::default() },
+    ];
+    for e in &events {
+        w.add_group_event(chat, e).expect("event");
+    }
+    w.add_message(chat, &text_msg("g2", "me!", bo, T0 + 5)).expect("m");
+    let amc = amc(dir.path());
+    let db = std::sync::Arc::new(std::sync::Mutex::new(ChatDb::open(&path).expect("open")));
+    let report = sync_once(&amc, &db).await.expect("sync");
+    assert_eq!((report.rows, report.inserted), (6, 2), "only the two texts are messages");
+    let channel = amc.store().admin_channels(None, None).expect("channels").remove(0);
+    assert_eq!(channel.name, "Lisbon trip");
+    let texts: Vec<String> =
+        amc.store().channel_tail(&channel.id, 10).expect("tail").into_iter().map(|m| m.text).collect();
+    assert_eq!(texts, ["who's in?", "me!"]);
+}
