@@ -119,11 +119,15 @@ fn main() -> ExitCode {
     };
     let failed = started.is_err();
     runtime.spawn(quit_on_signal(app.handle().clone(), if failed { 1 } else { 0 }));
-    let code = app.run_return(move |_app, event| {
-        if let RunEvent::ExitRequested { code: None, api, .. } = event {
+    let code = app.run_return(move |_app, event| match event {
+        RunEvent::ExitRequested { code: None, api, .. } => {
             // The last window went away: a tray app keeps running until Quit.
             api.prevent_exit();
         }
+        // Opened again while running (a double-click in Finder, `open -a AMC`): show the window.
+        #[cfg(target_os = "macos")]
+        RunEvent::Reopen { .. } if !failed => window::show(_app),
+        _ => {}
     });
     stop.cancel();
     let code = if failed { ExitCode::FAILURE } else { ExitCode::from(u8::try_from(code).unwrap_or(1)) };
