@@ -117,6 +117,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         std::fs::create_dir_all(&small_dir)?;
         let small = small_dir.join("chat.db");
         let w = ChatDbWriter::create(&small)?;
+        // As Messages: every commit synced to disk, the WAL kept open.
+        w.connection().pragma_update(None, "synchronous", "FULL")?;
         let h = w.add_handle("+15550000001")?;
         let chat = w.add_chat("iMessage;-;+15550000001", 45, None, &[h])?;
         let seed = FixtureMessage {
@@ -133,7 +135,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let amc = Amc::start(config.clone(), Senders::default())?;
         let stop = CancellationToken::new();
         let mut events = amc.events().subscribe();
-        let watch = WatchConfig { chat_db: small.clone(), poll: Duration::from_secs(3), contacts: Vec::new() };
+        // The Messages folder's watch reports no writes, as FSEvents on a Mac: only the
+        // file watch can see a commit. The fallback check is an hour away.
+        let watch = WatchConfig {
+            chat_db: small.clone(),
+            poll: Duration::from_secs(3600),
+            contacts: Vec::new(),
+            dir_events: amc_imessage::watch::DirEvents::Namespace,
+        };
         tokio::spawn(amc_imessage::watch::run(amc.clone(), watch, stop.clone()));
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let server = tokio::spawn(amc_daemon::serve(amc.clone(), socket, None, async move {

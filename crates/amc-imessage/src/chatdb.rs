@@ -71,7 +71,12 @@ pub struct ChatDb {
     /// How recently a row was edited or unsent, if chat.db records it.
     change_time: Option<String>,
     contacts: crate::contacts::Contacts,
+    /// The first of the newest rows held back for want of a chat, and since when.
+    held: Option<(i32, std::time::Instant)>,
 }
+
+/// How long the newest rows may wait for their chat before they are read as they are.
+const JOIN_GRACE: Duration = Duration::from_secs(60);
 
 /// The projection `imessage-database` decodes, built from the columns this chat.db has
 /// (older macOS versions lack some), filtered to rows after a ROWID.
@@ -169,6 +174,7 @@ impl ChatDb {
             query,
             change_time: change_time(&columns),
             contacts: crate::contacts::Contacts::default(),
+            held: None,
         })
     }
 
@@ -258,6 +264,28 @@ impl ChatDb {
             row.text = texts.get(rowid).cloned().unwrap_or_default();
         }
         Ok(out.into_iter().map(|(_, r)| r).collect())
+    }
+
+    /// Leaves out the newest rows that have no chat yet: a writer may commit a message
+    /// before the row that puts it in its chat, and a read in between would pass the
+    /// message by for good. They come back with the next read, joined; rows that stay
+    /// without a chat for a minute are let through as they are.
+    pub fn hold_unjoined_tail(&mut self, rows: &mut Vec<Message>) {
+        let keep =
+            rows.iter().rposition(|m| m.chat_id.is_some() || crate::convert::is_reaction(m)).map_or(0, |i| i + 1);
+        let Some(first) = rows.get(keep) else {
+            self.held = None;
+            return;
+        };
+        match self.held {
+            Some((rowid, since)) if rowid == first.rowid && since.elapsed() >= JOIN_GRACE => {
+                self.held = None;
+                return;
+            }
+            Some((rowid, _)) if rowid == first.rowid => {}
+            _ => self.held = Some((first.rowid, std::time::Instant::now())),
+        }
+        rows.truncate(keep);
     }
 
     /// The messages at these ROWIDs (those that still exist), bodies decoded.

@@ -108,8 +108,9 @@ impl Batch {
 async fn read_batch(db: &SharedChatDb, checkpoint: i64) -> Result<Batch, SourceError> {
     let db = db.clone();
     tokio::task::spawn_blocking(move || {
-        let db = db.lock().unwrap_or_else(|p| p.into_inner());
-        let rows = db.messages_after(checkpoint, BATCH)?;
+        let mut db = db.lock().unwrap_or_else(|p| p.into_inner());
+        let mut rows = db.messages_after(checkpoint, BATCH)?;
+        db.hold_unjoined_tail(&mut rows);
         convert(&db, &rows)
     })
     .await

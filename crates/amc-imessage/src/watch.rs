@@ -1,11 +1,18 @@
 //! Follows chat.db as Messages writes it.
 //!
-//! The watch is on the Messages *directory*: in WAL mode a watch on chat.db alone sees
-//! no inserts, and Messages recreates chat.db-wal when it relaunches. Only data changes,
-//! creations and removals of chat.db and chat.db-wal count (AMC's own reads cause only
-//! open and metadata events); they are debounced briefly. A slow fallback check
-//! (`PRAGMA data_version` and the file's identity) runs every few seconds, so a lost
-//! event never loses a message.
+//! Two watches: one on the Messages *directory*, for chat.db and chat.db-wal being made,
+//! removed or renamed (Messages recreates the WAL when it relaunches), and one on the two
+//! files themselves, for their writes. On a Mac the directory watch cannot be trusted with
+//! writes: FSEvents reports a write to a file that stays open only when it is closed, and
+//! Messages keeps chat.db-wal open (notify-rs/notify#240). So the files are watched with
+//! kqueue vnode events there (notify's kqueue backend, as steipete/imsg does with
+//! DispatchSource), and with inotify on Linux.
+//!
+//! A file event can come before the commit it announces is visible to a reader, and then
+//! nothing wakes AMC again: so every read a file event causes is followed by a few quick
+//! checks of `PRAGMA data_version` over the next half second. A slow fallback check (the
+//! same, and the file's identity) runs every few seconds, so a lost event never loses a
+//! message. An idle AMC wakes only for that check.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -25,6 +32,9 @@ use crate::sync::{CHECKPOINT_KEY, SharedChatDb, apply_edits, read_checkpoint, re
 /// How long to let a burst of file events settle before reading.
 const DEBOUNCE: Duration = Duration::from_millis(5);
 
+/// After a read a file event caused, when to look at `data_version` again.
+const RECHECKS: [Duration; 3] = [Duration::from_millis(20), Duration::from_millis(80), Duration::from_millis(400)];
+
 /// How the watcher is set up.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WatchConfig {
@@ -34,6 +44,51 @@ pub struct WatchConfig {
     pub poll: Duration,
     /// Contacts databases to name senders from.
     pub contacts: Vec<PathBuf>,
+    /// Which of the directory watch's events count.
+    pub dir_events: DirEvents,
+}
+
+/// Which events of the Messages directory's watch the watcher acts on.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum DirEvents {
+    /// All of them (inotify also reports writes to files that stay open).
+    #[default]
+    All,
+    /// Only files made, removed or renamed: what FSEvents reports of a file that stays
+    /// open. Tests use it to hold the watcher to what a Mac delivers.
+    Namespace,
+}
+
+/// What woke the watcher.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Look {
+    /// A file event: read what is new.
+    Event,
+    /// A quick check after an event: read only if `data_version` moved.
+    Quick,
+    /// The fallback check: the same, plus the slow look (rebuilds, edits, recent rows).
+    Slow,
+}
+
+/// Whether a watch event makes or removes one of chat.db's files (the file watch must
+/// then be set again).
+fn is_namespace(event: &notify::Event) -> bool {
+    matches!(
+        event.kind,
+        EventKind::Create(_) | EventKind::Remove(_) | EventKind::Modify(notify::event::ModifyKind::Name(_))
+    )
+}
+
+/// Watches chat.db and chat.db-wal themselves (again): after Messages recreated one, the
+/// old watch is on a file that no longer exists.
+fn arm_files(watcher: &mut notify::RecommendedWatcher, chat_db: &Path) {
+    let wal = chat_db.with_file_name("chat.db-wal");
+    for file in [chat_db, wal.as_path()] {
+        let _ = watcher.unwatch(file);
+        if let Err(e) = watcher.watch(file, RecursiveMode::NonRecursive) {
+            tracing::debug!(file = %file.display(), error = %e, "not watching this file for now");
+        }
+    }
 }
 
 fn is_ours(event: &notify::Event) -> bool {
@@ -74,21 +129,27 @@ pub fn full_disk_access_advice(path: &Path, e: &SourceError) -> String {
 struct Open {
     db: SharedChatDb,
     identity: Option<(u64, u64)>,
+    /// `data_version` at the last read.
     data_version: i64,
+    /// `data_version` at the last slow look: edits and rebuilds show only there.
+    slow_version: i64,
 }
 
 /// Follows chat.db until `shutdown`, storing every new row.
 pub async fn run(amc: Amc, cfg: WatchConfig, shutdown: CancellationToken) {
-    let (tx, mut rx) = mpsc::channel::<()>(64);
+    // `true`: the event made or removed a file, so the file watch is set again.
+    let (tx, mut rx) = mpsc::channel::<bool>(64);
     let dir = cfg.chat_db.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
-    let watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
+    let (dir_tx, model) = (tx.clone(), cfg.dir_events);
+    let dir_watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
         if let Ok(event) = res
             && is_ours(&event)
+            && (model == DirEvents::All || is_namespace(&event))
         {
-            let _ = tx.try_send(());
+            let _ = dir_tx.try_send(is_namespace(&event));
         }
     });
-    let _watcher = match watcher {
+    let _dir_watcher = match dir_watcher {
         Ok(mut w) => match w.watch(&dir, RecursiveMode::NonRecursive) {
             Ok(()) => Some(w),
             Err(e) => {
@@ -101,25 +162,53 @@ pub async fn run(amc: Amc, cfg: WatchConfig, shutdown: CancellationToken) {
             None
         }
     };
+    let mut file_watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
+        if let Ok(event) = res
+            && is_ours(&event)
+        {
+            let _ = tx.try_send(is_namespace(&event));
+        }
+    })
+    .map_err(|e| tracing::warn!(error = %e, "cannot watch chat.db's files; checking every few seconds"))
+    .ok();
+    if let Some(w) = file_watcher.as_mut() {
+        arm_files(w, &cfg.chat_db);
+    }
     let mut open: Option<Open> = None;
     let mut tick = tokio::time::interval(cfg.poll);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // The quick checks still to make after the last event, and when the next is due.
+    let mut recheck: Option<(usize, tokio::time::Instant)> = None;
     loop {
-        let forced = tokio::select! {
+        let due = recheck.map(|(_, at)| at);
+        let look = tokio::select! {
             () = shutdown.cancelled() => return,
-            Some(()) = rx.recv() => {
+            Some(namespace) = rx.recv() => {
                 tokio::time::sleep(DEBOUNCE).await;
-                while rx.try_recv().is_ok() {}
-                true
+                let mut rearm = namespace;
+                while let Ok(n) = rx.try_recv() {
+                    rearm |= n;
+                }
+                if rearm && let Some(w) = file_watcher.as_mut() {
+                    arm_files(w, &cfg.chat_db);
+                }
+                Look::Event
             }
-            _ = tick.tick() => false,
+            () = async { tokio::time::sleep_until(due.unwrap_or_else(tokio::time::Instant::now)).await }, if due.is_some() => Look::Quick,
+            _ = tick.tick() => Look::Slow,
         };
-        step(&amc, &cfg.chat_db, &cfg.contacts, &mut open, forced).await;
+        step(&amc, &cfg.chat_db, &cfg.contacts, &mut open, look).await;
+        let now = tokio::time::Instant::now();
+        recheck = match (look, recheck) {
+            (Look::Event, _) => Some((0, now + RECHECKS[0])),
+            (Look::Quick, Some((i, _))) => RECHECKS.get(i + 1).map(|d| (i + 1, now + *d)),
+            (_, kept) => kept,
+        };
     }
 }
 
 /// One look at chat.db: (re)open it if needed, and read what is new.
-async fn step(amc: &Amc, path: &Path, contacts: &[PathBuf], open: &mut Option<Open>, forced: bool) {
+async fn step(amc: &Amc, path: &Path, contacts: &[PathBuf], open: &mut Option<Open>, look: Look) {
     let now_identity = identity(path);
     if open.as_ref().is_some_and(|o| o.identity != now_identity) {
         tracing::info!("chat.db was replaced; reading it again");
@@ -140,7 +229,12 @@ async fn step(amc: &Amc, path: &Path, contacts: &[PathBuf], open: &mut Option<Op
         .and_then(|r| r);
         match opened {
             Ok((db, data_version)) => {
-                *open = Some(Open { data_version, db: Arc::new(Mutex::new(db)), identity: now_identity });
+                *open = Some(Open {
+                    data_version,
+                    slow_version: data_version,
+                    db: Arc::new(Mutex::new(db)),
+                    identity: now_identity,
+                });
             }
             Err(e) => {
                 amc.set_source_status(
@@ -150,17 +244,20 @@ async fn step(amc: &Amc, path: &Path, contacts: &[PathBuf], open: &mut Option<Op
                 return;
             }
         }
-    } else if !forced {
-        // The fallback check: anything written since the last look?
+    } else {
+        // Has anything been written since the last look? A file event says so; the
+        // checks ask `data_version`, and an event's read remembers it too.
         let Some(o) = open.as_mut() else { return };
         let db = o.db.clone();
         let version = tokio::task::spawn_blocking(move || db.lock().unwrap_or_else(|p| p.into_inner()).data_version())
             .await
             .unwrap_or(Err(SourceError::Read("interrupted".into())));
-        match version {
-            Ok(v) if v == o.data_version => return,
-            Ok(v) => o.data_version = v,
-            Err(_) => {}
+        match (version, look) {
+            (Ok(v), Look::Slow) if v == o.slow_version => return,
+            (Ok(v), Look::Slow) => (o.data_version, o.slow_version) = (v, v),
+            (Ok(v), Look::Quick) if v == o.data_version => return,
+            (Ok(v), _) => o.data_version = v,
+            (Err(_), _) => {}
         }
     }
     let Some(db) = open.as_ref().map(|o| o.db.clone()) else { return };
@@ -169,7 +266,7 @@ async fn step(amc: &Amc, path: &Path, contacts: &[PathBuf], open: &mut Option<Op
     // from the rows): a rebuild in place keeps the file's identity, so compare the rows
     // with the checkpoint; look again at the newest rows for reactions and downloads;
     // apply edits and unsends wherever their rows lie.
-    if !forced || reopened {
+    if look == Look::Slow || reopened {
         let (a, d) = (amc.clone(), db.clone());
         let _ =
             tokio::task::spawn_blocking(move || resync_if_rebuilt(&a, &d.lock().unwrap_or_else(|p| p.into_inner())))

@@ -112,7 +112,12 @@ pub async fn start(raw: RawConfig) -> anyhow::Result<Running> {
         None => None,
     };
     let contacts = config.imessage_contacts.clone().unwrap_or_else(amc_imessage::contacts::Contacts::default_paths);
-    let imessage = config.chat_db.clone().map(|chat_db| WatchConfig { chat_db, poll: config.chat_db_poll, contacts });
+    let imessage = config.chat_db.clone().map(|chat_db| WatchConfig {
+        chat_db,
+        poll: config.chat_db_poll,
+        contacts,
+        dir_events: amc_imessage::watch::DirEvents::All,
+    });
     let amc = Amc::start(config, senders).context("starting AMC")?;
     let stop = CancellationToken::new();
     if let Some(cfg) = imessage {

@@ -508,6 +508,7 @@ async fn rows_written_below_the_checkpoint_of_a_chat_db_rebuilt_in_place_are_rea
         chat_db: path.clone(),
         poll: std::time::Duration::from_millis(200),
         contacts: Vec::new(),
+        dir_events: amc_imessage::watch::DirEvents::All,
     };
     let watcher = tokio::spawn(amc_imessage::watch::run(amc.clone(), watch, stop.clone()));
     // The rebuild fills the gaps with ten messages restored from elsewhere.
@@ -581,6 +582,7 @@ async fn edits_and_unsends_of_old_messages_are_applied_wherever_the_row_lies() {
         chat_db: path.clone(),
         poll: std::time::Duration::from_millis(200),
         contacts: Vec::new(),
+        dir_events: amc_imessage::watch::DirEvents::All,
     };
     let watcher = tokio::spawn(amc_imessage::watch::run(amc.clone(), watch, stop.clone()));
     w.connection()
@@ -693,4 +695,40 @@ async fn group_events_are_not_messages_and_a_rename_renames_the_channel() {
     let texts: Vec<String> =
         amc.store().channel_tail(&channel.id, 10).expect("tail").into_iter().map(|m| m.text).collect();
     assert_eq!(texts, ["who's in?", "me!"]);
+}
+
+/// On a Mac, FSEvents reports no write to a file that stays open (Messages keeps
+/// chat.db-wal open): the Messages folder's watch sees only files made, removed or renamed
+/// (`DirEvents::Namespace`). Every commit must still be read at once, without the fallback
+/// check (an hour here), even by a writer at `synchronous=FULL` that never closes the file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commits_to_an_open_wal_are_read_without_directory_write_events() {
+    use amc_imessage::watch::{DirEvents, WatchConfig};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let messages = dir.path().join("Messages");
+    std::fs::create_dir_all(&messages).expect("mkdir");
+    let path = messages.join("chat.db");
+    let w = ChatDbWriter::create(&path).expect("chat.db");
+    w.connection().pragma_update(None, "synchronous", "FULL").expect("pragma");
+    let ada = w.add_handle("+15551234567").expect("handle");
+    let chat = w.add_chat("any;-;+15551234567", 45, None, &[ada]).expect("chat");
+    w.add_message(chat, &text_msg("w0", "first", ada, T0)).expect("m");
+    let amc = amc(dir.path());
+    let stop = tokio_util::sync::CancellationToken::new();
+    let watch = WatchConfig {
+        chat_db: path.clone(),
+        poll: std::time::Duration::from_secs(3600),
+        contacts: Vec::new(),
+        dir_events: DirEvents::Namespace,
+    };
+    let watcher = tokio::spawn(amc_imessage::watch::run(amc.clone(), watch, stop.clone()));
+    let count =
+        |amc: &Amc| amc.store().admin_channels(None, None).expect("channels").first().map_or(0, |c| c.message_count);
+    wait_until(&amc, "the first message is read", |amc| count(amc) == 1).await;
+    for i in 1..=200 {
+        w.add_message(chat, &text_msg(&format!("w{i}"), &format!("message {i}"), ada, T0 + i)).expect("m");
+        wait_until(&amc, &format!("commit {i} is read without the fallback check"), |amc| count(amc) == i + 1).await;
+    }
+    stop.cancel();
+    watcher.await.expect("watcher");
 }
