@@ -105,7 +105,7 @@ pub struct FileConfig {
     /// The iMessage database to follow, as `--chat-db` (on macOS it defaults to
     /// `~/Library/Messages/chat.db`); `""` turns the iMessage source off.
     pub imessage_chat_db: Option<String>,
-    /// Seconds between fallback checks of chat.db (1 to 60, default 10): file events
+    /// Seconds between fallback checks of chat.db (1 to 300, default 30): file events
     /// do the work, the check only catches one that was lost.
     pub imessage_poll_seconds: Option<u64>,
     /// The program that sends through Messages (default on macOS: `/usr/bin/osascript`).
@@ -250,7 +250,7 @@ impl RawConfig {
                 (None, None) if cfg!(target_os = "macos") => Some(expand_home("~/Library/Messages/chat.db")),
                 (None, None) => None,
             },
-            chat_db_poll: Duration::from_secs(file.imessage_poll_seconds.unwrap_or(10).clamp(1, 60)),
+            chat_db_poll: Duration::from_secs(file.imessage_poll_seconds.unwrap_or(30).clamp(1, 300)),
             osascript_explicit: self.osascript.is_some()
                 || file.imessage_osascript.as_deref().is_some_and(|p| !p.is_empty()),
             osascript: match (self.osascript, file.imessage_osascript.as_deref()) {

@@ -248,10 +248,9 @@ async fn step(amc: &Amc, path: &Path, contacts: &[PathBuf], open: &mut Option<Op
         // Has anything been written since the last look? A file event says so; the
         // checks ask `data_version`, and an event's read remembers it too.
         let Some(o) = open.as_mut() else { return };
-        let db = o.db.clone();
-        let version = tokio::task::spawn_blocking(move || db.lock().unwrap_or_else(|p| p.into_inner()).data_version())
-            .await
-            .unwrap_or(Err(SourceError::Read("interrupted".into())));
+        // A pragma that reads shared memory and takes no lock: asked in place, it costs an
+        // idle AMC no thread hand-off (each one a wake-up).
+        let version = tokio::task::block_in_place(|| o.db.lock().unwrap_or_else(|p| p.into_inner()).data_version());
         match (version, look) {
             (Ok(v), Look::Slow) if v == o.slow_version => return,
             (Ok(v), Look::Slow) => (o.data_version, o.slow_version) = (v, v),
