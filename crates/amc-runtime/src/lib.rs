@@ -43,14 +43,27 @@ pub fn log_filter(default: &str) -> tracing_subscriber::EnvFilter {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(held_spec(default)))
 }
 
-/// `spec` less its directives for held targets, then the held targets at their levels.
+/// `spec` less its directives for held targets, then each held target at its cap or at
+/// the spec's own level, whichever says less: a cap never makes a library louder.
 fn held_spec(spec: &str) -> String {
+    const LEVELS: [&str; 6] = ["off", "error", "warn", "info", "debug", "trace"];
+    let rank = |level: &str| LEVELS.iter().position(|l| l.eq_ignore_ascii_case(level.trim()));
     let is_held = |directive: &str| {
         let target = directive.split(['=', '[']).next().unwrap_or("").trim();
         HELD_TARGETS.iter().any(|(held, _)| target == *held || target.starts_with(&format!("{held}::")))
     };
+    // The level for every target the spec does not name (a bare `info`, `debug`, …).
+    let global = spec.split(',').filter_map(rank).next_back().unwrap_or(1);
     let kept = spec.split(',').filter(|d| !d.trim().is_empty() && !is_held(d));
-    let held = HELD_TARGETS.iter().map(|(target, level)| format!("{target}={level}"));
+    let held = HELD_TARGETS.iter().map(|(target, cap)| {
+        // What the spec asks of the target itself (`rmcp=error`), else its global level.
+        let asked = spec
+            .split(',')
+            .filter_map(|d| d.split_once('=').filter(|(t, _)| t.trim() == *target).and_then(|(_, l)| rank(l)))
+            .next_back()
+            .unwrap_or(global);
+        format!("{target}={}", LEVELS[rank(cap).unwrap_or(1).min(asked)])
+    });
     kept.map(str::to_owned).chain(held).collect::<Vec<_>>().join(",")
 }
 
@@ -175,5 +188,10 @@ mod tests {
         assert!(!spec.contains("=trace"), "{spec}");
         let filter = tracing_subscriber::EnvFilter::try_new(&spec).expect("a valid filter");
         assert!(filter.to_string().contains("rmcp=info"), "{filter}");
+        // A quieter spec keeps the libraries as quiet as itself.
+        let quiet = super::held_spec("warn");
+        assert!(quiet.contains("rmcp=warn") && quiet.contains("hyper=warn"), "{quiet}");
+        assert!(super::held_spec("amc_core=debug").contains("rmcp=error"), "no bare level: errors only");
+        assert!(super::held_spec("warn,rmcp=error").contains("rmcp=error"), "a quieter target stays quiet");
     }
 }
