@@ -98,7 +98,9 @@ pub struct FileConfig {
     pub rate_limit_burst: Option<u32>,
     /// Sends per minute a channel takes after the burst.
     pub rate_limit_per_minute: Option<u32>,
-    /// Seconds a platform gets to confirm a send before its outcome is `unknown`.
+    /// Seconds a platform gets to confirm a send before its outcome is `unknown` (1 to
+    /// 600, default 200: osascript may take 130 s while Messages launches, then Messages
+    /// has `imessage_confirm_seconds` to settle the send).
     pub send_timeout_seconds: Option<u64>,
     /// A loopback address to serve on, as `--listen`.
     pub listen: Option<String>,
@@ -241,7 +243,7 @@ impl RawConfig {
                 burst: file.rate_limit_burst.unwrap_or(defaults.burst).max(1),
                 per_minute: file.rate_limit_per_minute.unwrap_or(defaults.per_minute).max(1),
             },
-            send_timeout: Duration::from_secs(file.send_timeout_seconds.unwrap_or(60).clamp(1, 600)),
+            send_timeout: Duration::from_secs(file.send_timeout_seconds.unwrap_or(200).clamp(1, 600)),
             test_sender: self.test_sender,
             chat_db: match (self.chat_db, file.imessage_chat_db.as_deref()) {
                 (Some(p), _) => Some(absolute(&p)),

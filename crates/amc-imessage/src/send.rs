@@ -157,7 +157,9 @@ impl MessagesSender {
     async fn deliver(&self, msg: OutgoingSend) -> Result<Delivery, SendError> {
         let lock = {
             let mut chats = self.chats.lock().unwrap_or_else(|p| p.into_inner());
-            chats.entry(msg.channel_platform_id.clone()).or_default().clone()
+            // By conversation, not by channel: two channels of one person (an older guid and
+            // a macOS 26 `any;` one) share the rows a confirmation matches.
+            chats.entry(addressing(&msg.channel_platform_id).identifier).or_default().clone()
         };
         let _one_at_a_time = lock.lock().await;
         let started_ms = amc_core::time::now_ms();
@@ -204,14 +206,15 @@ impl MessagesSender {
         let expect = Expected { identifier: &addressing.identifier, text: &msg.text, files, before, started_ms };
         if !out.status.success() {
             let stderr = String::from_utf8_lossy(&out.stderr);
-            if stderr.contains("-1743") {
+            let number = error_number(&stderr);
+            if number == Some(-1743) {
                 return Err(SendError::Auth(
                     "macOS did not let AMC control Messages (-1743): open System Settings → Privacy & Security → \
                      Automation, and turn on Messages for AMC (or the terminal running amc serve)"
                         .into(),
                 ));
             }
-            if stderr.contains("-1728") {
+            if number == Some(-1728) {
                 return Err(SendError::Failed(format!(
                     "Messages has no such chat (tried {}): {}",
                     addressing.chat_ids.join(", "),
@@ -255,6 +258,15 @@ impl MessagesSender {
             }
         }
     }
+}
+
+/// The AppleScript error number osascript ends its message with (`… (-1728)`): only
+/// there, never anywhere in the text (a file's name may hold `-1728`).
+fn error_number(stderr: &str) -> Option<i64> {
+    let last = stderr.lines().rev().find(|l| !l.trim().is_empty())?.trim_end();
+    let inner = last.strip_suffix(')')?;
+    let open = inner.rfind('(')?;
+    inner[open + 1..].parse().ok()
 }
 
 /// What a send should leave in chat.db.
@@ -346,7 +358,12 @@ fn copy_attachments(cfg: &MessagesConfig, msg: &OutgoingSend) -> Result<Vec<Path
             if a.size_bytes > MAX_ATTACHMENT_BYTES {
                 return Err(SendError::TooLarge(format!("{} is over Messages' limit", a.filename)));
             }
-            let dest = dir.join(format!("{i}-{}", a.filename));
+            // The staged copy's own name: already shortened to what file systems take.
+            let name = std::path::Path::new(&a.path)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| format!("{i}-file"));
+            let dest = dir.join(name);
             std::fs::copy(&a.path, &dest).map_err(|e| SendError::Failed(format!("copying {}: {e}", a.filename)))?;
             Ok(dest)
         })
@@ -360,5 +377,18 @@ impl Sender for MessagesSender {
 
     fn send(&self, msg: OutgoingSend) -> BoxFuture<'_, Result<Delivery, SendError>> {
         Box::pin(self.deliver(msg))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_error_number_is_read_from_the_end_only() {
+        assert_eq!(
+            super::error_number("execution error: Not authorized to send Apple events to Messages. (-1743)\n"),
+            Some(-1743)
+        );
+        assert_eq!(super::error_number("execution error: File /x/0-a-1728.jpg wasn't found. (-43)"), Some(-43));
+        assert_eq!(super::error_number("something odd"), None);
     }
 }

@@ -32,8 +32,24 @@ pub struct Checkpoint {
     pub rows: Option<i64>,
 }
 
+/// The guid a resync's checkpoint carries: read everything again, as a rebuild, not as a
+/// first import (messages past the late horizon stay read).
+const RESYNC: &str = "~resync";
+
 impl Checkpoint {
-    fn encode(&self) -> String {
+    /// The checkpoint that reads chat.db again from its first row after a rebuild.
+    pub fn resync() -> Self {
+        Self { rowid: 0, guid: Some(RESYNC.to_owned()), rows: None }
+    }
+
+    /// Whether this is not the first import: messages past the late horizon are news
+    /// to no one.
+    fn imported_before(&self) -> bool {
+        self.rowid > 0 || self.guid.as_deref() == Some(RESYNC)
+    }
+
+    /// As stored in AMC's source state.
+    pub fn encode(&self) -> String {
         let guid = self.guid.as_deref().unwrap_or("");
         match self.rows {
             Some(rows) => format!("{}:{guid}:{rows}", self.rowid),
@@ -164,6 +180,10 @@ fn convert(db: &ChatDb, rows: &[imessage_database::tables::messages::Message]) -
 /// The key of the latest edit or unsend time applied, in AMC's source state.
 pub const EDIT_MARK_KEY: &str = "chatdb_edit_mark";
 
+/// How far before the last applied change time each look at edits reaches (ten minutes,
+/// in Apple nanoseconds).
+const EDIT_OVERLAP_NS: i64 = 600 * 1_000_000_000;
+
 /// Rows whose edits are applied in one transaction.
 const EDIT_BATCH: usize = 1_000;
 
@@ -175,8 +195,11 @@ pub async fn apply_edits(amc: &Amc, db: &SharedChatDb) -> Result<SyncReport, Sou
         amc.store().source_state(Source::Imessage, EDIT_MARK_KEY)?.and_then(|v| v.parse().ok()).unwrap_or(0);
     let up_to = read_checkpoint(amc)?.rowid;
     let d = db.clone();
+    // An edit stamped a little before one already applied (a clock behind, a change synced
+    // late) is still found: the look reaches back ten minutes, and reading again is harmless.
+    let since = mark.saturating_sub(EDIT_OVERLAP_NS);
     let changed =
-        tokio::task::spawn_blocking(move || d.lock().unwrap_or_else(|p| p.into_inner()).changed_since(mark, up_to))
+        tokio::task::spawn_blocking(move || d.lock().unwrap_or_else(|p| p.into_inner()).changed_since(since, up_to))
             .await
             .map_err(|e| SourceError::Read(e.to_string()))??;
     let mut report = SyncReport { checkpoint: up_to, ..SyncReport::default() };
@@ -259,7 +282,7 @@ pub async fn sync_once(amc: &Amc, db: &SharedChatDb) -> Result<SyncReport, Sourc
         let ahead = next.abort_handle();
         rows_below += batch.rows as i64;
         let mark = Checkpoint { rowid: last, guid: Some(batch.last_guid.clone()), rows: Some(rows_below) };
-        let result = store_batch(amc, &mut batch, &mark, checkpoint, &mut report).await;
+        let result = store_batch(amc, &mut batch, &mark, stored.imported_before(), &mut report).await;
         if result.is_err() {
             ahead.abort();
         }
@@ -273,7 +296,7 @@ async fn store_batch(
     amc: &Amc,
     batch: &mut Batch,
     mark: &Checkpoint,
-    checkpoint: i64,
+    imported_before: bool,
     report: &mut SyncReport,
 ) -> Result<(), SourceError> {
     {
@@ -284,7 +307,7 @@ async fn store_batch(
         let reactions = std::mem::take(&mut batch.reactions);
         let last = mark.rowid;
         let mark = Some((CHECKPOINT_KEY.to_owned(), mark.encode()));
-        let late = if checkpoint > 0 { late_ids(batch, amc.config().imessage_late_horizon) } else { Vec::new() };
+        let late = if imported_before { late_ids(batch, amc.config().imessage_late_horizon) } else { Vec::new() };
         let channels = std::mem::take(&mut batch.by_channel);
         let all = channels.into_iter().map(|(c, msgs)| (c, msgs.into_iter().map(|(_, m)| m).collect())).collect();
         for stored in amc.ingest_many(Source::Imessage, all, mark).await? {

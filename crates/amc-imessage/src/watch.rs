@@ -1,8 +1,9 @@
 //! Follows chat.db as Messages writes it.
 //!
-//! Two watches: one on the Messages *directory*, for chat.db and chat.db-wal being made,
-//! removed or renamed (Messages recreates the WAL when it relaunches), and one on the two
-//! files themselves, for their writes. On a Mac the directory watch cannot be trusted with
+//! Two watches: one on the two files chat.db and chat.db-wal, for their writes, and on
+//! Linux one on the Messages *directory*, for the files being made, removed or renamed
+//! (Messages recreates the WAL when it relaunches); the file watch is set again whenever a
+//! file is made anew, noticed by an event or by the slow check. On a Mac the directory watch cannot be trusted with
 //! writes: FSEvents reports a write to a file that stays open only when it is closed, and
 //! Messages keeps chat.db-wal open (notify-rs/notify#240). So the files are watched with
 //! kqueue vnode events there (notify's kqueue backend, as steipete/imsg does with
@@ -27,7 +28,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::SourceError;
 use crate::chatdb::ChatDb;
-use crate::sync::{CHECKPOINT_KEY, SharedChatDb, apply_edits, read_checkpoint, rescan_recent, sync_once};
+use crate::sync::{CHECKPOINT_KEY, Checkpoint, SharedChatDb, apply_edits, read_checkpoint, rescan_recent, sync_once};
 
 /// How long to let a burst of file events settle before reading.
 const DEBOUNCE: Duration = Duration::from_millis(5);
@@ -81,14 +82,24 @@ fn is_namespace(event: &notify::Event) -> bool {
 
 /// Watches chat.db and chat.db-wal themselves (again): after Messages recreated one, the
 /// old watch is on a file that no longer exists.
-fn arm_files(watcher: &mut notify::RecommendedWatcher, chat_db: &Path) {
+/// Returns what it watched: each file's identity (`None`: not there, or not watched).
+fn arm_files(watcher: &mut notify::RecommendedWatcher, chat_db: &Path) -> [Option<(u64, u64)>; 2] {
     let wal = chat_db.with_file_name("chat.db-wal");
-    for file in [chat_db, wal.as_path()] {
+    [chat_db, wal.as_path()].map(|file| {
         let _ = watcher.unwatch(file);
-        if let Err(e) = watcher.watch(file, RecursiveMode::NonRecursive) {
-            tracing::debug!(file = %file.display(), error = %e, "not watching this file for now");
+        match watcher.watch(file, RecursiveMode::NonRecursive) {
+            Ok(()) => identity(file),
+            Err(e) => {
+                tracing::debug!(file = %file.display(), error = %e, "not watching this file for now");
+                None
+            }
         }
-    }
+    })
+}
+
+/// The identities of chat.db and chat.db-wal as they are now.
+fn file_identities(chat_db: &Path) -> [Option<(u64, u64)>; 2] {
+    [identity(chat_db), identity(&chat_db.with_file_name("chat.db-wal"))]
 }
 
 fn is_ours(event: &notify::Event) -> bool {
@@ -141,6 +152,10 @@ pub async fn run(amc: Amc, cfg: WatchConfig, shutdown: CancellationToken) {
     let (tx, mut rx) = mpsc::channel::<bool>(64);
     let dir = cfg.chat_db.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
     let (dir_tx, model) = (tx.clone(), cfg.dir_events);
+    // On a Mac the folder is not watched: notify's kqueue backend would watch each new
+    // entry of ~/Library/Messages (one descriptor per file); the files' own watches, set
+    // again whenever a file's identity changes, cover recreation there.
+    let watch_dir = !cfg!(target_os = "macos");
     let dir_watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
         if let Ok(event) = res
             && is_ours(&event)
@@ -150,6 +165,7 @@ pub async fn run(amc: Amc, cfg: WatchConfig, shutdown: CancellationToken) {
         }
     });
     let _dir_watcher = match dir_watcher {
+        Ok(_) if !watch_dir => None,
         Ok(mut w) => match w.watch(&dir, RecursiveMode::NonRecursive) {
             Ok(()) => Some(w),
             Err(e) => {
@@ -171,9 +187,7 @@ pub async fn run(amc: Amc, cfg: WatchConfig, shutdown: CancellationToken) {
     })
     .map_err(|e| tracing::warn!(error = %e, "cannot watch chat.db's files; checking every few seconds"))
     .ok();
-    if let Some(w) = file_watcher.as_mut() {
-        arm_files(w, &cfg.chat_db);
-    }
+    let mut armed = file_watcher.as_mut().map(|w| arm_files(w, &cfg.chat_db));
     let mut open: Option<Open> = None;
     let mut tick = tokio::time::interval(cfg.poll);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -190,12 +204,20 @@ pub async fn run(amc: Amc, cfg: WatchConfig, shutdown: CancellationToken) {
                     rearm |= n;
                 }
                 if rearm && let Some(w) = file_watcher.as_mut() {
-                    arm_files(w, &cfg.chat_db);
+                    armed = Some(arm_files(w, &cfg.chat_db));
                 }
                 Look::Event
             }
             () = async { tokio::time::sleep_until(due.unwrap_or_else(tokio::time::Instant::now)).await }, if due.is_some() => Look::Quick,
-            _ = tick.tick() => Look::Slow,
+            _ = tick.tick() => {
+                // A file made again since it was watched (or not there then) is watched anew.
+                if let Some(w) = file_watcher.as_mut()
+                    && armed.is_some_and(|a| a != file_identities(&cfg.chat_db) || a.contains(&None))
+                {
+                    armed = Some(arm_files(w, &cfg.chat_db));
+                }
+                Look::Slow
+            }
         };
         step(&amc, &cfg.chat_db, &cfg.contacts, &mut open, look).await;
         let now = tokio::time::Instant::now();
@@ -302,21 +324,46 @@ pub fn resync_if_rebuilt(amc: &Amc, db: &ChatDb) {
     if checkpoint.rowid == 0 {
         return;
     }
+    // The checkpoint's row now holds another message (a deleted one is no sign).
     let guid_moved = checkpoint
         .guid
         .as_ref()
-        .is_some_and(|guid| db.guid_of(checkpoint.rowid).ok().flatten().is_none_or(|now| &now != guid));
-    let shrunk = db.max_rowid().is_ok_and(|max| max < checkpoint.rowid);
-    let recounted = checkpoint.rows.is_some_and(|rows| db.rows_up_to(checkpoint.rowid).is_ok_and(|now| now != rows));
-    if guid_moved || shrunk || recounted {
+        .is_some_and(|guid| db.guid_of(checkpoint.rowid).ok().flatten().is_some_and(|now| &now != guid));
+    // chat.db ends below the checkpoint. After deletions its last row is one AMC read
+    // (ROWIDs are AUTOINCREMENT: new rows still come after the checkpoint); after a rebuild
+    // it is not.
+    let shrunk = db.max_rowid().is_ok_and(|max| {
+        max < checkpoint.rowid
+            && !db
+                .guid_of(max)
+                .ok()
+                .flatten()
+                .is_some_and(|guid| amc.store().has_platform_message(Source::Imessage, &guid).unwrap_or(false))
+    });
+    let counted = db.rows_up_to(checkpoint.rowid).ok();
+    // More rows below the checkpoint than were read: written into gaps. Fewer: the person
+    // deleted some, which needs no reading, only the new count.
+    let grown = checkpoint.rows.zip(counted).is_some_and(|(rows, now)| now > rows);
+    if !(guid_moved || shrunk || grown) {
+        if let (Some(rows), Some(now)) = (checkpoint.rows, counted)
+            && now < rows
+        {
+            let recounted = Checkpoint { rows: Some(now), ..checkpoint };
+            if let Err(e) = amc.store().set_source_state(Source::Imessage, CHECKPOINT_KEY, &recounted.encode()) {
+                tracing::warn!(error = %e, "could not record chat.db's row count");
+            }
+        }
+        return;
+    }
+    {
         tracing::warn!(
             checkpoint = checkpoint.rowid,
             guid_moved,
             shrunk,
-            recounted,
+            grown,
             "chat.db was rebuilt: its rows no longer match AMC's checkpoint; resyncing by message guid"
         );
-        if let Err(e) = amc.store().set_source_state(Source::Imessage, CHECKPOINT_KEY, "0") {
+        if let Err(e) = amc.store().set_source_state(Source::Imessage, CHECKPOINT_KEY, &Checkpoint::resync().encode()) {
             tracing::warn!(error = %e, "could not reset the chat.db checkpoint");
         }
     }

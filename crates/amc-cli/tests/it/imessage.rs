@@ -258,6 +258,13 @@ async fn sends_go_through_messages_verbatim_and_are_confirmed_in_chat_db() {
         .expect("Messages recorded the file");
     assert_eq!(recorded, 9, "the copy Messages read was the whole file");
     assert!(!std::path::Path::new(&sent_file).exists(), "the copy is removed once the send is settled");
+    // Whether the watcher read Messages' rows before or after the send settled, the
+    // agent's message has its file, once.
+    let id = r["message_id"].as_str().expect("id").to_owned();
+    let mut c = amc_client::Connection::connect(&socket).await.expect("connect").with_bearer(&token);
+    let m = c.get(&format!("/messages/{id}")).await.expect("get").json();
+    assert_eq!(m["attachments"].as_array().map(Vec::len), Some(1), "{m}");
+    assert_eq!(m["attachments"][0]["filename"], "menu.pdf", "{m}");
     // Each send is in the conversation once, even after the watcher reads Messages' own row.
     std::thread::sleep(Duration::from_millis(500));
     let mut c = amc_client::Connection::connect(&socket)

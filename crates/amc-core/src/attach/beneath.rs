@@ -56,6 +56,17 @@ pub fn open_dir_in(dir: &File, name: &OsStr) -> std::io::Result<File> {
     Ok(File::from(rustix::fs::openat(dir, name, flags(OFlags::DIRECTORY | OFlags::NOFOLLOW), Mode::empty())?))
 }
 
+/// What `name` inside `dir` is, without following a symlink: whether it is a regular file
+/// with one link, and its identity.
+pub fn lstat_in(dir: &File, name: &OsStr) -> std::io::Result<(bool, FileId)> {
+    let st = rustix::fs::statat(dir, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)?;
+    let regular =
+        rustix::fs::FileType::from_raw_mode(st.st_mode as rustix::fs::RawMode) == rustix::fs::FileType::RegularFile;
+    #[allow(clippy::useless_conversion, clippy::unnecessary_cast)]
+    let (links, dev, ino) = (st.st_nlink as u64, st.st_dev as u64, st.st_ino as u64);
+    Ok((regular && links == 1, (dev, ino)))
+}
+
 /// Opens the file `name` inside `dir` for reading, refusing a symlink. The caller checks
 /// what kind of file it is on the descriptor.
 pub fn open_file_in(dir: &File, name: &OsStr) -> std::io::Result<File> {

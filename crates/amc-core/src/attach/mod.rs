@@ -131,10 +131,16 @@ impl AttachmentPolicy {
                 return Err(self.refusal());
             }
         }
+        // A hard link would let a file from anywhere appear inside an allowed folder. The
+        // link count is read before the open, on the name, and the open must find that
+        // very file: a link made, or one taken away, in between cannot pass.
+        let (single, before) = beneath::lstat_in(&dir, file_name).map_err(|_| self.refusal())?;
+        if !single {
+            return Err(self.refusal());
+        }
         let file = beneath::open_file_in(&dir, file_name).map_err(|_| self.refusal())?;
         let meta = file.metadata().map_err(|_| self.refusal())?;
-        // A hard link would let a file from anywhere appear inside an allowed folder.
-        if !meta.is_file() || meta.nlink() > 1 {
+        if !meta.is_file() || meta.nlink() > 1 || (meta.dev(), meta.ino()) != before {
             return Err(self.refusal());
         }
         if meta.len() > max_bytes {

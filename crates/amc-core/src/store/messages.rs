@@ -590,6 +590,15 @@ fn ingest_one(
 }
 
 impl Store {
+    /// Whether a message with this platform id is stored (a source checking what it read).
+    pub fn has_platform_message(&self, source: Source, platform_id: &str) -> Result<bool> {
+        self.read(|tx| {
+            Ok(tx
+                .prepare_cached("SELECT EXISTS (SELECT 1 FROM messages WHERE source = ?1 AND platform_id = ?2)")?
+                .query_row(params![source.as_str(), platform_id], |r| r.get(0))?)
+        })
+    }
+
     /// The platform id of a message, for replying to it on its platform.
     pub fn message_platform_id(&self, id: &str) -> Result<Option<String>> {
         self.read(|tx| {

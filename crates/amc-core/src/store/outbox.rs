@@ -342,22 +342,22 @@ fn store_outbound(tx: &Transaction<'_>, id: &str, platform_id: &str, sent_at: Mi
          'outbound', o.agent_id, ?4 FROM outbox o JOIN channels c ON c.id = o.channel_id WHERE o.id = ?1",
     )?
     .execute(params![id, platform_id, sent_at, now])?;
+    // The message's files are the staged copies, what the person reviewed: an echo's own
+    // (none when the platform wrote the files as parts of their own) are dropped.
     if let Some(echo) = &echo {
-        tx.prepare_cached("UPDATE attachments SET message_id = ?2 WHERE message_id = ?1")?
-            .execute(params![echo, id])?;
+        tx.prepare_cached("DELETE FROM attachments WHERE message_id = ?1")?.execute([echo])?;
         tx.prepare_cached("UPDATE messages SET reply_to = ?2 WHERE reply_to = ?1")?.execute(params![echo, id])?;
         tx.prepare_cached("DELETE FROM messages WHERE id = ?1")?.execute([echo])?;
-    } else {
-        let staged: String =
-            tx.prepare_cached("SELECT attachments FROM outbox WHERE id = ?1")?.query_row([id], |r| r.get(0))?;
-        let staged: Vec<StagedAttachment> = serde_json::from_str(&staged).unwrap_or_default();
-        let mut insert = tx.prepare_cached(
-            "INSERT INTO attachments (id, message_id, filename, size_bytes, local_path, available) \
-             VALUES (?1, ?2, ?3, ?4, ?5, 1)",
-        )?;
-        for a in staged {
-            insert.execute(params![crate::ids::new_attachment_id(), id, a.filename, a.size_bytes as i64, a.path])?;
-        }
+    }
+    let staged: String =
+        tx.prepare_cached("SELECT attachments FROM outbox WHERE id = ?1")?.query_row([id], |r| r.get(0))?;
+    let staged: Vec<StagedAttachment> = serde_json::from_str(&staged).unwrap_or_default();
+    let mut insert = tx.prepare_cached(
+        "INSERT INTO attachments (id, message_id, filename, size_bytes, local_path, available) \
+         VALUES (?1, ?2, ?3, ?4, ?5, 1)",
+    )?;
+    for a in staged {
+        insert.execute(params![crate::ids::new_attachment_id(), id, a.filename, a.size_bytes as i64, a.path])?;
     }
     tx.prepare_cached(
         "UPDATE channels SET last_message_at = max(coalesce(last_message_at, ?2), ?2) \

@@ -61,3 +61,48 @@ fn a_parent_directory_swapped_for_a_symlink_never_stages_a_file_from_outside() {
     // The race really ran: some sends landed on each side of a swap.
     assert!(staged_inside > 0 && refused > 0, "{staged_inside} staged, {refused} refused");
 }
+
+/// An agent links a file from outside into the outbox and takes the link away again, as
+/// fast as it can: a file with a second name is refused, whenever the link count is read.
+#[test]
+fn a_hard_link_made_and_removed_around_the_check_never_stages_a_file_from_outside() {
+    const SENDS: usize = 3_000;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let outbox = dir.path().join("outbox");
+    let policy =
+        AttachmentPolicy::new(std::slice::from_ref(&outbox), &dir.path().join("staged"), dir.path()).expect("policy");
+    std::fs::write(dir.path().join("secret"), b"SECRET").expect("write");
+    let stop = AtomicBool::new(false);
+    let (mut staged_inside, mut refused, mut escapes) = (0, 0, 0);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let (secret, name, tmp) = (dir.path().join("secret"), outbox.join("x"), outbox.join("x.tmp"));
+            while !stop.load(Ordering::Relaxed) {
+                // The secret under the name, then a file of the agent's own, each whole.
+                let _ = std::fs::hard_link(&secret, &name);
+                let _ = std::fs::remove_file(&name);
+                let _ = std::fs::write(&tmp, b"fine");
+                let _ = std::fs::rename(&tmp, &name);
+                let _ = std::fs::remove_file(&name);
+            }
+        });
+        let requested = outbox.join("x").display().to_string();
+        for i in 0..SENDS {
+            let Ok(checked) = policy.check_path(&requested, 1 << 20) else {
+                refused += 1;
+                continue;
+            };
+            match policy.stage(&format!("link-{i}"), &[Accepted::File(checked)], 1 << 20) {
+                Ok(staged) => match std::fs::read(&staged[0].path).expect("read staged").as_slice() {
+                    b"SECRET" => escapes += 1,
+                    _ => staged_inside += 1,
+                },
+                Err(_) => refused += 1,
+            }
+            policy.discard(&format!("link-{i}"));
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+    eprintln!("{SENDS} sends: {staged_inside} staged from inside, {refused} refused, {escapes} escapes");
+    assert_eq!(escapes, 0, "a file from outside the allowed folders was staged through a hard link");
+}

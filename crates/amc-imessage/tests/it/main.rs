@@ -732,3 +732,26 @@ async fn commits_to_an_open_wal_are_read_without_directory_write_events() {
     stop.cancel();
     watcher.await.expect("watcher");
 }
+
+/// Deleting messages in Messages (or its "keep messages" purge) is not a rebuild: nothing
+/// is read again, and the checkpoint keeps its place with the new count.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleted_rows_below_the_checkpoint_are_not_a_rebuild() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("chat.db");
+    let w = ChatDbWriter::create(&path).expect("chat.db");
+    let ada = w.add_handle("+15551234567").expect("handle");
+    let chat = w.add_chat("any;-;+15551234567", 45, None, &[ada]).expect("chat");
+    for i in 0..10 {
+        w.add_message(chat, &text_msg(&format!("d{i}"), &format!("m{i}"), ada, T0 + i)).expect("m");
+    }
+    let amc = amc(dir.path());
+    let db = std::sync::Arc::new(std::sync::Mutex::new(ChatDb::open(&path).expect("open")));
+    sync_once(&amc, &db).await.expect("sync");
+    w.connection().execute_batch("DELETE FROM message WHERE guid IN ('d2', 'd9')").expect("delete");
+    amc_imessage::watch::resync_if_rebuilt(&amc, &db.lock().expect("db"));
+    let checkpoint = amc_imessage::sync::read_checkpoint(&amc).expect("checkpoint");
+    assert_eq!((checkpoint.rowid, checkpoint.rows), (10, Some(8)), "{checkpoint:?}");
+    let again = sync_once(&amc, &db).await.expect("sync");
+    assert_eq!(again.rows, 0, "nothing is read again");
+}
