@@ -199,6 +199,22 @@ impl ChatDb {
         Ok(self.conn.pragma_query_value(None, "data_version", |r| r.get(0))?)
     }
 
+    /// The service (`iMessage`, `SMS`, `RCS`) of the newest message in the conversation
+    /// with this `chat_identifier`, whatever its chat's guid.
+    pub fn last_service(&self, chat_identifier: &str) -> Result<Option<String>, SourceError> {
+        use rusqlite::OptionalExtension;
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT m.service FROM chat c JOIN chat_message_join cm ON cm.chat_id = c.ROWID \
+                 JOIN message m ON m.ROWID = cm.message_id \
+                 WHERE c.chat_identifier = ?1 AND m.service IS NOT NULL ORDER BY cm.message_date DESC LIMIT 1",
+                [chat_identifier],
+                |r| r.get(0),
+            )
+            .optional()?)
+    }
+
     /// The guid of the message at `rowid`, if there is one.
     pub fn guid_of(&self, rowid: i64) -> Result<Option<String>, SourceError> {
         use rusqlite::OptionalExtension;

@@ -84,6 +84,17 @@ pub struct Addressing {
     pub identifier: String,
 }
 
+impl Addressing {
+    /// Tries `service`'s chat id first, keeping the others' order.
+    pub fn prefer(&mut self, service: &str) {
+        let prefix = format!("{service};");
+        if let Some(at) = self.chat_ids.iter().position(|id| id.starts_with(&prefix)) {
+            let id = self.chat_ids.remove(at);
+            self.chat_ids.insert(0, id);
+        }
+    }
+}
+
 /// The addressing of a chat guid (`service;-;handle` or `service;+;chatNNN`).
 pub fn addressing(guid: &str) -> Addressing {
     let mut parts = guid.splitn(3, ';');
@@ -192,7 +203,18 @@ impl MessagesSender {
         started_ms: i64,
         files: &[PathBuf],
     ) -> Result<Delivery, SendError> {
-        let addressing = addressing(&msg.channel_platform_id);
+        let mut addressing = addressing(&msg.channel_platform_id);
+        // The service the conversation last used goes first: a person who moved from an
+        // iPhone to another phone is reached by SMS, not by an iMessage that never arrives.
+        let (chat_db, identifier) = (self.cfg.chat_db.clone(), addressing.identifier.clone());
+        let last = tokio::task::spawn_blocking(move || ChatDb::open(&chat_db)?.last_service(&identifier))
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .flatten();
+        if let Some(service) = last {
+            addressing.prefer(&service);
+        }
         let mut cmd = tokio::process::Command::new(&self.cfg.osascript);
         for line in SEND_SCRIPT {
             cmd.arg("-e").arg(line);

@@ -192,3 +192,24 @@ async fn text_that_messages_normalised_and_a_slow_start_still_confirm() {
     let d = send(&mac.sender(&[("AMC_STANDIN_DELAY", "3")]), guid, "after a slow start", &[]).await;
     assert!(d.is_ok(), "{d:?}");
 }
+
+/// A conversation that went on by SMS is tried by SMS first: a person who left iMessage
+/// is not sent an iMessage that never arrives.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_service_the_conversation_last_used_is_tried_first() {
+    let guid = "any;-;+15551234567";
+    let mac = Mac::with_chat(guid, "SMS", 45);
+    let c = rusqlite::Connection::open(&mac.chat_db).expect("open");
+    c.execute(
+        "INSERT INTO message (guid, text, handle_id, service, is_from_me, date) VALUES ('s1', 'hi', 1, 'SMS', 0, 800000000000000000)",
+        [],
+    )
+    .expect("message");
+    c.execute(
+        "INSERT INTO chat_message_join (chat_id, message_id, message_date) VALUES (1, 1, 800000000000000000)",
+        [],
+    )
+    .expect("join");
+    send(&mac.sender(&[]), guid, "hello", &[]).await.expect("sent");
+    assert_eq!(mac.calls()[0]["argv"][3], "SMS;-;+15551234567", "{}", mac.calls()[0]);
+}
