@@ -22,7 +22,17 @@ pub fn channel_of(chat: &ChatInfo, contacts: &Contacts) -> ChannelSpec {
         (None, false) => chat.participants.iter().map(named).collect::<Vec<_>>().join(", "),
         (None, true) => named(&chat.identifier),
     };
-    ChannelSpec { platform_id: chat.guid.clone(), name, kind }
+    ChannelSpec { platform_id: conversation_id(&chat.guid), name, kind }
+}
+
+/// The channel of a chat: its guid with the service left out (`any;-;+15551234567`,
+/// `any;+;chat123…`), so one person's iMessage, SMS and macOS 26 chats are one channel.
+/// A send tries each service (`send::addressing`).
+pub fn conversation_id(guid: &str) -> String {
+    match guid.split_once(';') {
+        Some((_, rest)) if rest.contains(';') => format!("any;{rest}"),
+        _ => guid.to_owned(),
+    }
 }
 
 /// Whether a row is a reaction (a tapback added or removed) rather than a message.

@@ -35,6 +35,7 @@ const MIGRATIONS: &[(&str, &str)] = &[
     ("0002_relay", include_str!("migrations/0002_relay.sql")),
     ("0003_release_by_arrival", include_str!("migrations/0003_release_by_arrival.sql")),
     ("0004_platform_aliases", include_str!("migrations/0004_platform_aliases.sql")),
+    ("0005_imessage_conversations", include_str!("migrations/0005_imessage_conversations.sql")),
 ];
 
 /// How long a connection waits for a lock held by another before giving up.
@@ -191,6 +192,60 @@ mod tests {
         let again = Store::open(&path).expect("reopen");
         let v: i64 = again.read(|tx| Ok(tx.pragma_query_value(None, "user_version", |r| r.get(0))?)).expect("v");
         assert_eq!(v as usize, schema_version());
+    }
+
+    /// A person's iMessage, SMS and macOS 26 chats were three channels: the migration makes
+    /// them one, with every message, and with the most careful of their settings.
+    #[test]
+    fn imessage_channels_of_one_conversation_are_merged_with_the_most_careful_settings() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("amc.db");
+        drop(Store::open(&path).expect("open"));
+        let conn = Connection::open(&path).expect("open");
+        conn.execute_batch(
+            "INSERT INTO channels (id, source, platform_id, name, kind, state, visible_from, send_policy, created_at, updated_at, last_message_at) VALUES
+               ('ch_a', 'imessage', 'iMessage;-;+15551234567', 'Ada', 'dm', 'allowed', NULL, 'auto', 1, 1, 10),
+               ('ch_b', 'imessage', 'SMS;-;+15551234567', 'Ada', 'dm', 'allowed', 500, 'review', 2, 2, 30),
+               ('ch_c', 'imessage', 'any;-;+15551234567', 'Ada', 'dm', 'allowed', 100, 'auto', 3, 3, 20),
+               ('ch_g', 'imessage', 'iMessage;+;chat42', 'Trip', 'group', 'blocked', NULL, 'review', 4, 4, 5),
+               ('ch_h', 'imessage', 'any;+;chat42', 'Trip', 'group', 'allowed', NULL, 'auto', 5, 5, 6),
+               ('ch_d', 'discord', '123', 'Guild / #general', 'group', 'allowed', NULL, 'auto', 6, 6, 7);
+             INSERT INTO messages (id, channel_id, platform_id, source, sender_id, sent_at, direction, ingested_at) VALUES
+               ('msg_1', 'ch_a', 'g1', 'imessage', 'x', 10, 'inbound', 10),
+               ('msg_2', 'ch_b', 'g2', 'imessage', 'x', 30, 'inbound', 30),
+               ('msg_3', 'ch_c', 'g3', 'imessage', 'x', 20, 'inbound', 20),
+               ('msg_4', 'ch_h', 'g4', 'imessage', 'x', 6, 'inbound', 6),
+               ('msg_5', 'ch_d', 'd5', 'discord', 'x', 7, 'inbound', 7);
+             PRAGMA user_version = 4;",
+        )
+        .expect("a database from before the merge");
+        drop(conn);
+        let store = Store::open(&path).expect("migrated");
+        /// id, platform id, state, visible_from, send policy, last message, message count.
+        type Row = (String, String, String, Option<i64>, String, i64, i64);
+        let rows: Vec<Row> = store
+            .read(|tx| {
+                let mut stmt = tx.prepare(
+                    "SELECT c.id, c.platform_id, c.state, c.visible_from, c.send_policy, c.last_message_at, \
+                     (SELECT count(*) FROM messages m WHERE m.channel_id = c.id) FROM channels c ORDER BY c.id",
+                )?;
+                let rows = stmt.query_map([], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?))
+                })?;
+                Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+            })
+            .expect("read");
+        let row = |id: &str, key: &str, state: &str, from: Option<i64>, policy: &str, last: i64, n: i64| {
+            (id.to_owned(), key.to_owned(), state.to_owned(), from, policy.to_owned(), last, n)
+        };
+        assert_eq!(
+            rows,
+            vec![
+                row("ch_a", "any;-;+15551234567", "allowed", Some(500), "review", 30, 3),
+                row("ch_d", "123", "allowed", None, "auto", 7, 1),
+                row("ch_g", "any;+;chat42", "blocked", None, "review", 6, 1),
+            ]
+        );
     }
 
     #[test]

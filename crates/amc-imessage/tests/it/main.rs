@@ -139,7 +139,7 @@ async fn groups_self_messages_replies_edits_and_unsends_arrive_as_macos_shows_th
     assert!(names.contains(&("Book club", "group")), "{names:?}");
     assert!(names.contains(&("+15551234567, bob@example.com", "group")), "{names:?}");
     let club = channels.iter().find(|c| c.name == "Book club").expect("club");
-    assert_eq!(club.platform_id, "iMessage;+;chat100");
+    assert_eq!(club.platform_id, "any;+;chat100", "a channel is its conversation, whatever the service");
     let msgs = amc.store().channel_tail(&club.id, 10).expect("tail");
     assert_eq!(msgs.len(), 5);
     assert!(msgs[1].sender.is_self && !msgs[0].sender.is_self);
@@ -754,4 +754,24 @@ async fn deleted_rows_below_the_checkpoint_are_not_a_rebuild() {
     assert_eq!((checkpoint.rowid, checkpoint.rows), (10, Some(8)), "{checkpoint:?}");
     let again = sync_once(&amc, &db).await.expect("sync");
     assert_eq!(again.rows, 0, "nothing is read again");
+}
+
+/// chat.db can hold one person's chats under several services (`iMessage;-;X`, `SMS;-;X`,
+/// macOS 26's `any;-;X`): they are one channel.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_persons_chats_across_services_are_one_channel() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("chat.db");
+    let w = ChatDbWriter::create(&path).expect("chat.db");
+    let ada = w.add_handle("+15551234567").expect("handle");
+    for (i, guid) in ["iMessage;-;+15551234567", "SMS;-;+15551234567", "any;-;+15551234567"].iter().enumerate() {
+        let chat = w.add_chat(guid, 45, None, &[ada]).expect("chat");
+        w.add_message(chat, &text_msg(&format!("p{i}"), &format!("on {guid}"), ada, T0 + i as i64)).expect("m");
+    }
+    let amc = amc(dir.path());
+    let db = std::sync::Arc::new(std::sync::Mutex::new(ChatDb::open(&path).expect("open")));
+    sync_once(&amc, &db).await.expect("sync");
+    let channels = amc.store().admin_channels(None, None).expect("channels");
+    assert_eq!(channels.len(), 1, "{channels:?}");
+    assert_eq!((channels[0].platform_id.as_str(), channels[0].message_count), ("any;-;+15551234567", 3));
 }
