@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import struct
 import zlib
@@ -164,11 +165,15 @@ def test_an_agent_added_in_the_ui_works_with_the_copied_token_until_revoked(daem
     token = page.evaluate("navigator.clipboard.readText()")
     assert token == shown
 
-    expect(dialog.get_by_label("Claude Code", exact=True)).to_have_text(
-        f"claude mcp add amc --env AMC_AGENT_ID=claude-code --env AMC_BEARER_TOKEN={token} -- amc mcp")
-    expect(dialog.get_by_label("Codex CLI (~/.codex/config.toml)", exact=True)).to_contain_text(
-        f'[mcp_servers.amc]\ncommand = "amc"\nargs = ["mcp"]\nenv = {{ AMC_AGENT_ID = "claude-code", AMC_BEARER_TOKEN = "{token}" }}')
+    # Every configuration names the amc of this install by a path that exists: GUI hosts do
+    # not see the shell's PATH.
     desktop = json.loads(dialog.get_by_label("Claude Desktop (claude_desktop_config.json)", exact=True).inner_text())
+    command = desktop["mcpServers"]["amc"]["command"]
+    assert os.path.isabs(command) and os.access(command, os.X_OK), command
+    expect(dialog.get_by_label("Claude Code", exact=True)).to_have_text(
+        f"claude mcp add amc --env AMC_AGENT_ID=claude-code --env AMC_BEARER_TOKEN={token} -- {command} mcp")
+    expect(dialog.get_by_label("Codex CLI (~/.codex/config.toml)", exact=True)).to_contain_text(
+        f'[mcp_servers.amc]\ncommand = "{command}"\nargs = ["mcp"]\nenv = {{ AMC_AGENT_ID = "claude-code", AMC_BEARER_TOKEN = "{token}" }}')
     assert desktop["mcpServers"]["amc"]["args"] == ["mcp"]
     assert desktop["mcpServers"]["amc"]["env"] == {"AMC_AGENT_ID": "claude-code", "AMC_BEARER_TOKEN": token}
     dialog.get_by_role("button", name="Done").click()

@@ -61,30 +61,34 @@ async function add(id, button, input) {
   if (!created) return;
   input.value = "";
   refreshAll();
-  await dialog(`Agent “${id}” added`, (close) => tokenPanel(id, created.token, close), { wide: true });
+  await dialog(`Agent “${id}” added`, (close) => tokenPanel(id, created.token, created.mcp_command, close), { wide: true });
 }
 
-/** The configuration snippets of docs/mcp.md, with this agent's id and token. */
-export function configs(id, token) {
+/**
+ * The configuration snippets of docs/mcp.md, with this agent's id and token, naming `amc`
+ * by the path AMC reported for this install (hosts started from the Dock do not see the
+ * shell's PATH).
+ */
+export function configs(id, token, command = "amc") {
   return {
-    "Claude Code": `claude mcp add amc --env AMC_AGENT_ID=${id} --env AMC_BEARER_TOKEN=${token} -- amc mcp`,
+    "Claude Code": `claude mcp add amc --env AMC_AGENT_ID=${id} --env AMC_BEARER_TOKEN=${token} -- ${/\s/.test(command) ? JSON.stringify(command) : command} mcp`,
     "Codex CLI (~/.codex/config.toml)": `[mcp_servers.amc]
-command = "amc"
+command = ${JSON.stringify(command)}
 args = ["mcp"]
 env = { AMC_AGENT_ID = "${id}", AMC_BEARER_TOKEN = "${token}" }`,
     "Claude Desktop (claude_desktop_config.json)": JSON.stringify({
-      mcpServers: { amc: { command: "/usr/local/bin/amc", args: ["mcp"], env: { AMC_AGENT_ID: id, AMC_BEARER_TOKEN: token } } },
+      mcpServers: { amc: { command, args: ["mcp"], env: { AMC_AGENT_ID: id, AMC_BEARER_TOKEN: token } } },
     }, null, 2),
   };
 }
 
-function tokenPanel(id, token, close) {
+function tokenPanel(id, token, command, close) {
   return h("div", { class: "token-panel" },
     h("p", { class: "warn-text", text: "This token is shown only now. AMC keeps only a hash of it." }),
     copyable("Token", token),
     h("h3", { text: "Connect your MCP host" }),
-    h("p", { class: "muted", text: "Use the full path of amc if your host does not find it (which amc)." }),
-    Object.entries(configs(id, token)).map(([host, text]) => copyable(host, text, { multiline: true })),
+    h("p", { class: "muted", text: `These name the amc of this install: ${command || "amc"}.` }),
+    Object.entries(configs(id, token, command || "amc")).map(([host, text]) => copyable(host, text, { multiline: true })),
     doneButton(close));
 }
 

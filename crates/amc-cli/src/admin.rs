@@ -153,6 +153,7 @@ pub async fn agent(raw: RawConfig, json_out: bool, cmd: AgentCmd) -> anyhow::Res
             } else {
                 println!("Added agent {id}. Its token, shown this once:\n\n{}\n", s(&v, "token"));
                 println!("Give the agent AMC_AGENT_ID={id} and AMC_BEARER_TOKEN=<the token>; see docs/mcp.md.");
+                println!("MCP hosts run: {} mcp", s(&v, "mcp_command"));
             }
         }
         AgentCmd::List => {

@@ -212,6 +212,25 @@ pub fn default_data_dir() -> Option<PathBuf> {
     }
 }
 
+/// The `amc` command of this install, as an absolute path where one exists, for MCP
+/// hosts' settings (GUI hosts such as Claude Desktop do not see the shell's `PATH`):
+/// `AMC_COMMAND` if set; else an `amc` beside the running program (AMC.app carries one
+/// next to its own binary; `amc serve` is one); else the first `amc` on `PATH`; else
+/// `amc` as it is.
+pub fn amc_command() -> PathBuf {
+    let usable = |p: &Path| p.is_file() && p.is_absolute();
+    if let Some(explicit) = std::env::var_os("AMC_COMMAND").filter(|c| !c.is_empty()) {
+        return PathBuf::from(explicit);
+    }
+    let beside = std::env::current_exe().ok().and_then(|exe| exe.parent().map(|d| d.join("amc")));
+    if let Some(found) = beside.filter(|p| usable(p)) {
+        return found;
+    }
+    std::env::var_os("PATH")
+        .and_then(|paths| std::env::split_paths(&paths).map(|d| d.join("amc")).find(|p| usable(p)))
+        .unwrap_or_else(|| PathBuf::from("amc"))
+}
+
 /// Expands a leading `~/` to the home directory.
 pub fn expand_home(p: &str) -> PathBuf {
     match (p.strip_prefix("~/"), std::env::var_os("HOME")) {

@@ -217,7 +217,9 @@ pub async fn create_agent(
     ApiJson(body): ApiJson<CreateAgentBody>,
 ) -> ApiResult<impl IntoResponse> {
     let (agent, token) = st.amc.create_agent(body.id).await?;
-    Ok((StatusCode::CREATED, Json(serde_json::json!({ "agent": agent, "token": token }))))
+    // The command MCP hosts should run, as it exists for this install.
+    let command = amc_core::config::amc_command().display().to_string();
+    Ok((StatusCode::CREATED, Json(serde_json::json!({ "agent": agent, "token": token, "mcp_command": command }))))
 }
 
 /// `POST /admin/agents/{id}/revoke`.
