@@ -44,6 +44,7 @@ pub fn create(app: &AppHandle, amc: Amc, stop: CancellationToken) -> tauri::Resu
     let pause = CheckMenuItem::with_id(app, "pause", "Pause all agents", true, view.paused, None::<&str>)?;
     let at_login = app.autolaunch().is_enabled().unwrap_or(false);
     let login = CheckMenuItem::with_id(app, "login", "Launch at login", true, at_login, None::<&str>)?;
+    let install = MenuItem::with_id(app, "install", "Install Command-Line Tool…", true, None::<&str>)?;
     let quit = MenuItem::with_id(app, "quit", "Quit AMC", true, None::<&str>)?;
     let menu = Menu::with_items(
         app,
@@ -55,6 +56,7 @@ pub fn create(app: &AppHandle, amc: Amc, stop: CancellationToken) -> tauri::Resu
             &PredefinedMenuItem::separator(app)?,
             &pause,
             &login,
+            &install,
             &PredefinedMenuItem::separator(app)?,
             &quit,
         ],
@@ -101,6 +103,19 @@ fn on_menu(app: &AppHandle, event: &MenuEvent, amc: &Amc, pause: &CheckMenuItem<
                 tracing::warn!(error = %e, "changing launch at login failed");
             }
             let _ = login.set_checked(autolaunch.is_enabled().unwrap_or(now));
+        }
+        "install" => {
+            use tauri_plugin_dialog::{DialogExt, MessageDialogKind};
+            let home = std::env::var_os("HOME").map(std::path::PathBuf::from).unwrap_or_default();
+            let installed = amc_shell::install::install(
+                &amc_core::config::amc_command(),
+                &amc_shell::install::candidate_dirs(&home),
+            );
+            let kind = match installed {
+                amc_shell::install::Installed::Failed(_) => MessageDialogKind::Error,
+                amc_shell::install::Installed::Linked { .. } => MessageDialogKind::Info,
+            };
+            app.dialog().message(installed.message()).title("AMC").kind(kind).show(|_| {});
         }
         "quit" => app.exit(0),
         _ => {}

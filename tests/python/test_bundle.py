@@ -29,3 +29,13 @@ def test_tauri_conf_hands_both_files_to_the_bundler():
         assert (TAURI / mac[key]).is_file(), key
     # `1st account whose service type = …` in the send script needs macOS 13.
     assert tuple(int(p) for p in mac["minimumSystemVersion"].split(".")) >= (13, 0)
+
+
+def test_the_bundle_build_adds_amc_as_a_sidecar():
+    # scripts/bundle builds `amc` into src-tauri/binaries/amc-<target triple> and passes this
+    # overlay to `tauri build`; the plain cargo build of the app does not need it.
+    overlay = json.loads((TAURI / "tauri.bundle.json").read_text())
+    assert overlay == {"bundle": {"externalBin": ["binaries/amc"]}}
+    assert "externalBin" not in json.loads((TAURI / "tauri.conf.json").read_text())["bundle"]
+    script = (ROOT / "scripts" / "bundle").read_text()
+    assert 'src-tauri/binaries/amc-$triple' in script and "--config tauri.bundle.json" in script

@@ -7,10 +7,13 @@
 //!   in-process router (no port is open).
 //! - [`view`]: the tray menu's state (what waits for the person, the pause switch) and its
 //!   labels.
+//! - [`install`]: "Install command-line tool", linking this install's `amc` into a
+//!   folder on `PATH`.
 //! - [`follow`]: follows the core's events to keep the view current and to raise one
 //!   notice for what newly waits, never a flood.
 #![deny(missing_docs)]
 
 pub mod follow;
+pub mod install;
 pub mod scheme;
 pub mod view;
