@@ -29,10 +29,16 @@ pub fn channel_of(chat: &ChatInfo, contacts: &Contacts) -> ChannelSpec {
 /// `any;+;chat123…`), so one person's iMessage, SMS and macOS 26 chats are one channel.
 /// A send tries each service (`send::addressing`).
 pub fn conversation_id(guid: &str) -> String {
-    match guid.split_once(';') {
-        Some((_, rest)) if rest.contains(';') => format!("any;{rest}"),
-        _ => guid.to_owned(),
+    match guid_parts(guid) {
+        Some((_, kind, identifier)) => format!("any;{kind};{identifier}"),
+        None => guid.to_owned(),
     }
+}
+
+/// A chat guid's service, kind (`-` one-to-one, `+` group) and identifier.
+pub fn guid_parts(guid: &str) -> Option<(&str, &str, &str)> {
+    let mut parts = guid.splitn(3, ';');
+    Some((parts.next()?, parts.next()?, parts.next()?))
 }
 
 /// Whether a row is a reaction (a tapback added or removed) rather than a message.

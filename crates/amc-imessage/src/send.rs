@@ -20,6 +20,7 @@
 
 use std::path::PathBuf;
 use std::process::Stdio;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use amc_core::sender::{BoxFuture, Delivery, OutgoingSend, SendError, Sender};
@@ -97,8 +98,7 @@ impl Addressing {
 
 /// The addressing of a chat guid (`service;-;handle` or `service;+;chatNNN`).
 pub fn addressing(guid: &str) -> Addressing {
-    let mut parts = guid.splitn(3, ';');
-    let (Some(service), Some(kind), Some(identifier)) = (parts.next(), parts.next(), parts.next()) else {
+    let Some((service, kind, identifier)) = crate::convert::guid_parts(guid) else {
         return Addressing { chat_ids: vec![guid.to_owned()], handle: None, identifier: guid.to_owned() };
     };
     let one_to_one = kind == "-" && !identifier.starts_with("chat");
@@ -174,18 +174,25 @@ impl MessagesSender {
         };
         let _one_at_a_time = lock.lock().await;
         let started_ms = amc_core::time::now_ms();
-        let chat_db = self.cfg.chat_db.clone();
-        let before = tokio::task::spawn_blocking(move || ChatDb::open(&chat_db).and_then(|db| db.max_rowid()))
-            .await
-            .map_err(|e| SendError::Failed(e.to_string()))?
-            .map_err(|e| SendError::Failed(format!("cannot read chat.db to confirm sends: {e}")))?;
+        // One connection for the whole send: where chat.db ends now, the service the
+        // conversation last used, and every look while Messages settles the send.
+        let (chat_db, identifier) = (self.cfg.chat_db.clone(), addressing(&msg.channel_platform_id).identifier);
+        let (db, before, last_service) = tokio::task::spawn_blocking(move || {
+            let db = ChatDb::open(&chat_db)?;
+            let (before, last) = (db.max_rowid()?, db.last_service(&identifier).ok().flatten());
+            Ok::<_, crate::SourceError>((Arc::new(Mutex::new(db)), before, last))
+        })
+        .await
+        .map_err(|e| SendError::Failed(e.to_string()))?
+        .map_err(|e| SendError::Failed(format!("cannot read chat.db to confirm sends: {e}")))?;
         let files = {
             let (this_cfg, m) = (self.cfg.clone(), msg.clone());
             tokio::task::spawn_blocking(move || copy_attachments(&this_cfg, &m))
                 .await
                 .map_err(|e| SendError::Failed(e.to_string()))??
         };
-        let outcome = self.run_and_confirm(&msg, before, started_ms, &files).await;
+        let sent = Sent { db, before, started_ms, last_service };
+        let outcome = self.run_and_confirm(&msg, &sent, &files).await;
         // The copies Messages read are removed once the send is settled; an unknown one
         // stays, as Messages may still be reading it.
         if !matches!(outcome, Err(SendError::Unknown(_)))
@@ -196,24 +203,12 @@ impl MessagesSender {
         outcome
     }
 
-    async fn run_and_confirm(
-        &self,
-        msg: &OutgoingSend,
-        before: i64,
-        started_ms: i64,
-        files: &[PathBuf],
-    ) -> Result<Delivery, SendError> {
+    async fn run_and_confirm(&self, msg: &OutgoingSend, sent: &Sent, files: &[PathBuf]) -> Result<Delivery, SendError> {
         let mut addressing = addressing(&msg.channel_platform_id);
         // The service the conversation last used goes first: a person who moved from an
         // iPhone to another phone is reached by SMS, not by an iMessage that never arrives.
-        let (chat_db, identifier) = (self.cfg.chat_db.clone(), addressing.identifier.clone());
-        let last = tokio::task::spawn_blocking(move || ChatDb::open(&chat_db)?.last_service(&identifier))
-            .await
-            .ok()
-            .and_then(Result::ok)
-            .flatten();
-        if let Some(service) = last {
-            addressing.prefer(&service);
+        if let Some(service) = &sent.last_service {
+            addressing.prefer(service);
         }
         let mut cmd = tokio::process::Command::new(&self.cfg.osascript);
         for line in SEND_SCRIPT {
@@ -225,7 +220,13 @@ impl MessagesSender {
             .await
             .map_err(|_| SendError::Unknown("osascript did not finish in time".into()))?
             .map_err(|e| SendError::Failed(format!("cannot run {}: {e}", self.cfg.osascript.display())))?;
-        let expect = Expected { identifier: &addressing.identifier, text: &msg.text, files, before, started_ms };
+        let expect = Expected {
+            identifier: &addressing.identifier,
+            text: &msg.text,
+            files,
+            before: sent.before,
+            started_ms: sent.started_ms,
+        };
         if !out.status.success() {
             let stderr = String::from_utf8_lossy(&out.stderr);
             let number = error_number(&stderr);
@@ -245,7 +246,7 @@ impl MessagesSender {
             }
             // Any other failure may come after Messages took some of it (a file that failed,
             // an Apple Event timeout): what chat.db says decides, and never "not sent" blindly.
-            return match self.confirm(&expect).await {
+            return match self.confirm(&sent.db, &expect).await {
                 Ok(d) => Ok(d),
                 Err(SendError::Failed(why)) => Err(SendError::Failed(why)),
                 Err(_) => Err(SendError::Unknown(format!(
@@ -254,19 +255,20 @@ impl MessagesSender {
                 ))),
             };
         }
-        self.confirm(&expect).await
+        self.confirm(&sent.db, &expect).await
     }
 
     /// Waits, from now (osascript has returned), for Messages to settle every row of the send.
-    async fn confirm(&self, expect: &Expected<'_>) -> Result<Delivery, SendError> {
+    async fn confirm(&self, db: &Arc<Mutex<ChatDb>>, expect: &Expected<'_>) -> Result<Delivery, SendError> {
         let deadline = Instant::now() + self.cfg.confirm_timeout;
         loop {
-            let chat_db = self.cfg.chat_db.clone();
-            let before = expect.before;
-            let rows = tokio::task::spawn_blocking(move || ChatDb::open(&chat_db)?.sent_rows_after(before))
-                .await
-                .map_err(|e| SendError::Unknown(e.to_string()))?
-                .unwrap_or_default();
+            let (db, before) = (db.clone(), expect.before);
+            let rows = tokio::task::spawn_blocking(move || {
+                db.lock().unwrap_or_else(|p| p.into_inner()).sent_rows_after(before)
+            })
+            .await
+            .map_err(|e| SendError::Unknown(e.to_string()))?
+            .unwrap_or_default();
             match settle(expect, &rows) {
                 Settled::Sent(d) => return Ok(d),
                 Settled::Failed(why) => return Err(SendError::Failed(why)),
@@ -289,6 +291,16 @@ fn error_number(stderr: &str) -> Option<i64> {
     let inner = last.strip_suffix(')')?;
     let open = inner.rfind('(')?;
     inner[open + 1..].parse().ok()
+}
+
+/// A send under way: its chat.db connection and what was read before osascript ran.
+struct Sent {
+    db: Arc<Mutex<ChatDb>>,
+    /// chat.db's last ROWID before: the send's rows come after it.
+    before: i64,
+    started_ms: i64,
+    /// The service of the conversation's newest row.
+    last_service: Option<String>,
 }
 
 /// What a send should leave in chat.db.

@@ -166,17 +166,13 @@ impl Store {
         self.write(|tx| {
             let mut reports = Vec::new();
             let mut lowest: Option<(Millis, String)> = None;
-            let mut orphans: bool = tx
-                .prepare_cached(
-                    "SELECT EXISTS (SELECT 1 FROM messages WHERE reply_to IS NULL AND reply_to_platform_id IS NOT NULL)",
-                )?
-                .query_row([], |r| r.get(0))?;
+            let mut pending = Pending::read(tx)?;
             for (channel, messages) in batches {
                 let (channel_id, channel_created) = upsert(tx, source, channel, now)?;
                 let mut report = IngestReport { channel_id: channel_id.clone(), channel_created, ..Default::default() };
                 let mut newest: Option<Millis> = None;
                 for msg in messages {
-                    match ingest_one(tx, source, &channel_id, msg, now, || self.next_message_id(), &mut orphans)? {
+                    match ingest_one(tx, source, &channel_id, msg, now, || self.next_message_id(), &mut pending)? {
                         Ingested::Inserted(id) => {
                             let sent_at = stored_sent_at(msg, now);
                             if lowest.as_ref().is_none_or(|(at, lid)| (sent_at, &id) < (*at, lid)) {
@@ -460,6 +456,25 @@ enum Ingested {
     Unchanged,
 }
 
+/// What ingest looks for per message only while the store holds any: replies still
+/// waiting for their parent, and parts of agents' sends that the platform stored apart.
+struct Pending {
+    orphans: bool,
+    aliases: bool,
+}
+
+impl Pending {
+    fn read(tx: &Transaction<'_>) -> Result<Self> {
+        let exists = |sql: &str| -> Result<bool> { Ok(tx.prepare_cached(sql)?.query_row([], |r| r.get(0))?) };
+        Ok(Self {
+            orphans: exists(
+                "SELECT EXISTS (SELECT 1 FROM messages WHERE reply_to IS NULL AND reply_to_platform_id IS NOT NULL)",
+            )?,
+            aliases: exists("SELECT EXISTS (SELECT 1 FROM platform_aliases)")?,
+        })
+    }
+}
+
 fn ingest_one(
     tx: &Transaction<'_>,
     source: Source,
@@ -467,7 +482,7 @@ fn ingest_one(
     msg: &IncomingMessage,
     now: Millis,
     new_id: impl FnOnce() -> String,
-    orphans: &mut bool,
+    pending: &mut Pending,
 ) -> Result<Ingested> {
     let reactions = if msg.reactions.is_empty() {
         "[]".to_owned()
@@ -480,6 +495,7 @@ fn ingest_one(
         .optional()?;
     // A part of an agent's send that the platform stored as a message of its own.
     if existing.is_none()
+        && pending.aliases
         && tx
             .prepare_cached("SELECT EXISTS (SELECT 1 FROM platform_aliases WHERE source = ?1 AND platform_id = ?2)")?
             .query_row(params![source.as_str(), msg.platform_id], |r| r.get::<_, bool>(0))?
@@ -556,11 +572,11 @@ fn ingest_one(
         now
     ])?;
     if msg.reply_to_platform_id.is_some() && reply_to.is_none() {
-        *orphans = true;
+        pending.orphans = true;
     }
     // Replies that arrived before their parent now point at it (only looked for while
     // some reply is still waiting for its parent).
-    if *orphans {
+    if pending.orphans {
         tx.prepare_cached(
             "UPDATE messages SET reply_to = ?1 WHERE source = ?2 AND reply_to_platform_id = ?3 AND reply_to IS NULL",
         )?
