@@ -202,7 +202,7 @@ pub async fn channel(raw: RawConfig, json_out: bool, cmd: ChannelCmd) -> anyhow:
                 q.push(format!("state={st}"));
             }
             if let Some(term) = search {
-                q.push(format!("q={}", encode(&term)));
+                q.push(format!("q={}", amc_client::encode_query_value(&term)));
             }
             let v = ok(c.get(&format!("/admin/channels?{}", q.join("&"))).await?)?;
             if json_out {
@@ -389,14 +389,4 @@ pub async fn doctor(raw: RawConfig, chat_db: Option<std::path::PathBuf>) -> anyh
     }
     println!("All good.");
     Ok(())
-}
-
-/// Percent-encodes a query value.
-fn encode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }

@@ -11,6 +11,16 @@ use hyper::{Method, Request, StatusCode};
 use hyper_util::rt::TokioIo;
 use tokio::net::UnixStream;
 
+/// Percent-encodes a query value: everything but RFC 3986's unreserved characters.
+pub fn encode_query_value(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
 /// A response, fully read.
 #[derive(Debug, Clone)]
 pub struct Response {

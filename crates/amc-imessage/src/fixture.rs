@@ -185,6 +185,16 @@ impl ChatDbWriter {
         Ok(id)
     }
 
+    /// Puts the message just inserted into `chat`, as Messages does; returns its ROWID.
+    fn join_last(&self, chat: i64, date: i64) -> rusqlite::Result<i64> {
+        let rowid = self.conn.last_insert_rowid();
+        self.conn.execute(
+            "INSERT INTO chat_message_join (chat_id, message_id, message_date) VALUES (?1, ?2, ?3)",
+            params![chat, rowid, date],
+        )?;
+        Ok(rowid)
+    }
+
     /// Adds a group event as Messages records one: a row with `item_type` ≠ 0 and no text.
     /// `item_type` 1 is a member change (`group_action_type` 0 added, 1 removed, with the
     /// member in `other_handle`), 2 a rename (the new name in `group_title`), 3 a member
@@ -196,11 +206,7 @@ impl ChatDbWriter {
              group_title, other_handle, is_finished, account) VALUES (?1, NULL, ?2, 'iMessage', 0, ?3, ?4, ?5, ?6, ?7, 1, 'e:')",
             params![e.guid, e.handle_id, date, e.item_type, e.group_action_type, e.group_title, e.other_handle],
         )?;
-        let rowid = self.conn.last_insert_rowid();
-        self.conn.execute(
-            "INSERT INTO chat_message_join (chat_id, message_id, message_date) VALUES (?1, ?2, ?3)",
-            params![chat, rowid, date],
-        )?;
+        let rowid = self.join_last(chat, date)?;
         if let Some(title) = &e.group_title {
             self.conn.execute("UPDATE chat SET display_name = ?2 WHERE ROWID = ?1", params![chat, title])?;
         }
@@ -238,11 +244,7 @@ impl ChatDbWriter {
                 assoc_type,
             ],
         )?;
-        let rowid = self.conn.last_insert_rowid();
-        self.conn.execute(
-            "INSERT INTO chat_message_join (chat_id, message_id, message_date) VALUES (?1, ?2, ?3)",
-            params![chat, rowid, date],
-        )?;
+        let rowid = self.join_last(chat, date)?;
         Ok(rowid)
     }
 }

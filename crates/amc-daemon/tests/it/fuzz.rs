@@ -126,15 +126,6 @@ impl Pool {
     }
 }
 
-fn encode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
 /// What went wrong, by kind, with one example each.
 #[derive(Default)]
 struct Findings {
@@ -281,7 +272,11 @@ async fn hostile_requests_get_the_envelope_and_never_a_panic() {
                 let q: Vec<String> = (0..rng.random_range(0..5))
                     .map(|_| {
                         let k = rest_keys.choose(&mut rng).cloned().unwrap_or_default();
-                        format!("{}={}", encode(&k), encode(&pool.string(&mut rng)))
+                        format!(
+                            "{}={}",
+                            amc_client::encode_query_value(&k),
+                            amc_client::encode_query_value(&pool.string(&mut rng))
+                        )
                     })
                     .collect();
                 let url = format!("{path}?{}", q.join("&"));
@@ -291,7 +286,7 @@ async fn hostile_requests_get_the_envelope_and_never_a_panic() {
             }
             1 => {
                 // A path parameter.
-                let id = encode(&pool.string(&mut rng));
+                let id = amc_client::encode_query_value(&pool.string(&mut rng));
                 let path = [format!("/messages/{id}"), format!("/attachments/{id}")].choose(&mut rng).cloned();
                 let path = path.unwrap_or_default();
                 if let Ok(r) = c.get(&path).await {

@@ -35,6 +35,17 @@ async fn tool_err(c: &mut Connection, name: &str, args: Value) -> String {
     result["structuredContent"]["error"]["code"].as_str().expect("code").to_owned()
 }
 
+/// Waits until the count of relay waits in the daemon satisfies `done` (at most 5 s). The
+/// count changes with no event of its own, so it is read again each millisecond.
+async fn waiters_until(d: &Daemon, what: &str, done: impl Fn(usize) -> bool) {
+    let mut tick = tokio::time::interval(Duration::from_millis(1));
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while !done(d.amc.relay_waiters()) {
+        assert!(tokio::time::Instant::now() < deadline, "timed out waiting until {what}");
+        tick.tick().await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tools_list_is_the_contract_plus_additive_tools() {
     let d = Daemon::start().await;
@@ -109,17 +120,9 @@ async fn a_waiter_that_disconnects_releases_its_wait() {
         let mut w = Connection::connect(&socket).await.expect("connect").with_bearer(&token);
         tool(&mut w, "wait_for_messages", json!({ "thread_id": thread, "after": cursor, "timeout_seconds": 25 })).await
     });
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    while d.amc.relay_waiters() == 0 {
-        assert!(tokio::time::Instant::now() < deadline, "the wait never started");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    waiters_until(&d, "the wait started", |n| n == 1).await;
     waiting.abort(); // the client goes away
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    while d.amc.relay_waiters() > 0 {
-        assert!(tokio::time::Instant::now() < deadline, "the wait outlived its client");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    waiters_until(&d, "the wait ended with its client", |n| n == 0).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -277,11 +280,7 @@ async fn revoking_an_agent_ends_its_waits_at_once() {
     };
     let doomed_wait = wait(doomed.clone(), cursors[0].clone());
     let bystander_wait = wait(bystander.clone(), cursors[1].clone());
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    while d.amc.relay_waiters() < 2 {
-        assert!(tokio::time::Instant::now() < deadline, "the waits never started");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    waiters_until(&d, "both waits started", |n| n == 2).await;
     let started = tokio::time::Instant::now();
     let r = d.admin().await.post("/admin/agents/doomed/revoke", &json!({})).await.expect("revoke");
     assert_eq!(r.status, 200, "{:?}", r.json());
@@ -320,11 +319,7 @@ async fn a_wait_in_flight_at_shutdown_gets_a_json_rpc_answer() {
         let headers = [("accept", "application/json, text/event-stream"), ("mcp-protocol-version", "2025-11-25")];
         w.request(hyper::Method::POST, "/mcp/relay", &headers, Some(body.to_string().into_bytes())).await
     });
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    while d.amc.relay_waiters() == 0 {
-        assert!(tokio::time::Instant::now() < deadline, "the wait never started");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    waiters_until(&d, "the wait started", |n| n == 1).await;
     d.stop().await;
     let r = waiting.await.expect("join").expect("an answer before the connection closed");
     let v = r.json();

@@ -29,6 +29,21 @@ fn amc(dir: &Path) -> Amc {
 
 const T0: i64 = 1_777_000_000_000;
 
+/// A chat.db at `dir/chat.db` (current macOS) with one chat with Ada, `guid`: its path, the
+/// writer, Ada's handle and the chat.
+fn dm_chat(dir: &Path, guid: &str) -> (PathBuf, ChatDbWriter, i64, i64) {
+    let path = dir.join("chat.db");
+    let w = ChatDbWriter::create(&path).expect("chat.db");
+    let ada = w.add_handle("+15551234567").expect("handle");
+    let chat = w.add_chat(guid, 45, None, &[ada]).expect("chat");
+    (path, w, ada, chat)
+}
+
+/// chat.db opened as the watcher shares it.
+fn shared(path: &Path) -> amc_imessage::sync::SharedChatDb {
+    std::sync::Arc::new(std::sync::Mutex::new(ChatDb::open(path).expect("open")))
+}
+
 fn text_msg(guid: &str, text: &str, handle: i64, at: i64) -> FixtureMessage {
     FixtureMessage {
         guid: guid.into(),
@@ -51,10 +66,7 @@ fn tapback(guid: &str, kind: i32, text: &str, handle: i64, at: i64) -> FixtureMe
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn attributed_bodies_decode_to_the_text_macos_shows() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("chat.db");
-    let w = ChatDbWriter::create(&path).expect("chat.db");
-    let ada = w.add_handle("+15551234567").expect("handle");
-    let chat = w.add_chat("iMessage;-;+15551234567", 45, None, &[ada]).expect("chat");
+    let (path, w, ada, chat) = dm_chat(dir.path(), "iMessage;-;+15551234567");
     let expected: serde_json::Map<String, serde_json::Value> =
         serde_json::from_str(&std::fs::read_to_string(fixtures().join("attributed-body.expected.json")).expect("read"))
             .expect("json");
@@ -70,7 +82,7 @@ async fn attributed_bodies_decode_to_the_text_macos_shows() {
         };
         w.add_message(chat, &m).expect("message");
     }
-    let db = std::sync::Arc::new(std::sync::Mutex::new(ChatDb::open(&path).expect("open")));
+    let db = shared(&path);
     let amc = amc(dir.path());
     let report = sync_once(&amc, &db).await.expect("sync");
     assert_eq!(report.inserted, names.len());
@@ -131,7 +143,7 @@ async fn groups_self_messages_replies_edits_and_unsends_arrive_as_macos_shows_th
     w.add_message(unnamed, &text_msg("u1", "hi", bob, T0)).expect("m");
 
     let amc = amc(dir.path());
-    let db = std::sync::Arc::new(std::sync::Mutex::new(ChatDb::open(&path).expect("open")));
+    let db = shared(&path);
     let report = sync_once(&amc, &db).await.expect("sync");
     assert_eq!((report.rows, report.inserted), (7, 6));
     let channels = amc.store().admin_channels(None, None).expect("channels");
@@ -169,7 +181,7 @@ async fn reading_again_never_duplicates_and_new_rows_arrive_after_the_checkpoint
         w.add_message(chat, &text_msg(&format!("a{i}"), &format!("m{i}"), ada, T0 + i)).expect("m");
     }
     let amc = amc(dir.path());
-    let db = std::sync::Arc::new(std::sync::Mutex::new(ChatDb::open(&path).expect("open")));
+    let db = shared(&path);
     let first = sync_once(&amc, &db).await.expect("sync");
     assert_eq!((first.inserted, first.checkpoint), (3, 3));
     let again = sync_once(&amc, &db).await.expect("sync");
@@ -203,14 +215,11 @@ fn a_missing_file_or_another_database_is_reported_clearly() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn edits_and_unsends_made_later_are_found_by_the_rescan() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("chat.db");
-    let w = ChatDbWriter::create(&path).expect("chat.db");
-    let ada = w.add_handle("+15551234567").expect("handle");
-    let chat = w.add_chat("iMessage;-;+15551234567", 45, None, &[ada]).expect("chat");
+    let (path, w, ada, chat) = dm_chat(dir.path(), "iMessage;-;+15551234567");
     w.add_message(chat, &text_msg("e1", "see you at 8", ada, T0)).expect("m");
     w.add_message(chat, &text_msg("e2", "oops wrong chat", ada, T0 + 1)).expect("m");
     let amc = amc(dir.path());
-    let db = std::sync::Arc::new(std::sync::Mutex::new(ChatDb::open(&path).expect("open")));
+    let db = shared(&path);
     sync_once(&amc, &db).await.expect("sync");
 
     // Later, Messages records an edit and an unsend in the same rows.
@@ -263,7 +272,7 @@ async fn attachments_carry_their_file_type_and_size_and_offloaded_ones_are_unava
     w.add_attachment(row, "at-2", "~/Library/Messages/Attachments/ab/12/offloaded.mov", "video/quicktime", 4_000_000)
         .expect("attachment");
     let amc = amc(dir.path());
-    let db = std::sync::Arc::new(std::sync::Mutex::new(ChatDb::open(&path).expect("open")));
+    let db = shared(&path);
     sync_once(&amc, &db).await.expect("sync");
     let channel = amc.store().admin_channels(None, None).expect("channels").remove(0);
     amc.store().approve_channel(&channel.id, HistoryRelease::All, None).expect("approve");
@@ -292,14 +301,11 @@ async fn attachments_carry_their_file_type_and_size_and_offloaded_ones_are_unava
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn old_messages_that_arrive_late_are_stored_but_not_surfaced_as_unread() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("chat.db");
-    let w = ChatDbWriter::create(&path).expect("chat.db");
-    let ada = w.add_handle("+15551234567").expect("handle");
-    let chat = w.add_chat("iMessage;-;+15551234567", 45, None, &[ada]).expect("chat");
+    let (path, w, ada, chat) = dm_chat(dir.path(), "iMessage;-;+15551234567");
     let now = amc_core::time::now_ms();
     w.add_message(chat, &text_msg("first", "hello", ada, now - 60_000)).expect("m");
     let amc = amc(dir.path());
-    let db = std::sync::Arc::new(std::sync::Mutex::new(ChatDb::open(&path).expect("open")));
+    let db = shared(&path);
     sync_once(&amc, &db).await.expect("initial import");
     let channel = amc.store().admin_channels(None, None).expect("channels").remove(0);
     amc.store().approve_channel(&channel.id, HistoryRelease::All, None).expect("approve");
@@ -376,7 +382,7 @@ async fn a_rebuilt_chat_db_whose_rowids_now_mean_other_messages_is_read_again() 
         }
     }
     let amc = amc(dir.path());
-    let db = std::sync::Arc::new(std::sync::Mutex::new(ChatDb::open(&path).expect("open")));
+    let db = shared(&path);
     sync_once(&amc, &db).await.expect("sync");
     drop(db);
     // Rebuilt (a restore, a migration): more rows than before, other messages at the same ROWIDs.
@@ -410,7 +416,7 @@ async fn an_attachment_that_finishes_downloading_becomes_available() {
     let row = w.add_message(chat, &text_msg("dl", "photo", ada, T0)).expect("m");
     w.add_attachment(row, "dl-1", photo.to_str().expect("utf8"), "image/jpeg", 0).expect("attachment");
     let amc = amc(dir.path());
-    let db = std::sync::Arc::new(std::sync::Mutex::new(ChatDb::open(&path).expect("open")));
+    let db = shared(&path);
     sync_once(&amc, &db).await.expect("sync");
     let channel = amc.store().admin_channels(None, None).expect("channels").remove(0);
     let before = amc.store().channel_tail(&channel.id, 1).expect("tail").remove(0);
@@ -431,10 +437,7 @@ async fn an_attachment_that_finishes_downloading_becomes_available() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rows_with_null_or_mistyped_dates_and_senders_never_stop_ingest() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("chat.db");
-    let w = ChatDbWriter::create(&path).expect("chat.db");
-    let ada = w.add_handle("+15551234567").expect("handle");
-    let chat = w.add_chat("iMessage;-;+15551234567", 45, None, &[ada]).expect("chat");
+    let (path, w, ada, chat) = dm_chat(dir.path(), "iMessage;-;+15551234567");
     for i in 0..34 {
         w.add_message(chat, &text_msg(&format!("r{i}"), &format!("row {i}"), ada, T0 + i * 1000)).expect("m");
     }
@@ -450,7 +453,7 @@ async fn rows_with_null_or_mistyped_dates_and_senders_never_stop_ingest() {
         w.connection().execute(sql, []).expect(sql);
     }
     let amc = amc(dir.path());
-    let db = std::sync::Arc::new(std::sync::Mutex::new(ChatDb::open(&path).expect("open")));
+    let db = shared(&path);
     let report = sync_once(&amc, &db).await.expect("ingest goes on past bad rows");
     assert_eq!((report.rows, report.inserted, report.checkpoint), (34, 34, 34));
     let channel = amc.store().admin_channels(None, None).expect("channels").remove(0);
@@ -488,17 +491,14 @@ fn move_rowids(w: &ChatDbWriter, to: &str, which: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rows_written_below_the_checkpoint_of_a_chat_db_rebuilt_in_place_are_read() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("chat.db");
-    let w = ChatDbWriter::create(&path).expect("chat.db");
-    let ada = w.add_handle("+15551234567").expect("handle");
-    let chat = w.add_chat("iMessage;-;+15551234567", 45, None, &[ada]).expect("chat");
+    let (path, w, ada, chat) = dm_chat(dir.path(), "iMessage;-;+15551234567");
     for i in 0..20 {
         w.add_message(chat, &text_msg(&format!("kept-{i}"), &format!("kept {i}"), ada, T0 + i * 10)).expect("m");
     }
     // The first file had gaps: ROWIDs 3, 6, …, 60.
     move_rowids(&w, "x * 3", "x <= 20");
     let amc = amc(dir.path());
-    let db = std::sync::Arc::new(std::sync::Mutex::new(ChatDb::open(&path).expect("open")));
+    let db = shared(&path);
     assert_eq!(sync_once(&amc, &db).await.expect("sync").checkpoint, 60);
 
     let count = |amc: &Amc| amc.store().admin_channels(None, None).expect("channels")[0].message_count;
@@ -561,10 +561,7 @@ async fn wait_until(amc: &Amc, what: &str, done: impl Fn(&Amc) -> bool) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn edits_and_unsends_of_old_messages_are_applied_wherever_the_row_lies() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("chat.db");
-    let w = ChatDbWriter::create(&path).expect("chat.db");
-    let ada = w.add_handle("+15551234567").expect("handle");
-    let chat = w.add_chat("iMessage;-;+15551234567", 45, None, &[ada]).expect("chat");
+    let (path, w, ada, chat) = dm_chat(dir.path(), "iMessage;-;+15551234567");
     w.connection().execute_batch("BEGIN").expect("begin");
     w.add_message(chat, &text_msg("old-edit", "see you at 8", ada, T0)).expect("m");
     w.add_message(chat, &text_msg("old-unsend", "my door code is 4711", ada, T0 + 1)).expect("m");
@@ -574,7 +571,7 @@ async fn edits_and_unsends_of_old_messages_are_applied_wherever_the_row_lies() {
     }
     w.connection().execute_batch("COMMIT").expect("commit");
     let amc = amc(dir.path());
-    let db = std::sync::Arc::new(std::sync::Mutex::new(ChatDb::open(&path).expect("open")));
+    let db = shared(&path);
     sync_once(&amc, &db).await.expect("sync");
     drop(db);
     let stop = tokio_util::sync::CancellationToken::new();
@@ -630,13 +627,10 @@ async fn edits_and_unsends_of_old_messages_are_applied_wherever_the_row_lies() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_object_replacement_character_without_an_attachment_is_kept() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("chat.db");
-    let w = ChatDbWriter::create(&path).expect("chat.db");
-    let ada = w.add_handle("+15551234567").expect("handle");
-    let chat = w.add_chat("iMessage;-;+15551234567", 45, None, &[ada]).expect("chat");
+    let (path, w, ada, chat) = dm_chat(dir.path(), "iMessage;-;+15551234567");
     w.add_message(chat, &text_msg("fffc", "look \u{FFFC} here", ada, T0)).expect("m");
     let amc = amc(dir.path());
-    let db = std::sync::Arc::new(std::sync::Mutex::new(ChatDb::open(&path).expect("open")));
+    let db = shared(&path);
     sync_once(&amc, &db).await.expect("sync");
     let channel = amc.store().admin_channels(None, None).expect("channels").remove(0);
     assert_eq!(amc.store().channel_tail(&channel.id, 1).expect("tail")[0].text, "look \u{FFFC} here");
@@ -687,7 +681,7 @@ async fn group_events_are_not_messages_and_a_rename_renames_the_channel() {
     }
     w.add_message(chat, &text_msg("g2", "me!", bo, T0 + 5)).expect("m");
     let amc = amc(dir.path());
-    let db = std::sync::Arc::new(std::sync::Mutex::new(ChatDb::open(&path).expect("open")));
+    let db = shared(&path);
     let report = sync_once(&amc, &db).await.expect("sync");
     assert_eq!((report.rows, report.inserted), (6, 2), "only the two texts are messages");
     let channel = amc.store().admin_channels(None, None).expect("channels").remove(0);
@@ -738,15 +732,12 @@ async fn commits_to_an_open_wal_are_read_without_directory_write_events() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deleted_rows_below_the_checkpoint_are_not_a_rebuild() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("chat.db");
-    let w = ChatDbWriter::create(&path).expect("chat.db");
-    let ada = w.add_handle("+15551234567").expect("handle");
-    let chat = w.add_chat("any;-;+15551234567", 45, None, &[ada]).expect("chat");
+    let (path, w, ada, chat) = dm_chat(dir.path(), "any;-;+15551234567");
     for i in 0..10 {
         w.add_message(chat, &text_msg(&format!("d{i}"), &format!("m{i}"), ada, T0 + i)).expect("m");
     }
     let amc = amc(dir.path());
-    let db = std::sync::Arc::new(std::sync::Mutex::new(ChatDb::open(&path).expect("open")));
+    let db = shared(&path);
     sync_once(&amc, &db).await.expect("sync");
     w.connection().execute_batch("DELETE FROM message WHERE guid IN ('d2', 'd9')").expect("delete");
     amc_imessage::watch::resync_if_rebuilt(&amc, &db.lock().expect("db"));
@@ -769,7 +760,7 @@ async fn one_persons_chats_across_services_are_one_channel() {
         w.add_message(chat, &text_msg(&format!("p{i}"), &format!("on {guid}"), ada, T0 + i as i64)).expect("m");
     }
     let amc = amc(dir.path());
-    let db = std::sync::Arc::new(std::sync::Mutex::new(ChatDb::open(&path).expect("open")));
+    let db = shared(&path);
     sync_once(&amc, &db).await.expect("sync");
     let channels = amc.store().admin_channels(None, None).expect("channels");
     assert_eq!(channels.len(), 1, "{channels:?}");

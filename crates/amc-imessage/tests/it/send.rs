@@ -31,6 +31,13 @@ impl Mac {
         Self { dir, chat_db }
     }
 
+    /// A file of the agent's, outside Messages' folders.
+    fn file(&self, name: &str, bytes: &[u8]) -> PathBuf {
+        let path = self.dir.path().join(name);
+        std::fs::write(&path, bytes).expect("write");
+        path
+    }
+
     fn readable(&self) -> PathBuf {
         self.dir.path().join("Library/Messages/Attachments")
     }
@@ -149,8 +156,7 @@ async fn sends_are_sent_failed_or_unknown_as_messages_settles_them() {
 async fn every_file_of_a_send_is_confirmed_and_its_copy_removed() {
     let guid = "any;-;+15551234567";
     let mac = Mac::with_chat(guid, "iMessage", 45);
-    let menu = mac.dir.path().join("menu.pdf");
-    std::fs::write(&menu, b"%PDF menu").expect("write");
+    let menu = mac.file("menu.pdf", b"%PDF menu");
     let d = send(&mac.sender(&[]), guid, "the menu", &[&menu]).await.expect("sent");
     assert_eq!(d.other_parts.len(), 1, "the file's own row is part of this send: {d:?}");
     let copies = mac.readable().join("AMC");
@@ -167,8 +173,7 @@ async fn every_file_of_a_send_is_confirmed_and_its_copy_removed() {
 async fn a_file_staged_where_messages_cannot_read_it_is_not_delivered() {
     let guid = "any;-;+15551234567";
     let mac = Mac::with_chat(guid, "iMessage", 45);
-    let menu = mac.dir.path().join("menu.pdf");
-    std::fs::write(&menu, b"%PDF menu").expect("write");
+    let menu = mac.file("menu.pdf", b"%PDF menu");
     let mut sender = mac.sender(&[]);
     // As ~/Pictures would be: outside the folder Messages' sandbox reads.
     sender = MessagesSender::new(MessagesConfig {
