@@ -220,6 +220,7 @@ async def test_the_bridge_says_when_amc_is_not_running_and_never_hangs(tmp_path:
     async with bridge(tmp_path / "nowhere", "amc_agent_" + "0" * 64, "claude", errlog=errlog) as s:
         result = await s.call_tool("list_unread_messages", {})
         err = envelope(result)
+        assert err["code"] == "AMC_UNAVAILABLE" and err["status"] == 503, err
         assert "not running" in err["message"]
         with pytest.raises(Exception) as listed:
             await s.list_tools()

@@ -5,131 +5,90 @@
 
 use std::fmt;
 
-/// The stable error codes of the inbox contract, plus the few AMC adds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ErrorCode {
+/// Declares [`ErrorCode`] from one table, so the wire names, the statuses and the list
+/// of every code ([`ErrorCode::ALL`]) cannot drift apart.
+macro_rules! error_codes {
+    ($($(#[doc = $doc:literal])* $variant:ident => $wire:literal, $status:literal;)+) => {
+        /// The stable error codes of the inbox contract, plus the few AMC adds.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum ErrorCode {
+            $($(#[doc = $doc])* $variant,)+
+        }
+
+        impl ErrorCode {
+            /// Every code, in declaration order.
+            pub const ALL: &[ErrorCode] = &[$(Self::$variant),+];
+
+            /// The code as it appears on the wire.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(Self::$variant => $wire,)+
+                }
+            }
+
+            /// The HTTP status that goes with the code.
+            pub fn status(self) -> u16 {
+                match self {
+                    $(Self::$variant => $status,)+
+                }
+            }
+        }
+    };
+}
+
+error_codes! {
     /// Missing, unknown or revoked credential, or an `X-Agent-ID` that is not the token's.
-    Unauthorized,
+    Unauthorized => "UNAUTHORIZED", 401;
     /// A route that reads per-agent state was called without `X-Agent-ID`.
-    AgentIdRequired,
+    AgentIdRequired => "AGENT_ID_REQUIRED", 400;
     /// The request is malformed or out of range.
-    ValidationFailed,
+    ValidationFailed => "VALIDATION_FAILED", 422;
     /// The channel does not exist or is not visible to agents.
-    ChannelNotFound,
+    ChannelNotFound => "CHANNEL_NOT_FOUND", 404;
     /// The message does not exist, is quarantined, or is in another channel.
-    MessageNotFound,
+    MessageNotFound => "MESSAGE_NOT_FOUND", 404;
     /// An attachment exceeds what the platform accepts.
-    AttachmentTooLargeForPlatform,
+    AttachmentTooLargeForPlatform => "ATTACHMENT_TOO_LARGE_FOR_PLATFORM", 413;
     /// An `Idempotency-Key` was reused with another payload.
-    IdempotencyKeyReuse,
+    IdempotencyKeyReuse => "IDEMPOTENCY_KEY_REUSE", 409;
     /// Too many sends to one channel; retry after `Retry-After` seconds.
-    RateLimited,
+    RateLimited => "RATE_LIMITED", 429;
     /// The platform refused AMC's credentials or automation permission.
-    PlatformAuth,
+    PlatformAuth => "PLATFORM_AUTH", 502;
     /// The platform call failed.
-    PlatformSendFailed,
+    PlatformSendFailed => "PLATFORM_SEND_FAILED", 502;
     /// The channel's send policy is `read_only`.
-    ChannelReadOnly,
+    ChannelReadOnly => "CHANNEL_READ_ONLY", 403;
     /// The caller may not do this (admin routes, Host/Origin checks).
-    Forbidden,
+    Forbidden => "FORBIDDEN", 403;
     /// No such route or admin object.
-    NotFound,
+    NotFound => "NOT_FOUND", 404;
     /// The route exists but not with this method.
-    MethodNotAllowed,
+    MethodNotAllowed => "METHOD_NOT_ALLOWED", 405;
     /// The request body is over the size limit.
-    PayloadTooLarge,
+    PayloadTooLarge => "PAYLOAD_TOO_LARGE", 413;
     /// The request headers are over the size limit.
-    HeadersTooLarge,
+    HeadersTooLarge => "HEADERS_TOO_LARGE", 431;
     /// The action conflicts with the object's current state.
-    Conflict,
+    Conflict => "CONFLICT", 409;
     /// Something failed inside AMC; details are in AMC's log, never in the response.
-    InternalError,
+    InternalError => "INTERNAL_ERROR", 500;
+    /// `amc mcp` cannot reach AMC: it is not running or not answering. Retry later.
+    AmcUnavailable => "AMC_UNAVAILABLE", 503;
     /// Relay: no such thread, or the caller cannot see it.
-    ThreadNotFound,
+    ThreadNotFound => "THREAD_NOT_FOUND", 404;
     /// Relay: a single-use write invitation was already redeemed by someone else.
-    InvitationUsed,
+    InvitationUsed => "INVITATION_USED", 409;
     /// Relay: a cursor that is malformed, altered, from another thread or another version.
-    CursorInvalid,
+    CursorInvalid => "CURSOR_INVALID", 400;
 }
 
 impl ErrorCode {
-    /// The code as it appears on the wire.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Unauthorized => "UNAUTHORIZED",
-            Self::AgentIdRequired => "AGENT_ID_REQUIRED",
-            Self::ValidationFailed => "VALIDATION_FAILED",
-            Self::ChannelNotFound => "CHANNEL_NOT_FOUND",
-            Self::MessageNotFound => "MESSAGE_NOT_FOUND",
-            Self::AttachmentTooLargeForPlatform => "ATTACHMENT_TOO_LARGE_FOR_PLATFORM",
-            Self::IdempotencyKeyReuse => "IDEMPOTENCY_KEY_REUSE",
-            Self::RateLimited => "RATE_LIMITED",
-            Self::PlatformAuth => "PLATFORM_AUTH",
-            Self::PlatformSendFailed => "PLATFORM_SEND_FAILED",
-            Self::ChannelReadOnly => "CHANNEL_READ_ONLY",
-            Self::Forbidden => "FORBIDDEN",
-            Self::NotFound => "NOT_FOUND",
-            Self::MethodNotAllowed => "METHOD_NOT_ALLOWED",
-            Self::PayloadTooLarge => "PAYLOAD_TOO_LARGE",
-            Self::HeadersTooLarge => "HEADERS_TOO_LARGE",
-            Self::Conflict => "CONFLICT",
-            Self::InternalError => "INTERNAL_ERROR",
-            Self::ThreadNotFound => "THREAD_NOT_FOUND",
-            Self::InvitationUsed => "INVITATION_USED",
-            Self::CursorInvalid => "CURSOR_INVALID",
-        }
-    }
-
-    /// The HTTP status that goes with the code.
-    pub fn status(self) -> u16 {
-        match self {
-            Self::Unauthorized => 401,
-            Self::AgentIdRequired => 400,
-            Self::ValidationFailed => 422,
-            Self::ChannelNotFound | Self::MessageNotFound | Self::NotFound => 404,
-            Self::AttachmentTooLargeForPlatform | Self::PayloadTooLarge => 413,
-            Self::IdempotencyKeyReuse | Self::Conflict => 409,
-            Self::RateLimited => 429,
-            Self::PlatformAuth | Self::PlatformSendFailed => 502,
-            Self::ChannelReadOnly | Self::Forbidden => 403,
-            Self::MethodNotAllowed => 405,
-            Self::HeadersTooLarge => 431,
-            Self::InternalError => 500,
-            Self::ThreadNotFound => 404,
-            Self::InvitationUsed => 409,
-            Self::CursorInvalid => 400,
-        }
-    }
-
     /// Parses a stored code back (outbox rows keep the code of a failed send).
     pub fn parse(s: &str) -> Option<Self> {
-        ALL_CODES.iter().copied().find(|c| c.as_str() == s)
+        Self::ALL.iter().copied().find(|c| c.as_str() == s)
     }
 }
-
-const ALL_CODES: [ErrorCode; 21] = [
-    ErrorCode::ThreadNotFound,
-    ErrorCode::InvitationUsed,
-    ErrorCode::CursorInvalid,
-    ErrorCode::Unauthorized,
-    ErrorCode::AgentIdRequired,
-    ErrorCode::ValidationFailed,
-    ErrorCode::ChannelNotFound,
-    ErrorCode::MessageNotFound,
-    ErrorCode::AttachmentTooLargeForPlatform,
-    ErrorCode::IdempotencyKeyReuse,
-    ErrorCode::RateLimited,
-    ErrorCode::PlatformAuth,
-    ErrorCode::PlatformSendFailed,
-    ErrorCode::ChannelReadOnly,
-    ErrorCode::Forbidden,
-    ErrorCode::NotFound,
-    ErrorCode::MethodNotAllowed,
-    ErrorCode::PayloadTooLarge,
-    ErrorCode::HeadersTooLarge,
-    ErrorCode::Conflict,
-    ErrorCode::InternalError,
-];
 
 impl fmt::Display for ErrorCode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -201,6 +160,39 @@ impl Error {
     }
 }
 
+/// The error envelope, `{"error": {"code", "message", "status"}}`: what REST answers
+/// and what an MCP tool returns as its result, built here and nowhere else.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Envelope<'a> {
+    /// The error.
+    pub error: EnvelopeBody<'a>,
+}
+
+/// The inside of an [`Envelope`].
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct EnvelopeBody<'a> {
+    /// The stable code.
+    pub code: &'static str,
+    /// What the caller is told.
+    pub message: &'a str,
+    /// The HTTP status that goes with the code.
+    pub status: u16,
+}
+
+impl Error {
+    /// The envelope for this error.
+    pub fn envelope(&self) -> Envelope<'_> {
+        Envelope {
+            error: EnvelopeBody { code: self.code.as_str(), message: &self.message, status: self.code.status() },
+        }
+    }
+
+    /// The envelope as a JSON value.
+    pub fn envelope_json(&self) -> serde_json::Value {
+        serde_json::to_value(self.envelope()).unwrap_or_else(|_| serde_json::Value::Null)
+    }
+}
+
 impl From<rusqlite::Error> for Error {
     fn from(e: rusqlite::Error) -> Self {
         Self::internal(format_args!("store: {e}"))
@@ -222,9 +214,20 @@ mod tests {
 
     #[test]
     fn every_code_round_trips_through_its_wire_name() {
-        for code in ALL_CODES {
+        let mut seen = std::collections::HashSet::new();
+        for &code in ErrorCode::ALL {
             assert_eq!(ErrorCode::parse(code.as_str()), Some(code));
             assert!((400..600).contains(&code.status()), "{code}");
+            assert!(seen.insert(code.as_str()), "{code} is declared twice");
         }
+    }
+
+    #[test]
+    fn the_envelope_has_code_message_and_status() {
+        let e = Error::rate_limited(3);
+        assert_eq!(
+            e.envelope_json(),
+            serde_json::json!({"error": {"code": "RATE_LIMITED", "message": e.message, "status": 429}})
+        );
     }
 }

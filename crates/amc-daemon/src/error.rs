@@ -1,9 +1,9 @@
-//! The error envelope, `{"error": {"code", "message", "status"}}`: the one place where
-//! the core's errors become HTTP responses.
+//! The one place where the core's errors become HTTP responses: the status, the
+//! core's envelope ([`amc_core::error::Envelope`]) and the `Retry-After` and
+//! `WWW-Authenticate` headers.
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde::Serialize;
 
 use amc_core::{Error, ErrorCode};
 
@@ -24,29 +24,12 @@ impl ApiError {
     }
 }
 
-#[derive(Serialize)]
-struct Envelope<'a> {
-    error: Body<'a>,
-}
-
-#[derive(Serialize)]
-struct Body<'a> {
-    code: &'static str,
-    message: &'a str,
-    status: u16,
-}
-
-/// The envelope's JSON for an error, as the MCP tools also return it.
-pub fn envelope_json(e: &Error) -> serde_json::Value {
-    serde_json::json!({ "error": { "code": e.code.as_str(), "message": e.message, "status": e.code.status() } })
-}
-
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = self.0.code.status();
-        let body = Envelope { error: Body { code: self.0.code.as_str(), message: &self.0.message, status } };
-        let mut resp = (StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR), axum::Json(body))
-            .into_response();
+        let mut resp =
+            (StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR), axum::Json(self.0.envelope()))
+                .into_response();
         if let Some(secs) = self.0.retry_after {
             resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }

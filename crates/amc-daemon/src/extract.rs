@@ -22,7 +22,10 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
         let bytes = axum::body::Bytes::from_request(req, state).await.map_err(|rejection| {
             if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                ApiError::new(ErrorCode::PayloadTooLarge, "request body is over 1 MiB")
+                ApiError::new(
+                    ErrorCode::PayloadTooLarge,
+                    format!("request body is over {} bytes", crate::routes::MAX_REST_BODY_BYTES),
+                )
             } else {
                 ApiError::new(ErrorCode::ValidationFailed, "could not read the request body")
             }

@@ -80,10 +80,17 @@ pub enum Problem {
 }
 
 impl Problem {
+    /// What the agent is told. Every message here is one AMC wrote; the detail of an
+    /// unexpected failure stays on the bridge's stderr.
     fn envelope(&self) -> Error {
         match self {
             Self::MissingCredentials | Self::Refused(_) => Error::unauthorized(self.to_string()),
-            _ => Error::new(ErrorCode::InternalError, self.to_string()),
+            Self::NotRunning(_) | Self::NotResponding(_) => Error::new(ErrorCode::AmcUnavailable, self.to_string()),
+            Self::Config(_) => Error::new(ErrorCode::InternalError, self.to_string()),
+            Self::Other(detail) => {
+                tracing::warn!(%detail, "amc mcp could not reach AMC");
+                Error::new(ErrorCode::InternalError, "amc mcp could not reach AMC; see its stderr")
+            }
         }
     }
 }

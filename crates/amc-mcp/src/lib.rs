@@ -24,8 +24,8 @@ use amc_core::service::Amc;
 pub use relay::RelayServer;
 pub use server::{InboxServer, McpCaller};
 
-/// The largest MCP request body accepted.
-pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+/// The largest MCP request body accepted (a JSON-RPC message).
+pub const MAX_MCP_REQUEST_BYTES: usize = 1024 * 1024;
 
 /// The inbox toolset as a tower service for `/mcp`: streamable HTTP, stateless, plain
 /// JSON replies. The daemon authenticates each request and puts an [`McpCaller`] in its
@@ -46,6 +46,6 @@ fn config(shutdown: CancellationToken) -> StreamableHttpServerConfig {
         .with_legacy_session_mode(false)
         .with_json_response(true)
         .with_sse_keep_alive(None)
-        .with_max_request_body_bytes(MAX_BODY_BYTES)
+        .with_max_request_body_bytes(MAX_MCP_REQUEST_BYTES)
         .with_cancellation_token(shutdown)
 }

@@ -20,8 +20,8 @@ use amc_core::service::{Amc, Principal};
 
 use crate::server::McpCaller;
 
-/// The relay contract, as `tools/list` must give it.
-const CONTRACT: &str = include_str!("relay-mcp-tools.json");
+/// The contract, from the one copy the tests also read.
+const CONTRACT: &str = include_str!("../../../tests/fixtures/spec/relay-mcp-tools.json");
 
 /// Added to the contract's descriptions (which may grow).
 fn extra_description(name: &str) -> &'static str {

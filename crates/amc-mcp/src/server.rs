@@ -45,11 +45,6 @@ pub struct McpCaller {
     pub sent_agent_id: bool,
 }
 
-/// The envelope `{"error": {"code", "message", "status"}}`, as REST returns it.
-pub fn envelope(e: &Error) -> Value {
-    serde_json::json!({ "error": { "code": e.code.as_str(), "message": e.message, "status": e.code.status() } })
-}
-
 fn pretty(v: &Value) -> String {
     serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string())
 }
@@ -65,7 +60,7 @@ pub fn success(v: Value) -> CallToolResult {
 
 /// A failed call: `isError`, with the envelope as text and as structured content.
 pub fn failure(e: &Error) -> CallToolResult {
-    let env = envelope(e);
+    let env = e.envelope_json();
     let mut r = CallToolResult::structured_error(env.clone());
     r.content = vec![ContentBlock::text(pretty(&env))];
     r

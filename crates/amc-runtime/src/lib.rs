@@ -141,7 +141,10 @@ pub async fn start(raw: RawConfig) -> anyhow::Result<Running> {
         tracing::info!("starting the Discord bot");
         tokio::spawn(d.run(amc.clone(), stop.clone()));
     } else if let Some(why) = discord_problem {
-        amc.set_source_status(Source::Discord, SourceStatus { state: SourceState::Degraded, reason: Some(why) });
+        amc.set_source_status(
+            Source::Discord,
+            SourceStatus { state: SourceState::Degraded, reason: Some(why.to_string()) },
+        );
     }
     let daemon = amc_daemon::Daemon::new(amc.clone()).context("reading the admin token")?;
     let in_process = daemon.in_process();

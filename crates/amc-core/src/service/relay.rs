@@ -24,7 +24,7 @@ use crate::time::{Millis, now_ms, serde_ms};
 /// The most bytes a page's JSON (as sent, pretty-printed) may take.
 pub const PAGE_BUDGET_BYTES: usize = 32 * 1024;
 /// The largest body, in UTF-8 bytes.
-pub const MAX_BODY_BYTES: usize = 16_384;
+pub const MAX_POST_BYTES: usize = 16_384;
 /// The most a body may take JSON-escaped, so one message always fits in a page.
 const MAX_ENCODED_BODY: usize = PAGE_BUDGET_BYTES - 2048;
 /// The longest `wait_for_messages` wait.
@@ -401,9 +401,9 @@ impl Amc {
         key: String,
     ) -> Result<Receipt> {
         let thread_id = check_uuid("thread_id", &thread_id)?;
-        if body.is_empty() || body.len() > MAX_BODY_BYTES {
+        if body.is_empty() || body.len() > MAX_POST_BYTES {
             return Err(Error::validation(format!(
-                "body must be 1 to {MAX_BODY_BYTES} UTF-8 bytes; it is {}",
+                "body must be 1 to {MAX_POST_BYTES} UTF-8 bytes; it is {}",
                 body.len()
             )));
         }

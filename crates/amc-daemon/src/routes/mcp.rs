@@ -8,10 +8,10 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use crate::AppState;
-use crate::error::{ApiError, envelope_json};
+use crate::error::ApiError;
 use crate::extract::Agent;
-use crate::routes::MAX_BODY_BYTES;
 use amc_core::{Error, ErrorCode};
+use amc_mcp::MAX_MCP_REQUEST_BYTES;
 use amc_mcp::McpCaller;
 use serde_json::{Value, json};
 
@@ -53,7 +53,7 @@ fn json_rpc_error(id: Value, rpc_code: i64, e: &amc_core::Error) -> Response {
     let body = json!({
         "jsonrpc": "2.0",
         "id": id,
-        "error": { "code": rpc_code, "message": e.message, "data": envelope_json(e) },
+        "error": { "code": rpc_code, "message": e.message, "data": e.envelope_json() },
     });
     (status, axum::Json(body)).into_response()
 }
@@ -64,7 +64,7 @@ const INVALID_REQUEST: i64 = -32600;
 const INTERNAL: i64 = -32603;
 
 /// What the MCP endpoints take and give is JSON-RPC, whatever the client sends: a body
-/// over [`MAX_BODY_BYTES`], one that is not UTF-8 JSON (or nests too deep), or JSON that
+/// over [`MAX_MCP_REQUEST_BYTES`], one that is not UTF-8 JSON (or nests too deep), or JSON that
 /// is not a JSON-RPC 2.0 message gets a JSON-RPC error here, before rmcp sees it; and
 /// any error rmcp answers in plain text (a wrong media type, a request cut short by
 /// shutdown) is turned into one on the way out.
@@ -72,10 +72,11 @@ pub async fn json_rpc_only(State(st): State<AppState>, req: Request, next: Next)
     let (parts, body) = req.into_parts();
     let mut id = Value::Null;
     let req = if parts.method == Method::POST {
-        let bytes = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
+        let bytes = match axum::body::to_bytes(body, MAX_MCP_REQUEST_BYTES).await {
             Ok(b) => b,
             Err(_) => {
-                let e = Error::new(ErrorCode::PayloadTooLarge, format!("request body over {MAX_BODY_BYTES} bytes"));
+                let e =
+                    Error::new(ErrorCode::PayloadTooLarge, format!("request body over {MAX_MCP_REQUEST_BYTES} bytes"));
                 return json_rpc_error(Value::Null, INVALID_REQUEST, &e);
             }
         };

@@ -13,8 +13,8 @@ use axum::routing::{get, post};
 
 use crate::AppState;
 
-/// The largest request body accepted.
-pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+/// The largest REST request body accepted (a send with its JSON).
+pub const MAX_REST_BODY_BYTES: usize = 1024 * 1024;
 
 /// Every route, with the envelope for unknown routes and wrong methods.
 pub fn router(state: AppState) -> Router {
@@ -72,6 +72,6 @@ pub fn router(state: AppState) -> Router {
         .route("/ui/{*path}", get(crate::ui::file))
         .fallback(agent::not_found)
         .method_not_allowed_fallback(agent::method_not_allowed)
-        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(DefaultBodyLimit::max(MAX_REST_BODY_BYTES))
         .with_state(state)
 }

@@ -4,7 +4,7 @@
 use std::os::unix::fs::PermissionsExt;
 
 use amc_core::config::{DiscordToken, Secret};
-use amc_discord::token::resolve;
+use amc_discord::token::{TokenError, resolve};
 
 fn standin(dir: &std::path::Path, script: &str) -> std::path::PathBuf {
     let path = dir.join("security");
@@ -36,7 +36,9 @@ async fn a_missing_keychain_item_says_how_to_add_it() {
         "echo 'security: SecKeychainSearchCopyNext: The specified item could not be found in the keychain.' >&2; exit 44",
     );
     let err = resolve(&DiscordToken::Keychain, &security).await.expect_err("no item");
-    assert!(err.contains("security add-generic-password -s AMC -a discord -w"), "{err}");
+    assert_eq!(err, TokenError::Missing);
+    assert!(err.to_string().contains("security add-generic-password -s AMC -a discord -w"), "{err}");
     let err = resolve(&DiscordToken::Keychain, &dir.path().join("no-such-program")).await.expect_err("no program");
-    assert!(err.contains("Keychain"), "{err}");
+    assert!(matches!(err, TokenError::Unreadable(_)), "{err}");
+    assert!(err.to_string().contains("security add-generic-password"), "{err}");
 }
