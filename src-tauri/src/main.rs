@@ -1,11 +1,11 @@
 //! `amc-tray`: AMC in the menu bar. It starts AMC (the core, its sources and the daemon,
 //! with the same data directory and socket as `amc serve`) inside its own process, shows
 //! the tray menu, and opens the person's window on `amc://localhost/ui/`, whose requests
-//! the daemon answers in-process. Glue only: the logic is in `amc-runtime` and `amc-shell`.
+//! the daemon answers in-process. Glue only: the logic is in `amc-runtime` and `amc-tray-model`.
 //!
 //! # Layout
 //! - `main.rs`: flags, the async runtime, starting AMC, running the app, stopping AMC.
-//! - `tray.rs`: the tray icon and its menu, kept current from `amc_shell::follow`.
+//! - `tray.rs`: the tray icon and its menu, kept current from `amc_tray_model::follow`.
 //! - `window.rs`: the `amc:` scheme and the window (hidden, not closed, on close).
 //! - `refused.rs`: what the person sees when AMC cannot start (another AMC runs).
 #![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
@@ -30,16 +30,8 @@ struct Flags {
     /// Where AMC keeps its database and socket [default: the per-user data directory]
     #[arg(long, env = "AMC_DATA_DIR")]
     data_dir: Option<PathBuf>,
-    /// Deliver sends to a recording test sender instead of iMessage and Discord, as
-    /// `amc serve --test-sender`
-    #[arg(long, env = "AMC_TEST_SENDER")]
-    test_sender: bool,
-    /// Follow this iMessage database (chat.db) [default on macOS: ~/Library/Messages/chat.db]
-    #[arg(long, env = "AMC_CHAT_DB")]
-    chat_db: Option<PathBuf>,
-    /// Send iMessages with this program instead of /usr/bin/osascript
-    #[arg(long, env = "AMC_OSASCRIPT")]
-    osascript: Option<PathBuf>,
+    #[command(flatten)]
+    start: amc_runtime::StartFlags,
     /// Start in the menu bar without opening the window (as at login)
     #[arg(long)]
     hidden: bool,
@@ -50,16 +42,12 @@ const AT_LOGIN: &str = "--hidden";
 
 fn main() -> ExitCode {
     let flags = Flags::parse();
-    if cfg!(target_os = "linux") && !["DISPLAY", "WAYLAND_DISPLAY"].iter().any(|v| std::env::var_os(v).is_some()) {
+    if !amc_tray_model::desktop::has_display() {
         // GTK cannot start without a display (and Tauri would panic): say so instead.
         eprintln!("amc-tray: no desktop session (DISPLAY or WAYLAND_DISPLAY); run `amc serve` to run AMC headless");
         return ExitCode::FAILURE;
     }
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_env_filter(amc_runtime::log_filter("info"))
-        .init();
+    amc_runtime::init_logging("info");
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(r) => r,
         Err(e) => {
@@ -69,14 +57,7 @@ fn main() -> ExitCode {
     };
     // Tauri's tasks (notifications, dialogs) and AMC's share one runtime.
     tauri::async_runtime::set(runtime.handle().clone());
-    let raw = RawConfig {
-        data_dir: flags.data_dir,
-        test_sender: flags.test_sender,
-        chat_db: flags.chat_db,
-        osascript: flags.osascript,
-        discord_token: amc_core::config::discord_token_from_env(),
-        ..Default::default()
-    };
+    let raw = flags.start.apply(RawConfig { data_dir: flags.data_dir, ..Default::default() });
     let started = runtime.block_on(amc_runtime::start(raw));
     if let Err(e) = &started {
         // The person may have started the app from a terminal: say it there too.
@@ -85,7 +66,8 @@ fn main() -> ExitCode {
     let stop = CancellationToken::new();
     let builder = tauri::Builder::default();
     // First, so that a second launch hands over to the first before anything else.
-    let builder = if single_instance_possible() { builder.plugin(single_instance()) } else { builder };
+    let builder =
+        if amc_tray_model::desktop::single_instance_possible() { builder.plugin(single_instance()) } else { builder };
     let builder = builder
         .plugin(tauri_plugin_dialog::init())
         .plugin(tauri_plugin_notification::init())
@@ -93,8 +75,8 @@ fn main() -> ExitCode {
     let builder = match &started {
         Ok(running) => {
             let amc = running.amc().clone();
-            let (router, stop, hidden) = (running.in_process(), stop.clone(), flags.hidden);
-            window::register(builder, router).setup(move |app| {
+            let (daemon, stop, hidden) = (running.in_process(), stop.clone(), flags.hidden);
+            window::register(builder, daemon).setup(move |app| {
                 #[cfg(target_os = "macos")]
                 app.set_activation_policy(tauri::ActivationPolicy::Accessory);
                 window::create(app.handle(), !hidden)?;
@@ -153,31 +135,8 @@ fn single_instance() -> tauri::plugin::TauriPlugin<tauri::Wry> {
     })
 }
 
-/// On Linux the single-instance plugin needs a D-Bus session bus (and panics without
-/// one); without it, a second launch is still refused by the data directory's lock.
-fn single_instance_possible() -> bool {
-    if !cfg!(target_os = "linux") {
-        return true;
-    }
-    let address = std::env::var_os("DBUS_SESSION_BUS_ADDRESS").is_some_and(|a| !a.is_empty());
-    let runtime_bus = std::env::var_os("XDG_RUNTIME_DIR").is_some_and(|d| PathBuf::from(d).join("bus").exists());
-    if !(address || runtime_bus) {
-        tracing::info!("no D-Bus session: a second launch is refused rather than handed over");
-    }
-    address || runtime_bus
-}
-
 /// SIGTERM and SIGINT quit the app as its Quit item does.
 async fn quit_on_signal(app: tauri::AppHandle, code: i32) {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
-        tracing::warn!("cannot listen for SIGTERM: quit from the menu");
-        return;
-    };
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
-    }
-    tracing::info!("stopping");
+    amc_runtime::shutdown_signal().await;
     app.exit(code);
 }

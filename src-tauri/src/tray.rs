@@ -1,5 +1,5 @@
 //! The tray icon and its menu: open AMC, what waits (channels, sends to review), the pause
-//! switch, launch at login, quit. `amc_shell::follow` keeps the counts and the pause check
+//! switch, launch at login, quit. `amc_tray_model::follow` keeps the counts and the pause check
 //! current and raises the notices.
 
 use tauri::image::Image;
@@ -11,8 +11,8 @@ use tauri_plugin_notification::NotificationExt as _;
 use tokio_util::sync::CancellationToken;
 
 use amc_core::service::Amc;
-use amc_shell::follow::{NoticePolicy, Update, follow};
-use amc_shell::view::TrayView;
+use amc_tray_model::follow::{NoticePolicy, Update, follow};
+use amc_tray_model::view::TrayView;
 
 /// The menu items whose text or check follows AMC.
 #[derive(Clone)]
@@ -86,14 +86,8 @@ fn on_menu(app: &AppHandle, event: &MenuEvent, amc: &Amc, pause: &CheckMenuItem<
         "open" | "channels" | "sends" => crate::window::show(app),
         "pause" => {
             // The check is set from AMC's state once it changed, not from the click.
-            let paused = !amc.paused();
             let _ = pause.set_checked(amc.paused());
-            let amc = amc.clone();
-            tauri::async_runtime::spawn(async move {
-                if let Err(e) = amc.set_paused(paused).await {
-                    tracing::warn!(error = %e, "pausing agents failed");
-                }
-            });
+            tauri::async_runtime::spawn(amc_tray_model::view::toggle_pause(amc.clone()));
         }
         "login" => {
             let autolaunch = app.autolaunch();
@@ -106,15 +100,8 @@ fn on_menu(app: &AppHandle, event: &MenuEvent, amc: &Amc, pause: &CheckMenuItem<
         }
         "install" => {
             use tauri_plugin_dialog::{DialogExt, MessageDialogKind};
-            let home = std::env::var_os("HOME").map(std::path::PathBuf::from).unwrap_or_default();
-            let installed = amc_shell::install::install(
-                &amc_core::config::amc_command(),
-                &amc_shell::install::candidate_dirs(&home),
-            );
-            let kind = match installed {
-                amc_shell::install::Installed::Failed(_) => MessageDialogKind::Error,
-                amc_shell::install::Installed::Linked { .. } => MessageDialogKind::Info,
-            };
+            let installed = amc_tray_model::install::install_for_this_user();
+            let kind = if installed.failed() { MessageDialogKind::Error } else { MessageDialogKind::Info };
             app.dialog().message(installed.message()).title("AMC").kind(kind).show(|_| {});
         }
         "quit" => app.exit(0),

@@ -1,19 +1,19 @@
 //! The person's window: it loads `amc://localhost/ui/`, and the `amc:` scheme hands each
 //! of its requests to the daemon in this process. Closing it only hides it.
 
-use amc_shell::scheme::Scheme;
-use axum::http::{HeaderValue, header};
+use amc_tray_model::scheme::Scheme;
+use tauri::http::{HeaderValue, header};
 use tauri::{AppHandle, Manager, WebviewWindowBuilder, WindowEvent};
 
 /// The window's label in `tauri.conf.json`.
 pub const MAIN: &str = "main";
 
-/// Registers the `amc:` scheme, answered by `router` (the daemon's in-process router),
-/// and keeps the app alive when its window is closed.
-pub fn register(builder: tauri::Builder<tauri::Wry>, router: axum::Router) -> tauri::Builder<tauri::Wry> {
-    let scheme = Scheme::new(router);
+/// Registers the `amc:` scheme, answered by `daemon` (the daemon in this process), and
+/// keeps the app alive when its window is closed.
+pub fn register(builder: tauri::Builder<tauri::Wry>, daemon: amc_daemon::InProcess) -> tauri::Builder<tauri::Wry> {
+    let scheme = Scheme::new(daemon);
     builder
-        .register_asynchronous_uri_scheme_protocol(amc_shell::scheme::SCHEME, move |ctx, request, responder| {
+        .register_asynchronous_uri_scheme_protocol(amc_tray_model::scheme::SCHEME, move |ctx, request, responder| {
             let scheme = scheme.clone();
             // Tauri applies the configured CSP to its own assets only: these pages get it too.
             let csp = ctx.app_handle().config().app.security.csp.as_ref().map(|c| c.to_string());
@@ -43,7 +43,7 @@ pub fn create(app: &AppHandle, visible: bool) -> tauri::Result<()> {
     let window = WebviewWindowBuilder::from_config(app, &config)?
         // The window shows AMC's own pages only; links elsewhere do not open in it.
         .on_navigation(|url| {
-            url.scheme() == amc_shell::scheme::SCHEME && url.host_str() == Some(amc_shell::scheme::HOST)
+            url.scheme() == amc_tray_model::scheme::SCHEME && url.host_str() == Some(amc_tray_model::scheme::HOST)
         })
         .build()?;
     if visible {

@@ -15,7 +15,7 @@ const SAMPLES: usize = 2000;
 
 /// Prints the line and returns p50 and p99 in milliseconds.
 fn report(name: &str, samples: Vec<Duration>) -> (f64, f64) {
-    let l = amc_core::bench::Latencies::of(samples);
+    let l = amc_testkit::Latencies::of(samples);
     println!("{}", l.line(name));
     (l.p50.as_secs_f64() * 1000.0, l.p99.as_secs_f64() * 1000.0)
 }

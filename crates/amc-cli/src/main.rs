@@ -61,11 +61,7 @@ fn main() -> std::process::ExitCode {
     // MCP hosts show the bridge's stderr to the person: keep it to what matters (the
     // bridge reports its own problems in one line; rmcp would repeat each one).
     let default_level = if matches!(cli.command, Command::Mcp(_)) { "warn,rmcp=error" } else { "info" };
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_env_filter(amc_runtime::log_filter(default_level))
-        .init();
+    amc_runtime::init_logging(default_level);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(r) => r,
         Err(e) => {

@@ -189,7 +189,7 @@ impl Error {
 
     /// The envelope as a JSON value.
     pub fn envelope_json(&self) -> serde_json::Value {
-        serde_json::to_value(self.envelope()).unwrap_or_else(|_| serde_json::Value::Null)
+        serde_json::to_value(self.envelope()).unwrap_or_default()
     }
 }
 

@@ -144,6 +144,16 @@ impl EventBus {
         self.shared.tx.subscribe()
     }
 
+    /// How many listeners follow the feed now (the SSE streams, the tray).
+    pub fn listeners(&self) -> usize {
+        self.shared.tx.receiver_count()
+    }
+
+    /// How many long-polls are waiting now.
+    pub fn pollers(&self) -> usize {
+        self.shared.latest.receiver_count()
+    }
+
     /// The newest sequence number (where a new poller starts).
     pub fn latest(&self) -> u64 {
         *self.shared.latest.borrow()

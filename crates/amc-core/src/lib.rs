@@ -1,19 +1,22 @@
 //! AMC's core: everything that runs headless, with no HTTP and no Tauri.
 //!
 //! # Layout
-//! - [`store`]: the SQLite database, the only code that writes SQL.
+//! - [`db`]: AMC's one SQLite database: the connections and the migrations.
+//! - `store`: the core's typed SQL on it, crate-private (the only code of the core
+//!   that writes SQL).
 //! - [`service`]: what agents and the person can do, with the rules (approval,
 //!   send policy, idempotency, rate limits) applied in one place.
 //! - [`sender`]: the interface sources implement to deliver an agent's send.
 //! - [`attach`]: checks on the files and URLs an agent asks to send.
 //! - [`events`]: the change feed the UI follows.
 //! - [`config`]: validated configuration.
+//! - [`token`]: the secrets AMC hands out, and their hashes.
 //! - [`model`], [`ids`], [`time`], [`error`]: shared types.
 #![deny(missing_docs)]
 
 pub mod attach;
-pub mod bench;
 pub mod config;
+pub mod db;
 pub mod error;
 pub mod events;
 pub mod ids;
@@ -21,7 +24,11 @@ pub mod model;
 pub mod ratelimit;
 pub mod sender;
 pub mod service;
+#[cfg(feature = "test-support")]
 pub mod store;
+#[cfg(not(feature = "test-support"))]
+pub(crate) mod store;
 pub mod time;
+pub mod token;
 
 pub use error::{Error, ErrorCode, Result};

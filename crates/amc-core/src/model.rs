@@ -4,6 +4,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::time::{Millis, serde_ms};
 
+pub use crate::store::{AllowedChannel, AttachmentFile, ChannelSpec, IngestReport, ReactionChange, SendTarget};
+
 macro_rules! str_enum {
     ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $variant:ident = $s:literal),+ $(,)? }) => {
         $(#[$m])*

@@ -26,18 +26,106 @@ fn rel(p: &Path) -> String {
     p.strip_prefix(workspace()).unwrap_or(p).display().to_string()
 }
 
-#[test]
-fn no_core_crate_depends_on_tauri() {
-    let mut manifests = Vec::new();
-    files(&workspace().join("crates"), "Cargo.toml", &mut manifests);
-    assert!(!manifests.is_empty());
-    for m in manifests {
-        let text = std::fs::read_to_string(&m).expect("read");
-        let deps = text.lines().filter(|l| !l.trim_start().starts_with('#'));
-        for line in deps {
-            let key = line.split(['=', '.']).next().unwrap_or("").trim();
-            assert!(!key.starts_with("tauri"), "{} depends on {key}: only src-tauri may", rel(&m));
+/// The `[dependencies]` of a manifest (normal, not dev or build), by name.
+fn dependencies(manifest: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(manifest).expect("read");
+    let mut out = Vec::new();
+    let mut in_deps = false;
+    for line in text.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_deps = line == "[dependencies]" || (line.starts_with("[target.") && line.ends_with(".dependencies]"));
+            continue;
         }
+        if in_deps && !line.is_empty() && !line.starts_with('#') {
+            out.push(line.split(['=', '.']).next().unwrap_or("").trim().to_owned());
+        }
+    }
+    out
+}
+
+/// Each framework has one owner: the crate that wraps it for the rest.
+const OWNERS: &[(&str, &[&str])] = &[
+    ("tauri", &["src-tauri"]),
+    ("serenity", &["crates/amc-discord"]),
+    ("rmcp", &["crates/amc-mcp"]),
+    // amc-discord's local Discord (the `fake` feature, a test double) serves HTTP with it.
+    ("axum", &["crates/amc-daemon", "crates/amc-discord"]),
+    ("imessage-database", &["crates/amc-imessage"]),
+    ("rusqlite", &["crates/amc-core", "crates/amc-relay", "crates/amc-imessage"]),
+];
+
+#[test]
+fn each_framework_is_a_dependency_of_its_owner_only() {
+    let mut manifests = vec![workspace().join("src-tauri/Cargo.toml")];
+    files(&workspace().join("crates"), "Cargo.toml", &mut manifests);
+    assert!(manifests.len() > 5);
+    for m in manifests {
+        let krate = rel(m.parent().expect("dir"));
+        for dep in dependencies(&m) {
+            for (framework, owners) in OWNERS {
+                if dep.starts_with(framework) {
+                    assert!(owners.contains(&krate.as_str()), "{krate} depends on {dep}: only {owners:?} may");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn each_framework_is_named_in_its_owners_code_only() {
+    let mut all = sources();
+    files(&workspace().join("src-tauri/src"), "rs", &mut all);
+    for p in all {
+        let path = rel(&p);
+        let text = production(&p);
+        for (framework, owners) in OWNERS {
+            let name = framework.replace('-', "_");
+            let named = text.contains(&format!("{name}::")) || text.contains(&format!("use {name}"));
+            if named {
+                assert!(owners.iter().any(|o| path.starts_with(o)), "{path} names {name}: only {owners:?} may");
+            }
+        }
+        // Of amc-discord, only the local Discord (a test double) serves HTTP.
+        if text.contains("axum::") && path.starts_with("crates/amc-discord/") {
+            assert_eq!(path, "crates/amc-discord/src/fake.rs", "{path} names axum");
+        }
+    }
+}
+
+#[test]
+fn only_the_imessage_source_opens_chat_db() {
+    for p in sources() {
+        let path = rel(&p);
+        let text = production(&p);
+        if text.contains("Connection::open") || text.contains("rusqlite::Connection") {
+            assert!(
+                path == "crates/amc-core/src/db.rs" || path.starts_with("crates/amc-imessage/src/"),
+                "{path} opens a SQLite database: only the core's db.rs (AMC's) and amc-imessage (chat.db) may"
+            );
+        }
+    }
+}
+
+#[test]
+fn sources_and_edges_never_reach_the_store() {
+    let core = workspace().join("crates/amc-core/src");
+    for p in sources() {
+        if p.starts_with(&core) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&p).expect("read");
+        for needle in [".store()", "amc_core::store"] {
+            assert!(!text.contains(needle), "{} reaches the store ({needle}); go through the service layer", rel(&p));
+        }
+    }
+}
+
+/// A source file without its unit tests (`#[cfg(test)] mod tests`, at the end by style).
+fn production(p: &Path) -> String {
+    let text = std::fs::read_to_string(p).expect("read");
+    match text.find("#[cfg(test)]\nmod tests") {
+        Some(at) => text[..at].to_owned(),
+        None => text,
     }
 }
 
@@ -50,7 +138,11 @@ fn sources() -> Vec<PathBuf> {
 
 #[test]
 fn only_the_store_talks_sql_to_amcs_database() {
-    let store = workspace().join("crates/amc-core/src/store");
+    let stores = [
+        workspace().join("crates/amc-core/src/store"),
+        workspace().join("crates/amc-core/src/db.rs"),
+        workspace().join("crates/amc-relay/src/store.rs"),
+    ];
     // The iMessage source talks SQL to chat.db (read-only) and writes chat.db fixtures;
     // it reaches AMC's database only through the store's methods.
     let imessage = workspace().join("crates/amc-imessage/src");
@@ -60,7 +152,7 @@ fn only_the_store_talks_sql_to_amcs_database() {
             assert!(!text.contains("amc.db") && !text.contains("Store::open"), "{} opens AMC's database", rel(&p));
             continue;
         }
-        if p.starts_with(&store) {
+        if stores.iter().any(|s| p.starts_with(s)) {
             continue;
         }
         let text = std::fs::read_to_string(&p).expect("read");

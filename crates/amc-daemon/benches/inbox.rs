@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 
 use amc_client::Connection;
 use amc_core::config::RawConfig;
+use amc_core::model::ChannelSpec;
 use amc_core::model::{ChannelKind, HistoryRelease, IncomingMessage, SenderInfo, Source};
 use amc_core::sender::Senders;
 use amc_core::service::Amc;
-use amc_core::store::ChannelSpec;
 use rand::{Rng, SeedableRng};
 
 const CHANNELS: usize = 500;
@@ -110,7 +110,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             assert_eq!(r.status, 200);
             assert_eq!(r.json()["messages"].as_array().map(Vec::len), Some(100));
         }
-        println!("{}", amc_core::bench::Latencies::of(unread).line("GET /messages/unread?limit=100"));
+        println!("{}", amc_testkit::Latencies::of(unread).line("GET /messages/unread?limit=100"));
 
         let mut unread_ch = Vec::with_capacity(SAMPLES);
         for i in 0..SAMPLES {
@@ -121,7 +121,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             unread_ch.push(t.elapsed());
             assert_eq!(r.status, 200);
         }
-        println!("{}", amc_core::bench::Latencies::of(unread_ch).line("GET /messages/unread?limit=100&channel_id=…"));
+        println!("{}", amc_testkit::Latencies::of(unread_ch).line("GET /messages/unread?limit=100&channel_id=…"));
 
         for (before, after) in [(5, 5), (50, 50)] {
             let mut context = Vec::with_capacity(SAMPLES);
@@ -140,7 +140,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
             println!(
                 "{}",
-                amc_core::bench::Latencies::of(context)
+                amc_testkit::Latencies::of(context)
                     .line(&format!("GET /messages/context before={before} after={after}"))
             );
         }

@@ -4,7 +4,9 @@
 //! # Layout
 //! - [`routes`]: the router; `routes/agent.rs` and `routes/admin.rs` hold the handlers.
 //! - [`extract`]: body, query and credential extractors that fail with the envelope.
-//! - [`error`]: the error envelope.
+//! - [`error`]: core errors as HTTP responses.
+//! - `in_process.rs`: [`InProcess`], the routes for the tray window, in `http` types:
+//!   the only way out of this crate for a request, so axum stays inside it.
 //! - [`guard`]: header limits, panics, Host/Origin checks for TCP.
 //! - [`listener`]: the socket, its permissions and the one-daemon lock.
 //! - [`ui`]: the tray UI's files, embedded and served at `/ui/`.
@@ -13,6 +15,7 @@
 pub mod error;
 pub mod extract;
 pub mod guard;
+mod in_process;
 pub mod listener;
 pub mod routes;
 pub mod ui;
@@ -28,6 +31,7 @@ use tower_http::catch_panic::CatchPanicLayer;
 
 use amc_core::service::Amc;
 
+pub use in_process::{BoxError, InProcess, ResponseBody};
 pub use listener::{ListenError, SocketGuard, SocketListener, bind_socket};
 
 /// What every handler gets.
@@ -35,6 +39,8 @@ pub use listener::{ListenError, SocketGuard, SocketListener, bind_socket};
 pub struct AppState {
     /// The core.
     pub amc: Amc,
+    /// The agent relay, on the core's database.
+    pub relay: amc_relay::Relay,
     /// The admin credential.
     pub admin_token: String,
     /// Cancelled when the daemon stops, so long-lived responses end.
@@ -55,7 +61,7 @@ pub fn load_or_create_admin_token(path: &Path) -> io::Result<String> {
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
         Err(e) => return Err(e),
     }
-    let token = amc_core::store::new_token(ADMIN_TOKEN_PREFIX);
+    let token = amc_core::token::new_token(ADMIN_TOKEN_PREFIX);
     let tmp = path.with_extension("tmp");
     {
         use std::io::Write;
@@ -96,27 +102,27 @@ pub struct Daemon {
 }
 
 impl Daemon {
-    /// Loads (or creates) the admin token.
+    /// Loads (or creates) the admin token, and opens the relay.
     pub fn new(amc: Amc) -> io::Result<Self> {
         let admin_token = load_or_create_admin_token(&amc.config().admin_token_path())?;
-        Ok(Self { state: AppState { amc, admin_token, shutdown: CancellationToken::new() } })
+        let relay = amc_relay::Relay::open(&amc).map_err(io::Error::other)?;
+        Ok(Self { state: AppState { amc, relay, admin_token, shutdown: CancellationToken::new() } })
     }
 
-    /// The router for requests made inside AMC's own process: they act as the person,
-    /// so the admin token is added to each. Long-lived responses end when the daemon stops.
-    pub fn in_process(&self) -> Router {
-        let token = self.state.admin_token.clone();
-        app(self.state.clone(), None).layer(axum::middleware::from_fn(
-            move |mut req: axum::extract::Request, next: axum::middleware::Next| {
-                let value = axum::http::HeaderValue::from_str(&format!("Bearer {token}"));
-                async move {
-                    if let Ok(v) = value {
-                        req.headers_mut().insert(axum::http::header::AUTHORIZATION, v);
-                    }
-                    next.run(req).await
-                }
-            },
-        ))
+    /// The relay this daemon serves.
+    pub fn relay(&self) -> &amc_relay::Relay {
+        &self.state.relay
+    }
+
+    /// The admin token (also in its file, mode 0600).
+    pub fn admin_token(&self) -> &str {
+        &self.state.admin_token
+    }
+
+    /// The daemon for requests made inside AMC's own process: they act as the person.
+    /// Long-lived responses end when the daemon stops.
+    pub fn in_process(&self) -> InProcess {
+        InProcess::new(app(self.state.clone(), None), &self.state.admin_token)
     }
 
     /// Serves until `shutdown` resolves, then lets requests in flight finish (up to a few
@@ -128,9 +134,7 @@ impl Daemon {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> io::Result<()> {
         let Self { state } = self;
-        let amc = state.amc.clone();
         let token = state.shutdown.clone();
-        let purge = tokio::spawn(purge_loop(amc, token.clone()));
         {
             let token = token.clone();
             tokio::spawn(async move {
@@ -169,31 +173,8 @@ impl Daemon {
         if tokio::time::timeout(std::time::Duration::from_secs(5), drain).await.is_err() {
             tracing::warn!("some connections did not close in time; stopping anyway");
         }
-        purge.abort();
         drop(guard);
         tracing::info!("AMC stopped");
         Ok(())
-    }
-}
-
-/// Every minute: sends stuck in flight become `unknown`, and idempotency records older
-/// than 24 hours are forgotten.
-async fn purge_loop(amc: Amc, token: CancellationToken) {
-    let mut tick = tokio::time::interval(std::time::Duration::from_secs(60));
-    loop {
-        tokio::select! {
-            _ = token.cancelled() => return,
-            _ = tick.tick() => {
-                if let Err(e) = amc.expire_stale_sends().await {
-                    tracing::warn!(error = %e, "could not check for stuck sends");
-                }
-                let store = amc.store().clone();
-                match tokio::task::spawn_blocking(move || store.purge_idempotency()).await {
-                    Ok(Ok(n)) if n > 0 => tracing::debug!(purged = n, "idempotency records expired"),
-                    Ok(Err(e)) => tracing::warn!(error = %e, "could not purge idempotency records"),
-                    _ => {}
-                }
-            }
-        }
     }
 }

@@ -64,7 +64,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         agent.post("/messages/mark_read", &json!({ "message_ids": [id] })).await?;
     }
-    println!("{}", amc_core::bench::Latencies::of(latencies).line("MESSAGE_CREATE -> GET /messages/unread"));
+    println!("{}", amc_testkit::Latencies::of(latencies).line("MESSAGE_CREATE -> GET /messages/unread"));
     running.run_until(async {}).await?;
     Ok(())
 }

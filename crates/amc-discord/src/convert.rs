@@ -1,7 +1,7 @@
 //! Discord's objects in AMC's terms: messages, channels, reactions.
 
+use amc_core::model::ChannelSpec;
 use amc_core::model::{ChannelKind, IncomingAttachment, IncomingMessage, Reaction, SenderInfo};
-use amc_core::store::ChannelSpec;
 use amc_core::time::Millis;
 use serenity::model::channel::{
     Attachment, ChannelType, GuildChannel, Message, MessageReferenceKind, MessageType, ReactionType,

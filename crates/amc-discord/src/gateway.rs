@@ -8,9 +8,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use amc_core::events::Event;
+use amc_core::model::{ChannelSpec, ReactionChange};
 use amc_core::model::{ChannelState, IncomingMessage, Source};
 use amc_core::service::{Amc, SourceState, SourceStatus};
-use amc_core::store::{ChannelSpec, ReactionChange};
 use serenity::all::{
     ChannelId, Context, EventHandler, GatewayIntents, Guild, GuildChannel, GuildId, Message, MessageId, MessageType,
     MessageUpdateEvent, Reaction, Ready, ResumedEvent, ShardStageUpdateEvent,
@@ -84,7 +84,7 @@ impl Shared {
         if let Some(r) = &reason {
             tracing::info!(?state, reason = %r, "Discord");
         }
-        self.amc.set_source_status(Source::Discord, SourceStatus { state, reason });
+        self.amc.set_source_status(Source::Discord, SourceStatus::new(state, reason));
     }
 
     /// The channel a message belongs to, named from what the gateway told AMC; `None`

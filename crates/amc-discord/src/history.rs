@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use amc_core::model::Source;
-use amc_core::store::{AllowedChannel, ChannelSpec};
+use amc_core::model::{AllowedChannel, ChannelSpec};
 use amc_core::time::Millis;
 use serenity::all::{ChannelId, Message, MessageId, MessagePagination};
 
@@ -57,6 +57,7 @@ pub(crate) async fn catch_up(shared: Arc<Shared>, anchors: Anchors) {
     for (ch, from) in anchors.0 {
         walk(&shared, &ch, from).await;
     }
+    shared.amc.note_caught_up(Source::Discord);
 }
 
 /// A channel the person just approved: what came since its newest stored message, and

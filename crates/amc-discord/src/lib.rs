@@ -80,10 +80,7 @@ impl Discord {
             let _ = finished.await;
         }
         let _ = consumer.await;
-        amc.set_source_status(
-            Source::Discord,
-            SourceStatus { state: SourceState::Disabled, reason: Some("stopped".into()) },
-        );
+        amc.set_source_status(Source::Discord, SourceStatus::new(SourceState::Disabled, Some("stopped".into())));
     }
 
     async fn connect(

@@ -187,10 +187,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let all: Vec<&str> = listed.iter().filter_map(|m| m["id"].as_str()).collect();
             client.post("/messages/mark_read", &serde_json::json!({ "message_ids": all })).await?;
         }
-        println!(
-            "{}",
-            amc_core::bench::Latencies::of(samples).line("commit in chat.db → GET /messages/unread returns it")
-        );
+        println!("{}", amc_testkit::Latencies::of(samples).line("commit in chat.db → GET /messages/unread returns it"));
         stop.cancel();
         let _ = stop_tx.send(());
         server.await??;

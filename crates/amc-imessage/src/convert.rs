@@ -1,7 +1,7 @@
 //! chat.db rows to AMC's channels and messages.
 
 use amc_core::model::{ChannelKind, IncomingAttachment, IncomingMessage, Reaction, SenderInfo};
-use amc_core::store::{ChannelSpec, ReactionChange};
+use amc_core::model::{ChannelSpec, ReactionChange};
 use imessage_database::message_types::variants::{Tapback, TapbackAction, Variant};
 use imessage_database::tables::messages::Message;
 

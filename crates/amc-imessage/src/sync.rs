@@ -7,9 +7,9 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
+use amc_core::model::{ChannelSpec, ReactionChange};
 use amc_core::model::{IncomingMessage, Source};
 use amc_core::service::Amc;
-use amc_core::store::{ChannelSpec, ReactionChange};
 
 use crate::SourceError;
 use crate::chatdb::ChatDb;
@@ -74,7 +74,7 @@ impl Checkpoint {
 
 /// The stored checkpoint.
 pub fn read_checkpoint(amc: &Amc) -> Result<Checkpoint, SourceError> {
-    Ok(Checkpoint::decode(&amc.store().source_state(Source::Imessage, CHECKPOINT_KEY)?.unwrap_or_default()))
+    Ok(Checkpoint::decode(&amc.checkpoint(Source::Imessage, CHECKPOINT_KEY)?.unwrap_or_default()))
 }
 
 /// Rows read per batch.
@@ -191,8 +191,7 @@ const EDIT_BATCH: usize = 1_000;
 /// rescan covers only the newest rows). Each batch is stored with the change time it
 /// reached, so a crash repeats at most that batch.
 pub async fn apply_edits(amc: &Amc, db: &SharedChatDb) -> Result<SyncReport, SourceError> {
-    let mark: i64 =
-        amc.store().source_state(Source::Imessage, EDIT_MARK_KEY)?.and_then(|v| v.parse().ok()).unwrap_or(0);
+    let mark: i64 = amc.checkpoint(Source::Imessage, EDIT_MARK_KEY)?.and_then(|v| v.parse().ok()).unwrap_or(0);
     let up_to = read_checkpoint(amc)?.rowid;
     let d = db.clone();
     // An edit stamped a little before one already applied (a clock behind, a change synced
@@ -321,12 +320,7 @@ async fn store_batch(
                 .filter(|(_, p)| late.contains(p))
                 .map(|(id, _)| id.clone())
                 .collect();
-            if !ids.is_empty() {
-                let store = amc.store().clone();
-                tokio::task::spawn_blocking(move || store.mark_read_for_all_agents(&ids))
-                    .await
-                    .map_err(|e| SourceError::Read(e.to_string()))??;
-            }
+            amc.mark_late(ids).await?;
         }
         report.updated += amc.apply_reactions(Source::Imessage, reactions).await?;
         report.checkpoint = last;

@@ -125,7 +125,7 @@ fn identity(path: &Path) -> Option<(u64, u64)> {
 }
 
 fn status(state: SourceState, reason: Option<String>) -> SourceStatus {
-    SourceStatus { state, reason }
+    SourceStatus::new(state, reason)
 }
 
 /// The advice for a chat.db that cannot be opened.
@@ -338,7 +338,7 @@ pub fn resync_if_rebuilt(amc: &Amc, db: &ChatDb) {
                 .guid_of(max)
                 .ok()
                 .flatten()
-                .is_some_and(|guid| amc.store().has_platform_message(Source::Imessage, &guid).unwrap_or(false))
+                .is_some_and(|guid| amc.is_stored(Source::Imessage, &guid).unwrap_or(false))
     });
     let counted = db.rows_up_to(checkpoint.rowid).ok();
     // More rows below the checkpoint than were read: written into gaps. Fewer: the person
@@ -349,7 +349,7 @@ pub fn resync_if_rebuilt(amc: &Amc, db: &ChatDb) {
             && now < rows
         {
             let recounted = Checkpoint { rows: Some(now), ..checkpoint };
-            if let Err(e) = amc.store().set_source_state(Source::Imessage, CHECKPOINT_KEY, &recounted.encode()) {
+            if let Err(e) = amc.set_checkpoint(Source::Imessage, CHECKPOINT_KEY, &recounted.encode()) {
                 tracing::warn!(error = %e, "could not record chat.db's row count");
             }
         }
@@ -363,7 +363,7 @@ pub fn resync_if_rebuilt(amc: &Amc, db: &ChatDb) {
             grown,
             "chat.db was rebuilt: its rows no longer match AMC's checkpoint; resyncing by message guid"
         );
-        if let Err(e) = amc.store().set_source_state(Source::Imessage, CHECKPOINT_KEY, &Checkpoint::resync().encode()) {
+        if let Err(e) = amc.set_checkpoint(Source::Imessage, CHECKPOINT_KEY, &Checkpoint::resync().encode()) {
             tracing::warn!(error = %e, "could not reset the chat.db checkpoint");
         }
     }

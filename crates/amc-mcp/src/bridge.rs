@@ -177,7 +177,7 @@ impl Bridge {
         let mut headers = std::collections::HashMap::new();
         if let Some(id) = &self.cfg.agent_id {
             let value = id.parse().map_err(|_| Problem::Refused("AMC_AGENT_ID is not a valid header value".into()))?;
-            headers.insert(axum::http::HeaderName::from_static("x-agent-id"), value);
+            headers.insert(http::HeaderName::from_static("x-agent-id"), value);
         }
         let config = StreamableHttpClientTransportConfig::with_uri(uri.as_str())
             .auth_header(self.cfg.token.clone().unwrap_or_default())
@@ -280,5 +280,23 @@ impl ServerHandler for Bridge {
                 Ok(failure(&err).into())
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_the_agent_is_told_names_the_fix_and_never_an_internal_detail() {
+        let down = Problem::NotRunning("/tmp/amc.sock".into()).envelope();
+        assert_eq!((down.code, down.code.status()), (ErrorCode::AmcUnavailable, 503));
+        assert!(down.message.contains("amc serve"), "{}", down.message);
+        assert_eq!(Problem::NotResponding("/tmp/amc.sock".into()).envelope().code, ErrorCode::AmcUnavailable);
+        assert_eq!(Problem::MissingCredentials.envelope().code, ErrorCode::Unauthorized);
+        assert_eq!(Problem::Refused("revoked".into()).envelope().code, ErrorCode::Unauthorized);
+        let other = Problem::Other("hyper::Error(Io, Os { code: 104, kind: ConnectionReset })".into()).envelope();
+        assert_eq!(other.code, ErrorCode::InternalError);
+        assert!(!other.message.contains("hyper") && !other.message.contains("104"), "{}", other.message);
     }
 }

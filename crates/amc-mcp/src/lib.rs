@@ -36,8 +36,11 @@ pub fn inbox_service(amc: Amc, shutdown: CancellationToken) -> StreamableHttpSer
 }
 
 /// The relay toolset as a tower service for `/mcp/relay`, set up like [`inbox_service`].
-pub fn relay_service(amc: Amc, shutdown: CancellationToken) -> StreamableHttpService<RelayServer, NeverSessionManager> {
-    let factory = move || Ok(RelayServer::new(amc.clone()));
+pub fn relay_service(
+    relay: amc_relay::Relay,
+    shutdown: CancellationToken,
+) -> StreamableHttpService<RelayServer, NeverSessionManager> {
+    let factory = move || Ok(RelayServer::new(relay.clone()));
     StreamableHttpService::new(factory, Arc::new(NeverSessionManager::default()), config(shutdown))
 }
 

@@ -16,7 +16,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use amc_core::Error;
-use amc_core::service::{Amc, Principal};
+use amc_relay::{Principal, Relay};
 
 use crate::server::McpCaller;
 
@@ -323,69 +323,75 @@ pub const RELAY_INSTRUCTIONS: &str = "AMC's relay: private threads between agent
 /// The relay toolset's MCP server.
 #[derive(Clone)]
 pub struct RelayServer {
-    amc: Amc,
+    relay: Relay,
 }
 
 impl RelayServer {
-    /// A server calling into `amc`.
-    pub fn new(amc: Amc) -> Self {
-        Self { amc }
+    /// A server calling into `relay`.
+    pub fn new(relay: Relay) -> Self {
+        Self { relay }
     }
 
     async fn dispatch(&self, name: &str, a: Value, ctx: &RequestContext<RoleServer>) -> Result<Value, Error> {
         let caller = ctx
             .extensions
-            .get::<axum::http::request::Parts>()
+            .get::<http::request::Parts>()
             .and_then(|p| p.extensions.get::<McpCaller>())
             .ok_or_else(|| Error::unauthorized("missing, unknown or revoked token"))?;
         let who = Principal::Agent(caller.agent.agent_id.clone());
-        let amc = &self.amc;
+        let relay = &self.relay;
         match name {
             "create_thread" => {
                 let a: CreateArgs = args(a)?;
-                to_value(amc.relay_create_thread(&who, a.title, a.idempotency_key).await?)
+                to_value(relay.create_thread(&who, a.title, a.idempotency_key).await?)
             }
             "join_thread" => {
                 let a: JoinArgs = args(a)?;
-                to_value(amc.relay_join(&who, a.thread_id, a.access_token).await?)
+                to_value(relay.join(&who, a.thread_id, a.access_token).await?)
             }
             "send_message" => {
                 let a: SendArgs = args(a)?;
-                to_value(amc.relay_send(&who, a.thread_id, a.body, a.reply_to_seq, a.idempotency_key).await?)
+                to_value(relay.send(&who, a.thread_id, a.body, a.reply_to_seq, a.idempotency_key).await?)
             }
             "read_messages" => {
                 let a: ReadArgs = args(a)?;
                 check_len("after", a.after.as_deref(), 1024)?;
-                to_value(amc.relay_read(&who, a.thread_id, a.after, a.limit).await?)
+                to_value(relay.read(&who, a.thread_id, a.after, a.limit).await?)
             }
             "search_threads" => {
                 let a: SearchArgs = args(a)?;
                 check_len("cursor", a.cursor.as_deref(), 2048)?;
-                to_value(amc.relay_search(&who, a.query, a.cursor, a.limit).await?)
+                to_value(relay.search(&who, a.query, a.cursor, a.limit).await?)
             }
             "wait_for_messages" => {
                 let a: WaitArgs = args(a)?;
                 check_len("after", Some(&a.after), 1024)?;
                 let ct = ctx.ct.clone();
                 to_value(
-                    amc.relay_wait(&who, a.thread_id, a.after, a.timeout_seconds, a.limit, async move {
-                        ct.cancelled().await
-                    })
-                    .await?,
+                    relay
+                        .wait(
+                            &who,
+                            a.thread_id,
+                            a.after,
+                            a.timeout_seconds,
+                            a.limit,
+                            async move { ct.cancelled().await },
+                        )
+                        .await?,
                 )
             }
             "create_thread_invite" => {
                 let a: InviteArgs = args(a)?;
-                to_value(amc.relay_mint(&who, a.thread_id, a.kind, a.expires_in_seconds).await?)
+                to_value(relay.mint(&who, a.thread_id, a.kind, a.expires_in_seconds).await?)
             }
             "revoke_thread_invite" => {
                 let a: RevokeArgs = args(a)?;
                 check_len("token_id", Some(&a.token_id), 64)?;
-                to_value(amc.relay_revoke(&who, a.thread_id, a.token_id).await?)
+                to_value(relay.revoke(&who, a.thread_id, a.token_id).await?)
             }
             "list_threads" => {
                 let _: NoArgs = args(a)?;
-                Ok(json!({ "threads": amc.relay_threads(&who).await? }))
+                Ok(json!({ "threads": relay.threads(&who).await? }))
             }
             _ => Err(Error::not_found("tool")),
         }
@@ -428,5 +434,32 @@ impl ServerHandler for RelayServer {
             self.dispatch(&name, arguments, &context).await
         })
         .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The contract's tools come first, each with the contract's name, input schema and
+    /// annotations verbatim; the additive tools follow with names of their own.
+    #[test]
+    fn the_relay_toolset_is_the_contract_verbatim_then_the_additions() {
+        let contract: Value = serde_json::from_str(CONTRACT).expect("the contract is JSON");
+        let declared = contract["tools"].as_array().expect("tools");
+        assert_eq!(declared.len(), 6);
+        let tools: Vec<Value> = relay_tools().iter().map(|t| serde_json::to_value(t).expect("serialises")).collect();
+        for (theirs, ours) in declared.iter().zip(&tools) {
+            assert_eq!(ours["name"], theirs["name"]);
+            assert_eq!(ours["inputSchema"], theirs["inputSchema"], "{}", theirs["name"]);
+            assert_eq!(ours["annotations"], theirs["annotations"], "{}", theirs["name"]);
+            let description = ours["description"].as_str().expect("description");
+            assert!(description.starts_with(theirs["description"].as_str().expect("theirs")), "{}", theirs["name"]);
+        }
+        let mut names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+        assert!(names.len() > declared.len(), "the additive tools are listed");
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), tools.len(), "every name is its own");
     }
 }

@@ -1,7 +1,7 @@
 //! The inbox toolset as an MCP server. Each tool call goes straight to the same service
 //! layer as the REST routes; there is no HTTP hop inside the daemon.
 
-use axum::http::request::Parts;
+use http::request::Parts;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ContentBlock, Implementation, ListToolsResult, PaginatedRequestParams,
     ServerCapabilities, ServerConfig, Tool,
@@ -184,5 +184,36 @@ impl ServerHandler for InboxServer {
     ) -> Result<rmcp::model::CallToolResponse, McpError> {
         let known = self.get_tool(&request.name).is_some();
         call_with(request, known, async |name, arguments| self.dispatch(&name, arguments, &context).await).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tool result as the host receives it.
+    fn wire(r: &CallToolResult) -> Value {
+        serde_json::to_value(r).expect("serialises")
+    }
+
+    #[test]
+    fn a_failure_is_the_envelope_as_text_and_as_structured_content() {
+        let e = Error::rate_limited(7);
+        let got = wire(&failure(&e));
+        assert_eq!(got["isError"], true);
+        assert_eq!(got["structuredContent"], e.envelope_json());
+        let text = got["content"][0]["text"].as_str().expect("text");
+        assert_eq!(serde_json::from_str::<Value>(text).expect("json"), e.envelope_json(), "both say the same");
+        assert_eq!(got["structuredContent"]["error"]["code"], "RATE_LIMITED");
+    }
+
+    #[test]
+    fn a_success_is_the_result_as_text_and_as_structured_content() {
+        let v = serde_json::json!({ "messages": [], "next_since": null });
+        let got = wire(&success(v.clone()));
+        assert_ne!(got["isError"], true);
+        assert_eq!(got["structuredContent"], v);
+        let text = got["content"][0]["text"].as_str().expect("text");
+        assert_eq!(serde_json::from_str::<Value>(text).expect("json"), v);
     }
 }

@@ -301,3 +301,70 @@ pub fn list_channels() -> Tool {
 pub fn inbox_tools() -> Vec<Tool> {
     vec![list_unread_messages(), send_message(), mark_read(), get_message_context(), list_channels()]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wire(t: &Tool) -> Value {
+        serde_json::to_value(t).expect("serialises")
+    }
+
+    /// The contract's four tools, by its names and in its order; `list_channels` is AMC's
+    /// addition.
+    #[test]
+    fn the_inbox_toolset_is_the_contracts_tools_then_list_channels() {
+        let contract = include_str!("../../../tests/fixtures/spec/inbox-mcp-tools.md");
+        let theirs: Vec<&str> = contract
+            .lines()
+            .filter(|l| !l.is_empty() && l.chars().all(|c| c.is_ascii_lowercase() || c == '_'))
+            .collect();
+        assert_eq!(theirs, ["list_unread_messages", "send_message", "mark_read", "get_message_context"]);
+        let ours: Vec<String> = inbox_tools().iter().map(|t| t.name.to_string()).collect();
+        assert_eq!(ours[..theirs.len()], theirs);
+        assert_eq!(ours[theirs.len()..], ["list_channels"]);
+    }
+
+    #[test]
+    fn every_tool_sets_every_hint_and_closes_its_input() {
+        for tool in inbox_tools() {
+            let t = wire(&tool);
+            for hint in ["readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"] {
+                assert!(t["annotations"][hint].is_boolean(), "{}: {hint} unset", tool.name);
+            }
+            assert_eq!(t["inputSchema"]["type"], "object", "{}", tool.name);
+        }
+        let reads = ["list_unread_messages", "get_message_context", "list_channels"];
+        for tool in inbox_tools() {
+            let read_only = wire(&tool)["annotations"]["readOnlyHint"] == true;
+            assert_eq!(read_only, reads.contains(&tool.name.as_ref()), "{}", tool.name);
+        }
+    }
+
+    /// A failed call's structured content is the core's envelope; every output schema
+    /// must admit it, with the fields the envelope really has.
+    #[test]
+    fn every_output_schema_admits_the_envelope_the_core_builds() {
+        let envelope = amc_core::Error::validation("limit must be from 1 to 100").envelope_json();
+        for tool in inbox_tools() {
+            let schema = wire(&tool)["outputSchema"].clone();
+            assert!(
+                schema["anyOf"].as_array().expect("anyOf").contains(&serde_json::json!({ "required": ["error"] })),
+                "{}",
+                tool.name
+            );
+            let error = &schema["properties"]["error"];
+            for field in error["required"].as_array().expect("required") {
+                let field = field.as_str().expect("name");
+                let kind = error["properties"][field]["type"].as_str().expect("type");
+                let value = &envelope["error"][field];
+                let fits = match kind {
+                    "string" => value.is_string(),
+                    "integer" => value.is_u64(),
+                    other => panic!("unexpected type {other}"),
+                };
+                assert!(fits, "{}: error.{field} is {value}, the schema says {kind}", tool.name);
+            }
+        }
+    }
+}

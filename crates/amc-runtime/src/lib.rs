@@ -1,7 +1,15 @@
 //! Starts AMC as one unit: the core, the sources the configuration turns on, and the
 //! daemon on its socket. `amc serve` runs it headless; the tray app runs it inside its
 //! own process and reaches it through [`Running::in_process`].
+//!
+//! # Layout
+//! - `lib.rs`: [`start`] and [`Running`]; the log filter that holds chatty libraries.
+//! - `startup.rs`: the flags, logging and signals `amc serve` and the tray share.
 #![deny(missing_docs)]
+
+mod startup;
+
+pub use startup::{StartFlags, init_logging, shutdown_signal};
 
 use std::future::Future;
 use std::path::Path;
@@ -70,7 +78,7 @@ fn held_spec(spec: &str) -> String {
 /// AMC, running.
 pub struct Running {
     amc: Amc,
-    in_process: axum::Router,
+    in_process: amc_daemon::InProcess,
     stop: CancellationToken,
     daemon: JoinHandle<std::io::Result<()>>,
 }
@@ -141,12 +149,14 @@ pub async fn start(raw: RawConfig) -> anyhow::Result<Running> {
         tracing::info!("starting the Discord bot");
         tokio::spawn(d.run(amc.clone(), stop.clone()));
     } else if let Some(why) = discord_problem {
-        amc.set_source_status(
-            Source::Discord,
-            SourceStatus { state: SourceState::Degraded, reason: Some(why.to_string()) },
-        );
+        amc.set_source_status(Source::Discord, SourceStatus::new(SourceState::Degraded, Some(why.to_string())));
     }
-    let daemon = amc_daemon::Daemon::new(amc.clone()).context("reading the admin token")?;
+    {
+        let (amc, stop) = (amc.clone(), stop.clone());
+        tokio::spawn(async move { amc.upkeep(stop.cancelled()).await });
+    }
+    let daemon =
+        amc_daemon::Daemon::new(amc.clone()).context("starting the daemon (the admin token, the relay's tables)")?;
     let in_process = daemon.in_process();
     let served = {
         let stop = stop.clone();
@@ -161,8 +171,8 @@ impl Running {
         &self.amc
     }
 
-    /// The daemon's router for requests from inside this process, acting as the person.
-    pub fn in_process(&self) -> axum::Router {
+    /// The daemon, for requests from inside this process, acting as the person.
+    pub fn in_process(&self) -> amc_daemon::InProcess {
         self.in_process.clone()
     }
 

@@ -2,10 +2,8 @@
 //! second AMC on the same data directory is refused.
 
 use amc_core::config::RawConfig;
-use axum::body::Body;
-use axum::http::{Request, StatusCode};
+use http::{Request, StatusCode};
 use http_body_util::BodyExt;
-use tower::ServiceExt;
 
 fn raw(dir: &std::path::Path) -> RawConfig {
     RawConfig { data_dir: Some(dir.to_owned()), test_sender: true, ..Default::default() }
@@ -15,8 +13,8 @@ fn raw(dir: &std::path::Path) -> RawConfig {
 async fn in_process_requests_act_as_the_person_without_a_token() {
     let dir = tempfile::tempdir().expect("tempdir");
     let running = amc_runtime::start(raw(dir.path())).await.expect("start");
-    let req = Request::get("/admin/channels").body(Body::empty()).expect("request");
-    let res = running.in_process().oneshot(req).await.expect("response");
+    let req = Request::get("/admin/channels").body(Default::default()).expect("request");
+    let res = running.in_process().call(req).await;
     assert_eq!(res.status(), StatusCode::OK);
     let body = res.into_body().collect().await.expect("body").to_bytes();
     let json: serde_json::Value = serde_json::from_slice(&body).expect("json");

@@ -16,15 +16,8 @@ async fn admin(dir: &Path) -> Connection {
     Connection::connect(&dir.join("run/amc.sock")).await.expect("connect").with_bearer(token.trim())
 }
 
-async fn until<T, Fut: std::future::Future<Output = Option<T>>>(what: &str, mut f: impl FnMut() -> Fut) -> T {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Some(v) = f().await {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+async fn until<T, Fut: std::future::Future<Output = Option<T>>>(what: &str, f: impl FnMut() -> Fut) -> T {
+    amc_testkit::eventually(what, f).await
 }
 
 #[test]

@@ -265,8 +265,10 @@ async fn sends_go_through_messages_verbatim_and_are_confirmed_in_chat_db() {
     let m = c.get(&format!("/messages/{id}")).await.expect("get").json();
     assert_eq!(m["attachments"].as_array().map(Vec::len), Some(1), "{m}");
     assert_eq!(m["attachments"][0]["filename"], "menu.pdf", "{m}");
-    // Each send is in the conversation once, even after the watcher reads Messages' own row.
-    std::thread::sleep(Duration::from_millis(500));
+    // Each send is in the conversation once, even after the watcher reads Messages' own row:
+    // the watcher reads rows in order, so once a later message is in, so are those rows.
+    append_from_another_process(&chat_db, "g-later", "later", amc_core::time::now_ms());
+    assert!(wait_for(&socket, &token, &["later"]).await.contains(&"later".to_owned()), "the later message");
     let mut c = amc_client::Connection::connect(&socket)
         .await
         .expect("connect")
@@ -279,7 +281,7 @@ async fn sends_go_through_messages_verbatim_and_are_confirmed_in_chat_db() {
         .await
         .expect("get")
         .json();
-    assert_eq!(ctx["messages"].as_array().map(Vec::len), Some(1 + hostile.len() + 2), "{ctx}");
+    assert_eq!(ctx["messages"].as_array().map(Vec::len), Some(1 + hostile.len() + 2 + 1), "{ctx}");
     let _ = serve.stop();
 
     // Automation refused, and a send Messages never records.

@@ -7,10 +7,8 @@ use super::Amc;
 use crate::error::{Error, Result};
 use crate::events::Event;
 use crate::model::{
-    AgentInfo, ChannelAdmin, ChannelState, Envelope, HistoryRelease, IncomingMessage, OutboxItem, OutboxStatus,
-    SendPolicy, Source, Waiting,
+    AgentInfo, ChannelAdmin, ChannelState, Envelope, HistoryRelease, OutboxItem, OutboxStatus, SendPolicy, Waiting,
 };
-use crate::store::{ChannelSpec, IngestReport};
 
 /// How many messages of the conversation a held send is shown with.
 const REVIEW_CONTEXT: u32 = 10;
@@ -36,83 +34,6 @@ pub struct InboxItem {
 }
 
 impl Amc {
-    /// Stores what a source read and tells the UI.
-    pub async fn ingest(
-        &self,
-        source: Source,
-        channel: ChannelSpec,
-        messages: Vec<IncomingMessage>,
-        checkpoint: Option<(String, String)>,
-    ) -> Result<IngestReport> {
-        let mut reports = self.ingest_many(source, vec![(channel, messages)], checkpoint).await?;
-        reports.pop().ok_or_else(|| Error::internal("ingest reported nothing"))
-    }
-
-    /// Stores what a source read from several channels in one transaction, with its
-    /// checkpoint, and tells the UI.
-    pub async fn ingest_many(
-        &self,
-        source: Source,
-        batches: Vec<(ChannelSpec, Vec<IncomingMessage>)>,
-        checkpoint: Option<(String, String)>,
-    ) -> Result<Vec<IngestReport>> {
-        let reports = self
-            .blocking(move |s| {
-                s.ingest_many(source, &batches, checkpoint.as_ref().map(|(k, v)| (k.as_str(), v.as_str())))
-            })
-            .await?;
-        for report in &reports {
-            if report.channel_created {
-                self.publish(Event::ChannelCreated { channel_id: report.channel_id.clone() });
-            }
-            if !report.inserted.is_empty() || !report.updated.is_empty() {
-                self.publish(Event::MessagesChanged {
-                    channel_id: report.channel_id.clone(),
-                    inserted: report.inserted.len(),
-                    updated: report.updated.len(),
-                });
-            }
-        }
-        Ok(reports)
-    }
-
-    /// Applies reaction changes a source read, and tells the UI.
-    pub async fn apply_reactions(&self, source: Source, changes: Vec<crate::store::ReactionChange>) -> Result<usize> {
-        let changed = self.blocking(move |s| s.apply_reactions(source, &changes)).await?;
-        for (_, channel_id) in &changed {
-            self.publish(Event::MessagesChanged { channel_id: channel_id.clone(), inserted: 0, updated: 1 });
-        }
-        Ok(changed.len())
-    }
-
-    /// Marks messages the platform deleted as unsent, and tells the UI.
-    pub async fn mark_unsent(&self, source: Source, platform_ids: Vec<String>) -> Result<usize> {
-        let changed = self.blocking(move |s| s.mark_unsent(source, &platform_ids)).await?;
-        for (_, channel_id) in &changed {
-            self.publish(Event::MessagesChanged { channel_id: channel_id.clone(), inserted: 0, updated: 1 });
-        }
-        Ok(changed.len())
-    }
-
-    /// Takes away a message's reactions (all, or those with one emoji), and tells the UI.
-    pub async fn clear_reactions(&self, source: Source, platform_id: String, emoji: Option<String>) -> Result<bool> {
-        let changed = self.blocking(move |s| s.clear_reactions(source, &platform_id, emoji.as_deref())).await?;
-        if let Some((_, channel_id)) = &changed {
-            self.publish(Event::MessagesChanged { channel_id: channel_id.clone(), inserted: 0, updated: 1 });
-        }
-        Ok(changed.is_some())
-    }
-
-    /// A source's allowed channels (for reading their history back).
-    pub async fn allowed_channels(&self, source: Source) -> Result<Vec<crate::store::AllowedChannel>> {
-        self.blocking(move |s| s.allowed_channels(source)).await
-    }
-
-    /// The platform ids of a channel's newest and oldest stored messages.
-    pub async fn message_bounds(&self, channel_id: String) -> Result<Option<(String, String)>> {
-        self.blocking(move |s| s.message_bounds(&channel_id)).await
-    }
-
     /// How many channels and sends wait for the person (the tray's counts).
     pub async fn waiting(&self) -> Result<Waiting> {
         self.blocking(|s| s.waiting()).await
@@ -235,17 +156,6 @@ impl Amc {
         self.inner.revocations.send_modify(|n| *n += 1);
         self.publish(Event::AgentsChanged);
         Ok(agent)
-    }
-
-    /// Sends stuck in `sending` for longer than a platform may take become `unknown`.
-    pub async fn expire_stale_sends(&self) -> Result<()> {
-        let older_than = crate::time::now_ms() - self.config().send_timeout.as_millis() as i64 - 60_000;
-        let expired = self.blocking(move |s| s.expire_stale_sends(older_than)).await?;
-        for id in expired {
-            tracing::warn!(send = %id, "a send never got its outcome; marked unknown for review");
-            self.publish(Event::SendChanged { send_id: id, status: OutboxStatus::Unknown });
-        }
-        Ok(())
     }
 
     /// Pauses (every send is held) or resumes all agents. Kept across restarts.

@@ -28,6 +28,17 @@ pub struct SourceStatus {
     pub state: SourceState,
     /// What is wrong and how to fix it, when not connected.
     pub reason: Option<String>,
+    /// When the source last finished reading what was said while it was away (Discord's
+    /// catch-up after a connection). Absent until it has.
+    #[serde(skip_serializing_if = "Option::is_none", with = "crate::time::serde_ms::option")]
+    pub caught_up_at: Option<crate::time::Millis>,
+}
+
+impl SourceStatus {
+    /// A state and its reason.
+    pub fn new(state: SourceState, reason: Option<String>) -> Self {
+        Self { state, reason, caught_up_at: None }
+    }
 }
 
 /// `GET /healthz`.
@@ -58,9 +69,9 @@ impl Registry {
             .into_iter()
             .map(|s| {
                 let status = if senders.get(s).is_some() {
-                    SourceStatus { state: SourceState::Connected, reason: None }
+                    SourceStatus::new(SourceState::Connected, None)
                 } else {
-                    SourceStatus { state: SourceState::Disabled, reason: Some("not configured".into()) }
+                    SourceStatus::new(SourceState::Disabled, Some("not configured".into()))
                 };
                 (s, status)
             })
@@ -83,14 +94,27 @@ impl Ord for Source {
 
 impl Amc {
     /// Records a source's state (sources call this as they connect and fail).
-    pub fn set_source_status(&self, source: Source, status: SourceStatus) {
+    pub fn set_source_status(&self, source: Source, mut status: SourceStatus) {
         let changed = {
             let mut states = self.inner.health.states.write().unwrap_or_else(|p| p.into_inner());
+            let before = states.get(&source);
+            status.caught_up_at = status.caught_up_at.or(before.and_then(|b| b.caught_up_at));
             states.insert(source, status.clone()).as_ref() != Some(&status)
         };
         if changed {
             self.publish(crate::events::Event::SourceChanged { source });
         }
+    }
+
+    /// Records that a source finished reading what was said while it was away.
+    pub fn note_caught_up(&self, source: Source) {
+        {
+            let mut states = self.inner.health.states.write().unwrap_or_else(|p| p.into_inner());
+            if let Some(s) = states.get_mut(&source) {
+                s.caught_up_at = Some(crate::time::now_ms());
+            }
+        }
+        self.publish(crate::events::Event::SourceChanged { source });
     }
 
     /// Records how the last send of a source went: a refusal for credentials or

@@ -6,14 +6,17 @@
 //! - `inbox.rs`: the agents' reads (unread, context, get, mark read, channels).
 //! - `send.rs`: the agents' sends and their delivery.
 //! - `admin.rs`: the person's actions (approval, review, agents, pause).
+//! - `ingest.rs`: the sources' front door (messages, edits, reactions, unsends,
+//!   checkpoints, late arrivals).
+//! - `upkeep.rs`: the housekeeping that runs every minute.
 //! - `health.rs`: the sources' states.
-//! - `relay.rs`: the agent relay: threads, sharing, cursors, search, long-poll.
 
 mod admin;
 mod health;
 mod inbox;
-mod relay;
+mod ingest;
 mod send;
+mod upkeep;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -30,7 +33,6 @@ use crate::store::Store;
 pub use admin::{AdminSend, InboxItem};
 pub use health::{Health, SourceState, SourceStatus};
 pub use inbox::{ContextPage, ContextParams, MarkReadResult, UnreadPage, UnreadParams};
-pub use relay::{Minted, Page, PageMessage, Principal, Receipt, SearchPage};
 pub use send::{AttachmentRef, SendReceipt, SendRequest};
 
 const PAUSED_SETTING: &str = "agents_paused";
@@ -52,10 +54,8 @@ struct Inner {
     paused: AtomicBool,
     started: Instant,
     url_filter: crate::attach::url::AddressFilter,
-    relay_notifier: relay::Notifier,
     /// Bumped on every revocation, so an agent's waits end at once.
     revocations: tokio::sync::watch::Sender<u64>,
-    relay_cursors: std::sync::Mutex<Option<Arc<relay::Cursors>>>,
 }
 
 /// An authenticated agent.
@@ -94,16 +94,32 @@ impl Amc {
                 paused: AtomicBool::new(paused),
                 started: Instant::now(),
                 url_filter: crate::attach::url::is_public,
-                relay_notifier: relay::Notifier::default(),
                 revocations: tokio::sync::watch::Sender::new(0),
-                relay_cursors: std::sync::Mutex::new(None),
             }),
         })
     }
 
-    /// The store, for sources that ingest.
+    /// The store, for the core's own tests and, with the `test-support` feature, other
+    /// crates' tests. Sources and edges go through the service layer instead.
+    #[cfg(any(test, feature = "test-support"))]
     pub fn store(&self) -> &Store {
         &self.inner.store
+    }
+
+    /// AMC's database, for parts that keep their own tables in it (the relay).
+    pub fn database(&self) -> &crate::db::Database {
+        self.inner.store.database()
+    }
+
+    /// Changes on every agent revocation: a long wait watches it to end at once when its
+    /// agent is revoked.
+    pub fn revocations(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.inner.revocations.subscribe()
+    }
+
+    /// Whether `agent_id` was revoked (or never existed).
+    pub async fn is_agent_revoked(&self, agent_id: String) -> Result<bool> {
+        self.blocking(move |s| s.is_agent_revoked(&agent_id)).await
     }
 
     /// The change feed.

@@ -11,7 +11,7 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::events::Event;
 use crate::model::{OutboxItem, OutboxStatus, SendPolicy};
 use crate::sender::{OutgoingSend, SendError};
-use crate::store::{NewSend, SendLookup, SendOutcome};
+use crate::store::{NewSend, SendLookup, SendOutcome, SendTarget};
 use crate::time::{Millis, now_ms, serde_ms};
 
 /// The longest text AMC passes to a platform, in bytes.
@@ -132,10 +132,32 @@ fn reuse() -> Error {
     )
 }
 
+/// A staged send on its way into the outbox.
+struct Record {
+    agent_id: String,
+    idempotency: Option<(String, [u8; 32])>,
+    req: SendRequest,
+    staged: Vec<crate::model::StagedAttachment>,
+    status: OutboxStatus,
+    stage_id: String,
+    target_id: String,
+}
+
+/// A send that passed every check that costs nothing: where it goes, and its local files
+/// opened and checked.
+struct Checked {
+    target: SendTarget,
+    max_bytes: u64,
+    files: Vec<Option<crate::attach::CheckedFile>>,
+}
+
 impl Amc {
     /// Sends (or holds for review) an agent's message. A request whose
     /// `Idempotency-Key` was seen before answers as the first one did, without any check
     /// or platform call being made again.
+    ///
+    /// Three steps: [`Amc::check_send`] (free checks), [`Amc::stage_send`] (the rate
+    /// limit, downloads, the staged copies) and [`Amc::record_and_deliver`].
     pub async fn send(
         &self,
         agent: &AgentCtx,
@@ -153,7 +175,29 @@ impl Amc {
                 return if earlier == hash { self.replay(item).await } else { Err(reuse()) };
             }
         }
+        let Checked { target, max_bytes, files } = self.check_send(&req).await?;
+        let stage_id = ulid::Ulid::generate().to_string();
+        let staged = self.stage_send(&stage_id, &req, &target, max_bytes, files).await?;
+        let status = if self.paused() || target.send_policy == SendPolicy::Review {
+            OutboxStatus::Held
+        } else {
+            OutboxStatus::Sending
+        };
+        let record = Record {
+            agent_id: agent.agent_id.clone(),
+            idempotency: idempotency_key.map(|k| (k, hash)),
+            req,
+            staged,
+            status,
+            stage_id,
+            target_id: target.id,
+        };
+        self.record_and_deliver(record).await
+    }
 
+    /// The checks that cost nothing: the channel and its policy, the text's length, the
+    /// reply's target, and each local file, opened and checked.
+    async fn check_send(&self, req: &SendRequest) -> Result<Checked> {
         let channel_id = req.channel_id.clone();
         let target = self.blocking(move |s| s.send_target(&channel_id)).await?.ok_or_else(Error::channel_not_found)?;
         if target.send_policy == SendPolicy::ReadOnly {
@@ -162,8 +206,8 @@ impl Amc {
                 "this channel is read-only for agents; the person can change its send policy in AMC",
             ));
         }
-        let max_chars = self.inner.senders.get(target.source).and_then(|s| s.max_text_chars());
-        if let Some(max) = max_chars {
+        let sender = self.inner.senders.get(target.source);
+        if let Some(max) = sender.and_then(|s| s.max_text_chars()) {
             let chars = req.text.chars().count();
             if chars > max {
                 return Err(Error::validation(format!(
@@ -178,19 +222,12 @@ impl Amc {
                 return Err(Error::new(ErrorCode::MessageNotFound, "reply_to must be a message of the same channel"));
             }
         }
-        let max_bytes = self
-            .inner
-            .senders
-            .get(target.source)
-            .map(|s| s.max_attachment_bytes())
-            .unwrap_or(FALLBACK_MAX_ATTACHMENT_BYTES);
-
+        let max_bytes = sender.map(|s| s.max_attachment_bytes()).unwrap_or(FALLBACK_MAX_ATTACHMENT_BYTES);
         // Local files are checked before anything is spent; URLs are fetched only once
         // the send is within its channel's rate limit.
-        let refs = req.attachments.clone().unwrap_or_default();
-        let paths: Vec<Option<String>> = refs.iter().map(|a| a.path.clone()).collect();
+        let paths: Vec<Option<String>> = req.attachments.iter().flatten().map(|a| a.path.clone()).collect();
         let policy = self.inner.attachments.clone();
-        let checked = self
+        let files = self
             .run_blocking(move || {
                 paths
                     .into_iter()
@@ -198,12 +235,26 @@ impl Amc {
                     .collect::<Result<Vec<_>>>()
             })
             .await?;
+        Ok(Checked { target, max_bytes, files })
+    }
+
+    /// Takes the send's place in its channel's rate limit, downloads its URLs and copies
+    /// every file into the staging folder `stage_id`. On failure the place is given back
+    /// and nothing stays staged.
+    async fn stage_send(
+        &self,
+        stage_id: &str,
+        req: &SendRequest,
+        target: &SendTarget,
+        max_bytes: u64,
+        files: Vec<Option<crate::attach::CheckedFile>>,
+    ) -> Result<Vec<crate::model::StagedAttachment>> {
         self.inner
             .limiter
             .take(&target.id)
             .map_err(|wait| Error::rate_limited(wait.as_secs_f64().ceil().max(1.0) as u64))?;
-        let stage_id = ulid::Ulid::generate().to_string();
-        let staged = match self.fetch_and_stage(&stage_id, checked, &refs, max_bytes).await {
+        let refs = req.attachments.clone().unwrap_or_default();
+        let staged = match self.fetch_and_stage(stage_id, files, &refs, max_bytes).await {
             Ok(s) => s,
             Err(e) => {
                 self.inner.limiter.refund(&target.id);
@@ -213,7 +264,7 @@ impl Amc {
         let max_total = self.inner.senders.get(target.source).and_then(|s| s.max_total_attachment_bytes());
         let total: u64 = staged.iter().map(|a| a.size_bytes).sum();
         if let Some(max) = max_total.filter(|max| total > *max) {
-            self.discard_stage(&stage_id, &target.id).await;
+            self.discard_stage(stage_id, &target.id).await;
             return Err(Error::new(
                 ErrorCode::AttachmentTooLargeForPlatform,
                 format!(
@@ -222,23 +273,21 @@ impl Amc {
                 ),
             ));
         }
-        let status = if self.paused() || target.send_policy == SendPolicy::Review {
-            OutboxStatus::Held
-        } else {
-            OutboxStatus::Sending
-        };
+        Ok(staged)
+    }
 
-        // From here on the work runs on its own task: a caller that goes away (a closed
-        // connection, a cancelled tool call) cannot leave a send recorded but never tried.
+    /// Records the send in the outbox and, unless it is held, delivers it. This runs on
+    /// its own task: a caller that goes away (a closed connection, a cancelled tool call)
+    /// cannot leave a send recorded but never tried.
+    async fn record_and_deliver(&self, r: Record) -> Result<SendReceipt> {
         let amc = self.clone();
-        let agent_id = agent.agent_id.clone();
-        let target_id = target.id.clone();
         let task = tokio::spawn(async move {
+            let Record { agent_id, idempotency, req, staged, status, stage_id, target_id } = r;
             let lookup = amc
                 .blocking(move |s| {
                     s.record_send(&NewSend {
                         agent_id: &agent_id,
-                        idempotency: idempotency_key.as_deref().map(|k| (k, hash)),
+                        idempotency: idempotency.as_ref().map(|(k, h)| (k.as_str(), *h)),
                         channel_id: &req.channel_id,
                         text: &req.text,
                         reply_to: req.reply_to.as_deref(),

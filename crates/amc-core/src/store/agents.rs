@@ -1,37 +1,16 @@
 //! Agents and their tokens. A token is shown once; only its SHA-256 is stored.
 
-use rand::RngCore;
 use rusqlite::{OptionalExtension, params};
-use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use super::Store;
 use crate::error::{Error, Result};
 use crate::model::AgentInfo;
 use crate::time::now_ms;
-
-/// The prefix of agent tokens, so secret scanners recognise them.
-pub const AGENT_TOKEN_PREFIX: &str = "amc_agent_";
+use crate::token::{AGENT_TOKEN_PREFIX, hash_token, new_token};
 
 /// How often `last_seen_at` is written at most, per agent.
 const SEEN_RESOLUTION_MS: i64 = 60_000;
-
-/// A new random token: `prefix` and 256 random bits in hex.
-pub fn new_token(prefix: &str) -> String {
-    let mut bytes = [0u8; 32];
-    rand::rng().fill_bytes(&mut bytes);
-    let mut out = String::with_capacity(prefix.len() + 64);
-    out.push_str(prefix);
-    for b in bytes {
-        out.push_str(&format!("{b:02x}"));
-    }
-    out
-}
-
-/// SHA-256 of a token.
-pub fn hash_token(token: &str) -> [u8; 32] {
-    Sha256::digest(token.as_bytes()).into()
-}
 
 struct TokenRow {
     id: String,

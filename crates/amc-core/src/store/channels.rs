@@ -135,6 +135,7 @@ pub(super) fn upsert(tx: &Transaction<'_>, source: Source, spec: &ChannelSpec, n
 
 impl Store {
     /// Finds or creates a channel (new channels start `pending`); returns its id and whether it is new.
+    #[cfg(any(test, feature = "test-support"))]
     pub fn ensure_channel(&self, source: Source, spec: &ChannelSpec) -> Result<(String, bool)> {
         self.write(|tx| upsert(tx, source, spec, now_ms()))
     }

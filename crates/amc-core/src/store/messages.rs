@@ -133,6 +133,7 @@ impl Store {
     /// new. Idempotent on the platform id: a message seen again updates its text, edit,
     /// unsend and reactions, and is never stored twice. `checkpoint`, if given, is written
     /// in the same transaction, so a source's high-water mark never runs ahead of its data.
+    #[cfg(any(test, feature = "test-support"))]
     #[tracing::instrument(skip_all, fields(source = %source, channel = %channel.platform_id, n = messages.len()), err)]
     pub fn ingest(
         &self,

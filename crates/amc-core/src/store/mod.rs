@@ -1,174 +1,91 @@
-//! The store: AMC's one SQLite database. This module tree is the only code that writes
-//! SQL; everything else calls the typed methods here.
+//! The store: the core's typed access to AMC's database ([`crate::db::Database`]). This
+//! module tree is the only code of the core that writes SQL; the service layer calls the
+//! typed methods here. It is crate-private: sources and edges go through the service
+//! layer (`Amc`), never here.
 //!
 //! # Layout
-//! - `mod.rs`: opening, pragmas, migrations, the connection pool.
+//! - `mod.rs`: the core's migrations and the message id generator.
 //! - `channels.rs`: channels and the person's approval.
 //! - `messages.rs`: ingest, unread, context, read state.
 //! - `agents.rs`: agents and their hashed tokens.
 //! - `outbox.rs`: agents' sends and their idempotency records.
-//! - `relay.rs`: the agent relay's threads, tokens, messages and search index.
 
 mod agents;
+#[cfg(test)]
+mod behaviour;
 mod channels;
 mod messages;
 mod outbox;
-mod relay;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
+use crate::db::{Database, Migration};
+use crate::error::Result;
 
-use crate::error::{Error, Result};
-
-pub use agents::{AGENT_TOKEN_PREFIX, hash_token, new_token};
 pub use channels::{AllowedChannel, ChannelSpec, SendTarget};
 pub use messages::{AttachmentFile, IngestReport, ReactionChange, UnreadQuery};
 pub use outbox::{NewSend, SendLookup, SendOutcome};
-pub use relay::{Access, PERSON, RelayMessage, SearchHit, ThreadMeta, TokenInfo};
 
-/// The migrations, in order; `PRAGMA user_version` is the number applied.
-const MIGRATIONS: &[(&str, &str)] = &[
+/// The core's migrations, in order; `PRAGMA user_version` is the number applied.
+const MIGRATIONS: &[Migration] = &[
     ("0001_initial", include_str!("migrations/0001_initial.sql")),
-    ("0002_relay", include_str!("migrations/0002_relay.sql")),
+    // The relay's tables now migrate with the relay (crates/amc-relay); the slot stays so
+    // every database keeps its number.
+    ("0002_relay_moved", include_str!("migrations/0002_relay_moved.sql")),
     ("0003_release_by_arrival", include_str!("migrations/0003_release_by_arrival.sql")),
     ("0004_platform_aliases", include_str!("migrations/0004_platform_aliases.sql")),
     ("0005_imessage_conversations", include_str!("migrations/0005_imessage_conversations.sql")),
 ];
 
-/// How long a connection waits for a lock held by another before giving up.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// A cheap, cloneable handle on the database: one writer connection, and a pool of
-/// readers that WAL lets run beside it.
+/// The core's typed store: the database, and the generator of message ids.
 #[derive(Clone)]
 pub struct Store {
-    inner: Arc<Inner>,
+    db: Database,
+    /// Message ids made within one millisecond still sort in the order they were made.
+    ids: Arc<Mutex<ulid::Generator>>,
 }
 
-struct Inner {
-    path: PathBuf,
-    writer: Mutex<Connection>,
-    readers: Mutex<Vec<Connection>>,
-    /// Message ids made within one millisecond still sort in the order they were made.
-    ids: Mutex<ulid::Generator>,
+impl std::ops::Deref for Store {
+    type Target = Database;
+
+    fn deref(&self) -> &Database {
+        &self.db
+    }
 }
 
 impl Store {
     /// Opens (creating if needed) the database at `path` and applies pending migrations.
-    #[tracing::instrument(skip_all, fields(path = %path.display()), err)]
     pub fn open(path: &Path) -> Result<Self> {
-        let mut writer = open_connection(path, false)?;
-        std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
-        writer.pragma_update(None, "journal_mode", "wal")?;
-        migrate(&mut writer)?;
-        Ok(Self {
-            inner: Arc::new(Inner {
-                path: path.to_owned(),
-                writer: Mutex::new(writer),
-                readers: Mutex::new(Vec::new()),
-                ids: Mutex::new(ulid::Generator::new()),
-            }),
-        })
+        Ok(Self { db: Database::open(path, MIGRATIONS)?, ids: Arc::new(Mutex::new(ulid::Generator::new())) })
+    }
+
+    /// The database under the store, for parts with their own tables (the relay).
+    pub fn database(&self) -> &Database {
+        &self.db
     }
 
     /// A new `msg_<ULID>`, later than every one this store made before.
     pub fn next_message_id(&self) -> String {
-        let mut generator = self.inner.ids.lock().unwrap_or_else(|p| p.into_inner());
+        let mut generator = self.ids.lock().unwrap_or_else(|p| p.into_inner());
         match generator.generate() {
             Ok(id) => format!("msg_{id}"),
             // The random part ran out within one millisecond: a fresh id is still unique.
             Err(_) => crate::ids::new_message_id(),
         }
     }
-
-    /// The database file.
-    pub fn path(&self) -> &Path {
-        &self.inner.path
-    }
-
-    /// Runs `f` in one write transaction (`BEGIN IMMEDIATE`), committing if it returns `Ok`.
-    pub fn write<T>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
-        // A panic inside an earlier closure dropped its transaction, which rolled back:
-        // the connection is still sound.
-        let mut conn = self.inner.writer.lock().unwrap_or_else(|p| p.into_inner());
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let out = f(&tx)?;
-        tx.commit()?;
-        Ok(out)
-    }
-
-    /// Runs `f` in one read transaction on a pooled reader: every query in it sees the
-    /// same snapshot.
-    pub fn read<T>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
-        let pooled = self.inner.readers.lock().unwrap_or_else(|p| p.into_inner()).pop();
-        let mut conn = match pooled {
-            Some(c) => c,
-            None => open_connection(&self.inner.path, true)?,
-        };
-        let out = {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Deferred)?;
-            let out = f(&tx);
-            tx.finish()?;
-            out
-        };
-        if let Ok(mut pool) = self.inner.readers.lock()
-            && pool.len() < 8
-        {
-            pool.push(conn);
-        }
-        out
-    }
 }
 
-fn open_connection(path: &Path, read_only: bool) -> Result<Connection> {
-    let flags = if read_only {
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX
-    } else {
-        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX
-    };
-    let conn = Connection::open_with_flags(path, flags)?;
-    conn.busy_timeout(BUSY_TIMEOUT)?;
-    conn.pragma_update(None, "foreign_keys", true)?;
-    conn.pragma_update(None, "synchronous", "normal")?;
-    // The hot indexes of a large inbox stay in memory: 64 MiB of page cache per
-    // connection (allocated as used), and reads through a memory map.
-    conn.pragma_update(None, "cache_size", -65_536)?;
-    conn.pragma_update(None, "mmap_size", 268_435_456)?;
-    conn.pragma_update(None, "temp_store", "memory")?;
-    conn.set_prepared_statement_cache_capacity(64);
-    Ok(conn)
-}
-
-/// Applies every migration newer than `PRAGMA user_version`, each in its own transaction.
-fn migrate(conn: &mut Connection) -> Result<()> {
-    let current: usize = conn.pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0))?.try_into().unwrap_or(0);
-    if current > MIGRATIONS.len() {
-        return Err(Error::internal(format_args!(
-            "the database is from a newer AMC (schema {current}, this build knows {})",
-            MIGRATIONS.len()
-        )));
-    }
-    for (i, (name, sql)) in MIGRATIONS.iter().enumerate().skip(current) {
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        tx.execute_batch(sql).map_err(|e| Error::internal(format_args!("migration {name}: {e}")))?;
-        tx.pragma_update(None, "user_version", (i + 1) as i64)?;
-        tx.commit()?;
-        tracing::info!(migration = name, "applied");
-    }
-    Ok(())
-}
-
-/// The schema version this build writes.
-pub fn schema_version() -> usize {
+/// The core's schema version this build writes.
+#[cfg(test)]
+fn schema_version() -> usize {
     MIGRATIONS.len()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rusqlite::Connection;
 
     #[test]
     fn migrations_apply_to_an_empty_database_and_set_user_version() {
@@ -185,7 +102,7 @@ mod tests {
             })
             .expect("read");
         assert_eq!(version as usize, schema_version());
-        assert!(tables >= 9, "{tables} tables");
+        assert!(tables >= 7, "{tables} tables");
         assert_eq!(journal, "wal");
         drop(store);
         // Opening again applies nothing and keeps the data.

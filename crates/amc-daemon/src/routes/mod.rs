@@ -19,7 +19,7 @@ pub const MAX_REST_BODY_BYTES: usize = 1024 * 1024;
 /// Every route, with the envelope for unknown routes and wrong methods.
 pub fn router(state: AppState) -> Router {
     let inbox_mcp = amc_mcp::inbox_service(state.amc.clone(), state.shutdown.child_token());
-    let relay_mcp = amc_mcp::relay_service(state.amc.clone(), state.shutdown.child_token());
+    let relay_mcp = amc_mcp::relay_service(state.relay.clone(), state.shutdown.child_token());
     let mcp = Router::new()
         .route_service("/mcp", inbox_mcp)
         .route_service("/mcp/relay", relay_mcp)

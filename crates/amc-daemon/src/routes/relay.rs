@@ -10,7 +10,7 @@ use serde::Deserialize;
 use crate::AppState;
 use crate::error::ApiResult;
 use crate::extract::{Admin, ApiJson, ApiPath, ApiQuery};
-use amc_core::service::Principal;
+use amc_relay::Principal;
 
 /// The body of `POST /admin/relay/threads`.
 #[derive(Deserialize)]
@@ -22,7 +22,7 @@ pub struct CreateBody {
 
 /// `GET /admin/relay/threads`: every thread.
 pub async fn threads(State(st): State<AppState>, _: Admin) -> ApiResult<impl IntoResponse> {
-    Ok(Json(serde_json::json!({ "threads": st.amc.relay_threads(&Principal::Person).await? })))
+    Ok(Json(serde_json::json!({ "threads": st.relay.threads(&Principal::Person).await? })))
 }
 
 /// `POST /admin/relay/threads`: a thread owned by the person.
@@ -31,7 +31,7 @@ pub async fn create(
     _: Admin,
     ApiJson(b): ApiJson<CreateBody>,
 ) -> ApiResult<impl IntoResponse> {
-    Ok(Json(st.amc.relay_create_thread(&Principal::Person, b.title, b.idempotency_key).await?))
+    Ok(Json(st.relay.create_thread(&Principal::Person, b.title, b.idempotency_key).await?))
 }
 
 /// The body of `POST /admin/relay/threads/{id}/join`.
@@ -48,7 +48,7 @@ pub async fn join(
     ApiPath(id): ApiPath<String>,
     ApiJson(b): ApiJson<JoinBody>,
 ) -> ApiResult<impl IntoResponse> {
-    Ok(Json(st.amc.relay_join(&Principal::Person, id, b.access_token).await?))
+    Ok(Json(st.relay.join(&Principal::Person, id, b.access_token).await?))
 }
 
 /// The query of `GET …/messages`.
@@ -75,7 +75,7 @@ pub async fn read(
     ApiPath(id): ApiPath<String>,
     ApiQuery(q): ApiQuery<ReadQuery>,
 ) -> ApiResult<impl IntoResponse> {
-    Ok(Json(st.amc.relay_read(&Principal::Person, id, q.after, q.limit).await?))
+    Ok(Json(st.relay.read(&Principal::Person, id, q.after, q.limit).await?))
 }
 
 /// `GET /admin/relay/threads/{id}/wait?after=&timeout_seconds=&limit=`: a long-poll. A
@@ -89,15 +89,8 @@ pub async fn wait(
     let after = q.after.unwrap_or_default();
     let shutdown = st.shutdown.clone();
     let page = st
-        .amc
-        .relay_wait(
-            &Principal::Person,
-            id,
-            after,
-            q.timeout_seconds,
-            q.limit,
-            async move { shutdown.cancelled().await },
-        )
+        .relay
+        .wait(&Principal::Person, id, after, q.timeout_seconds, q.limit, async move { shutdown.cancelled().await })
         .await?;
     Ok(Json(page))
 }
@@ -119,7 +112,7 @@ pub async fn post(
     ApiPath(id): ApiPath<String>,
     ApiJson(b): ApiJson<PostBody>,
 ) -> ApiResult<impl IntoResponse> {
-    Ok(Json(st.amc.relay_send(&Principal::Person, id, b.body, b.reply_to_seq, b.idempotency_key).await?))
+    Ok(Json(st.relay.send(&Principal::Person, id, b.body, b.reply_to_seq, b.idempotency_key).await?))
 }
 
 /// The query of `GET /admin/relay/search`.
@@ -137,7 +130,7 @@ pub async fn search(
     _: Admin,
     ApiQuery(q): ApiQuery<SearchQuery>,
 ) -> ApiResult<impl IntoResponse> {
-    Ok(Json(st.amc.relay_search(&Principal::Person, q.query, q.cursor, q.limit).await?))
+    Ok(Json(st.relay.search(&Principal::Person, q.query, q.cursor, q.limit).await?))
 }
 
 /// `GET /admin/relay/threads/{id}/invites`: the thread's tokens, never their secrets.
@@ -146,7 +139,7 @@ pub async fn invites(
     _: Admin,
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<impl IntoResponse> {
-    Ok(Json(serde_json::json!({ "invites": st.amc.relay_invites(&Principal::Person, id).await? })))
+    Ok(Json(serde_json::json!({ "invites": st.relay.invites(&Principal::Person, id).await? })))
 }
 
 /// The body of `POST /admin/relay/threads/{id}/invites`.
@@ -165,7 +158,7 @@ pub async fn mint(
     ApiPath(id): ApiPath<String>,
     ApiJson(b): ApiJson<MintBody>,
 ) -> ApiResult<impl IntoResponse> {
-    Ok((StatusCode::CREATED, Json(st.amc.relay_mint(&Principal::Person, id, b.kind, b.expires_in_seconds).await?)))
+    Ok((StatusCode::CREATED, Json(st.relay.mint(&Principal::Person, id, b.kind, b.expires_in_seconds).await?)))
 }
 
 /// `POST /admin/relay/threads/{id}/invites/{token_id}/revoke`.
@@ -174,5 +167,5 @@ pub async fn revoke(
     _: Admin,
     ApiPath((id, token_id)): ApiPath<(String, String)>,
 ) -> ApiResult<impl IntoResponse> {
-    Ok(Json(st.amc.relay_revoke(&Principal::Person, id, token_id).await?))
+    Ok(Json(st.relay.revoke(&Principal::Person, id, token_id).await?))
 }

@@ -10,9 +10,9 @@ use serde::Deserialize;
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Admin, ApiJson};
+use amc_core::model::ChannelSpec;
 use amc_core::model::{ChannelKind, IncomingAttachment, IncomingMessage, Reaction, SenderInfo, Source};
 use amc_core::sender::SendError;
-use amc_core::store::ChannelSpec;
 use amc_core::time::{now_ms, parse_rfc3339};
 use amc_core::{Error, ErrorCode};
 

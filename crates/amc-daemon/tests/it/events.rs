@@ -25,8 +25,11 @@ async fn a_poll_wakes_when_an_event_arrives() {
     let started = Instant::now();
     let poll =
         tokio::spawn(async move { conn.get(&format!("/admin/events/poll?after={after}&timeout_ms=20000")).await });
-    // Give the request time to reach the daemon; it is then waiting, not answered.
-    tokio::time::sleep(Duration::from_millis(150)).await;
+    // The request reaches the daemon and waits there, unanswered.
+    amc_testkit::eventually("the poll to wait in the daemon", || async {
+        (d.amc.events().pollers() == 1).then_some(())
+    })
+    .await;
     assert!(!poll.is_finished(), "a poll with nothing new waits");
     let created = d.admin().await.post("/admin/agents", &json!({ "id": "claude-code" })).await.expect("agent");
     assert_eq!(created.status, 201);

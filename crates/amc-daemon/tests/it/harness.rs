@@ -5,10 +5,10 @@ use std::sync::Arc;
 
 use amc_client::{Connection, Response};
 use amc_core::config::{Config, RawConfig};
+use amc_core::model::ChannelSpec;
 use amc_core::model::{ChannelKind, IncomingAttachment, IncomingMessage, SenderInfo, Source};
 use amc_core::sender::{RecordingSender, Senders};
 use amc_core::service::Amc;
-use amc_core::store::ChannelSpec;
 use amc_core::time::now_ms;
 use serde_json::Value;
 use tokio::sync::oneshot;
@@ -17,6 +17,7 @@ use tokio::task::JoinHandle;
 pub struct Daemon {
     pub dir: tempfile::TempDir,
     pub amc: Amc,
+    pub relay: amc_relay::Relay,
     pub sender: RecordingSender,
     pub config: Config,
     pub admin_token: String,
@@ -54,22 +55,13 @@ impl Daemon {
         };
         let tcp_addr = tcp.as_ref().map(|l| l.local_addr().expect("addr"));
         let amc = Amc::start(config.clone(), senders).expect("start");
+        let daemon = amc_daemon::Daemon::new(amc.clone()).expect("daemon");
+        let (admin_token, relay) = (daemon.admin_token().to_owned(), daemon.relay().clone());
         let (stop, stopped) = oneshot::channel::<()>();
-        let task = tokio::spawn(amc_daemon::serve(amc.clone(), socket, tcp, async move {
+        let task = tokio::spawn(daemon.serve(socket, tcp, async move {
             let _ = stopped.await;
         }));
-        // The admin token is written as the daemon starts.
-        let token_path = config.admin_token_path();
-        let mut admin_token = String::new();
-        for _ in 0..200 {
-            if let Ok(t) = std::fs::read_to_string(&token_path) {
-                admin_token = t.trim().to_owned();
-                break;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-        }
-        assert!(!admin_token.is_empty(), "admin token not written");
-        Self { dir, amc, sender: recording, config, admin_token, tcp_addr, stop: Some(stop), task: Some(task) }
+        Self { dir, amc, relay, sender: recording, config, admin_token, tcp_addr, stop: Some(stop), task: Some(task) }
     }
 
     pub fn socket(&self) -> PathBuf {

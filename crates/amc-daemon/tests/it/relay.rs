@@ -40,7 +40,7 @@ async fn tool_err(c: &mut Connection, name: &str, args: Value) -> String {
 async fn waiters_until(d: &Daemon, what: &str, done: impl Fn(usize) -> bool) {
     let mut tick = tokio::time::interval(Duration::from_millis(1));
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    while !done(d.amc.relay_waiters()) {
+    while !done(d.relay.waiters()) {
         assert!(tokio::time::Instant::now() < deadline, "timed out waiting until {what}");
         tick.tick().await;
     }

@@ -332,10 +332,7 @@ impl Sender for Hanging {
         1 << 20
     }
     fn send(&self, _: OutgoingSend) -> BoxFuture<'_, Result<Delivery, SendError>> {
-        Box::pin(async {
-            tokio::time::sleep(Duration::from_secs(3600)).await;
-            Err(SendError::Failed("unreachable".into()))
-        })
+        Box::pin(std::future::pending())
     }
 }
 
@@ -500,7 +497,7 @@ impl Sender for Echoing {
     fn send(&self, msg: OutgoingSend) -> BoxFuture<'_, Result<Delivery, SendError>> {
         Box::pin(async move {
             let amc = self.amc.get().expect("wired");
-            let spec = amc_core::store::ChannelSpec {
+            let spec = amc_core::model::ChannelSpec {
                 platform_id: msg.channel_platform_id.clone(),
                 name: msg.channel.name.clone(),
                 kind: msg.channel.kind,
@@ -537,17 +534,23 @@ async fn a_platform_echo_that_arrives_first_becomes_the_sent_message_not_a_secon
     assert_eq!(ids(&other.get("/messages/unread").await.expect("get").json()), sent, "the echo is not unread");
 }
 
-/// The recording sender, slowed down like a real platform.
-struct Slow(amc_core::sender::RecordingSender);
+/// The recording sender, held like a slow platform: each send counts itself as started and
+/// waits until the test opens the gate.
+struct Gated {
+    recording: amc_core::sender::RecordingSender,
+    started: tokio::sync::watch::Sender<usize>,
+    open: tokio::sync::watch::Receiver<bool>,
+}
 
-impl Sender for Slow {
+impl Sender for Gated {
     fn max_attachment_bytes(&self) -> u64 {
         1 << 20
     }
     fn send(&self, msg: OutgoingSend) -> BoxFuture<'_, Result<Delivery, SendError>> {
         Box::pin(async move {
-            tokio::time::sleep(Duration::from_millis(300)).await;
-            self.0.send(msg).await
+            self.started.send_modify(|n| *n += 1);
+            let _ = self.open.clone().wait_for(|open| *open).await;
+            self.recording.send(msg).await
         })
     }
 }
@@ -555,18 +558,22 @@ impl Sender for Slow {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sends_survive_their_callers_going_away() {
     let recording = amc_core::sender::RecordingSender::default();
+    let (gate, open) = tokio::sync::watch::channel(false);
+    let started = tokio::sync::watch::Sender::new(0);
+    let gated = Gated { recording: recording.clone(), started: started.clone(), open };
     let dir = tempfile::tempdir().expect("tempdir");
-    let d = Daemon::start_in(dir, |_| {}, Some(Arc::new(Slow(recording.clone())))).await;
+    let d = Daemon::start_in(dir, |_| {}, Some(Arc::new(gated))).await;
     let (mut agent, token) = d.agent("claude").await;
     let (review, _) = allowed(&d, "a", "review").await;
     let (auto, _) = allowed(&d, "b", "auto").await;
+    let mut in_flight = started.subscribe();
 
     // The person approves, and their request goes away while the platform is working.
     let r = agent.post("/messages/send", &json!({ "channel_id": review, "text": "approved" })).await.expect("post");
     let id = r.json()["message_id"].as_str().expect("id").to_owned();
     let amc = d.amc.clone();
     let approving = tokio::spawn(async move { amc.approve_send(id).await });
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    in_flight.wait_for(|n| *n == 1).await.expect("the approved send reached the platform");
     approving.abort();
 
     // An agent's connection closes while its auto send is in flight.
@@ -576,16 +583,24 @@ async fn sends_survive_their_callers_going_away() {
         let mut c = amc_client::Connection::connect(&socket).await.expect("connect").with_bearer(&token);
         c.request(hyper::Method::POST, "/messages/send", &[], Some(body)).await
     });
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    in_flight.wait_for(|n| *n == 2).await.expect("the auto send reached the platform");
     sending.abort();
 
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    while recording.sent().len() < 2 {
-        assert!(tokio::time::Instant::now() < deadline, "not delivered: {:?}", recording.sent());
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    let log = d.admin().await.get("/admin/sends").await.expect("get").json();
+    // The platform answers once both callers are gone.
+    gate.send_replace(true);
+    let admin = d.admin_token.clone();
+    let socket = d.socket();
+    let log = amc_testkit::eventually("both sends to be recorded as sent", || {
+        let (admin, socket) = (admin.clone(), socket.clone());
+        async move {
+            let mut c = amc_client::Connection::connect(&socket).await.ok()?.with_bearer(&admin);
+            let log = c.get("/admin/sends").await.ok()?.json();
+            let done = log["sends"].as_array()?.iter().all(|s| s["status"] != "sending");
+            done.then_some(log)
+        }
+    })
+    .await;
+    assert_eq!(recording.sent().len(), 2, "each delivered once");
     let statuses: Vec<&str> =
         log["sends"].as_array().expect("list").iter().filter_map(|s| s["status"].as_str()).collect();
     assert_eq!(statuses, ["sent", "sent"], "{log}");

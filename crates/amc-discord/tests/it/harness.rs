@@ -67,18 +67,22 @@ pub async fn run_against(fake: &FakeDiscord, dir: &std::path::Path, token: &str,
     amc_runtime::start(raw).await.expect("AMC starts")
 }
 
-/// Waits (at most 20 s) until the Discord source's reason contains `needle`.
+/// Waits until the Discord source's reason contains `needle`.
 pub async fn discord_reason(running: &amc_runtime::Running, needle: &str) -> amc_core::service::Health {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        let h = running.amc().health();
-        let d = &h.sources[&amc_core::model::Source::Discord];
-        if d.reason.as_deref().is_some_and(|r| r.contains(needle)) {
-            return h;
+    // Health changes are published as `source_changed`: look again at each event.
+    let mut events = running.amc().events().subscribe();
+    let waited = tokio::time::timeout(amc_testkit::DEADLINE, async {
+        loop {
+            let h = running.amc().health();
+            let d = &h.sources[&amc_core::model::Source::Discord];
+            if d.reason.as_deref().is_some_and(|r| r.contains(needle)) {
+                return h;
+            }
+            let _ = events.recv().await;
         }
-        assert!(tokio::time::Instant::now() < deadline, "never reported {needle:?}: {d:?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    })
+    .await;
+    waited.unwrap_or_else(|_| panic!("never reported {needle:?}: {:?}", running.amc().health()))
 }
 
 impl Amc {
@@ -120,20 +124,24 @@ impl Amc {
         self.admin().await.get("/healthz").await.expect("healthz").json()["sources"]["discord"].clone()
     }
 
-    /// Polls `check` until it returns something (at most 20 s).
-    pub async fn eventually<T, F, Fut>(&self, what: &str, mut check: F) -> T
+    /// When the source finished its newest catch-up, once that is at or after `since`
+    /// (Unix ms) and differs from `not`: a catch-up that started after `since` is done.
+    pub async fn caught_up(&self, since: i64, not: Option<&str>) -> String {
+        self.eventually("a catch-up to finish", || async {
+            let at = self.health().await["caught_up_at"].as_str()?.to_owned();
+            let ms = amc_core::time::parse_rfc3339(&at)?;
+            (ms >= since && Some(at.as_str()) != not).then_some(at)
+        })
+        .await
+    }
+
+    /// Polls `check` until it returns something (see [`amc_testkit::eventually`]).
+    pub async fn eventually<T, F, Fut>(&self, what: &str, check: F) -> T
     where
         F: FnMut() -> Fut,
         Fut: std::future::Future<Output = Option<T>>,
     {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-        loop {
-            if let Some(v) = check().await {
-                return v;
-            }
-            assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        amc_testkit::eventually(what, check).await
     }
 
     /// The texts of a channel's unread messages once there are at least `n`.

@@ -158,21 +158,24 @@ async fn messages_sent_while_the_session_was_lost_are_fetched_once_back_and_none
     let back = amc.fake.connected(Duration::from_secs(60));
     amc.fake.set_accepting(true);
     assert!(back.await, "the bot came back");
+    let reconnected = amc_core::time::now_ms();
     amc.fake.post(general, &alice, "five");
 
     let texts = amc.texts(&agent, &id, 5, "the gap to be filled").await;
     assert_eq!(texts, ["one", "two", "three", "four", "five"], "\"five\" came live before the catch-up ran");
+    let first = amc.caught_up(reconnected, None).await;
 
-    // A resumable drop: Discord replays the missed dispatches, and the catch-up reads
-    // the same messages again through REST; each is stored once.
+    // A resumable drop: Discord replays the missed dispatches (before RESUMED), and the
+    // catch-up then reads the same messages again through REST; each is stored once.
     amc.fake.drop_connection();
     amc.fake.post(general, &alice, "six");
     assert!(amc.fake.connected(Duration::from_secs(60)).await, "resumed");
+    let resumed = amc_core::time::now_ms();
     let (_, resumes, _, _) = amc.fake.counts();
     assert!(resumes >= 1, "the client resumed its session");
     let texts = amc.texts(&agent, &id, 6, "the replayed message").await;
     assert_eq!(texts[5], "six");
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    amc.caught_up(resumed, Some(&first)).await;
     let again = agent.unread(&id).await;
     assert_eq!(again.len(), 6, "nothing doubled: {again:?}");
     amc.stop().await;
@@ -243,7 +246,10 @@ async fn a_dm_becomes_a_pending_channel_named_after_the_person() {
     let sent = agent.send(json!({ "channel_id": id, "text": "yes" })).await;
     assert_eq!(sent.status, 200, "{:?}", sent.json());
     assert_eq!(amc.fake.posts()[0].channel_id, dm.to_string());
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The gateway's events are applied in order: once Carol's next message is stored, so
+    // is the echo of the bot's answer before it.
+    amc.fake.dm(&carol, "thanks");
+    amc.texts(&agent, &id, 2, "carol's next message").await;
     assert_eq!(amc.channel(dm).await["name"], "carol");
     amc.stop().await;
 }

@@ -59,9 +59,15 @@ async fn a_reply_with_an_attachment_is_one_multipart_request_as_discord_document
     let stored = agent.conn().await.get(&format!("/messages/{msg_id}")).await.expect("get").json();
     assert_eq!(stored["direction"], "outbound");
     assert_eq!(stored["reply_to"], parent_id.as_str());
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    // The gateway's events are applied in order: once a later message is stored, so is
+    // the echo of the agent's reply before it.
+    amc.fake.post(amc.fake.channel_ids()[0], &amc.fake.user("alice"), "later");
+    amc.eventually("the later message", || async {
+        agent.unread(&channel).await.iter().any(|m| m["text"] == "later").then_some(())
+    })
+    .await;
     let ch = amc.channel(amc.fake.channel_ids()[0]).await;
-    assert_eq!(ch["message_count"], 2, "the parent and the reply, once each: {ch}");
+    assert_eq!(ch["message_count"], 3, "the parent, the reply once, and the later message: {ch}");
 
     // Text alone goes as JSON.
     let resp = agent.send(json!({ "channel_id": channel, "text": "and thanks" })).await;

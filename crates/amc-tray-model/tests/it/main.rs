@@ -19,8 +19,8 @@ pub async fn start() -> Fixture {
 }
 
 /// A request as the webview hands it over.
-pub fn webview_request(method: &str, uri: &str, body: &str) -> axum::http::Request<Vec<u8>> {
-    axum::http::Request::builder()
+pub fn webview_request(method: &str, uri: &str, body: &str) -> http::Request<Vec<u8>> {
+    http::Request::builder()
         .method(method)
         .uri(uri)
         .header("content-type", "application/json")
@@ -34,7 +34,7 @@ pub async fn ingest(fx: &Fixture, chat: &str) {
         "source": "imessage", "chat_id": chat, "chat_name": chat,
         "messages": [{ "id": format!("{chat}-1"), "sender": "+15550001", "text": "hello" }],
     });
-    let scheme = amc_shell::scheme::Scheme::new(fx.running.in_process());
+    let scheme = amc_tray_model::scheme::Scheme::new(fx.running.in_process());
     let res = scheme.dispatch(webview_request("POST", "amc://localhost/admin/test/ingest", &body.to_string())).await;
     assert!(res.status().is_success(), "{:?}", String::from_utf8_lossy(res.body()));
 }

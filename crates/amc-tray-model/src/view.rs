@@ -52,6 +52,14 @@ fn count(n: u64, one: &str, many: &str, tail: &str) -> String {
     }
 }
 
+/// Pauses all agents if they run, resumes them if paused (the menu's switch). The switch
+/// shows AMC's state once it changed, through the `pause_changed` event.
+pub async fn toggle_pause(amc: Amc) {
+    if let Err(e) = amc.set_paused(!amc.paused()).await {
+        tracing::warn!(error = %e, "pausing agents failed");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,15 +12,15 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::Body;
-use axum::http::{HeaderValue, Method, Request, Response, StatusCode, Uri, header};
-use axum::response::IntoResponse;
+use bytes::Bytes;
+use http::{HeaderValue, Method, Request, Response, StatusCode, Uri, header};
 use http_body_util::BodyExt;
 use tokio::sync::Mutex;
-use tower::ServiceExt;
 
 use amc_core::{Error, ErrorCode};
-use amc_daemon::error::ApiError;
+use amc_daemon::{InProcess, ResponseBody};
+
+type Body = ResponseBody;
 
 /// The scheme's name, as registered with the webview.
 pub const SCHEME: &str = "amc";
@@ -37,19 +37,19 @@ const EVENT_RETRY_MS: u32 = 100;
 /// The admin event stream's path.
 const EVENTS: &str = "/admin/events";
 
-/// Answers the window's requests through the daemon's in-process router
+/// Answers the window's requests through the daemon in this process
 /// (`Running::in_process`). A cheap `Clone` handle: clones share the event subscription.
 #[derive(Clone)]
 pub struct Scheme {
-    router: axum::Router,
+    daemon: InProcess,
     events: Arc<Mutex<Option<Body>>>,
     event_poll: Duration,
 }
 
 impl Scheme {
-    /// Answers through `router`.
-    pub fn new(router: axum::Router) -> Self {
-        Self { router, events: Arc::default(), event_poll: EVENT_POLL }
+    /// Answers through `daemon`.
+    pub fn new(daemon: InProcess) -> Self {
+        Self { daemon, events: Arc::default(), event_poll: EVENT_POLL }
     }
 
     /// How long an event-stream request waits for an event (tests use a short one).
@@ -63,40 +63,33 @@ impl Scheme {
         let (mut parts, body) = req.into_parts();
         if parts.uri.host() != Some(HOST) {
             tracing::warn!(uri = %parts.uri, "amc: request for another host refused");
-            let refused = ApiError(Error::new(ErrorCode::Forbidden, "the amc: scheme answers only amc://localhost/"));
-            return collect(refused.into_response()).await;
+            let refused = Error::new(ErrorCode::Forbidden, "the amc: scheme answers only amc://localhost/");
+            return collect(InProcess::error(refused)).await;
         }
         // The router routes on the path: keep only it and the query.
         let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
         parts.uri = match Uri::try_from(path) {
             Ok(uri) => uri,
-            Err(_) => return collect(ApiError::new(ErrorCode::NotFound, "no such route").into_response()).await,
+            Err(_) => return collect(InProcess::error(Error::new(ErrorCode::NotFound, "no such route"))).await,
         };
         parts.headers.insert(header::HOST, HeaderValue::from_static(HOST));
         if parts.method == Method::GET && parts.uri.path() == EVENTS {
             return self.poll_events(parts).await;
         }
         let (method, path) = (parts.method.clone(), parts.uri.path().to_owned());
-        let res = self.call(Request::from_parts(parts, Body::from(body))).await;
+        let res = self.daemon.call(Request::from_parts(parts, Bytes::from(body))).await;
         tracing::debug!(%method, %path, status = res.status().as_u16(), "amc: answered");
         collect(res).await
     }
 
-    async fn call(&self, req: Request<Body>) -> axum::response::Response {
-        match self.router.clone().oneshot(req).await {
-            Ok(res) => res,
-            Err(never) => match never {},
-        }
-    }
-
     /// Reads the kept event stream (opening it if needed) until its next event, or until
     /// the wait passes, or until it ends.
-    async fn poll_events(&self, parts: axum::http::request::Parts) -> Response<Vec<u8>> {
+    async fn poll_events(&self, parts: http::request::Parts) -> Response<Vec<u8>> {
         let mut kept = self.events.lock().await;
         let stream = match kept.take() {
             Some(body) => body,
             None => {
-                let res = self.call(Request::from_parts(parts, Body::empty())).await;
+                let res = self.daemon.call(Request::from_parts(parts, Bytes::new())).await;
                 if !res.status().is_success() {
                     return collect(res).await;
                 }
@@ -113,8 +106,8 @@ impl Scheme {
     }
 }
 
-/// Turns a router response into one buffered response.
-async fn collect(res: axum::response::Response) -> Response<Vec<u8>> {
+/// Turns a streamed response into one buffered response.
+async fn collect(res: Response<Body>) -> Response<Vec<u8>> {
     let (parts, body) = res.into_parts();
     match body.collect().await {
         Ok(c) => {

@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use amc_core::service::{AgentCtx, SendRequest};
-use amc_shell::follow::{NoticePolicy, Update, follow};
-use amc_shell::view::TrayView;
+use amc_tray_model::follow::{NoticePolicy, Update, follow};
+use amc_tray_model::view::TrayView;
 use tokio::sync::mpsc;
 
 use crate::{Fixture, ingest, start};
@@ -100,7 +100,7 @@ async fn a_burst_raises_one_notice_and_the_next_waits_its_gap() {
     // Three conversations at once (one read of the source), however slow the machine.
     let batches = ["a", "b", "c"]
         .map(|c| {
-            let spec = amc_core::store::ChannelSpec {
+            let spec = amc_core::model::ChannelSpec {
                 platform_id: c.into(),
                 name: c.into(),
                 kind: amc_core::model::ChannelKind::Dm,

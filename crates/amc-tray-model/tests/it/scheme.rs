@@ -2,11 +2,11 @@
 
 use std::time::Duration;
 
-use amc_shell::scheme::Scheme;
+use amc_tray_model::scheme::Scheme;
 
 use crate::{ingest, start, webview_request};
 
-fn json(res: &axum::http::Response<Vec<u8>>) -> serde_json::Value {
+fn json(res: &http::Response<Vec<u8>>) -> serde_json::Value {
     serde_json::from_slice(res.body()).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(res.body())))
 }
 
@@ -58,7 +58,7 @@ async fn unknown_routes_get_the_envelope() {
     fx.running.run_until(async {}).await.expect("stops");
 }
 
-fn events_request() -> axum::http::Request<Vec<u8>> {
+fn events_request() -> http::Request<Vec<u8>> {
     webview_request("GET", "amc://localhost/admin/events", "")
 }
 
@@ -66,12 +66,17 @@ fn events_request() -> axum::http::Request<Vec<u8>> {
 async fn the_event_stream_answers_with_the_next_event_then_ends() {
     let fx = start().await;
     let scheme = Scheme::new(fx.running.in_process()).event_poll(Duration::from_secs(10));
+    let listening = fx.running.amc().events().listeners();
     let poll = tokio::spawn({
         let scheme = scheme.clone();
         async move { scheme.dispatch(events_request()).await }
     });
-    // Let the request subscribe before the change.
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The request subscribes to the feed before the change.
+    let events = fx.running.amc().events().clone();
+    amc_testkit::eventually("the event stream to subscribe", || async {
+        (events.listeners() > listening).then_some(())
+    })
+    .await;
     fx.running.amc().set_paused(true).await.expect("pause");
     let res = tokio::time::timeout(Duration::from_secs(5), poll).await.expect("ends after the event").expect("task");
     assert_eq!(res.status(), 200);

@@ -48,6 +48,20 @@ impl Installed {
     }
 }
 
+impl Installed {
+    /// Whether it failed.
+    pub fn failed(&self) -> bool {
+        matches!(self, Self::Failed(_))
+    }
+}
+
+/// Links this install's `amc` into the first folder of [`candidate_dirs`] for the person
+/// running the app.
+pub fn install_for_this_user() -> Installed {
+    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
+    install(&amc_core::config::amc_command(), &candidate_dirs(&home))
+}
+
 /// The folders tried, in order, for a person whose home is `home`.
 pub fn candidate_dirs(home: &Path) -> Vec<(PathBuf, bool)> {
     vec![

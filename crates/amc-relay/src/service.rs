@@ -1,4 +1,4 @@
-//! The agent relay: private threads that agents (and the person) create, share by
+//! The relay's rules: private threads that agents (and the person) create, share by
 //! capability tokens, post to, read by cursor, search and long-poll.
 //!
 //! Every operation takes the authenticated [`Principal`]; a message's author is always
@@ -16,10 +16,11 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 use tokio::sync::watch;
 
-use super::Amc;
-use crate::error::{Error, ErrorCode, Result};
-use crate::store::{Access, PERSON, RelayMessage, SearchHit, ThreadMeta, TokenInfo};
-use crate::time::{Millis, now_ms, serde_ms};
+use amc_core::error::{Error, ErrorCode, Result};
+use amc_core::service::Amc;
+use amc_core::time::{Millis, now_ms, serde_ms};
+
+use crate::store::{Access, PERSON, RelayMessage, RelayStore, SearchHit, ThreadMeta, TokenInfo};
 
 /// The most bytes a page's JSON (as sent, pretty-printed) may take.
 pub const PAGE_BUDGET_BYTES: usize = 32 * 1024;
@@ -126,7 +127,7 @@ pub struct Minted {
 /// The newest messages of a thread, as the notifier hands them to woken waiters so they
 /// need not read the store: a post wakes a thousand waiters without a thousand reads.
 #[derive(Debug, Default)]
-pub(super) struct Recent {
+pub(crate) struct Recent {
     latest_seq: i64,
     /// Ascending by seq (posts may be announced out of order; they are put in place).
     messages: std::collections::VecDeque<Arc<RelayMessage>>,
@@ -232,7 +233,7 @@ pub(super) struct Cursors {
 }
 
 impl Cursors {
-    pub(super) fn new(key: Vec<u8>) -> Self {
+    pub(crate) fn new(key: Vec<u8>) -> Self {
         Self { key }
     }
 
@@ -262,7 +263,7 @@ impl Cursors {
     }
 
     /// A read cursor: a position in one thread.
-    pub(super) fn read_cursor(&self, thread_id: &str, seq: i64) -> Result<String> {
+    pub(crate) fn read_cursor(&self, thread_id: &str, seq: i64) -> Result<String> {
         self.sign(&format!("r:{thread_id}:{seq}"))
     }
 
@@ -357,42 +358,83 @@ fn nested_len<T: Serialize>(v: &T) -> usize {
     }
 }
 
-impl Amc {
+/// The relay: a cheap, cloneable handle that every caller (REST, MCP, the tray) shares.
+#[derive(Clone)]
+pub struct Relay {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    amc: Amc,
+    store: RelayStore,
+    notifier: Notifier,
+    cursors: Mutex<Option<Arc<Cursors>>>,
+}
+
+impl Relay {
+    /// The relay on `amc`'s database, its tables migrated to this build.
+    pub fn open(amc: &Amc) -> Result<Self> {
+        let store = RelayStore::open(amc.database().clone())?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                amc: amc.clone(),
+                store,
+                notifier: Notifier::default(),
+                cursors: Mutex::new(None),
+            }),
+        })
+    }
+
+    /// The relay's store, for other crates' tests and benches (`test-support`).
+    #[cfg(feature = "test-support")]
+    pub fn store(&self) -> &RelayStore {
+        &self.inner.store
+    }
+
+    /// Runs store work off the async threads.
+    async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&RelayStore) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        let store = self.inner.store.clone();
+        tokio::task::spawn_blocking(move || f(&store)).await.map_err(Error::internal)?
+    }
+
     fn cursors(&self) -> Result<Arc<Cursors>> {
-        let mut slot = self.inner.relay_cursors.lock().unwrap_or_else(|p| p.into_inner());
+        let mut slot = self.inner.cursors.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(c) = slot.as_ref() {
             return Ok(c.clone());
         }
-        let c = Arc::new(Cursors::new(self.inner.store.relay_cursor_key()?));
+        let c = Arc::new(Cursors::new(self.inner.store.cursor_key()?));
         *slot = Some(c.clone());
         Ok(c)
     }
 
     /// Creates a private thread owned by the caller (idempotent per key).
-    pub async fn relay_create_thread(&self, who: &Principal, title: String, key: String) -> Result<ThreadMeta> {
+    pub async fn create_thread(&self, who: &Principal, title: String, key: String) -> Result<ThreadMeta> {
         let chars = title.chars().count();
         if !(1..=200).contains(&chars) || title.contains('\0') {
             return Err(Error::validation("title must be 1 to 200 characters, without NUL"));
         }
         check_key(&key)?;
         let (p, id) = (who.as_string(), uuid::Uuid::new_v4().to_string());
-        let (meta, _) = self.blocking(move |s| s.relay_create_thread(&id, &p, &title, &key, now_ms())).await?;
+        let (meta, _) = self.blocking(move |s| s.create_thread(&id, &p, &title, &key, now_ms())).await?;
         Ok(meta)
     }
 
     /// Redeems a read capability or a write invitation.
-    pub async fn relay_join(&self, who: &Principal, thread_id: String, token: String) -> Result<ThreadMeta> {
+    pub async fn join(&self, who: &Principal, thread_id: String, token: String) -> Result<ThreadMeta> {
         let thread_id = check_uuid("thread_id", &thread_id)?;
         if !(40..=256).contains(&token.chars().count()) {
             return Err(Error::validation("access_token must be 40 to 256 characters"));
         }
-        let hash = crate::store::hash_token(&token);
+        let hash = amc_core::token::hash_token(&token);
         let p = who.as_string();
-        self.blocking(move |s| s.relay_join(&thread_id, &hash, &p, now_ms())).await
+        self.blocking(move |s| s.join(&thread_id, &hash, &p, now_ms())).await
     }
 
     /// Posts a message as the caller.
-    pub async fn relay_send(
+    pub async fn send(
         &self,
         who: &Principal,
         thread_id: String,
@@ -436,14 +478,14 @@ impl Amc {
         let hash: [u8; 32] = hasher.finalize().into();
         let p = who.as_string();
         let tid = thread_id.clone();
-        let amc = self.clone();
+        let relay = self.clone();
         // The post and its announcement run to the end together, even if the caller goes
         // away: a waiter never misses a committed message.
         let msg = self
             .blocking(move |s| {
-                let (msg, replay) = s.relay_post(&tid, &p, &body, reply_to, &key, &hash, now_ms())?;
+                let (msg, replay) = s.post(&tid, &p, &body, reply_to, &key, &hash, now_ms())?;
                 if !replay {
-                    amc.inner.relay_notifier.notify(&tid, msg.clone());
+                    relay.inner.notifier.notify(&tid, msg.clone());
                 }
                 Ok(msg)
             })
@@ -451,13 +493,13 @@ impl Amc {
         Ok(Receipt { thread_id, seq: msg.seq, created_at: msg.created_at })
     }
 
-    async fn relay_access(&self, who: &Principal, thread_id: &str) -> Result<ThreadMeta> {
+    async fn access(&self, who: &Principal, thread_id: &str) -> Result<ThreadMeta> {
         let (p, t) = (who.as_string(), thread_id.to_owned());
-        self.blocking(move |s| s.relay_thread(&t, &p)).await
+        self.blocking(move |s| s.thread(&t, &p)).await
     }
 
     /// A page of messages after `after` (from the start without one).
-    pub async fn relay_read(
+    pub async fn read(
         &self,
         who: &Principal,
         thread_id: String,
@@ -467,16 +509,16 @@ impl Amc {
         let thread_id = check_uuid("thread_id", &thread_id)?;
         let limit = check_limit(limit)?;
         // Access first: a cursor never grants it.
-        self.relay_access(who, &thread_id).await?;
+        self.access(who, &thread_id).await?;
         let cursors = self.cursors()?;
         let after_seq = match after.as_deref() {
             None | Some("") => 0,
             Some(c) => cursors.read_position(&thread_id, c)?,
         };
-        self.relay_page(who, &cursors, thread_id, after_seq, limit).await
+        self.page(who, &cursors, thread_id, after_seq, limit).await
     }
 
-    async fn relay_page(
+    async fn page(
         &self,
         who: &Principal,
         cursors: &Cursors,
@@ -485,13 +527,13 @@ impl Amc {
         limit: u32,
     ) -> Result<Page> {
         let (tid, p) = (thread_id.clone(), who.as_string());
-        let (messages, latest) = self.blocking(move |s| s.relay_read(&tid, &p, after_seq, limit)).await?;
+        let (messages, latest) = self.blocking(move |s| s.read_messages(&tid, &p, after_seq, limit)).await?;
         build_page(who, cursors, thread_id, after_seq, messages, latest)
     }
 
-    /// Like [`Amc::relay_read`], but when nothing is there yet, waits up to `timeout`
+    /// Like [`Relay::read`], but when nothing is there yet, waits up to `timeout`
     /// seconds for a message (or for `cancelled`, a caller that went away).
-    pub async fn relay_wait(
+    pub async fn wait(
         &self,
         who: &Principal,
         thread_id: String,
@@ -506,7 +548,7 @@ impl Amc {
         if !(0..=MAX_WAIT_SECONDS as i64).contains(&timeout) {
             return Err(Error::validation("timeout_seconds must be an integer from 0 to 25"));
         }
-        self.relay_access(who, &thread_id).await?;
+        self.access(who, &thread_id).await?;
         let cursors = self.cursors()?;
         let after_seq = match after.as_str() {
             "" => 0,
@@ -514,9 +556,9 @@ impl Amc {
         };
         // Subscribe before looking, so a message posted (or the agent revoked) in between
         // still wakes us.
-        let mut rx = self.inner.relay_notifier.subscribe(&thread_id);
-        let mut revocations = self.inner.revocations.subscribe();
-        let page = self.relay_page(who, &cursors, thread_id.clone(), after_seq, limit).await?;
+        let mut rx = self.inner.notifier.subscribe(&thread_id);
+        let mut revocations = self.inner.amc.revocations();
+        let page = self.page(who, &cursors, thread_id.clone(), after_seq, limit).await?;
         if !page.messages.is_empty() || timeout == 0 {
             return Ok(page);
         }
@@ -548,19 +590,18 @@ impl Amc {
         if let Some(messages) = recent.after(after_seq, limit as usize) {
             return build_page(who, &cursors, thread_id, after_seq, messages, recent.latest_seq);
         }
-        self.relay_page(who, &cursors, thread_id, after_seq, limit).await
+        self.page(who, &cursors, thread_id, after_seq, limit).await
     }
 
     /// `UNAUTHORIZED` for an agent revoked since its request was let in.
     async fn check_not_revoked(&self, who: &Principal) -> Result<()> {
         let Principal::Agent(id) = who else { return Ok(()) };
-        let id = id.clone();
-        let revoked = self.blocking(move |s| s.is_agent_revoked(&id)).await?;
+        let revoked = self.inner.amc.is_agent_revoked(id.clone()).await?;
         if revoked { Err(Error::unauthorized("this agent was revoked")) } else { Ok(()) }
     }
 
     /// Searches titles and bodies of the threads the caller can see.
-    pub async fn relay_search(
+    pub async fn search(
         &self,
         who: &Principal,
         query: String,
@@ -580,7 +621,7 @@ impl Amc {
             Some(c) => cursors.search_offset(&p, &query, c)?,
         };
         let pp = p.clone();
-        let mut hits = self.blocking(move |s| s.relay_search(&pp, &fts, offset, limit + 1)).await?;
+        let mut hits = self.blocking(move |s| s.search(&pp, &fts, offset, limit + 1)).await?;
         let more = hits.len() > limit as usize;
         hits.truncate(limit as usize);
         // Keep the page under the byte budget, but never empty when there are hits.
@@ -601,8 +642,8 @@ impl Amc {
         Ok(SearchPage { hits, next_cursor })
     }
 
-    async fn relay_owner(&self, who: &Principal, thread_id: &str) -> Result<ThreadMeta> {
-        let meta = self.relay_access(who, thread_id).await?;
+    async fn owner(&self, who: &Principal, thread_id: &str) -> Result<ThreadMeta> {
+        let meta = self.access(who, thread_id).await?;
         if meta.access != Access::Owner {
             return Err(Error::new(ErrorCode::Forbidden, "only the thread's owner can share it"));
         }
@@ -611,7 +652,7 @@ impl Amc {
 
     /// Mints a read capability (`read`, reusable) or a write invitation (`write`, single
     /// use). The token is in this answer only; AMC keeps its hash.
-    pub async fn relay_mint(
+    pub async fn mint(
         &self,
         who: &Principal,
         thread_id: String,
@@ -630,38 +671,38 @@ impl Amc {
             Some(s) if (60..=365 * 86_400).contains(&s) => Some(now + s * 1000),
             Some(_) => return Err(Error::validation("expires_in_seconds must be from 60 to 31536000")),
         };
-        self.relay_owner(who, &thread_id).await?;
-        let token = crate::store::new_token(prefix);
-        let hash = crate::store::hash_token(&token);
+        self.owner(who, &thread_id).await?;
+        let token = amc_core::token::new_token(prefix);
+        let hash = amc_core::token::hash_token(&token);
         let p = who.as_string();
         let tid = thread_id.clone();
-        let info = self.blocking(move |s| s.relay_mint_token(&tid, access, &hash, &p, expires_at, now)).await?;
+        let info = self.blocking(move |s| s.mint_token(&tid, access, &hash, &p, expires_at, now)).await?;
         Ok(Minted { token_id: info.token_id, thread_id, kind, access_token: token, expires_at })
     }
 
     /// Revokes a token of a thread the caller owns.
-    pub async fn relay_revoke(&self, who: &Principal, thread_id: String, token_id: String) -> Result<TokenInfo> {
+    pub async fn revoke(&self, who: &Principal, thread_id: String, token_id: String) -> Result<TokenInfo> {
         let thread_id = check_uuid("thread_id", &thread_id)?;
-        self.relay_owner(who, &thread_id).await?;
-        self.blocking(move |s| s.relay_revoke_token(&thread_id, &token_id, now_ms())).await
+        self.owner(who, &thread_id).await?;
+        self.blocking(move |s| s.revoke_token(&thread_id, &token_id, now_ms())).await
     }
 
     /// The tokens of a thread the caller owns (never their secrets).
-    pub async fn relay_invites(&self, who: &Principal, thread_id: String) -> Result<Vec<TokenInfo>> {
+    pub async fn invites(&self, who: &Principal, thread_id: String) -> Result<Vec<TokenInfo>> {
         let thread_id = check_uuid("thread_id", &thread_id)?;
-        self.relay_owner(who, &thread_id).await?;
-        self.blocking(move |s| s.relay_tokens(&thread_id)).await
+        self.owner(who, &thread_id).await?;
+        self.blocking(move |s| s.tokens(&thread_id)).await
     }
 
     /// How many `wait_for_messages` calls are waiting now.
-    pub fn relay_waiters(&self) -> usize {
-        self.inner.relay_notifier.waiters()
+    pub fn waiters(&self) -> usize {
+        self.inner.notifier.waiters()
     }
 
     /// The threads the caller can see.
-    pub async fn relay_threads(&self, who: &Principal) -> Result<Vec<ThreadMeta>> {
+    pub async fn threads(&self, who: &Principal) -> Result<Vec<ThreadMeta>> {
         let p = who.as_string();
-        self.blocking(move |s| s.relay_threads(&p)).await
+        self.blocking(move |s| s.threads(&p)).await
     }
 }
 

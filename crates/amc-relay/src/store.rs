@@ -1,13 +1,17 @@
 //! The relay's tables: threads, members, capability tokens, messages and their search
-//! index. Rules about who may do what live in `service/relay.rs`; this module keeps the
-//! data consistent (gapless sequence numbers, single-use invitations) in transactions.
+//! index. Rules about who may do what live in `service.rs`; this module keeps the data
+//! consistent (gapless sequence numbers, single-use invitations) in transactions. It is
+//! the only code of the relay that writes SQL, through the core's [`Database`].
 
 use rusqlite::{OptionalExtension, Row, Transaction, params};
 use serde::Serialize;
 
-use super::Store;
-use crate::error::{Error, ErrorCode, Result};
-use crate::time::{Millis, serde_ms};
+use amc_core::db::{Database, Migration};
+use amc_core::error::{Error, ErrorCode, Result};
+use amc_core::time::{Millis, serde_ms};
+
+/// The relay's migrations, in order, versioned as the `relay` part of the database.
+const MIGRATIONS: &[Migration] = &[("0001_relay", include_str!("migrations/0001_relay.sql"))];
 
 /// The person's principal: they see and may act on every thread.
 pub const PERSON: &str = "person";
@@ -173,10 +177,22 @@ fn token_from_row(row: &Row<'_>) -> rusqlite::Result<TokenInfo> {
 
 const TOKEN_COLS: &str = "id, thread_id, kind, created_by, created_at, expires_at, revoked_at, used_by";
 
-impl Store {
+/// The relay's typed access to AMC's database.
+#[derive(Clone)]
+pub struct RelayStore {
+    db: Database,
+}
+
+impl RelayStore {
+    /// The relay's tables in `db`, migrated to this build.
+    pub fn open(db: Database) -> Result<Self> {
+        db.migrate_part("relay", MIGRATIONS)?;
+        Ok(Self { db })
+    }
+
     /// Creates a thread owned by `principal`, or returns the one an earlier call with the
     /// same key created (`true`). The same key with another title is `IDEMPOTENCY_KEY_REUSE`.
-    pub fn relay_create_thread(
+    pub fn create_thread(
         &self,
         id: &str,
         principal: &str,
@@ -184,7 +200,7 @@ impl Store {
         key: &str,
         now: Millis,
     ) -> Result<(ThreadMeta, bool)> {
-        self.write(|tx| {
+        self.db.write(|tx| {
             let earlier: Option<(String, String)> = tx
                 .prepare_cached("SELECT id, title FROM relay_threads WHERE owner = ?1 AND create_key = ?2")?
                 .query_row(params![principal, key], |r| Ok((r.get(0)?, r.get(1)?)))
@@ -213,13 +229,13 @@ impl Store {
     }
 
     /// A thread's metadata for `principal`, or `THREAD_NOT_FOUND` if they have no access.
-    pub fn relay_thread(&self, thread_id: &str, principal: &str) -> Result<ThreadMeta> {
-        self.read(|tx| meta(tx, thread_id, principal))
+    pub fn thread(&self, thread_id: &str, principal: &str) -> Result<ThreadMeta> {
+        self.db.read(|tx| meta(tx, thread_id, principal))
     }
 
     /// The threads `principal` can see (every thread for the person), newest first.
-    pub fn relay_threads(&self, principal: &str) -> Result<Vec<ThreadMeta>> {
-        self.read(|tx| {
+    pub fn threads(&self, principal: &str) -> Result<Vec<ThreadMeta>> {
+        self.db.read(|tx| {
             let ids: Vec<String> = tx
                 .prepare_cached(
                     "SELECT t.id FROM relay_threads t WHERE ?1 = 'person' OR EXISTS \
@@ -233,7 +249,7 @@ impl Store {
     }
 
     /// Stores a new token's hash. The caller checked the minter may share the thread.
-    pub fn relay_mint_token(
+    pub fn mint_token(
         &self,
         thread_id: &str,
         kind: Access,
@@ -243,7 +259,7 @@ impl Store {
         now: Millis,
     ) -> Result<TokenInfo> {
         let id = format!("inv_{}", ulid::Ulid::generate());
-        self.write(|tx| {
+        self.db.write(|tx| {
             tx.prepare_cached(
                 "INSERT INTO relay_tokens (id, thread_id, kind, token_hash, created_by, created_at, expires_at) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
@@ -263,8 +279,8 @@ impl Store {
     }
 
     /// The tokens of a thread (never their secrets), newest first.
-    pub fn relay_tokens(&self, thread_id: &str) -> Result<Vec<TokenInfo>> {
-        self.read(|tx| {
+    pub fn tokens(&self, thread_id: &str) -> Result<Vec<TokenInfo>> {
+        self.db.read(|tx| {
             let sql =
                 format!("SELECT {TOKEN_COLS} FROM relay_tokens WHERE thread_id = ?1 ORDER BY created_at DESC, id");
             let mut stmt = tx.prepare_cached(&sql)?;
@@ -274,8 +290,8 @@ impl Store {
     }
 
     /// Revokes a token of a thread; members who joined with it keep their access.
-    pub fn relay_revoke_token(&self, thread_id: &str, token_id: &str, now: Millis) -> Result<TokenInfo> {
-        self.write(|tx| {
+    pub fn revoke_token(&self, thread_id: &str, token_id: &str, now: Millis) -> Result<TokenInfo> {
+        self.db.write(|tx| {
             let changed = tx
                 .prepare_cached(
                     "UPDATE relay_tokens SET revoked_at = coalesce(revoked_at, ?3) WHERE id = ?1 AND thread_id = ?2",
@@ -292,8 +308,8 @@ impl Store {
     /// Redeems a token for `principal`, atomically. A write invitation works once; the
     /// same principal redeeming it again is a no-op. Unknown, revoked or expired tokens,
     /// and tokens of other threads, are `THREAD_NOT_FOUND`: nothing is revealed.
-    pub fn relay_join(&self, thread_id: &str, hash: &[u8; 32], principal: &str, now: Millis) -> Result<ThreadMeta> {
-        self.write(|tx| {
+    pub fn join(&self, thread_id: &str, hash: &[u8; 32], principal: &str, now: Millis) -> Result<ThreadMeta> {
+        self.db.write(|tx| {
             let found: Option<(String, String, Option<String>, bool)> = tx
                 .prepare_cached(
                     "SELECT id, kind, used_by, revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?3) \
@@ -343,7 +359,7 @@ impl Store {
     /// key posted (`true`). Sequence numbers are assigned in the transaction, so they have
     /// no gaps whatever runs at the same time.
     #[allow(clippy::too_many_arguments)]
-    pub fn relay_post(
+    pub fn post(
         &self,
         thread_id: &str,
         author: &str,
@@ -353,7 +369,7 @@ impl Store {
         hash: &[u8; 32],
         now: Millis,
     ) -> Result<(RelayMessage, bool)> {
-        self.write(|tx| {
+        self.db.write(|tx| {
             let access = access_in(tx, thread_id, author)?.ok_or_else(not_found)?;
             let earlier: Option<(i64, Vec<u8>)> = tx
                 .prepare_cached(
@@ -401,14 +417,14 @@ impl Store {
 
     /// Messages after `after_seq`, ascending, at most `limit`, and the thread's latest
     /// seq, if `principal` may read the thread (checked in the same snapshot).
-    pub fn relay_read(
+    pub fn read_messages(
         &self,
         thread_id: &str,
         principal: &str,
         after_seq: i64,
         limit: u32,
     ) -> Result<(Vec<RelayMessage>, i64)> {
-        self.read(|tx| {
+        self.db.read(|tx| {
             access_in(tx, thread_id, principal)?.ok_or_else(not_found)?;
             let latest: i64 = tx
                 .prepare_cached("SELECT latest_seq FROM relay_threads WHERE id = ?1")?
@@ -426,8 +442,8 @@ impl Store {
 
     /// Full-text search, ranked by bm25, restricted in the query itself to threads
     /// `principal` can see. `fts_query` must already be quoted tokens.
-    pub fn relay_search(&self, principal: &str, fts_query: &str, offset: u32, limit: u32) -> Result<Vec<SearchHit>> {
-        self.read(|tx| {
+    pub fn search(&self, principal: &str, fts_query: &str, offset: u32, limit: u32) -> Result<Vec<SearchHit>> {
+        self.db.read(|tx| {
             let mut stmt = tx.prepare_cached(
                 "SELECT f.thread_id, t.title, f.seq, snippet(relay_fts, 2, '[', ']', '…', 16), \
                  coalesce((SELECT m.author FROM relay_messages m WHERE m.thread_id = f.thread_id AND m.seq = f.seq), t.owner) \
@@ -453,19 +469,15 @@ impl Store {
     }
 
     /// The relay's secret for signing cursors, made on first use.
-    pub fn relay_cursor_key(&self) -> Result<Vec<u8>> {
-        if let Some(hex) = self.setting("relay_cursor_key")? {
-            return decode_hex(&hex).ok_or_else(|| Error::internal("relay cursor key is not hex"));
-        }
-        let fresh = super::new_token("");
-        self.write(|tx| {
+    pub fn cursor_key(&self) -> Result<Vec<u8>> {
+        let fresh = amc_core::token::new_token("");
+        let hex: String = self.db.write(|tx| {
             tx.prepare_cached(
-                "INSERT INTO settings (key, value) VALUES ('relay_cursor_key', ?1) ON CONFLICT (key) DO NOTHING",
+                "INSERT INTO relay_keys (name, value) VALUES ('cursor', ?1) ON CONFLICT (name) DO NOTHING",
             )?
             .execute([&fresh])?;
-            Ok(())
+            Ok(tx.prepare_cached("SELECT value FROM relay_keys WHERE name = 'cursor'")?.query_row([], |r| r.get(0))?)
         })?;
-        let hex = self.setting("relay_cursor_key")?.ok_or_else(|| Error::internal("relay cursor key vanished"))?;
         decode_hex(&hex).ok_or_else(|| Error::internal("relay cursor key is not hex"))
     }
 }

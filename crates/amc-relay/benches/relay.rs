@@ -1,6 +1,6 @@
 //! The relay's three figures: how fast a post wakes 1,000 waiting `wait_for_messages`
 //! calls, how many posts per second one thread takes (with search indexing), and search
-//! latency over 1,000,000 messages. `cargo bench -p amc-core --bench relay`;
+//! latency over 1,000,000 messages. `cargo bench -p amc-relay --bench relay`;
 //! `AMC_BENCH_MESSAGES` scales the search corpus.
 #![allow(clippy::print_stdout)] // a bench binary reports on stdout
 
@@ -9,8 +9,9 @@ use std::time::{Duration, Instant};
 
 use amc_core::config::RawConfig;
 use amc_core::sender::Senders;
-use amc_core::service::{Amc, Principal};
-use amc_core::store::hash_token;
+use amc_core::service::Amc;
+use amc_core::token::hash_token;
+use amc_relay::{Principal, Relay};
 
 const WAITERS_DEFAULT: usize = 1000;
 const ROUNDS: usize = 20;
@@ -47,32 +48,32 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir()?;
     let config = RawConfig { data_dir: Some(dir.path().to_owned()), ..Default::default() }.validate()?;
     let amc = Amc::start(config, Senders::default())?;
+    let relay = Relay::open(&amc)?;
     let owner = Principal::Person;
 
     rt.block_on(async {
         // 1. Wake latency with 1,000 waiters on one thread.
-        let thread = amc.relay_create_thread(&owner, "wake".into(), "wake".into()).await?.thread_id;
-        let mut cursor = amc.relay_read(&owner, thread.clone(), None, None).await?.next_cursor;
+        let thread = relay.create_thread(&owner, "wake".into(), "wake".into()).await?.thread_id;
+        let mut cursor = relay.read(&owner, thread.clone(), None, None).await?.next_cursor;
         let mut samples = Vec::with_capacity(waiters * ROUNDS);
         for round in 0..ROUNDS {
             let mut waits = Vec::with_capacity(waiters);
             for _ in 0..waiters {
-                let (amc, thread, cursor) = (amc.clone(), thread.clone(), cursor.clone());
+                let (relay, thread, cursor) = (relay.clone(), thread.clone(), cursor.clone());
                 waits.push(tokio::spawn(async move {
-                    let page = amc
-                        .relay_wait(&Principal::Person, thread, cursor, Some(25), Some(1), std::future::pending())
-                        .await;
+                    let page =
+                        relay.wait(&Principal::Person, thread, cursor, Some(25), Some(1), std::future::pending()).await;
                     (Instant::now(), page)
                 }));
             }
             // Every waiter has subscribed; give them time to finish their first read and
             // park, so the figure is the wake itself, not the start of the waits.
-            while amc.relay_waiters() < waiters {
+            while relay.waiters() < waiters {
                 tokio::time::sleep(Duration::from_millis(2)).await;
             }
             tokio::time::sleep(Duration::from_millis(settle)).await;
             let t0 = Instant::now();
-            amc.relay_send(&owner, thread.clone(), format!("wake {round}"), None, format!("w{round}")).await?;
+            relay.send(&owner, thread.clone(), format!("wake {round}"), None, format!("w{round}")).await?;
             for w in waits {
                 let (done, page) = w.await?;
                 let page = page?;
@@ -83,16 +84,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         println!(
             "{}",
-            amc_core::bench::Latencies::of(samples).line(&format!("wait_for_messages wake latency, {waiters} waiters"))
+            amc_testkit::Latencies::of(samples).line(&format!("wait_for_messages wake latency, {waiters} waiters"))
         );
 
         // 2. Sustained posts into one thread, with search indexing.
-        let thread = amc.relay_create_thread(&owner, "firehose".into(), "firehose".into()).await?.thread_id;
+        let thread = relay.create_thread(&owner, "firehose".into(), "firehose".into()).await?.thread_id;
         let posts = 20_000;
         let t0 = Instant::now();
         for i in 0..posts {
             let body = format!("{} {} note {i}", WORDS[i % WORDS.len()], WORDS[(i * 7) % WORDS.len()]);
-            amc.relay_send(&owner, thread.clone(), body, None, format!("p{i}")).await?;
+            relay.send(&owner, thread.clone(), body, None, format!("p{i}")).await?;
         }
         let one = t0.elapsed();
         println!(
@@ -103,11 +104,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let callers = 8;
         let mut tasks = Vec::new();
         for c in 0..callers {
-            let (amc, thread) = (amc.clone(), thread.clone());
+            let (relay, thread) = (relay.clone(), thread.clone());
             tasks.push(tokio::spawn(async move {
                 for i in 0..posts / callers {
                     let body = format!("{} parallel {c} {i}", WORDS[i % WORDS.len()]);
-                    amc.relay_send(&Principal::Person, thread.clone(), body, None, format!("c{c}-{i}")).await?;
+                    relay.send(&Principal::Person, thread.clone(), body, None, format!("c{c}-{i}")).await?;
                 }
                 Ok::<_, amc_core::Error>(())
             }));
@@ -121,7 +122,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
 
         // 3. Search over a large corpus: many threads, the searcher a member of all.
-        let store = amc.store().clone();
+        let store = relay.store().clone();
         let threads = 100;
         let t0 = Instant::now();
         let seeker = "agent:seeker";
@@ -130,7 +131,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let now = amc_core::time::now_ms();
             for t in 0..threads {
                 let id = format!("00000000-0000-4000-8000-{t:012}");
-                store2.relay_create_thread(
+                store2.create_thread(
                     &id,
                     "person",
                     &format!("corpus {t} {}", WORDS[t % WORDS.len()]),
@@ -138,15 +139,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     now,
                 )?;
                 let token = format!("amc_relay_read_{t:064}");
-                store2.relay_mint_token(
-                    &id,
-                    amc_core::store::Access::Read,
-                    &hash_token(&token),
-                    "person",
-                    None,
-                    now,
-                )?;
-                store2.relay_join(&id, &hash_token(&token), seeker, now)?;
+                store2.mint_token(&id, amc_relay::Access::Read, &hash_token(&token), "person", None, now)?;
+                store2.join(&id, &hash_token(&token), seeker, now)?;
                 for i in 0..corpus / threads {
                     let body = format!(
                         "{} {} {} item {i} of thread {t}",
@@ -155,7 +149,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                         WORDS[(i * 17 + t * 3) % WORDS.len()]
                     );
                     let key = format!("k{i}");
-                    store2.relay_post(&id, "person", &body, None, &key, &hash_token(&key), now)?;
+                    store2.post(&id, "person", &body, None, &key, &hash_token(&key), now)?;
                 }
             }
             Ok(())
@@ -168,13 +162,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         for i in 0..500 {
             let q = format!("{} {}", WORDS[i % WORDS.len()], WORDS[(i * 3 + 1) % WORDS.len()]);
             let t = Instant::now();
-            let page = amc.relay_search(&who, q, None, Some(20)).await?;
+            let page = relay.search(&who, q, None, Some(20)).await?;
             samples.push(t.elapsed());
             assert!(!page.hits.is_empty());
         }
         println!(
             "{}",
-            amc_core::bench::Latencies::of(samples)
+            amc_testkit::Latencies::of(samples)
                 .line(&format!("search_threads over {corpus} messages (2 words, 20 hits)"))
         );
         Ok::<_, Box<dyn std::error::Error>>(())

@@ -3,16 +3,18 @@
 //! headless.
 //!
 //! # Layout
-//! - [`scheme`]: the window's `amc://localhost/…` requests, answered by the daemon's
-//!   in-process router (no port is open).
+//! - [`scheme`]: the window's `amc://localhost/…` requests, answered by the daemon in
+//!   this process (no port is open).
 //! - [`view`]: the tray menu's state (what waits for the person, the pause switch) and its
 //!   labels.
 //! - [`install`]: "Install command-line tool", linking this install's `amc` into a
 //!   folder on `PATH`.
+//! - [`desktop`]: what the desktop session offers (a display, a session bus).
 //! - [`follow`]: follows the core's events to keep the view current and to raise one
 //!   notice for what newly waits, never a flood.
 #![deny(missing_docs)]
 
+pub mod desktop;
 pub mod follow;
 pub mod install;
 pub mod scheme;

@@ -1,0 +1,198 @@
+//! AMC's one SQLite database as a primitive: the writer, the pool of readers, and
+//! migrations. Only the core opens it ([`Database::open`] is crate-private); the core's
+//! store and the relay's store run their SQL through [`Database::read`] and
+//! [`Database::write`].
+//!
+//! The core's own schema is versioned by `PRAGMA user_version`. Every other part (the
+//! relay) keeps its version in `schema_parts`, so parts migrate independently.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction, TransactionBehavior};
+
+use crate::error::{Error, Result};
+
+/// A migration: its name (for the log) and its SQL.
+pub type Migration = (&'static str, &'static str);
+
+/// How long a connection waits for a lock held by another before giving up.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The most idle readers kept open.
+const MAX_IDLE_READERS: usize = 8;
+
+/// A cheap, cloneable handle on the database: one writer connection, and a pool of
+/// readers that WAL lets run beside it.
+#[derive(Clone)]
+pub struct Database {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    path: PathBuf,
+    writer: Mutex<Connection>,
+    readers: Mutex<Vec<Connection>>,
+}
+
+impl Database {
+    /// Opens (creating if needed) the database at `path`, readable by this account only,
+    /// and applies the core's pending `migrations`.
+    #[tracing::instrument(skip_all, fields(path = %path.display()), err)]
+    pub(crate) fn open(path: &Path, migrations: &[Migration]) -> Result<Self> {
+        let mut writer = open_connection(path, false)?;
+        std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
+        writer.pragma_update(None, "journal_mode", "wal")?;
+        migrate_core(&mut writer, migrations)?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                path: path.to_owned(),
+                writer: Mutex::new(writer),
+                readers: Mutex::new(Vec::new()),
+            }),
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// Runs `f` in one write transaction (`BEGIN IMMEDIATE`), committing if it returns `Ok`.
+    pub fn write<T>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
+        // A panic inside an earlier closure dropped its transaction, which rolled back:
+        // the connection is still sound.
+        let mut conn = self.inner.writer.lock().unwrap_or_else(|p| p.into_inner());
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let out = f(&tx)?;
+        tx.commit()?;
+        Ok(out)
+    }
+
+    /// Runs `f` in one read transaction on a pooled reader: every query in it sees the
+    /// same snapshot.
+    pub fn read<T>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
+        let pooled = self.inner.readers.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        let mut conn = match pooled {
+            Some(c) => c,
+            None => open_connection(&self.inner.path, true)?,
+        };
+        let out = {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Deferred)?;
+            let out = f(&tx);
+            tx.finish()?;
+            out
+        };
+        if let Ok(mut pool) = self.inner.readers.lock()
+            && pool.len() < MAX_IDLE_READERS
+        {
+            pool.push(conn);
+        }
+        out
+    }
+
+    /// Applies the migrations of `part` (the relay, …) that it has not applied yet, each
+    /// in its own transaction, and returns the part's schema version.
+    pub fn migrate_part(&self, part: &str, migrations: &[Migration]) -> Result<usize> {
+        let mut conn = self.inner.writer.lock().unwrap_or_else(|p| p.into_inner());
+        conn.execute_batch(
+            "CREATE TABLE IF NOT EXISTS schema_parts (part TEXT PRIMARY KEY, version INTEGER NOT NULL) WITHOUT ROWID",
+        )?;
+        let current: usize = conn
+            .query_row("SELECT version FROM schema_parts WHERE part = ?1", [part], |r| r.get::<_, i64>(0))
+            .optional()?
+            .unwrap_or(0)
+            .try_into()
+            .unwrap_or(0);
+        if current > migrations.len() {
+            return Err(newer(part, current, migrations.len()));
+        }
+        for (i, (name, sql)) in migrations.iter().enumerate().skip(current) {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            tx.execute_batch(sql).map_err(|e| Error::internal(format_args!("migration {part}/{name}: {e}")))?;
+            tx.execute(
+                "INSERT INTO schema_parts (part, version) VALUES (?1, ?2) \
+                 ON CONFLICT (part) DO UPDATE SET version = excluded.version",
+                rusqlite::params![part, (i + 1) as i64],
+            )?;
+            tx.commit()?;
+            tracing::info!(part, migration = name, "applied");
+        }
+        Ok(migrations.len())
+    }
+}
+
+fn newer(part: &str, found: usize, known: usize) -> Error {
+    Error::internal(format_args!("the database is from a newer AMC ({part} schema {found}, this build knows {known})"))
+}
+
+fn open_connection(path: &Path, read_only: bool) -> Result<Connection> {
+    let flags = if read_only {
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX
+    } else {
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX
+    };
+    let conn = Connection::open_with_flags(path, flags)?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    conn.pragma_update(None, "foreign_keys", true)?;
+    conn.pragma_update(None, "synchronous", "normal")?;
+    // The hot indexes of a large inbox stay in memory: 64 MiB of page cache per
+    // connection (allocated as used), and reads through a memory map.
+    conn.pragma_update(None, "cache_size", -65_536)?;
+    conn.pragma_update(None, "mmap_size", 268_435_456)?;
+    conn.pragma_update(None, "temp_store", "memory")?;
+    conn.set_prepared_statement_cache_capacity(64);
+    Ok(conn)
+}
+
+/// Applies every core migration newer than `PRAGMA user_version`, each in its own
+/// transaction.
+fn migrate_core(conn: &mut Connection, migrations: &[Migration]) -> Result<()> {
+    let current: usize = conn.pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0))?.try_into().unwrap_or(0);
+    if current > migrations.len() {
+        return Err(newer("core", current, migrations.len()));
+    }
+    for (i, (name, sql)) in migrations.iter().enumerate().skip(current) {
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        tx.execute_batch(sql).map_err(|e| Error::internal(format_args!("migration {name}: {e}")))?;
+        tx.pragma_update(None, "user_version", (i + 1) as i64)?;
+        tx.commit()?;
+        tracing::info!(migration = name, "applied");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PART: &[Migration] = &[
+        ("0001_notes", "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL);"),
+        ("0002_tags", "ALTER TABLE notes ADD COLUMN tag TEXT;"),
+    ];
+
+    #[test]
+    fn a_part_migrates_once_and_on_its_own_version() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("amc.db");
+        let db = Database::open(&path, &[]).expect("open");
+        assert_eq!(db.migrate_part("notes", &PART[..1]).expect("first"), 1);
+        db.write(|tx| Ok(tx.execute("INSERT INTO notes (body) VALUES ('kept')", [])?)).expect("insert");
+        // Again with one more: only the new one runs (the first would fail: the table exists).
+        assert_eq!(db.migrate_part("notes", PART).expect("second"), 2);
+        assert_eq!(db.migrate_part("notes", PART).expect("none"), 2);
+        let (body, user_version): (String, i64) = db
+            .read(|tx| {
+                Ok((
+                    tx.query_row("SELECT body FROM notes WHERE tag IS NULL", [], |r| r.get(0))?,
+                    tx.pragma_query_value(None, "user_version", |r| r.get(0))?,
+                ))
+            })
+            .expect("read");
+        assert_eq!((body.as_str(), user_version), ("kept", 0), "the core's version is not the part's");
+        // A build that knows fewer migrations than the database has refuses it.
+        let err = db.migrate_part("notes", &PART[..1]).expect_err("refused");
+        assert_eq!(err.code, crate::error::ErrorCode::InternalError);
+    }
+}

@@ -1,0 +1,116 @@
+//! The sources' front door: what the iMessage and Discord sources read comes in here,
+//! never straight into the store. Messages, edits, reactions and unsends are stored and
+//! announced on the change feed; checkpoints record how far a source has read, in the
+//! same transaction as what it read.
+
+use super::Amc;
+use crate::error::{Error, Result};
+use crate::events::Event;
+use crate::model::{IncomingMessage, Source};
+use crate::store::{AllowedChannel, ChannelSpec, IngestReport, ReactionChange};
+
+impl Amc {
+    /// Stores what a source read and tells the UI.
+    pub async fn ingest(
+        &self,
+        source: Source,
+        channel: ChannelSpec,
+        messages: Vec<IncomingMessage>,
+        checkpoint: Option<(String, String)>,
+    ) -> Result<IngestReport> {
+        let mut reports = self.ingest_many(source, vec![(channel, messages)], checkpoint).await?;
+        reports.pop().ok_or_else(|| Error::internal("ingest reported nothing"))
+    }
+
+    /// Stores what a source read from several channels in one transaction, with its
+    /// checkpoint, and tells the UI.
+    pub async fn ingest_many(
+        &self,
+        source: Source,
+        batches: Vec<(ChannelSpec, Vec<IncomingMessage>)>,
+        checkpoint: Option<(String, String)>,
+    ) -> Result<Vec<IngestReport>> {
+        let reports = self
+            .blocking(move |s| {
+                s.ingest_many(source, &batches, checkpoint.as_ref().map(|(k, v)| (k.as_str(), v.as_str())))
+            })
+            .await?;
+        for report in &reports {
+            if report.channel_created {
+                self.publish(Event::ChannelCreated { channel_id: report.channel_id.clone() });
+            }
+            if !report.inserted.is_empty() || !report.updated.is_empty() {
+                self.publish(Event::MessagesChanged {
+                    channel_id: report.channel_id.clone(),
+                    inserted: report.inserted.len(),
+                    updated: report.updated.len(),
+                });
+            }
+        }
+        Ok(reports)
+    }
+
+    /// Applies reaction changes a source read, and tells the UI.
+    pub async fn apply_reactions(&self, source: Source, changes: Vec<ReactionChange>) -> Result<usize> {
+        let changed = self.blocking(move |s| s.apply_reactions(source, &changes)).await?;
+        for (_, channel_id) in &changed {
+            self.publish(Event::MessagesChanged { channel_id: channel_id.clone(), inserted: 0, updated: 1 });
+        }
+        Ok(changed.len())
+    }
+
+    /// Marks messages the platform deleted as unsent, and tells the UI.
+    pub async fn mark_unsent(&self, source: Source, platform_ids: Vec<String>) -> Result<usize> {
+        let changed = self.blocking(move |s| s.mark_unsent(source, &platform_ids)).await?;
+        for (_, channel_id) in &changed {
+            self.publish(Event::MessagesChanged { channel_id: channel_id.clone(), inserted: 0, updated: 1 });
+        }
+        Ok(changed.len())
+    }
+
+    /// Takes away a message's reactions (all, or those with one emoji), and tells the UI.
+    pub async fn clear_reactions(&self, source: Source, platform_id: String, emoji: Option<String>) -> Result<bool> {
+        let changed = self.blocking(move |s| s.clear_reactions(source, &platform_id, emoji.as_deref())).await?;
+        if let Some((_, channel_id)) = &changed {
+            self.publish(Event::MessagesChanged { channel_id: channel_id.clone(), inserted: 0, updated: 1 });
+        }
+        Ok(changed.is_some())
+    }
+
+    /// A source's allowed channels (for reading their history back).
+    pub async fn allowed_channels(&self, source: Source) -> Result<Vec<AllowedChannel>> {
+        self.blocking(move |s| s.allowed_channels(source)).await
+    }
+
+    /// The platform ids of a channel's newest and oldest stored messages.
+    pub async fn message_bounds(&self, channel_id: String) -> Result<Option<(String, String)>> {
+        self.blocking(move |s| s.message_bounds(&channel_id)).await
+    }
+
+    /// A source's checkpoint (or other state) under `key`. A quick indexed read: fine
+    /// to call from a source's blocking code.
+    pub fn checkpoint(&self, source: Source, key: &str) -> Result<Option<String>> {
+        self.inner.store.source_state(source, key)
+    }
+
+    /// Records a source's checkpoint on its own (a recount, a resync). A checkpoint that
+    /// goes with messages is given to [`Amc::ingest_many`] instead, so both commit together.
+    pub fn set_checkpoint(&self, source: Source, key: &str, value: &str) -> Result<()> {
+        self.inner.store.set_source_state(source, key, value)
+    }
+
+    /// Whether a message with this platform id (or alias) is stored.
+    pub fn is_stored(&self, source: Source, platform_id: &str) -> Result<bool> {
+        self.inner.store.has_platform_message(source, platform_id)
+    }
+
+    /// Marks messages read for every agent: messages that arrived late (synced from
+    /// iCloud long after they were sent) are stored, but are not news.
+    pub async fn mark_late(&self, message_ids: Vec<String>) -> Result<()> {
+        if message_ids.is_empty() {
+            return Ok(());
+        }
+        self.blocking(move |s| s.mark_read_for_all_agents(&message_ids)).await?;
+        Ok(())
+    }
+}

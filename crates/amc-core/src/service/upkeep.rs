@@ -1,0 +1,53 @@
+//! AMC's housekeeping, run every minute while AMC runs: sends stuck in flight become
+//! `unknown` for the person to review, and idempotency records older than a day are
+//! forgotten.
+
+use std::future::Future;
+use std::time::Duration;
+
+use super::Amc;
+use crate::error::Result;
+use crate::events::Event;
+use crate::model::OutboxStatus;
+
+/// How often the housekeeping runs.
+const EVERY: Duration = Duration::from_secs(60);
+
+impl Amc {
+    /// Sends stuck in `sending` for longer than a platform may take become `unknown`.
+    pub async fn expire_stale_sends(&self) -> Result<()> {
+        let older_than = crate::time::now_ms() - self.config().send_timeout.as_millis() as i64 - 60_000;
+        let expired = self.blocking(move |s| s.expire_stale_sends(older_than)).await?;
+        for id in expired {
+            tracing::warn!(send = %id, "a send never got its outcome; marked unknown for review");
+            self.publish(Event::SendChanged { send_id: id, status: OutboxStatus::Unknown });
+        }
+        Ok(())
+    }
+
+    /// Forgets idempotency records older than 24 hours; returns how many.
+    pub async fn purge_idempotency(&self) -> Result<usize> {
+        self.blocking(|s| s.purge_idempotency()).await
+    }
+
+    /// Runs the housekeeping every minute until `stop` completes.
+    pub async fn upkeep(&self, stop: impl Future<Output = ()>) {
+        let mut tick = tokio::time::interval(EVERY);
+        tokio::pin!(stop);
+        loop {
+            tokio::select! {
+                () = &mut stop => return,
+                _ = tick.tick() => {
+                    if let Err(e) = self.expire_stale_sends().await {
+                        tracing::warn!(error = %e, "could not check for stuck sends");
+                    }
+                    match self.purge_idempotency().await {
+                        Ok(n) if n > 0 => tracing::debug!(purged = n, "idempotency records expired"),
+                        Ok(_) => {}
+                        Err(e) => tracing::warn!(error = %e, "could not purge idempotency records"),
+                    }
+                }
+            }
+        }
+    }
+}

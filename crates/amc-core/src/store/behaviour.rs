@@ -1,0 +1,204 @@
+//! The store's promises, checked on a real SQLite file below the service layer: ingest is
+//! idempotent, nothing of a pending or blocked channel is unread, a late message is never
+//! skipped, sends are recorded once and settle once.
+
+use super::*;
+use crate::error::ErrorCode;
+use crate::model::{
+    ChannelKind, Direction, HistoryRelease, IncomingMessage, OutboxStatus, SendPolicy, SenderInfo, Source,
+};
+use crate::time::now_ms;
+
+fn store() -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Store::open(&dir.path().join("amc.db")).expect("open");
+    (dir, store)
+}
+
+fn spec(id: &str) -> ChannelSpec {
+    ChannelSpec { platform_id: id.into(), name: id.into(), kind: ChannelKind::Dm }
+}
+
+fn msg(id: &str, text: &str, sent_at: i64) -> IncomingMessage {
+    IncomingMessage {
+        platform_id: id.into(),
+        sender: SenderInfo { id: "+15550001111".into(), display_name: Some("Ada".into()), is_self: false },
+        text: text.into(),
+        sent_at,
+        reply_to_platform_id: None,
+        attachments: Vec::new(),
+        edited_at: None,
+        unsent: false,
+        reactions: Vec::new(),
+    }
+}
+
+/// Stores `messages` in channel `chat` and returns the channel's id.
+fn ingest(store: &Store, chat: &str, messages: Vec<IncomingMessage>) -> IngestReport {
+    store.ingest(Source::Imessage, &spec(chat), &messages, None).expect("ingest")
+}
+
+fn unread(store: &Store, agent: &str) -> Vec<String> {
+    let q = UnreadQuery { since: None, after: None, source: None, channel_id: None, limit: 100 };
+    store.unread(agent, &q).expect("unread").0.into_iter().map(|m| m.text).collect()
+}
+
+#[test]
+fn the_same_platform_message_is_stored_once_and_an_edit_updates_it() {
+    let (_dir, store) = store();
+    let now = now_ms();
+    let first = ingest(&store, "a", vec![msg("g1", "hello", now)]);
+    assert_eq!((first.inserted.len(), first.updated.len(), first.channel_created), (1, 0, true));
+    let again = ingest(&store, "a", vec![msg("g1", "hello", now)]);
+    assert_eq!((again.inserted.len(), again.updated.len(), again.channel_created), (0, 0, false));
+    let edited = IncomingMessage { edited_at: Some(now + 5), ..msg("g1", "hello, world", now) };
+    let changed = ingest(&store, "a", vec![edited]);
+    assert_eq!((changed.inserted.len(), changed.updated), (0, first.inserted.clone()));
+    let stored = store.channel_tail(&first.channel_id, 10).expect("tail");
+    assert_eq!(stored.len(), 1);
+    assert_eq!((stored[0].text.as_str(), stored[0].edited_at), ("hello, world", Some(now + 5)));
+}
+
+#[test]
+fn nothing_of_a_pending_or_blocked_channel_is_unread() {
+    let (_dir, store) = store();
+    store.create_agent("bot").expect("agent");
+    let report = ingest(&store, "a", vec![msg("g1", "secret", now_ms())]);
+    assert!(unread(&store, "bot").is_empty(), "pending");
+    assert!(store.visible_channels(None).expect("channels").is_empty());
+    store.approve_channel(&report.channel_id, HistoryRelease::All, None).expect("approve");
+    assert_eq!(unread(&store, "bot"), ["secret"]);
+    store.block_channel(&report.channel_id).expect("block");
+    assert!(unread(&store, "bot").is_empty(), "blocked");
+    assert!(store.visible_channels(None).expect("channels").is_empty());
+    assert_eq!(store.visible_message(&report.inserted[0]).expect_err("hidden").code, ErrorCode::MessageNotFound);
+    assert!(store.send_target(&report.channel_id).expect("target").is_none(), "no sends to a blocked channel");
+}
+
+#[test]
+fn from_now_hides_what_was_stored_before_the_approval() {
+    let (_dir, store) = store();
+    store.create_agent("bot").expect("agent");
+    let report = ingest(&store, "a", vec![msg("g1", "before", now_ms())]);
+    store.approve_channel(&report.channel_id, HistoryRelease::FromNow, None).expect("approve");
+    assert!(unread(&store, "bot").is_empty());
+    ingest(&store, "a", vec![msg("g2", "after", now_ms())]);
+    assert_eq!(unread(&store, "bot"), ["after"]);
+}
+
+#[test]
+fn a_message_that_arrives_late_with_an_older_time_is_still_unread() {
+    let (_dir, store) = store();
+    store.create_agent("bot").expect("agent");
+    let now = now_ms();
+    let report = ingest(&store, "a", vec![msg("g2", "newer", now)]);
+    store.approve_channel(&report.channel_id, HistoryRelease::All, None).expect("approve");
+    assert_eq!(unread(&store, "bot"), ["newer"]);
+    assert_eq!(store.mark_read("bot", &report.inserted).expect("read"), 1);
+    assert!(unread(&store, "bot").is_empty());
+    // Synced late from another device, an hour older than what was read.
+    ingest(&store, "a", vec![msg("g1", "older", now - 3_600_000)]);
+    assert_eq!(unread(&store, "bot"), ["older"], "the floor moved back for it");
+    // Read state is per agent.
+    store.create_agent("other").expect("agent");
+    assert_eq!(unread(&store, "other"), ["older", "newer"]);
+}
+
+#[test]
+fn context_stays_inside_the_channel() {
+    let (_dir, store) = store();
+    let now = now_ms();
+    let a =
+        ingest(&store, "a", vec![msg("a1", "a one", now), msg("a2", "a two", now + 1), msg("a3", "a three", now + 2)]);
+    let b = ingest(&store, "b", vec![msg("b1", "b one", now + 1)]);
+    store.approve_channel(&a.channel_id, HistoryRelease::All, None).expect("approve");
+    store.approve_channel(&b.channel_id, HistoryRelease::All, None).expect("approve");
+    let around = &a.inserted[1];
+    let ctx: Vec<String> =
+        store.context(&a.channel_id, around, 5, 5).expect("context").into_iter().map(|m| m.text).collect();
+    assert_eq!(ctx, ["a one", "a two", "a three"]);
+    let err = store.context(&a.channel_id, &b.inserted[0], 5, 5).expect_err("another channel's message");
+    assert_eq!(err.code, ErrorCode::MessageNotFound);
+}
+
+fn new_send<'a>(channel: &'a str, key: Option<(&'a str, [u8; 32])>, status: OutboxStatus) -> NewSend<'a> {
+    NewSend {
+        agent_id: "bot",
+        idempotency: key,
+        channel_id: channel,
+        text: "hi",
+        reply_to: None,
+        attachments: &[],
+        status,
+    }
+}
+
+#[test]
+fn a_send_with_a_known_key_is_the_earlier_send() {
+    let (_dir, store) = store();
+    store.create_agent("bot").expect("agent");
+    let ch = ingest(&store, "a", vec![msg("g1", "hello", now_ms())]).channel_id;
+    let key = Some(("key-1", [7u8; 32]));
+    let SendLookup::New(first) = store.record_send(&new_send(&ch, key, OutboxStatus::Held)).expect("first") else {
+        panic!("a new send")
+    };
+    let SendLookup::Replay(again) = store.record_send(&new_send(&ch, key, OutboxStatus::Held)).expect("again") else {
+        panic!("the earlier send")
+    };
+    assert_eq!(again.id, first.id);
+    assert_eq!(store.outbox(None, 10).expect("outbox").len(), 1, "recorded once");
+}
+
+#[test]
+fn a_held_send_is_claimed_once_and_settles_once() {
+    let (_dir, store) = store();
+    store.create_agent("bot").expect("agent");
+    let ch = ingest(&store, "a", vec![msg("g1", "hello", now_ms())]).channel_id;
+    store.approve_channel(&ch, HistoryRelease::All, Some(SendPolicy::Review)).expect("approve");
+    let SendLookup::New(held) = store.record_send(&new_send(&ch, None, OutboxStatus::Held)).expect("held") else {
+        panic!("a new send")
+    };
+    assert_eq!(store.claim_held(&held.id).expect("claim").status, OutboxStatus::Sending);
+    assert_eq!(store.claim_held(&held.id).expect_err("claimed twice").code, ErrorCode::Conflict);
+    let sent = SendOutcome::Sent { platform_id: "p-1".into(), sent_at: now_ms(), other_parts: Vec::new() };
+    assert_eq!(store.finish_send(&held.id, &sent).expect("sent").status, OutboxStatus::Sent);
+    assert_eq!(store.finish_send(&held.id, &sent).expect_err("settled twice").code, ErrorCode::Conflict);
+    // The delivered send is now the channel's outbound message, once.
+    let tail = store.channel_tail(&ch, 10).expect("tail");
+    let outbound: Vec<_> = tail.iter().filter(|m| m.direction == Direction::Outbound).collect();
+    assert_eq!(outbound.len(), 1);
+    assert_eq!((outbound[0].text.as_str(), outbound[0].agent_id.as_deref()), ("hi", Some("bot")));
+}
+
+#[test]
+fn a_send_in_flight_when_amc_stopped_becomes_unknown_and_is_never_retried() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("amc.db");
+    let (ch, id) = {
+        let store = Store::open(&path).expect("open");
+        store.create_agent("bot").expect("agent");
+        let ch = ingest(&store, "a", vec![msg("g1", "hello", now_ms())]).channel_id;
+        let SendLookup::New(s) = store.record_send(&new_send(&ch, None, OutboxStatus::Sending)).expect("send") else {
+            panic!("a new send")
+        };
+        (ch, s.id)
+    };
+    let store = Store::open(&path).expect("reopen");
+    assert_eq!(store.recover_interrupted_sends().expect("recover"), std::slice::from_ref(&id));
+    assert_eq!(store.outbox_item(&id).expect("item").status, OutboxStatus::Unknown);
+    assert!(store.recover_interrupted_sends().expect("again").is_empty());
+    assert_eq!(store.claim_held(&id).expect_err("not held").code, ErrorCode::Conflict);
+    assert!(store.channel_tail(&ch, 10).expect("tail").iter().all(|m| m.direction == Direction::Inbound));
+}
+
+#[test]
+fn settings_of_an_unknown_channel_are_not_found() {
+    let (_dir, store) = store();
+    for err in [
+        store.set_send_policy("ch_nope", SendPolicy::Auto).expect_err("policy"),
+        store.block_channel("ch_nope").expect_err("block"),
+        store.approve_channel("ch_nope", HistoryRelease::All, None).expect_err("approve"),
+    ] {
+        assert_eq!(err.code, ErrorCode::NotFound);
+    }
+}

@@ -1,0 +1,25 @@
+//! The agent relay: private threads that agents (and the person) create, share by
+//! capability tokens, post to, read by cursor, search and long-poll. A second product
+//! beside the inbox, on the same database and the same agents.
+//!
+//! It depends on the core (its database, agents, errors and clock); the core knows
+//! nothing of it. Every caller (the REST routes, the relay MCP toolset, the tray) holds
+//! one [`Relay`].
+//!
+//! # Layout
+//! - [`service`]: the rules: who may do what, cursors, paging, the long-poll.
+//! - `store`: the relay's tables and their SQL (crate-private), migrated as the `relay`
+//!   part of AMC's database.
+#![deny(missing_docs)]
+
+pub mod service;
+#[cfg(feature = "test-support")]
+pub mod store;
+#[cfg(not(feature = "test-support"))]
+mod store;
+
+pub use service::{
+    MAX_POST_BYTES, MAX_WAIT_SECONDS, Minted, PAGE_BUDGET_BYTES, Page, PageMessage, Principal, READ_TOKEN_PREFIX,
+    Receipt, Relay, SearchPage, WRITE_TOKEN_PREFIX,
+};
+pub use store::{Access, PERSON, SearchHit, ThreadMeta, TokenInfo};

@@ -1,0 +1,36 @@
+//! What AMC's tests and benches share. A dev-dependency only: nothing here ships.
+//!
+//! - [`bench`]: latency summaries, so every bench reports alike.
+//! - [`eventually`]: waits for a state to hold, with a deadline, instead of sleeping a
+//!   fixed time and hoping.
+#![deny(missing_docs)]
+
+pub mod bench;
+
+use std::future::Future;
+use std::time::Duration;
+
+pub use bench::Latencies;
+
+/// How long [`eventually`] waits before failing the test.
+pub const DEADLINE: Duration = Duration::from_secs(30);
+
+/// Polls `check` every few milliseconds until it returns `Some`, and returns that. Panics
+/// naming `what` if it has not after [`DEADLINE`].
+///
+/// For a state that is visible only by asking (a file, an HTTP answer). When the code
+/// under test publishes an event for the change, wait on that event instead.
+pub async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
