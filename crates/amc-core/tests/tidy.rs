@@ -175,3 +175,23 @@ fn library_crates_never_print_to_stdout() {
         }
     }
 }
+
+/// Tests wait on an event, a counter or a state (through `amc_testkit::eventually` and
+/// `poll_until` when only asking shows it), never a fixed time: a sleep-then-check passes
+/// when it should fail and flakes under load.
+#[test]
+fn tests_never_sleep_a_fixed_time() {
+    let mut tests = Vec::new();
+    let Ok(crates) = std::fs::read_dir(workspace().join("crates")) else { panic!("no crates") };
+    for c in crates.flatten() {
+        files(&c.path().join("tests"), "rs", &mut tests);
+    }
+    assert!(tests.len() > 10);
+    for p in tests {
+        let text = std::fs::read_to_string(&p).expect("read");
+        // Spelt in two parts, so that this file does not match itself.
+        for needle in ["time::sleep", "thread::sleep"].map(|f| format!("{f}(")) {
+            assert!(!text.contains(&needle), "{} sleeps ({needle}); wait for a state instead", rel(&p));
+        }
+    }
+}

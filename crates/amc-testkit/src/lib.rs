@@ -34,3 +34,17 @@ where
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+/// [`eventually`] for synchronous tests (a child process, a file on disk): calls `check`
+/// every few milliseconds until it returns `Some`. Panics naming `what` after
+/// [`DEADLINE`].
+pub fn poll_until<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+    let deadline = std::time::Instant::now() + DEADLINE;
+    loop {
+        if let Some(v) = check() {
+            return v;
+        }
+        assert!(std::time::Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

@@ -3,7 +3,6 @@
 
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 use amc_client::Connection;
 use amc_discord::fake::FakeDiscord;
@@ -44,11 +43,9 @@ fn the_bot_token_comes_from_the_environment_and_never_reaches_the_log() {
         .spawn()
         .expect("spawn amc serve");
     let serve = super::Serve { child };
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !(dir.path().join("run/amc.sock").exists() && dir.path().join("admin-token").exists()) {
-        assert!(Instant::now() < deadline, "amc serve did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    amc_testkit::poll_until("amc serve to start", || {
+        (dir.path().join("run/amc.sock").exists() && dir.path().join("admin-token").exists()).then_some(())
+    });
     let general = fake.channel_ids()[0];
     rt.block_on(async {
         let alice = fake.user("alice");

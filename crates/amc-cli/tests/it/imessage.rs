@@ -4,7 +4,6 @@
 
 use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, Instant};
 
 use amc_imessage::fixture::{ChatDbWriter, FixtureMessage, apple_ns};
 
@@ -58,14 +57,11 @@ async fn unread_texts(socket: &Path, token: &str) -> Vec<String> {
 }
 
 async fn wait_for(socket: &Path, token: &str, want: &[&str]) -> Vec<String> {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
+    amc_testkit::eventually(&format!("unread {want:?}"), || async {
         let got = unread_texts(socket, token).await;
-        if want.iter().all(|w| got.iter().any(|g| g == w)) || Instant::now() > deadline {
-            return got;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        want.iter().all(|w| got.iter().any(|g| g == w)).then_some(got)
+    })
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -77,15 +73,10 @@ async fn messages_written_by_another_process_reach_agents_and_a_replaced_chat_db
     let socket = data.join("run/amc.sock");
 
     // The chat appears, pending; the person approves it with its history.
-    let deadline = Instant::now() + Duration::from_secs(15);
-    let channel = loop {
+    let channel = amc_testkit::poll_until("chat.db to be read", || {
         let v = json(&amc(&data, &["--json", "channel", "list"]));
-        if let Some(c) = v["channels"].as_array().and_then(|a| a.first()).cloned() {
-            break c;
-        }
-        assert!(Instant::now() < deadline, "chat.db was not read");
-        std::thread::sleep(Duration::from_millis(50));
-    };
+        v["channels"].as_array().and_then(|a| a.first()).cloned()
+    });
     assert_eq!((channel["name"].as_str(), channel["state"].as_str()), (Some("+15551234567"), Some("pending")));
     let id = channel["id"].as_str().expect("id").to_owned();
     json(&amc(&data, &["--json", "channel", "approve", &id, "--history", "all"]));
@@ -148,19 +139,13 @@ fn a_chat_db_that_cannot_be_read_is_reported_with_the_fix() {
     let data = tmp.path().join("amc");
     let missing = tmp.path().join("Messages/chat.db");
     let _serve = Serve::start_with(&data, &["--chat-db", missing.to_str().expect("utf8")]);
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
+    let health = amc_testkit::poll_until("iMessage to be degraded", || {
         let health = json(&amc(&data, &["--json", "status"]));
-        let imessage = &health["sources"]["imessage"];
-        if imessage["state"] == "degraded" {
-            let reason = imessage["reason"].as_str().expect("reason");
-            assert!(reason.contains("Full Disk Access") && reason.contains("Privacy & Security"), "{reason}");
-            assert_eq!(health["status"], "degraded");
-            break;
-        }
-        assert!(Instant::now() < deadline, "{health}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+        (health["sources"]["imessage"]["state"] == "degraded").then_some(health)
+    });
+    let reason = health["sources"]["imessage"]["reason"].as_str().expect("reason");
+    assert!(reason.contains("Full Disk Access") && reason.contains("Privacy & Security"), "{reason}");
+    assert_eq!(health["status"], "degraded");
 }
 
 const STANDIN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/imessage/osascript-standin.py");
@@ -203,15 +188,11 @@ async fn sends_go_through_messages_verbatim_and_are_confirmed_in_chat_db() {
         &[("AMC_STANDIN_LOG", log_s), ("AMC_STANDIN_CHATDB", db_s), ("AMC_STANDIN_READABLE", readable_s)],
     );
     let socket = data.join("run/amc.sock");
-    let deadline = Instant::now() + Duration::from_secs(15);
-    let channel = loop {
+    let channel = amc_testkit::poll_until("chat.db to be read", || {
         let v = json(&amc(&data, &["--json", "channel", "list"]));
-        if let Some(c) = v["channels"].as_array().and_then(|a| a.first()).cloned() {
-            break c["id"].as_str().expect("id").to_owned();
-        }
-        assert!(Instant::now() < deadline, "chat.db was not read");
-        std::thread::sleep(Duration::from_millis(50));
-    };
+        v["channels"].as_array().and_then(|a| a.first()).cloned()
+    });
+    let channel = channel["id"].as_str().expect("id").to_owned();
     json(&amc(&data, &["--json", "channel", "approve", &channel, "--history", "all", "--policy", "auto"]));
     let token = json(&amc(&data, &["--json", "agent", "add", "claude"]))["token"].as_str().expect("token").to_owned();
 

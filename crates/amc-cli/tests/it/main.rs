@@ -6,7 +6,6 @@ mod imessage;
 
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
 
 use amc_core::model::{ChannelKind, IncomingMessage, SenderInfo, Source};
 use amc_core::store::{ChannelSpec, Store};
@@ -37,11 +36,9 @@ impl Serve {
             .spawn()
             .expect("spawn amc serve");
         let socket = dir.join("run/amc.sock");
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while !(socket.exists() && dir.join("admin-token").exists()) {
-            assert!(Instant::now() < deadline, "amc serve did not start");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        amc_testkit::poll_until("amc serve to start", || {
+            (socket.exists() && dir.join("admin-token").exists()).then_some(())
+        });
         Self { child }
     }
 
