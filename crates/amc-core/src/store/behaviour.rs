@@ -80,6 +80,10 @@ fn from_now_hides_what_was_stored_before_the_approval() {
     let (_dir, store) = store();
     store.create_agent("bot").expect("agent");
     let report = ingest(&store, "a", vec![msg("g1", "before", now_ms())]);
+    // Stored a second before the approval (within one millisecond, it would count as now).
+    store
+        .write(|tx| Ok(tx.execute("UPDATE messages SET ingested_at = ingested_at - 1000", [])?))
+        .expect("stored earlier");
     store.approve_channel(&report.channel_id, HistoryRelease::FromNow, None).expect("approve");
     assert!(unread(&store, "bot").is_empty());
     ingest(&store, "a", vec![msg("g2", "after", now_ms())]);
