@@ -109,7 +109,9 @@ fn only_the_imessage_source_opens_chat_db() {
 #[test]
 fn sources_and_edges_never_reach_the_store() {
     let core = workspace().join("crates/amc-core/src");
-    for p in sources() {
+    let mut all = sources();
+    files(&workspace().join("src-tauri/src"), "rs", &mut all);
+    for p in all {
         if p.starts_with(&core) {
             continue;
         }

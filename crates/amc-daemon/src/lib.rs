@@ -12,12 +12,12 @@
 //! - [`ui`]: the tray UI's files, embedded and served at `/ui/`.
 #![deny(missing_docs)]
 
-pub mod error;
-pub mod extract;
-pub mod guard;
+pub(crate) mod error;
+pub(crate) mod extract;
+pub(crate) mod guard;
 mod in_process;
 pub mod listener;
-pub mod routes;
+pub(crate) mod routes;
 pub mod ui;
 
 use std::future::Future;
@@ -36,7 +36,7 @@ pub use listener::{ListenError, SocketGuard, SocketListener, bind_socket};
 
 /// What every handler gets.
 #[derive(Clone)]
-pub struct AppState {
+pub(crate) struct AppState {
     /// The core.
     pub amc: Amc,
     /// The agent relay, on the core's database.
@@ -74,7 +74,7 @@ pub fn load_or_create_admin_token(path: &Path) -> io::Result<String> {
 }
 
 /// The router with its middleware, for a listener of the given kind.
-pub fn app(state: AppState, tcp: Option<std::net::SocketAddr>) -> Router {
+pub(crate) fn app(state: AppState, tcp: Option<std::net::SocketAddr>) -> Router {
     let mut router = routes::router(state)
         .layer(axum::middleware::from_fn(guard::header_limit))
         .layer(CatchPanicLayer::custom(guard::panic_response));

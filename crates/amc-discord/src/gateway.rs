@@ -1,4 +1,4 @@
-//! The bot on Discord's gateway: what it sees goes into the store, and every
+//! The bot on Discord's gateway: what it sees goes to the core (`Amc::ingest`), and every
 //! (re)connection is followed by a history fetch so nothing sent meanwhile is missed.
 
 use std::collections::{HashMap, HashSet};

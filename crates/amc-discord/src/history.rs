@@ -54,10 +54,14 @@ pub(crate) async fn anchors(shared: &Shared) -> Anchors {
 
 /// After a (re)connection: every allowed Discord channel, from its anchor on.
 pub(crate) async fn catch_up(shared: Arc<Shared>, anchors: Anchors) {
+    let mut complete = true;
     for (ch, from) in anchors.0 {
-        walk(&shared, &ch, from).await;
+        complete &= walk(&shared, &ch, from).await;
     }
-    shared.amc.note_caught_up(Source::Discord);
+    // Only a catch-up that read every channel to its end counts as caught up.
+    if complete {
+        shared.amc.note_caught_up(Source::Discord);
+    }
 }
 
 /// A channel the person just approved: what came since its newest stored message, and
@@ -90,8 +94,9 @@ async fn forward(shared: &Shared, ch: &AllowedChannel) {
     walk(shared, ch, walk_from).await;
 }
 
-async fn walk(shared: &Shared, ch: &AllowedChannel, mut from: Walk) {
-    let Ok(channel) = ch.platform_id.parse::<u64>().map(ChannelId::new) else { return };
+/// Reads `ch`'s history from `from`; false when a page could not be read.
+async fn walk(shared: &Shared, ch: &AllowedChannel, mut from: Walk) -> bool {
+    let Ok(channel) = ch.platform_id.parse::<u64>().map(ChannelId::new) else { return false };
     let mut fetched: u32 = 0;
     while fetched < shared.history_limit {
         let want = (shared.history_limit - fetched).min(u32::from(PAGE)) as u8;
@@ -104,7 +109,7 @@ async fn walk(shared: &Shared, ch: &AllowedChannel, mut from: Walk) {
             Ok(p) => p,
             Err(e) => {
                 tracing::warn!(channel = %ch.id, error = %e, "could not fetch Discord history");
-                return;
+                return false;
             }
         };
         let full = page.len() == usize::from(want);
@@ -113,17 +118,18 @@ async fn walk(shared: &Shared, ch: &AllowedChannel, mut from: Walk) {
             page.retain(|m| convert::snowflake_ms(m.id.get()) >= until);
         }
         let (Some(first), Some(last)) = (page.first().map(|m| m.id.get()), page.last().map(|m| m.id.get())) else {
-            return;
+            return true;
         };
         fetched += page.len() as u32;
         store(shared, ch, &page).await;
         from = match from {
             Walk::After(_) if full => Walk::After(last),
             Walk::Before(_, until) if full && page.len() == usize::from(want) => Walk::Before(first, until),
-            _ => return,
+            _ => return true,
         };
     }
     tracing::info!(channel = %ch.id, limit = shared.history_limit, "stopped fetching history at the limit");
+    true
 }
 
 async fn store(shared: &Shared, ch: &AllowedChannel, page: &[Message]) {

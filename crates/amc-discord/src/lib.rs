@@ -1,6 +1,6 @@
 //! AMC's Discord source: a bot (serenity) on Discord's gateway. Every guild channel and
-//! DM it sees becomes a pending channel; messages, edits, deletions and reactions go into
-//! the store; each (re)connection and each approval "with history" fetches what the
+//! DM it sees becomes a pending channel; messages, edits, deletions and reactions go to
+//! the core's ingest front door; each (re)connection and each approval "with history" fetches what the
 //! gateway did not deliver; agents' sends go out as the bot. The only crate that knows
 //! Discord.
 //!

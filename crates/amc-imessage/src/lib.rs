@@ -1,5 +1,5 @@
-//! The iMessage source: reads macOS Messages' `chat.db` and stores what it finds in
-//! AMC's store. The only crate that knows chat.db's schema.
+//! The iMessage source: reads macOS Messages' `chat.db` and hands what it finds to the
+//! core's ingest front door (`Amc::ingest_many`). The only crate that knows chat.db.
 //!
 //! # Layout
 //! - [`chatdb`]: opens chat.db read-only and reads messages after a ROWID, decoding

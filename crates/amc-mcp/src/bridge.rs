@@ -247,7 +247,7 @@ impl ServerHandler for Bridge {
     ) -> Result<ListToolsResult, McpError> {
         self.relay(async |up| up.list_tools(request).await).await.map_err(|f| match f {
             Failure::Protocol(e) => e,
-            Failure::Unreachable { problem, .. } => McpError::internal_error(problem.to_string(), None),
+            Failure::Unreachable { problem, .. } => McpError::internal_error(problem.envelope().message, None),
         })
     }
 

@@ -3,8 +3,8 @@
 //! beside the inbox, on the same database and the same agents.
 //!
 //! It depends on the core (its database, agents, errors and clock); the core knows
-//! nothing of it. Every caller (the REST routes, the relay MCP toolset, the tray) holds
-//! one [`Relay`].
+//! nothing of it. The daemon opens one [`Relay`] and both its callers share it: the
+//! relay's REST mirror (the tray UI) and the relay MCP toolset.
 //!
 //! # Layout
 //! - [`service`]: the rules: who may do what, cursors, paging, the long-poll.

@@ -140,6 +140,9 @@ pub async fn start(raw: RawConfig) -> anyhow::Result<Running> {
         dir_events: amc_imessage::watch::DirEvents::All,
     });
     let amc = Amc::start(config, senders).context("starting AMC")?;
+    // Every table is migrated (the relay's too) before any source writes.
+    let daemon =
+        amc_daemon::Daemon::new(amc.clone()).context("starting the daemon (the admin token, the relay's tables)")?;
     let stop = CancellationToken::new();
     if let Some(cfg) = imessage {
         tracing::info!(chat_db = %cfg.chat_db.display(), "following iMessage");
@@ -155,8 +158,6 @@ pub async fn start(raw: RawConfig) -> anyhow::Result<Running> {
         let (amc, stop) = (amc.clone(), stop.clone());
         tokio::spawn(async move { amc.upkeep(stop.cancelled()).await });
     }
-    let daemon =
-        amc_daemon::Daemon::new(amc.clone()).context("starting the daemon (the admin token, the relay's tables)")?;
     let in_process = daemon.in_process();
     let served = {
         let stop = stop.clone();

@@ -1,6 +1,6 @@
 //! The `amc:` URI scheme. The tray window loads `amc://localhost/ui/`; each request it
-//! makes is handed to the daemon's in-process router, which acts as the person. So the
-//! window needs no token and no TCP port is open.
+//! makes is handed to the daemon in this process ([`InProcess`]), which acts as the
+//! person. So the window needs no token and no TCP port is open.
 //!
 //! A custom scheme's response is one body, not a stream. The admin event stream
 //! (`GET /admin/events`) is therefore answered as a long poll: each response ends after
