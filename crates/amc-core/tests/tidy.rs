@@ -197,3 +197,46 @@ fn tests_never_sleep_a_fixed_time() {
         }
     }
 }
+
+/// The core is the bottom layer: it depends on no other AMC crate (the relay depends on
+/// it, never the other way round).
+#[test]
+fn the_core_depends_on_no_other_amc_crate() {
+    let deps = dependencies(&workspace().join("crates/amc-core/Cargo.toml"));
+    assert!(deps.iter().any(|d| d == "rusqlite"), "the manifest was read: {deps:?}");
+    assert!(!deps.iter().any(|d| d.starts_with("amc-")), "amc-core depends on {deps:?}");
+}
+
+/// Only the relay keeps tables of its own in AMC's database, so only it (and the core)
+/// holds the raw `Database`.
+#[test]
+fn only_the_relay_reaches_the_raw_database() {
+    let allowed = [workspace().join("crates/amc-core/src"), workspace().join("crates/amc-relay/src")];
+    for p in sources() {
+        if allowed.iter().any(|a| p.starts_with(a)) {
+            continue;
+        }
+        let text = production(&p);
+        assert!(!text.contains(".database()"), "{} reaches AMC's raw database", rel(&p));
+    }
+}
+
+/// The error envelope is built in one place, `amc_core::error::Envelope`.
+#[test]
+fn the_envelope_is_built_in_one_place() {
+    let home = workspace().join("crates/amc-core/src/error.rs");
+    for p in sources() {
+        if p == home {
+            continue;
+        }
+        let text = production(&p);
+        assert!(!text.contains("EnvelopeBody {"), "{} builds the envelope", rel(&p));
+        for line in text.lines() {
+            assert!(
+                !(line.contains("\"code\"") && line.contains("code.as_str()")),
+                "{} builds an error's JSON by hand: {line}",
+                rel(&p)
+            );
+        }
+    }
+}
