@@ -13,7 +13,7 @@ from pathlib import Path
 import anyio
 import jsonschema
 import pytest
-from mcp import ClientSession, StdioServerParameters
+from mcp import Client, ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from conftest import Daemon, amc_binary
@@ -260,6 +260,32 @@ async def test_unknown_tools_are_protocol_errors_and_calls_run_side_by_side(daem
         assert envelope(results[8])["code"] == "VALIDATION_FAILED"
         assert ok(results[9])["status"] == "sent"
     assert daemon.sent_texts() == ["side by side"]
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_the_sdks_own_client_works_through_the_bridge_in_both_eras(daemon: Daemon, mode: str):
+    """`mcp.Client` as it comes: `auto` probes `server/discover` and speaks 2026-07-28, whose
+    results must carry `resultType`; `legacy` takes the `initialize` handshake."""
+    token = daemon.add_agent("claude")
+    ch, ids = daemon.chat("a", ["hello"], approve={"history": "all", "send_policy": "auto"})
+    for relay in (False, True):
+        env = {"AMC_DATA_DIR": str(daemon.data_dir), "PATH": os.environ.get("PATH", ""),
+               "AMC_BEARER_TOKEN": token, "AMC_AGENT_ID": "claude"}
+        args = ["mcp", "--relay"] if relay else ["mcp"]
+        async with Client(StdioServerParameters(command=amc_binary(), args=args, env=env), mode=mode) as client:
+            if mode == "auto":
+                assert client.protocol_version == "2026-07-28", client.protocol_version
+            names = [t.name for t in (await client.list_tools()).tools]
+            if relay:
+                assert "create_thread" in names and "wait_for_messages" in names, names
+                made = await client.call_tool("create_thread", {"title": f"t {mode}", "idempotency_key": mode})
+                assert not made.is_error and made.structured_content["thread_id"], made
+            else:
+                assert names[:4] == ["list_unread_messages", "send_message", "mark_read", "get_message_context"]
+                unread = await client.call_tool("list_unread_messages", {})
+                assert [m["id"] for m in ok(unread)["messages"]] == ids
+                failed = await client.call_tool("get_message_context", {"channel_id": ch, "around_message_id": "x"})
+                assert envelope(failed)["code"] == "VALIDATION_FAILED"
 
 
 async def test_a_daemon_started_after_the_bridge_is_picked_up(tmp_path: Path):

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult, PaginatedRequestParams,
+    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult, PaginatedRequestParams, ResultType,
     ServerCapabilities, ServerConfig,
 };
 use rmcp::service::{Peer, RequestContext, RunningService};
@@ -245,10 +245,14 @@ impl ServerHandler for Bridge {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        self.relay(async |up| up.list_tools(request).await).await.map_err(|f| match f {
+        let mut listed = self.relay(async |up| up.list_tools(request).await).await.map_err(|f| match f {
             Failure::Protocol(e) => e,
             Failure::Unreachable { problem, .. } => McpError::internal_error(problem.envelope().message, None),
-        })
+        })?;
+        // The daemon's answer came in the bridge's own (older) protocol, without
+        // `resultType`; a host on 2026-07-28 requires it (rmcp strips it for older hosts).
+        listed.result_type.get_or_insert(ResultType::COMPLETE);
+        Ok(listed)
     }
 
     async fn call_tool(
@@ -265,7 +269,10 @@ impl ServerHandler for Bridge {
             () = context.ct.cancelled() => return Err(McpError::internal_error("cancelled by the client", None)),
         };
         match relayed {
-            Ok(result) => Ok(result.into()),
+            Ok(mut result) => {
+                result.result_type.get_or_insert(ResultType::COMPLETE);
+                Ok(result.into())
+            }
             Err(Failure::Protocol(e)) => Err(e),
             // The agent reads tool results, not protocol errors: say what is wrong there.
             Err(Failure::Unreachable { problem, handed_over }) => {
