@@ -262,6 +262,24 @@ async def test_unknown_tools_are_protocol_errors_and_calls_run_side_by_side(daem
     assert daemon.sent_texts() == ["side by side"]
 
 
+async def test_wait_for_unread_messages_through_the_bridge(daemon: Daemon):
+    """The long-poll for hosts without push: what is unread comes at once; a quiet wait ends
+    empty after `timeout_seconds`; the SDK checks both against the tool's output schema."""
+    token = daemon.add_agent("claude")
+    ch, ids = daemon.chat("a", ["are you up?"], approve={"history": "all"})
+    async with bridge(daemon.data_dir, token, "claude") as s:
+        tool = next(t for t in (await s.list_tools()).tools if t.name == "wait_for_unread_messages")
+        assert tool.annotations.read_only_hint is True
+        assert tool.input_schema["properties"]["timeout_seconds"]["maximum"] == 25
+        page = ok(await s.call_tool("wait_for_unread_messages", {"channel_id": ch}))
+        assert [m["id"] for m in page["messages"]] == ids
+        ok(await s.call_tool("mark_read", {"message_ids": ids}))
+        started = time.monotonic()
+        quiet = ok(await s.call_tool("wait_for_unread_messages", {"timeout_seconds": 1}))
+        assert quiet["messages"] == [] and 0.9 <= time.monotonic() - started < 10
+        assert envelope(await s.call_tool("wait_for_unread_messages", {"timeout_seconds": 0}))["code"] == "VALIDATION_FAILED"
+
+
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_the_sdks_own_client_works_through_the_bridge_in_both_eras(daemon: Daemon, mode: str):
     """`mcp.Client` as it comes: `auto` probes `server/discover` and speaks 2026-07-28, whose

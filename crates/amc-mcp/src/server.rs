@@ -12,14 +12,15 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use amc_core::service::{AgentCtx, Amc, ContextParams, SendRequest, UnreadParams};
+use amc_core::service::{AgentCtx, Amc, ContextParams, SendRequest, UnreadParams, WaitUnreadParams};
 use amc_core::{Error, ErrorCode};
 
 use crate::tools;
 
 /// What the inbox server tells hosts about itself.
 pub const INBOX_INSTRUCTIONS: &str = "AMC gives you the person's iMessage and Discord conversations that they approved. \
-     Call list_unread_messages to see what is new, get_message_context for the conversation around a message, \
+     Call list_unread_messages to see what is new (or wait_for_unread_messages to wait for the next message \
+     instead of asking again and again), get_message_context for the conversation around a message, \
      send_message to reply (it may wait for the person's approval), and mark_read when done. list_channels shows \
      where you can write.";
 
@@ -148,6 +149,12 @@ impl InboxServer {
             "get_message_context" => {
                 need_agent_id(&c)?;
                 to_value(self.amc.message_context(agent, args::<ContextParams>(arguments)?).await?)
+            }
+            "wait_for_unread_messages" => {
+                need_agent_id(&c)?;
+                let p = args::<WaitUnreadParams>(arguments)?;
+                // A host that cancels the call (or a daemon that stops) ends the wait.
+                to_value(self.amc.wait_for_unread(agent, p, ctx.ct.cancelled()).await?)
             }
             "list_channels" => {
                 let channels = self.amc.list_channels(agent, args::<ChannelsArgs>(arguments)?.source).await?;

@@ -161,6 +161,38 @@ pub fn list_unread_messages() -> Tool {
     .with_annotations(annotations("List unread messages", true, false, true, false))
 }
 
+/// `wait_for_unread_messages`: AMC's addition, for hosts that cannot be told of new
+/// messages.
+pub fn wait_for_unread_messages() -> Tool {
+    let input = json!({
+        "type": "object",
+        "properties": {
+            "since": { "type": "string", "format": "date-time", "description": "ISO 8601 / RFC 3339 timestamp; only messages sent at or after it." },
+            "source": { "type": "string", "enum": ["imessage", "discord"] },
+            "channel_id": { "type": "string" },
+            "limit": { "type": "integer", "minimum": 1, "maximum": 100, "default": 20 },
+            "cursor": { "type": "string", "description": "A next_cursor from an earlier page: only messages after it." },
+            "timeout_seconds": { "type": "integer", "minimum": 1, "maximum": 25, "default": 25, "description": "How long to wait when nothing is unread." }
+        },
+        "additionalProperties": false
+    });
+    Tool::new(
+        "wait_for_unread_messages",
+        format!(
+            "Like list_unread_messages (same filters, same answer), but when nothing is unread it waits up to \
+             `timeout_seconds` (1-25, default 25) and returns as soon as a message arrives, or an empty page at the \
+             end of the wait. Use it instead of calling list_unread_messages in a loop: call it again after each \
+             answer (after mark_read for what you handled). {VISIBILITY}"
+        ),
+        object(input),
+    )
+    .with_raw_output_schema(output_schema(messages_output(json!({
+        "next_since": { "type": ["string", "null"], "format": "date-time" },
+        "next_cursor": { "type": ["string", "null"] }
+    }))))
+    .with_annotations(annotations("Wait for unread messages", true, false, true, false))
+}
+
 /// `send_message`.
 pub fn send_message() -> Tool {
     Tool::new(
@@ -299,7 +331,14 @@ pub fn list_channels() -> Tool {
 
 /// Every tool of the inbox toolset, in the order `tools/list` gives them.
 pub fn inbox_tools() -> Vec<Tool> {
-    vec![list_unread_messages(), send_message(), mark_read(), get_message_context(), list_channels()]
+    vec![
+        list_unread_messages(),
+        send_message(),
+        mark_read(),
+        get_message_context(),
+        list_channels(),
+        wait_for_unread_messages(),
+    ]
 }
 
 #[cfg(test)]
@@ -310,10 +349,10 @@ mod tests {
         serde_json::to_value(t).expect("serialises")
     }
 
-    /// The contract's four tools, by its names and in its order; `list_channels` is AMC's
-    /// addition.
+    /// The contract's four tools, by its names and in its order; `list_channels` and
+    /// `wait_for_unread_messages` are AMC's additions.
     #[test]
-    fn the_inbox_toolset_is_the_contracts_tools_then_list_channels() {
+    fn the_inbox_toolset_is_the_contracts_tools_then_the_additions() {
         let contract = include_str!("../../../tests/fixtures/spec/inbox-mcp-tools.md");
         let theirs: Vec<&str> = contract
             .lines()
@@ -322,7 +361,7 @@ mod tests {
         assert_eq!(theirs, ["list_unread_messages", "send_message", "mark_read", "get_message_context"]);
         let ours: Vec<String> = inbox_tools().iter().map(|t| t.name.to_string()).collect();
         assert_eq!(ours[..theirs.len()], theirs);
-        assert_eq!(ours[theirs.len()..], ["list_channels"]);
+        assert_eq!(ours[theirs.len()..], ["list_channels", "wait_for_unread_messages"]);
     }
 
     #[test]
@@ -334,7 +373,7 @@ mod tests {
             }
             assert_eq!(t["inputSchema"]["type"], "object", "{}", tool.name);
         }
-        let reads = ["list_unread_messages", "get_message_context", "list_channels"];
+        let reads = ["list_unread_messages", "get_message_context", "list_channels", "wait_for_unread_messages"];
         for tool in inbox_tools() {
             let read_only = wire(&tool)["annotations"]["readOnlyHint"] == true;
             assert_eq!(read_only, reads.contains(&tool.name.as_ref()), "{}", tool.name);

@@ -29,6 +29,28 @@ pub struct UnreadParams {
     pub cursor: Option<String>,
 }
 
+/// `wait_for_unread_messages` / `GET /messages/unread/wait`: the filters of
+/// [`UnreadParams`] and how long to wait.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct WaitUnreadParams {
+    /// RFC 3339; only messages sent at or after it.
+    pub since: Option<String>,
+    /// `imessage` or `discord`.
+    pub source: Option<String>,
+    /// Only this channel.
+    pub channel_id: Option<String>,
+    /// 1..=100, default 20.
+    pub limit: Option<i64>,
+    /// A `next_cursor` from an earlier page: only messages after that one.
+    pub cursor: Option<String>,
+    /// 1..=25 seconds, default 25.
+    pub timeout_seconds: Option<i64>,
+}
+
+/// The longest `wait_for_unread_messages` wait, in seconds.
+pub const MAX_UNREAD_WAIT_SECONDS: i64 = 25;
+
 /// The unread page.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct UnreadPage {
@@ -139,6 +161,64 @@ impl Amc {
             None => p.cursor,
         };
         Ok(UnreadPage { messages, next_since: next_since.map(format_ms), next_cursor })
+    }
+
+    /// Like [`Amc::list_unread`], but when nothing is unread, waits up to `timeout_seconds`
+    /// (or until `cancelled`, a caller that went away or a daemon that stops) for a message
+    /// to become unread, and answers as soon as one is. An empty page at the end of the
+    /// wait. Waiting costs nothing: the wait sleeps on the change feed, and looks at the
+    /// store again only when messages arrive or a channel changes.
+    pub async fn wait_for_unread(
+        &self,
+        agent: &AgentCtx,
+        p: WaitUnreadParams,
+        cancelled: impl std::future::Future<Output = ()>,
+    ) -> Result<UnreadPage> {
+        let timeout =
+            ranged("timeout_seconds", p.timeout_seconds, 1, MAX_UNREAD_WAIT_SECONDS, MAX_UNREAD_WAIT_SECONDS)?;
+        let params = UnreadParams {
+            since: p.since,
+            source: p.source,
+            channel_id: p.channel_id,
+            limit: p.limit,
+            cursor: p.cursor,
+        };
+        // Listen before looking, so a message stored in between still wakes the wait.
+        let mut events = self.events().subscribe();
+        let mut revocations = self.revocations();
+        let page = self.list_unread(agent, params.clone()).await?;
+        if !page.messages.is_empty() {
+            return Ok(page);
+        }
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(u64::from(timeout));
+        let ours = |channel_id: &str| params.channel_id.as_deref().is_none_or(|c| c == channel_id);
+        tokio::pin!(cancelled);
+        loop {
+            let look = tokio::select! {
+                () = tokio::time::sleep_until(deadline) => return Ok(page),
+                () = &mut cancelled => return Ok(page),
+                Ok(()) = revocations.changed() => {
+                    if self.is_agent_revoked(agent.agent_id.clone()).await? {
+                        return Err(Error::unauthorized("this agent was revoked"));
+                    }
+                    false
+                }
+                event = events.recv() => match event {
+                    Ok(Event::MessagesChanged { channel_id, inserted, .. }) => inserted > 0 && ours(&channel_id),
+                    Ok(Event::ChannelChanged { channel_id }) => ours(&channel_id),
+                    Ok(_) => false,
+                    // Events were missed: look, in case one of them mattered.
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => true,
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return Ok(page),
+                },
+            };
+            if look {
+                let fresh = self.list_unread(agent, params.clone()).await?;
+                if !fresh.messages.is_empty() {
+                    return Ok(fresh);
+                }
+            }
+        }
     }
 
     /// A message and its neighbours in its channel.

@@ -32,7 +32,9 @@ use crate::store::Store;
 
 pub use admin::{AdminSend, InboxItem};
 pub use health::{Health, SourceState, SourceStatus};
-pub use inbox::{ContextPage, ContextParams, MarkReadResult, UnreadPage, UnreadParams};
+pub use inbox::{
+    ContextPage, ContextParams, MAX_UNREAD_WAIT_SECONDS, MarkReadResult, UnreadPage, UnreadParams, WaitUnreadParams,
+};
 pub use send::{AttachmentRef, SendReceipt, SendRequest};
 
 const PAUSED_SETTING: &str = "agents_paused";

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Agent, AgentWithId, ApiJson, ApiPath, ApiQuery, IdempotencyKey};
-use amc_core::service::{ContextParams, SendRequest, UnreadParams};
+use amc_core::service::{ContextParams, SendRequest, UnreadParams, WaitUnreadParams};
 use amc_core::{Error, ErrorCode};
 
 /// `GET /messages/unread`.
@@ -20,6 +20,17 @@ pub async fn unread(
     ApiQuery(p): ApiQuery<UnreadParams>,
 ) -> ApiResult<impl IntoResponse> {
     Ok(Json(st.amc.list_unread(&agent, p).await?))
+}
+
+/// `GET /messages/unread/wait`: `GET /messages/unread` that, when nothing is unread,
+/// waits up to `timeout_seconds` (1-25, default 25) for a message. A stopping daemon ends
+/// the wait with what there is.
+pub async fn wait_unread(
+    State(st): State<AppState>,
+    AgentWithId(agent): AgentWithId,
+    ApiQuery(p): ApiQuery<WaitUnreadParams>,
+) -> ApiResult<impl IntoResponse> {
+    Ok(Json(st.amc.wait_for_unread(&agent, p, st.shutdown.cancelled()).await?))
 }
 
 /// `GET /messages/context`.

@@ -58,6 +58,54 @@ fn json_rpc_error(id: Value, rpc_code: i64, e: &amc_core::Error) -> Response {
     (status, axum::Json(body)).into_response()
 }
 
+/// How much of a body over the limit is still read (and dropped) before answering, and for
+/// how long: a client still writing when the answer comes would see its write fail rather
+/// than the answer.
+const DRAIN_BYTES: usize = 16 << 20;
+const DRAIN_TIME: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// A request body as read.
+enum Read {
+    /// Whole, and within the limit.
+    Body(axum::body::Bytes),
+    /// Over the limit.
+    TooLarge,
+    /// The connection failed while it was read.
+    Broken,
+}
+
+/// Reads a body of at most `limit` bytes. A longer one is read on and dropped (up to
+/// [`DRAIN_BYTES`] more, for at most [`DRAIN_TIME`]) so that its sender, still writing,
+/// gets the answer.
+async fn read_capped(mut body: axum::body::Body, limit: usize) -> Read {
+    use http_body_util::BodyExt;
+    let mut kept = Vec::new();
+    loop {
+        match body.frame().await {
+            None => return Read::Body(kept.into()),
+            Some(Err(_)) => return Read::Broken,
+            Some(Ok(frame)) => {
+                let Ok(data) = frame.into_data() else { continue };
+                if kept.len() + data.len() > limit {
+                    break;
+                }
+                kept.extend_from_slice(&data);
+            }
+        }
+    }
+    let drain = async {
+        let mut dropped = 0usize;
+        while let Some(Ok(frame)) = body.frame().await {
+            dropped += frame.into_data().map(|d| d.len()).unwrap_or(0);
+            if dropped > DRAIN_BYTES {
+                break;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(DRAIN_TIME, drain).await;
+    Read::TooLarge
+}
+
 /// JSON-RPC's codes for a body that is not JSON and for JSON that is not a request.
 const PARSE_ERROR: i64 = -32700;
 const INVALID_REQUEST: i64 = -32600;
@@ -72,9 +120,13 @@ pub async fn json_rpc_only(State(st): State<AppState>, req: Request, next: Next)
     let (parts, body) = req.into_parts();
     let mut id = Value::Null;
     let req = if parts.method == Method::POST {
-        let bytes = match axum::body::to_bytes(body, MAX_MCP_REQUEST_BYTES).await {
-            Ok(b) => b,
-            Err(_) => {
+        let bytes = match read_capped(body, MAX_MCP_REQUEST_BYTES).await {
+            Read::Body(b) => b,
+            Read::Broken => {
+                let e = Error::validation("could not read the request body");
+                return json_rpc_error(Value::Null, INVALID_REQUEST, &e);
+            }
+            Read::TooLarge => {
                 let e =
                     Error::new(ErrorCode::PayloadTooLarge, format!("request body over {MAX_MCP_REQUEST_BYTES} bytes"));
                 return json_rpc_error(Value::Null, INVALID_REQUEST, &e);

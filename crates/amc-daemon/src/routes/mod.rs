@@ -36,6 +36,7 @@ pub fn router(state: AppState) -> Router {
         .merge(mcp)
         .merge(test_routes)
         .route("/messages/unread", get(agent::unread))
+        .route("/messages/unread/wait", get(agent::wait_unread))
         .route("/messages/context", get(agent::context))
         .route("/messages/mark_read", post(agent::mark_read))
         .route("/messages/send", post(agent::send))

@@ -12,3 +12,4 @@ mod mcp;
 mod relay;
 mod sends;
 mod ui;
+mod wait;

@@ -57,7 +57,17 @@ async fn rmcp_client_lists_the_tools_and_calls_each_over_the_socket() {
     assert_eq!(info.server_info.as_ref().map(|i| i.name.as_str()), Some("amc"));
     let tools = c.list_all_tools().await.expect("tools/list");
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-    assert_eq!(names, ["list_unread_messages", "send_message", "mark_read", "get_message_context", "list_channels"]);
+    assert_eq!(
+        names,
+        [
+            "list_unread_messages",
+            "send_message",
+            "mark_read",
+            "get_message_context",
+            "list_channels",
+            "wait_for_unread_messages"
+        ]
+    );
     for t in &tools {
         assert!(t.output_schema.is_some(), "{} declares an output schema", t.name);
         let a = t.annotations.as_ref().expect("annotations");
@@ -201,7 +211,7 @@ async fn stateless_2026_07_28_requests_are_served_without_a_handshake() {
     let (h, b) = post("tools/list", None, json!({ "_meta": meta }));
     let r = c.request(hyper::Method::POST, "/mcp", &h, Some(b)).await.expect("post");
     assert_eq!(r.status, 200);
-    assert_eq!(r.json()["result"]["tools"].as_array().map(Vec::len), Some(5));
+    assert_eq!(r.json()["result"]["tools"].as_array().map(Vec::len), Some(6));
     let (h, b) =
         post("tools/call", Some("list_channels"), json!({ "name": "list_channels", "arguments": {}, "_meta": meta }));
     let r = c.request(hyper::Method::POST, "/mcp", &h, Some(b)).await.expect("post");
@@ -249,4 +259,33 @@ async fn malformed_json_rpc_gets_a_json_rpc_error_on_both_toolsets() {
     // The daemon lives on.
     let r = d.anon().await.with_bearer(&token).get("/healthz").await.expect("healthz");
     assert_eq!(r.status, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wait_for_unread_messages_answers_when_a_message_arrives() {
+    let d = Daemon::start().await;
+    let (_, token) = d.agent("claude").await;
+    let (ch, _) = d.channel_with("a", 0).await;
+    d.approve(&ch, json!({ "history": "all" })).await;
+    let c = connect(&d, &token, Some("claude")).await;
+    let before = d.amc.events().listeners();
+    let waiting = tokio::spawn(async move {
+        let r = call(&c, "wait_for_unread_messages", json!({ "channel_id": ch })).await;
+        (c, r)
+    });
+    let events = d.amc.events().clone();
+    amc_testkit::eventually("the wait to listen", || async { (events.listeners() > before).then_some(()) }).await;
+    let now = amc_core::time::now_ms();
+    let (_, stored) =
+        d.ingest(amc_core::model::Source::Imessage, "a", vec![super::harness::msg("a-1", "hello", now)]).await;
+    let (c, r) = waiting.await.expect("join");
+    let v = structured(&r);
+    assert_eq!(super::harness::ids(&v), stored, "{v}");
+    // Out of range, and without X-Agent-ID: the envelope.
+    assert_eq!(
+        error_code(&call(&c, "wait_for_unread_messages", json!({ "timeout_seconds": 26 })).await),
+        "VALIDATION_FAILED"
+    );
+    let anonymous = connect(&d, &token, None).await;
+    assert_eq!(error_code(&call(&anonymous, "wait_for_unread_messages", json!({})).await), "AGENT_ID_REQUIRED");
 }
