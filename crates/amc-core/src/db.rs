@@ -20,8 +20,10 @@ pub type Migration = (&'static str, &'static str);
 /// How long a connection waits for a lock held by another before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// The most idle readers kept open.
-const MAX_IDLE_READERS: usize = 8;
+/// The most reader connections open at once. More reads than this wait for one to be
+/// free: a hundred agents woken together reuse a few connections instead of opening a
+/// hundred (each with its own page cache).
+const MAX_READERS: usize = 8;
 
 /// A cheap, cloneable handle on the database: one writer connection, and a pool of
 /// readers that WAL lets run beside it.
@@ -33,7 +35,35 @@ pub struct Database {
 struct Inner {
     path: PathBuf,
     writer: Mutex<Connection>,
-    readers: Mutex<Vec<Connection>>,
+    readers: Mutex<Readers>,
+    /// Signalled when a reader goes back to the pool.
+    returned: std::sync::Condvar,
+}
+
+/// A reader connection on loan: back to the pool when dropped, or closed (freeing its
+/// slot) when there is none or a panic went through it.
+struct Lease<'a> {
+    db: &'a Database,
+    conn: Option<Connection>,
+}
+
+impl Drop for Lease<'_> {
+    fn drop(&mut self) {
+        let mut readers = self.db.inner.readers.lock().unwrap_or_else(|p| p.into_inner());
+        match self.conn.take() {
+            Some(c) if !std::thread::panicking() => readers.idle.push(c),
+            _ => readers.open -= 1,
+        }
+        drop(readers);
+        self.db.inner.returned.notify_one();
+    }
+}
+
+/// The idle reader connections, and how many are open in all.
+#[derive(Default)]
+struct Readers {
+    idle: Vec<Connection>,
+    open: usize,
 }
 
 impl Database {
@@ -49,7 +79,8 @@ impl Database {
             inner: Arc::new(Inner {
                 path: path.to_owned(),
                 writer: Mutex::new(writer),
-                readers: Mutex::new(Vec::new()),
+                readers: Mutex::new(Readers::default()),
+                returned: std::sync::Condvar::new(),
             }),
         })
     }
@@ -73,23 +104,32 @@ impl Database {
     /// Runs `f` in one read transaction on a pooled reader: every query in it sees the
     /// same snapshot.
     pub fn read<T>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
-        let pooled = self.inner.readers.lock().unwrap_or_else(|p| p.into_inner()).pop();
-        let mut conn = match pooled {
-            Some(c) => c,
-            None => open_connection(&self.inner.path, true)?,
-        };
-        let out = {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Deferred)?;
-            let out = f(&tx);
-            tx.finish()?;
-            out
-        };
-        if let Ok(mut pool) = self.inner.readers.lock()
-            && pool.len() < MAX_IDLE_READERS
-        {
-            pool.push(conn);
-        }
+        let mut lease = self.take_reader()?;
+        let conn = lease.conn.as_mut().ok_or_else(|| Error::internal("reader lease without a connection"))?;
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Deferred)?;
+        let out = f(&tx);
+        tx.finish()?;
         out
+    }
+
+    /// An idle reader, a new one while fewer than [`MAX_READERS`] are open, or else the
+    /// next one returned.
+    fn take_reader(&self) -> Result<Lease<'_>> {
+        let mut readers = self.inner.readers.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            if let Some(c) = readers.idle.pop() {
+                return Ok(Lease { db: self, conn: Some(c) });
+            }
+            if readers.open < MAX_READERS {
+                readers.open += 1;
+                drop(readers);
+                // The lease gives the slot back if opening fails.
+                let mut lease = Lease { db: self, conn: None };
+                lease.conn = Some(open_connection(&self.inner.path, true)?);
+                return Ok(lease);
+            }
+            readers = self.inner.returned.wait(readers).unwrap_or_else(|p| p.into_inner());
+        }
     }
 
     /// Applies the migrations of `part` (the relay, …) that it has not applied yet, each
@@ -171,6 +211,33 @@ mod tests {
         ("0001_notes", "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL);"),
         ("0002_tags", "ALTER TABLE notes ADD COLUMN tag TEXT;"),
     ];
+
+    /// Reads beyond the pool's size wait for a reader instead of opening more, and a read
+    /// that panics gives its slot back.
+    #[test]
+    fn readers_are_bounded_and_survive_a_panicking_read() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = Database::open(&dir.path().join("amc.db"), &[]).expect("open");
+        let handles: Vec<_> = (0..4 * MAX_READERS)
+            .map(|_| {
+                let db = db.clone();
+                std::thread::spawn(move || {
+                    db.read(|tx| Ok(tx.query_row("SELECT 1", [], |r| r.get::<_, i64>(0))?)).expect("read")
+                })
+            })
+            .collect();
+        for h in handles {
+            assert_eq!(h.join().expect("thread"), 1);
+        }
+        assert!(db.inner.readers.lock().expect("lock").open <= MAX_READERS);
+        for _ in 0..MAX_READERS + 1 {
+            let db = db.clone();
+            let panicked = std::thread::spawn(move || db.read(|_| -> Result<()> { panic!("a bug in a read") })).join();
+            assert!(panicked.is_err());
+        }
+        // Every slot came back: reads still work.
+        assert_eq!(db.read(|tx| Ok(tx.query_row("SELECT 2", [], |r| r.get::<_, i64>(0))?)).expect("read"), 2);
+    }
 
     #[test]
     fn a_part_migrates_once_and_on_its_own_version() {

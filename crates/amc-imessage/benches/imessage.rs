@@ -1,6 +1,7 @@
 //! The iMessage source's figures: initial ingest of a 250,000-message chat.db, and the
 //! latency from a commit in chat.db to the message being returned by
-//! `GET /messages/unread` on the real daemon. `cargo bench -p amc-imessage --bench
+//! `GET /messages/unread` on the real daemon, and to 100 agents waiting on
+//! `GET /messages/unread/wait`. `cargo bench -p amc-imessage --bench
 //! imessage`; `AMC_BENCH_MESSAGES` sets the chat.db's size. With `AMC_BENCH_KEEP=DIR` the
 //! generated chat.db is kept in DIR (to run imessage-exporter on the same file). With
 //! `AMC_BENCH_BAD_ROW=1` the row in the middle has NULL `date` and `is_from_me`, and the
@@ -23,6 +24,9 @@ use tokio_util::sync::CancellationToken;
 
 const CHATS: i64 = 200;
 const SAMPLES: usize = 300;
+/// Agents waiting at once, and how many commits they wait for.
+const WAITERS: usize = 100;
+const WAIT_ROUNDS: usize = 30;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let total: i64 = std::env::var("AMC_BENCH_MESSAGES").ok().and_then(|v| v.parse().ok()).unwrap_or(250_000);
@@ -188,6 +192,58 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             client.post("/messages/mark_read", &serde_json::json!({ "message_ids": all })).await?;
         }
         println!("{}", amc_testkit::Latencies::of(samples).line("commit in chat.db → GET /messages/unread returns it"));
+
+        // The same commit, told to agents that wait: WAITERS agents each hold
+        // GET /messages/unread/wait (the REST twin of wait_for_unread_messages) open.
+        let mut tokens = Vec::with_capacity(WAITERS);
+        for a in 0..WAITERS {
+            tokens.push(amc.store().create_agent(&format!("waiter-{a}"))?.1);
+        }
+        let mut samples = Vec::with_capacity(WAITERS * WAIT_ROUNDS);
+        for round in 0..WAIT_ROUNDS {
+            let since = amc_core::time::format_ms(amc_core::time::now_ms());
+            let before = amc.events().listeners();
+            let mut waits = Vec::with_capacity(WAITERS);
+            for (a, token) in tokens.iter().enumerate() {
+                let mut c = amc_client::Connection::connect(&config.socket_path())
+                    .await?
+                    .with_bearer(token)
+                    .with_header("x-agent-id", &format!("waiter-{a}"));
+                let path = format!("/messages/unread/wait?timeout_seconds=25&since={since}");
+                waits.push(tokio::spawn(async move {
+                    let page = c.get(&path).await.map(|r| r.json());
+                    (Instant::now(), page)
+                }));
+            }
+            // Every wait is in the daemon, listening, before the commit.
+            while amc.events().listeners() < before + WAITERS {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            let text = format!("to the waiters {round}");
+            let m = FixtureMessage {
+                guid: format!("wait-{round}"),
+                text: Some(text.clone()),
+                handle_id: h,
+                sent_at_ms: amc_core::time::now_ms(),
+                ..Default::default()
+            };
+            let t0 = Instant::now();
+            w.add_message(chat, &m)?;
+            for wait in waits {
+                let (done, page) = wait.await?;
+                let page = page?;
+                assert!(
+                    page["messages"].as_array().into_iter().flatten().any(|m| m["text"] == text.as_str()),
+                    "{page}"
+                );
+                samples.push(done.saturating_duration_since(t0));
+            }
+        }
+        println!(
+            "{}",
+            amc_testkit::Latencies::of(samples)
+                .line(&format!("commit in chat.db → {WAITERS} waiting GET /messages/unread/wait answer"))
+        );
         stop.cancel();
         let _ = stop_tx.send(());
         server.await??;
