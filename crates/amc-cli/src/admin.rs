@@ -2,7 +2,7 @@
 //! with the admin token from the data directory.
 #![allow(clippy::print_stdout)]
 
-use anyhow::{Context, bail};
+use anyhow::bail;
 use clap::{Subcommand, ValueEnum};
 use serde_json::{Value, json};
 
@@ -118,9 +118,21 @@ pub enum ReviewCmd {
 async fn connect(raw: RawConfig) -> anyhow::Result<Connection> {
     let config = raw.validate()?;
     let token_path = config.admin_token_path();
-    let token = std::fs::read_to_string(&token_path)
-        .with_context(|| format!("no admin token at {}: has AMC been started here?", token_path.display()))?;
-    Ok(Connection::connect(&config.socket_path()).await?.with_bearer(token.trim()))
+    let socket = config.socket_path();
+    let not_running = || {
+        anyhow::anyhow!(
+            "AMC is not running (no daemon at {}); start it with `amc serve` or open the AMC app",
+            socket.display()
+        )
+    };
+    let Ok(token) = std::fs::read_to_string(&token_path) else {
+        return Err(not_running());
+    };
+    match Connection::connect(&socket).await {
+        Ok(c) => Ok(c.with_bearer(token.trim())),
+        Err(amc_client::ClientError::NotRunning(_)) => Err(not_running()),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// Checks the status and returns the JSON body, or fails with the envelope's message.
@@ -135,7 +147,7 @@ fn ok(resp: amc_client::Response) -> anyhow::Result<Value> {
 }
 
 fn print_json(v: &Value) -> anyhow::Result<()> {
-    println!("{}", serde_json::to_string_pretty(v)?);
+    say!("{}", serde_json::to_string_pretty(v)?);
     Ok(())
 }
 
@@ -151,9 +163,9 @@ pub async fn agent(raw: RawConfig, json_out: bool, cmd: AgentCmd) -> anyhow::Res
             if json_out {
                 print_json(&v)?;
             } else {
-                println!("Added agent {id}. Its token, shown this once:\n\n{}\n", s(&v, "token"));
-                println!("Give the agent AMC_AGENT_ID={id} and AMC_BEARER_TOKEN=<the token>; see docs/mcp.md.");
-                println!("MCP hosts run: {} mcp", s(&v, "mcp_command"));
+                say!("Added agent {id}. Its token, shown this once:\n\n{}\n", s(&v, "token"));
+                say!("Give the agent AMC_AGENT_ID={id} and AMC_BEARER_TOKEN=<the token>; see docs/mcp.md.");
+                say!("MCP hosts run: {} mcp", s(&v, "mcp_command"));
             }
         }
         AgentCmd::List => {
@@ -163,7 +175,7 @@ pub async fn agent(raw: RawConfig, json_out: bool, cmd: AgentCmd) -> anyhow::Res
             }
             for a in v["agents"].as_array().into_iter().flatten() {
                 let state = if a["revoked_at"].is_null() { "active" } else { "revoked" };
-                println!(
+                say!(
                     "{:<24} {:<8} added {}  last seen {}",
                     s(a, "id"),
                     state,
@@ -174,14 +186,14 @@ pub async fn agent(raw: RawConfig, json_out: bool, cmd: AgentCmd) -> anyhow::Res
         }
         AgentCmd::Revoke { id } => {
             let v = ok(c.post(&format!("/admin/agents/{id}/revoke"), &json!({})).await?)?;
-            if json_out { print_json(&v)? } else { println!("Revoked {id}.") }
+            if json_out { print_json(&v)? } else { say!("Revoked {id}.") }
         }
     }
     Ok(())
 }
 
 fn print_channel(ch: &Value) {
-    println!(
+    say!(
         "{:<30} {:<8} {:<5} {:<8} {:<9} {:>6} msgs  {}",
         s(ch, "id"),
         s(ch, "source"),
@@ -238,7 +250,7 @@ pub async fn channel(raw: RawConfig, json_out: bool, cmd: ChannelCmd) -> anyhow:
 }
 
 fn print_send(snd: &Value) {
-    println!(
+    say!(
         "{}  {:<14} {:<12} to {} ({})",
         s(snd, "id"),
         s(snd, "status"),
@@ -247,18 +259,13 @@ fn print_send(snd: &Value) {
         s(snd, "source")
     );
     for line in s(snd, "text").lines() {
-        println!("    | {line}");
+        say!("    | {line}");
     }
     for a in snd["attachments"].as_array().into_iter().flatten() {
-        println!(
-            "    + {} ({} bytes, from {})",
-            s(a, "filename"),
-            a["size_bytes"].as_u64().unwrap_or(0),
-            s(a, "origin")
-        );
+        say!("    + {} ({} bytes, from {})", s(a, "filename"), a["size_bytes"].as_u64().unwrap_or(0), s(a, "origin"));
     }
     if let Some(e) = snd["error_message"].as_str() {
-        println!("    ! {e}");
+        say!("    ! {e}");
     }
 }
 
@@ -276,14 +283,14 @@ pub async fn review(raw: RawConfig, json_out: bool, cmd: ReviewCmd) -> anyhow::R
             }
             let sends = v["sends"].as_array().cloned().unwrap_or_default();
             if sends.is_empty() {
-                println!("Nothing here.");
+                say!("Nothing here.");
             }
             for snd in &sends {
                 if let Some(conv) = snd["conversation"].as_array().filter(|c| !c.is_empty()) {
-                    println!("-- conversation in {} --", s(snd, "channel_name"));
+                    say!("-- conversation in {} --", s(snd, "channel_name"));
                     for m in conv {
                         let who = m["sender"]["display_name"].as_str().or(m["sender"]["id"].as_str()).unwrap_or("?");
-                        println!("  {} {}: {}", s(m, "sent_at"), who, s(m, "text"));
+                        say!("  {} {}: {}", s(m, "sent_at"), who, s(m, "text"));
                     }
                 }
                 print_send(snd);
@@ -309,9 +316,9 @@ pub async fn pause(raw: RawConfig, json_out: bool, paused: bool) -> anyhow::Resu
     if json_out {
         print_json(&v)?;
     } else if paused {
-        println!("Agents are paused: every send is held for your review.");
+        say!("Agents are paused: every send is held for your review.");
     } else {
-        println!("Agents resumed: sends follow each channel's send policy.");
+        say!("Agents resumed: sends follow each channel's send policy.");
     }
     Ok(())
 }
@@ -320,73 +327,89 @@ pub async fn status(raw: RawConfig, json_out: bool) -> anyhow::Result<()> {
     let mut c = connect(raw).await?;
     let v = ok(c.get("/healthz").await?)?;
     if json_out {
-        return print_json(&v);
+        print_json(&v)?;
+        return degraded_status(&v);
     }
-    println!("AMC {} — {} (up {} s)", s(&v, "version"), s(&v, "status"), v["uptime_seconds"].as_u64().unwrap_or(0));
+    say!("AMC {} — {} (up {} s)", s(&v, "version"), s(&v, "status"), v["uptime_seconds"].as_u64().unwrap_or(0));
     if v["agents_paused"].as_bool() == Some(true) {
-        println!("Agents are paused.");
+        say!("Agents are paused.");
     }
     for (name, st) in v["sources"].as_object().into_iter().flatten() {
-        println!(
-            "  {name:<9} {}{}",
-            s(st, "state"),
-            st["reason"].as_str().map(|r| format!(": {r}")).unwrap_or_default()
-        );
+        say!("  {name:<9} {}{}", s(st, "state"), st["reason"].as_str().map(|r| format!(": {r}")).unwrap_or_default());
+    }
+    degraded_status(&v)
+}
+
+/// `amc status` exits with [`STATUS_DEGRADED`] when a source needs the person, so scripts
+/// can tell without reading the text.
+pub const STATUS_DEGRADED: u8 = 3;
+
+fn degraded_status(health: &Value) -> anyhow::Result<()> {
+    if health["status"] == "degraded" {
+        return Err(crate::ExitStatus(STATUS_DEGRADED).into());
     }
     Ok(())
 }
 
-/// `amc doctor`: every check, each with its fix; fails if any check fails.
+/// `amc doctor`: every check, each with its fix; fails if any check fails. A running AMC
+/// is asked first: what it follows and how each source is doing is what counts.
 pub async fn doctor(raw: RawConfig, chat_db: Option<std::path::PathBuf>) -> anyhow::Result<()> {
+    let named_chat_db = chat_db.is_some();
     let config = RawConfig { chat_db, ..raw.clone() }.validate()?;
     let mut problems = 0;
-    println!("Data folder: {}", config.data_dir.display());
-    match config.chat_db.as_deref() {
-        None => println!("  iMessage: off (no chat.db configured; set imessage_chat_db or --chat-db)"),
-        Some(path) => match amc_imessage::chatdb::ChatDb::open(path) {
-            Ok(db) => println!(
-                "  iMessage: chat.db readable ({} messages) at {}",
-                db.max_rowid().unwrap_or(0),
-                path.display()
-            ),
+    say!("Data folder: {}", config.data_dir.display());
+    let health = match connect(raw).await {
+        Ok(mut c) => Some(ok(c.get("/healthz").await?)?),
+        Err(e) => {
+            problems += 1;
+            say!("  Daemon: PROBLEM: {e:#}");
+            None
+        }
+    };
+    let running_imessage =
+        health.as_ref().map(|h| h["sources"]["imessage"].clone()).filter(|s| s["state"] != "disabled");
+    match (config.chat_db.as_deref(), &running_imessage) {
+        // The running AMC follows a chat.db: its state is the answer (below).
+        (_, Some(_)) if !named_chat_db => {}
+        (None, _) => say!("  iMessage: off (no chat.db configured; set imessage_chat_db or --chat-db)"),
+        (Some(path), _) => match amc_imessage::chatdb::ChatDb::open(path) {
+            Ok(db) => {
+                say!("  iMessage: chat.db readable ({} messages) at {}", db.max_rowid().unwrap_or(0), path.display())
+            }
             Err(e) => {
                 problems += 1;
-                println!("  iMessage: PROBLEM: {}", amc_imessage::watch::full_disk_access_advice(path, &e));
+                say!("  iMessage: PROBLEM: {}", amc_imessage::watch::full_disk_access_advice(path, &e));
             }
         },
     }
     match config.osascript.as_deref() {
-        None => println!("  Sending iMessages: off (no osascript; on macOS it is /usr/bin/osascript)"),
-        Some(p) if p.exists() => println!(
+        None => say!("  Sending iMessages: off (no osascript; on macOS it is /usr/bin/osascript)"),
+        Some(p) if p.exists() => say!(
             "  Sending iMessages: {}; the first send asks macOS to let AMC control Messages (System Settings → \
              Privacy & Security → Automation → Messages)",
             p.display()
         ),
         Some(p) => {
             problems += 1;
-            println!("  Sending iMessages: PROBLEM: {} does not exist", p.display());
+            say!("  Sending iMessages: PROBLEM: {} does not exist", p.display());
         }
     }
-    match connect(raw).await {
-        Err(e) => println!("  Daemon: not reachable ({e:#})"),
-        Ok(mut c) => {
-            let v = ok(c.get("/healthz").await?)?;
-            println!("  Daemon: {} (AMC {})", s(&v, "status"), s(&v, "version"));
-            for (name, st) in v["sources"].as_object().into_iter().flatten() {
-                if st["state"] == "degraded" {
-                    problems += 1;
-                }
-                println!(
-                    "    {name:<9} {}{}",
-                    s(st, "state"),
-                    st["reason"].as_str().map(|r| format!(": {r}")).unwrap_or_default()
-                );
+    if let Some(v) = &health {
+        say!("  Daemon: {} (AMC {})", s(v, "status"), s(v, "version"));
+        for (name, st) in v["sources"].as_object().into_iter().flatten() {
+            if st["state"] == "degraded" {
+                problems += 1;
             }
+            say!(
+                "    {name:<9} {}{}",
+                s(st, "state"),
+                st["reason"].as_str().map(|r| format!(": {r}")).unwrap_or_default()
+            );
         }
     }
     if problems > 0 {
         bail!("{problems} problem(s) found; see above");
     }
-    println!("All good.");
+    say!("All good.");
     Ok(())
 }

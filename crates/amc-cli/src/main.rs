@@ -2,6 +2,17 @@
 //!
 //! Logs go to stderr; stdout carries only command output.
 
+/// `println!` for command output: when stdout is closed early (`amc … | head`), the
+/// command stops quietly instead of panicking.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        if let Err(e) = writeln!(std::io::stdout(), $($arg)*) {
+            $crate::output_failed(e);
+        }
+    }};
+}
+
 mod admin;
 mod mcp;
 mod serve;
@@ -56,6 +67,29 @@ enum Command {
     },
 }
 
+/// Stdout failed: a reader that went away (`| head`) ends the command quietly and
+/// successfully; anything else is said on stderr.
+fn output_failed(e: std::io::Error) -> ! {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        std::process::exit(0);
+    }
+    eprintln!("amc: writing the output: {e}");
+    std::process::exit(1);
+}
+
+/// A command that ran but reports a state the caller should see in its exit status
+/// (`amc status` when a source is degraded), with nothing more to say on stderr.
+#[derive(Debug)]
+pub struct ExitStatus(pub u8);
+
+impl std::fmt::Display for ExitStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "exit status {}", self.0)
+    }
+}
+
+impl std::error::Error for ExitStatus {}
+
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     // MCP hosts show the bridge's stderr to the person: keep it to what matters (the
@@ -86,9 +120,12 @@ fn main() -> std::process::ExitCode {
     });
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("amc: {e:#}");
-            std::process::ExitCode::FAILURE
-        }
+        Err(e) => match e.downcast_ref::<ExitStatus>() {
+            Some(ExitStatus(code)) => std::process::ExitCode::from(*code),
+            None => {
+                eprintln!("amc: {e:#}");
+                std::process::ExitCode::FAILURE
+            }
+        },
     }
 }

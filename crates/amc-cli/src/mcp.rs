@@ -12,7 +12,7 @@ pub struct McpArgs {
     /// Read the agent's token from this file instead of AMC_BEARER_TOKEN
     #[arg(long)]
     token_file: Option<PathBuf>,
-    /// The agent's id [env: AMC_AGENT_ID]
+    /// The agent's id
     #[arg(long, env = "AMC_AGENT_ID", hide_env_values = true)]
     agent_id: Option<String>,
     /// Serve the relay's tools (threads between agents) instead of the inbox's

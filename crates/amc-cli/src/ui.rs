@@ -40,7 +40,7 @@ pub async fn run(raw: RawConfig, args: UiArgs) -> anyhow::Result<()> {
         _ => bail!("nothing answers on {addr}: start AMC with `amc serve --listen {addr}`"),
     }
     let url = format!("http://{addr}/ui/#token={token}");
-    println!("{url}");
+    say!("{url}");
     if args.open {
         open(&url)?;
     }

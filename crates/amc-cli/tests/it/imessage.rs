@@ -130,7 +130,9 @@ fn doctor_says_how_to_fix_an_unreadable_chat_db() {
     assert!(!out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("Full Disk Access") && text.contains("Privacy & Security"), "{text}");
-    assert!(String::from_utf8_lossy(&out.stderr).contains("1 problem"));
+    // AMC is not running either: said as a problem with its fix, never followed by "All good".
+    assert!(text.contains("AMC is not running") && text.contains("amc serve") && !text.contains("All good"), "{text}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("2 problem(s)"));
 }
 
 #[test]
@@ -139,13 +141,19 @@ fn a_chat_db_that_cannot_be_read_is_reported_with_the_fix() {
     let data = tmp.path().join("amc");
     let missing = tmp.path().join("Messages/chat.db");
     let _serve = Serve::start_with(&data, &["--chat-db", missing.to_str().expect("utf8")]);
-    let health = amc_testkit::poll_until("iMessage to be degraded", || {
-        let health = json(&amc(&data, &["--json", "status"]));
-        (health["sources"]["imessage"]["state"] == "degraded").then_some(health)
+    let (health, status) = amc_testkit::poll_until("iMessage to be degraded", || {
+        let out = amc(&data, &["--json", "status"]);
+        let health: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+        (health["sources"]["imessage"]["state"] == "degraded").then_some((health, out.status))
     });
     let reason = health["sources"]["imessage"]["reason"].as_str().expect("reason");
     assert!(reason.contains("Full Disk Access") && reason.contains("Privacy & Security"), "{reason}");
     assert_eq!(health["status"], "degraded");
+    assert_eq!(status.code(), Some(3), "a degraded AMC is exit status 3, for scripts");
+    // The doctor asks the running AMC, and reports its iMessage problem.
+    let doctor = amc(&data, &["doctor"]);
+    let text = String::from_utf8_lossy(&doctor.stdout);
+    assert!(!doctor.status.success() && !text.contains("iMessage: off") && text.contains("Full Disk Access"), "{text}");
 }
 
 const STANDIN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/imessage/osascript-standin.py");

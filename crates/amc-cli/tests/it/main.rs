@@ -174,3 +174,42 @@ fn amc_ui_prints_the_address_of_the_page_with_the_token_or_says_how_to_serve_it(
     assert_eq!(stdout(&amc(dir, &["ui"])), url);
     serve.stop();
 }
+
+/// `amc … | head` closes stdout early: the command stops quietly, with no panic.
+#[test]
+fn a_reader_that_goes_away_ends_the_command_quietly() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let mut child = Command::new(AMC)
+        .args(["doctor"])
+        .env("AMC_DATA_DIR", tmp.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    // The reader is gone before the first line is written.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("wait");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked") && !stderr.contains("Broken pipe"), "{stderr}");
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+}
+
+/// On a fresh install, the commands that need AMC say it is not running and how to start
+/// it, not that an admin token is missing.
+#[test]
+fn commands_say_when_amc_is_not_running() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out = amc(tmp.path(), &["status"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("AMC is not running") && stderr.contains("amc serve"), "{stderr}");
+    assert!(!stderr.contains("admin token"), "{stderr}");
+}
+
+/// `amc mcp --help` names AMC_AGENT_ID once.
+#[test]
+fn mcp_help_names_each_variable_once() {
+    let out = Command::new(AMC).args(["mcp", "--help"]).output().expect("help");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text.matches("AMC_AGENT_ID").count(), 1, "{text}");
+}
