@@ -115,7 +115,7 @@ pub enum ReviewCmd {
     },
 }
 
-async fn connect(raw: RawConfig) -> anyhow::Result<Connection> {
+pub(crate) async fn connect(raw: RawConfig) -> anyhow::Result<Connection> {
     let config = raw.validate()?;
     let token_path = config.admin_token_path();
     let socket = config.socket_path();

@@ -1,7 +1,6 @@
 //! `amc ui`: the address of the tray UI for a browser, with the admin token in its
 //! fragment (a fragment never reaches a server or a log), for a daemon serving on a
 //! loopback port (`amc serve --listen`).
-#![allow(clippy::print_stdout)]
 
 use std::time::Duration;
 
@@ -12,7 +11,7 @@ use amc_core::config::RawConfig;
 
 #[derive(Args)]
 pub struct UiArgs {
-    /// The loopback address AMC serves on [default: `listen` in config.toml]
+    /// The loopback address AMC serves on [default: where the running AMC listens]
     #[arg(long)]
     listen: Option<String>,
     /// Also open it in the default browser
@@ -21,18 +20,23 @@ pub struct UiArgs {
 }
 
 pub async fn run(raw: RawConfig, args: UiArgs) -> anyhow::Result<()> {
-    let config = RawConfig { listen: args.listen, ..raw }.validate()?;
-    let Some(addr) = config.listen else {
+    let config = RawConfig { listen: args.listen, ..raw.clone() }.validate()?;
+    // The running AMC knows where it listens, whichever way it was told.
+    let running = match crate::admin::connect(raw).await {
+        Ok(mut c) => c.get("/admin/listen").await.ok().map(|r| r.json()),
+        Err(_) => None,
+    };
+    let served = running.as_ref().and_then(|v| v["listen"].as_str()).and_then(|a| a.parse().ok());
+    let Some(addr) = config.listen.or(served) else {
         bail!(
-            "the UI is served on a loopback port: start AMC with `amc serve --listen 127.0.0.1:7878` \
-             (or put listen = \"127.0.0.1:7878\" in config.toml), then run `amc ui --listen 127.0.0.1:7878`"
+            "{}: start it with `amc serve --listen 127.0.0.1:7878` (or put listen = \"127.0.0.1:7878\" in \
+             config.toml), then run `amc ui` again",
+            if running.is_some() { "AMC is not serving the UI on a loopback port" } else { "AMC is not running" }
         );
     };
     let token_path = config.admin_token_path();
     let token = std::fs::read_to_string(&token_path)
-        .with_context(|| {
-            format!("no admin token at {}: start AMC with `amc serve --listen {addr}` first", token_path.display())
-        })?
+        .with_context(|| format!("AMC is not running here: start it with `amc serve --listen {addr}` first"))?
         .trim()
         .to_owned();
     match tokio::time::timeout(Duration::from_secs(3), tokio::net::TcpStream::connect(addr)).await {

@@ -45,6 +45,8 @@ pub(crate) struct AppState {
     pub admin_token: String,
     /// Cancelled when the daemon stops, so long-lived responses end.
     pub shutdown: CancellationToken,
+    /// The loopback address also served, once serving (`amc ui` asks for it).
+    pub listen: std::sync::Arc<std::sync::OnceLock<std::net::SocketAddr>>,
 }
 
 /// The prefix of the admin token.
@@ -106,7 +108,9 @@ impl Daemon {
     pub fn new(amc: Amc) -> io::Result<Self> {
         let admin_token = load_or_create_admin_token(&amc.config().admin_token_path())?;
         let relay = amc_relay::Relay::open(&amc).map_err(io::Error::other)?;
-        Ok(Self { state: AppState { amc, relay, admin_token, shutdown: CancellationToken::new() } })
+        Ok(Self {
+            state: AppState { amc, relay, admin_token, shutdown: CancellationToken::new(), listen: Default::default() },
+        })
     }
 
     /// The relay this daemon serves.
@@ -134,6 +138,9 @@ impl Daemon {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> io::Result<()> {
         let Self { state } = self;
+        if let Some(addr) = tcp.as_ref().and_then(|l| l.local_addr().ok()) {
+            let _ = state.listen.set(addr);
+        }
         let token = state.shutdown.clone();
         {
             let token = token.clone();

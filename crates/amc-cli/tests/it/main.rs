@@ -169,6 +169,8 @@ fn amc_ui_prints_the_address_of_the_page_with_the_token_or_says_how_to_serve_it(
     let token = std::fs::read_to_string(dir.join("admin-token")).expect("token");
     let url = stdout(&amc(dir, &["ui", "--listen", &listen]));
     assert_eq!(url.trim(), format!("http://{listen}/ui/#token={}", token.trim()));
+    // As the README shows it: `amc serve --listen …` then `amc ui`, which asks the running AMC.
+    assert_eq!(stdout(&amc(dir, &["ui"])), url);
     // The listen address may come from config.toml too.
     std::fs::write(dir.join("config.toml"), format!("listen = \"{listen}\"\n")).expect("write");
     assert_eq!(stdout(&amc(dir, &["ui"])), url);

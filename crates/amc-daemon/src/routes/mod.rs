@@ -57,6 +57,7 @@ pub fn router(state: AppState) -> Router {
         .route("/admin/agents", get(admin::agents).post(admin::create_agent))
         .route("/admin/agents/{id}/revoke", post(admin::revoke_agent))
         .route("/admin/pause", post(admin::pause))
+        .route("/admin/listen", get(admin::listen))
         .route("/admin/inbox", get(admin::inbox))
         .route("/admin/events", get(admin::events))
         .route("/admin/events/poll", get(admin::poll_events))
