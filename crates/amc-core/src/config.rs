@@ -186,9 +186,36 @@ pub enum ConfigError {
     /// A setting has a value that cannot work.
     #[error("{0}")]
     Invalid(String),
-    /// The listen address is not a loopback `IP:PORT`.
-    #[error("--listen must be a loopback address such as 127.0.0.1:7878, not {0:?}")]
-    Listen(String),
+    /// The listen address is not a loopback `IP:PORT`; `from` names where it was given.
+    #[error("{from} must be a loopback address such as 127.0.0.1:7878, not {value:?}")]
+    Listen {
+        /// `--listen`, or `listen in config.toml`.
+        from: &'static str,
+        /// The value given.
+        value: String,
+    },
+    /// A number in config.toml is outside what AMC accepts.
+    #[error("{path}: {key} must be from {min} to {max}, not {value}")]
+    OutOfRange {
+        /// The file.
+        path: PathBuf,
+        /// The setting.
+        key: &'static str,
+        /// The least accepted.
+        min: u64,
+        /// The most accepted.
+        max: u64,
+        /// The value given.
+        value: u64,
+    },
+    /// The data directory cannot be one.
+    #[error("AMC's data folder {path} {why}; choose another with --data-dir or AMC_DATA_DIR")]
+    DataDir {
+        /// The folder.
+        path: PathBuf,
+        /// What is wrong with it.
+        why: String,
+    },
     /// The config file does not parse.
     #[error("{path}: {message}")]
     File {
@@ -246,11 +273,30 @@ impl RawConfig {
             Some(d) => absolute(&d),
             None => default_data_dir().ok_or(ConfigError::NoDataDir)?,
         };
-        let file = read_file_config(&data_dir.join(CONFIG_FILE))?;
-        let discord = discord_settings(self.discord_token, &file)?;
-        let listen = match self.listen.or(file.listen) {
-            Some(l) => Some(parse_loopback(&l)?),
-            None => None,
+        // The nearest part of the path that exists must be a folder.
+        if let Some(found) = data_dir.ancestors().find(|a| a.exists())
+            && !found.is_dir()
+        {
+            let why = if found == data_dir {
+                "is a file, not a folder".to_owned()
+            } else {
+                format!("cannot be created: {} is a file", found.display())
+            };
+            return Err(ConfigError::DataDir { path: data_dir, why });
+        }
+        let file_path = data_dir.join(CONFIG_FILE);
+        let file = read_file_config(&file_path)?;
+        // Numbers outside what works are refused with the range, never quietly changed.
+        let range = |key: &'static str, value: Option<u64>, default: u64, min: u64, max: u64| match value {
+            None => Ok(default),
+            Some(v) if (min..=max).contains(&v) => Ok(v),
+            Some(value) => Err(ConfigError::OutOfRange { path: file_path.clone(), key, min, max, value }),
+        };
+        let discord = discord_settings(self.discord_token, &file, &range)?;
+        let listen = match (self.listen, file.listen) {
+            (Some(l), _) => Some(parse_loopback(&l, "--listen")?),
+            (None, Some(l)) => Some(parse_loopback(&l, "listen in config.toml")?),
+            (None, None) => None,
         };
         let mut attachment_dirs = vec![data_dir.join("outbox")];
         attachment_dirs.extend(file.attachment_dirs.iter().map(|d| absolute(&expand_home(d))));
@@ -259,10 +305,22 @@ impl RawConfig {
             listen,
             attachment_dirs,
             rate_limit: RateLimit {
-                burst: file.rate_limit_burst.unwrap_or(defaults.burst).max(1),
-                per_minute: file.rate_limit_per_minute.unwrap_or(defaults.per_minute).max(1),
+                burst: range(
+                    "rate_limit_burst",
+                    file.rate_limit_burst.map(u64::from),
+                    defaults.burst.into(),
+                    1,
+                    10_000,
+                )? as u32,
+                per_minute: range(
+                    "rate_limit_per_minute",
+                    file.rate_limit_per_minute.map(u64::from),
+                    defaults.per_minute.into(),
+                    1,
+                    10_000,
+                )? as u32,
             },
-            send_timeout: Duration::from_secs(file.send_timeout_seconds.unwrap_or(200).clamp(1, 600)),
+            send_timeout: Duration::from_secs(range("send_timeout_seconds", file.send_timeout_seconds, 200, 1, 600)?),
             test_sender: self.test_sender,
             chat_db: match (self.chat_db, file.imessage_chat_db.as_deref()) {
                 (Some(p), _) => Some(absolute(&p)),
@@ -271,7 +329,7 @@ impl RawConfig {
                 (None, None) if cfg!(target_os = "macos") => Some(expand_home("~/Library/Messages/chat.db")),
                 (None, None) => None,
             },
-            chat_db_poll: Duration::from_secs(file.imessage_poll_seconds.unwrap_or(30).clamp(1, 300)),
+            chat_db_poll: Duration::from_secs(range("imessage_poll_seconds", file.imessage_poll_seconds, 30, 1, 300)?),
             osascript_explicit: self.osascript.is_some()
                 || file.imessage_osascript.as_deref().is_some_and(|p| !p.is_empty()),
             osascript: match (self.osascript, file.imessage_osascript.as_deref()) {
@@ -289,7 +347,13 @@ impl RawConfig {
                 0 => None,
                 days => Some(Duration::from_secs(u64::from(days) * 86_400)),
             },
-            imessage_confirm: Duration::from_secs(file.imessage_confirm_seconds.unwrap_or(30).clamp(1, 300)),
+            imessage_confirm: Duration::from_secs(range(
+                "imessage_confirm_seconds",
+                file.imessage_confirm_seconds,
+                30,
+                1,
+                300,
+            )?),
             imessage_attachments_dir: match file.imessage_attachments_dir.as_deref() {
                 Some(p) => absolute(&expand_home(p)),
                 // Messages' sandbox can always read its own Attachments folder; peers
@@ -298,13 +362,22 @@ impl RawConfig {
                 None => data_dir.join("imessage-outgoing"),
             },
             discord,
-            attachment_fetch_limit: file.attachment_fetch_limit_mb.unwrap_or(25).clamp(1, 500) * 1024 * 1024,
+            attachment_fetch_limit: range("attachment_fetch_limit_mb", file.attachment_fetch_limit_mb, 25, 1, 500)?
+                * 1024
+                * 1024,
             data_dir,
         })
     }
 }
 
-fn discord_settings(env_token: Option<Secret>, file: &FileConfig) -> Result<Option<DiscordSettings>, ConfigError> {
+/// Checks a number of config.toml: its key, value, default, least and most.
+type Range<'a> = dyn Fn(&'static str, Option<u64>, u64, u64, u64) -> Result<u64, ConfigError> + 'a;
+
+fn discord_settings(
+    env_token: Option<Secret>,
+    file: &FileConfig,
+    range: &Range<'_>,
+) -> Result<Option<DiscordSettings>, ConfigError> {
     let token = match (env_token.or_else(|| file.discord_token.clone()), file.discord_token_keychain) {
         (Some(t), _) if !t.expose().trim().is_empty() => DiscordToken::Value(Secret::new(t.expose().trim())),
         (_, Some(true)) => DiscordToken::Keychain,
@@ -333,8 +406,9 @@ fn discord_settings(env_token: Option<Secret>, file: &FileConfig) -> Result<Opti
     Ok(Some(DiscordSettings {
         token,
         api_url: api_url.trim_end_matches('/').to_owned(),
-        upload_limit: file.discord_upload_limit_mb.unwrap_or(10).clamp(1, 500) * 1024 * 1024,
-        history_limit: file.discord_history_limit.unwrap_or(1000).clamp(1, 100_000),
+        upload_limit: range("discord_upload_limit_mb", file.discord_upload_limit_mb, 10, 1, 500)? * 1024 * 1024,
+        history_limit: range("discord_history_limit", file.discord_history_limit.map(u64::from), 1000, 1, 100_000)?
+            as u32,
         user_id: file.discord_user_id.clone(),
     }))
 }
@@ -353,9 +427,10 @@ fn read_file_config(path: &Path) -> Result<FileConfig, ConfigError> {
     }
 }
 
-fn parse_loopback(s: &str) -> Result<SocketAddr, ConfigError> {
-    let addr: SocketAddr = s.parse().map_err(|_| ConfigError::Listen(s.to_owned()))?;
-    if addr.ip().is_loopback() { Ok(addr) } else { Err(ConfigError::Listen(s.to_owned())) }
+fn parse_loopback(s: &str, from: &'static str) -> Result<SocketAddr, ConfigError> {
+    let bad = || ConfigError::Listen { from, value: s.to_owned() };
+    let addr: SocketAddr = s.parse().map_err(|_| bad())?;
+    if addr.ip().is_loopback() { Ok(addr) } else { Err(bad()) }
 }
 
 impl Config {
@@ -409,9 +484,9 @@ mod tests {
         };
         assert!(raw("127.0.0.1:7878").validate().is_ok());
         assert!(raw("[::1]:7878").validate().is_ok());
-        assert!(matches!(raw("0.0.0.0:7878").validate(), Err(ConfigError::Listen(_))));
-        assert!(matches!(raw("192.168.1.2:80").validate(), Err(ConfigError::Listen(_))));
-        assert!(matches!(raw("localhost").validate(), Err(ConfigError::Listen(_))));
+        assert!(matches!(raw("0.0.0.0:7878").validate(), Err(ConfigError::Listen { .. })));
+        assert!(matches!(raw("192.168.1.2:80").validate(), Err(ConfigError::Listen { .. })));
+        assert!(matches!(raw("localhost").validate(), Err(ConfigError::Listen { .. })));
     }
 
     #[test]
@@ -459,5 +534,42 @@ mod tests {
         let err =
             RawConfig { data_dir: Some(dir.path().to_owned()), ..Default::default() }.validate().expect_err("typo");
         assert!(err.to_string().contains("atachment_dirs"), "{err}");
+    }
+
+    #[test]
+    fn numbers_out_of_range_are_refused_with_the_range() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let raw = || RawConfig { data_dir: Some(dir.path().to_owned()), ..Default::default() };
+        for (line, key) in [
+            ("send_timeout_seconds = 0", "send_timeout_seconds must be from 1 to 600, not 0"),
+            ("imessage_poll_seconds = 301", "imessage_poll_seconds must be from 1 to 300, not 301"),
+            ("rate_limit_burst = 0", "rate_limit_burst must be from 1 to 10000, not 0"),
+            ("attachment_fetch_limit_mb = 9999", "attachment_fetch_limit_mb must be from 1 to 500, not 9999"),
+        ] {
+            std::fs::write(dir.path().join(CONFIG_FILE), line).expect("write");
+            let err = raw().validate().expect_err(line).to_string();
+            assert!(err.contains("config.toml") && err.contains(key), "{line}: {err}");
+        }
+        std::fs::write(dir.path().join(CONFIG_FILE), "send_timeout_seconds = 600").expect("write");
+        assert_eq!(raw().validate().expect("the edge is fine").send_timeout, Duration::from_secs(600));
+    }
+
+    #[test]
+    fn a_bad_listen_names_where_it_came_from_and_a_file_is_no_data_folder() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join(CONFIG_FILE), "listen = \"0.0.0.0:80\"").expect("write");
+        let err =
+            RawConfig { data_dir: Some(dir.path().to_owned()), ..Default::default() }.validate().expect_err("file");
+        assert!(err.to_string().starts_with("listen in config.toml must be"), "{err}");
+        let flag = RawConfig {
+            data_dir: Some(dir.path().to_owned()),
+            listen: Some("10.0.0.1:1".into()),
+            ..Default::default()
+        };
+        assert!(flag.validate().expect_err("flag").to_string().starts_with("--listen must be"));
+        let file = dir.path().join("not-a-folder");
+        std::fs::write(&file, "").expect("write");
+        let err = RawConfig { data_dir: Some(file), ..Default::default() }.validate().expect_err("a file");
+        assert!(err.to_string().contains("is a file, not a folder") && err.to_string().contains("--data-dir"), "{err}");
     }
 }

@@ -88,6 +88,12 @@ pub struct Running {
 /// or the tray app) already runs on the same data directory.
 pub async fn start(raw: RawConfig) -> anyhow::Result<Running> {
     let config = raw.validate()?;
+    std::fs::create_dir_all(&config.data_dir).map_err(|e| {
+        anyhow::anyhow!(
+            "AMC's data folder {} cannot be created ({e}); choose another with --data-dir or AMC_DATA_DIR",
+            config.data_dir.display()
+        )
+    })?;
     // The lock first: a second AMC is refused before it asks anything of the Keychain.
     let socket = amc_daemon::bind_socket(&config.run_dir(), &config.socket_path())?;
     let mut senders = Senders::default();

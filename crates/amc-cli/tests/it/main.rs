@@ -215,3 +215,20 @@ fn mcp_help_names_each_variable_once() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(text.matches("AMC_AGENT_ID").count(), 1, "{text}");
 }
+
+/// A data folder that is a file, or that cannot be made, is said plainly, once.
+#[test]
+fn a_data_folder_that_cannot_be_one_is_said_plainly() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let file = tmp.path().join("a-file");
+    std::fs::write(&file, "").expect("write");
+    for args in [&["serve", "--test-sender"][..], &["status"][..]] {
+        let out = amc(&file, args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && stderr.contains("is a file, not a folder"), "{args:?}: {stderr}");
+    }
+    let out = amc(&file.join("amc"), &["serve", "--test-sender"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("cannot be created") && stderr.contains("--data-dir"), "{stderr}");
+    assert!(stderr.matches("os error").count() <= 1, "never the same error twice: {stderr}");
+}
