@@ -356,8 +356,10 @@ def test_status_lists_each_permission_and_a_refused_one_shows_with_its_fix_live(
     for name in ["Full Disk Access", "Automation: Messages", "Discord bot"]:
         expect(panel).to_contain_text(name)
     automation = panel.locator('[data-permission="automation-messages"]')
-    expect(automation).to_contain_text("Asked on first send")
+    expect(automation).to_contain_text("Test mode: sends are only recorded")
     expect(panel.locator('[data-permission="full-disk-access"]')).to_contain_text("Granted")
+    # AMC runs with --test-sender here: nothing reaches Discord, and the page says so.
+    expect(panel.locator('[data-permission="discord-bot"]')).to_contain_text("Test mode: sends are only recorded")
 
     # macOS refuses AMC control of Messages: the send fails with PLATFORM_AUTH, and the
     # page says what to change, without a reload.

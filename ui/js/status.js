@@ -65,6 +65,7 @@ const PERMISSIONS = [
     id: "automation-messages", source: "imessage", name: "Automation: Messages",
     what: "Lets AMC send the iMessages agents write, through Messages. macOS asks the first time one is sent.",
     missing: /Automation|-1743/,
+    sends: true,
     fix: "System Settings → Privacy & Security → Automation → AMC: turn on Messages.",
     untilUsed: true,
   },
@@ -72,6 +73,7 @@ const PERMISSIONS = [
     id: "discord-bot", source: "discord", name: "Discord bot",
     what: "Lets AMC read and answer in the servers and DMs your bot is in.",
     missing: /token|Message Content|permission|refused/i,
+    sends: true,
     fix: "Discord Developer Portal → your application → Bot: turn on Message Content Intent, and check the token AMC uses (see docs/discord.md).",
   },
 ];
@@ -96,6 +98,8 @@ function permissions(sources) {
 function permissionState(p, s) {
   if (s.state === "disabled") return ["off", `${SOURCE[p.source] ?? p.source} is off`];
   if (s.state === "degraded" && p.missing.test(s.reason ?? "")) return ["needed", "Needed"];
+  // With --test-sender nothing is sent: a permission to send is neither granted nor needed.
+  if (p.sends && /^test mode/.test(s.reason ?? "")) return ["off", "Test mode: sends are only recorded"];
   if (p.untilUsed) return ["unknown", "Asked on first send"];
   return s.state === "connected" ? ["granted", "Granted"] : ["unknown", "Unknown"];
 }

@@ -129,6 +129,8 @@ pub trait Sender: Send + Sync {
 pub struct Senders {
     by_source: HashMap<Source, Arc<dyn Sender>>,
     recording: Option<RecordingSender>,
+    /// The sources whose sends are only recorded.
+    recorded: std::collections::HashSet<Source>,
 }
 
 impl Senders {
@@ -140,7 +142,13 @@ impl Senders {
 
     fn with_recording(mut self, sender: RecordingSender) -> Self {
         self.recording = Some(sender);
+        self.recorded = [Source::Imessage, Source::Discord].into();
         self
+    }
+
+    /// Whether this source's sends are only recorded (test mode), not delivered.
+    pub fn is_recorded(&self, source: Source) -> bool {
+        self.recorded.contains(&source)
     }
 
     /// The recording sender, when the platforms are stood in for.
@@ -151,6 +159,7 @@ impl Senders {
     /// Registers the sender of a source.
     pub fn with(mut self, source: Source, sender: Arc<dyn Sender>) -> Self {
         self.by_source.insert(source, sender);
+        self.recorded.remove(&source);
         self
     }
 

@@ -232,3 +232,20 @@ fn a_data_folder_that_cannot_be_one_is_said_plainly() {
     assert!(stderr.contains("cannot be created") && stderr.contains("--data-dir"), "{stderr}");
     assert!(stderr.matches("os error").count() <= 1, "never the same error twice: {stderr}");
 }
+
+/// With --test-sender nothing is delivered, and `amc status` says so for each source
+/// rather than showing Discord as simply connected.
+#[test]
+fn test_mode_says_that_sends_are_only_recorded() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let serve = Serve::start(tmp.path());
+    let health = json(&amc(tmp.path(), &["--json", "status"]));
+    assert_eq!(health["test_mode"], true, "{health}");
+    for source in ["imessage", "discord"] {
+        let reason = health["sources"][source]["reason"].as_str().unwrap_or_default();
+        assert!(reason.starts_with("test mode: agents' sends are only recorded"), "{source}: {health}");
+    }
+    let text = stdout(&amc(tmp.path(), &["status"]));
+    assert!(text.contains("nothing reaches Discord"), "{text}");
+    serve.stop();
+}

@@ -54,6 +54,9 @@ pub struct Health {
     pub sources: BTreeMap<Source, SourceStatus>,
     /// Whether the person paused agents' sends.
     pub agents_paused: bool,
+    /// Whether AMC runs in test mode (`--test-sender`): agents' sends are recorded in
+    /// `test-sender.jsonl`, not delivered. Each such source's reason says so too.
+    pub test_mode: bool,
 }
 
 pub(super) struct Registry {
@@ -146,6 +149,18 @@ impl Amc {
                 });
             }
         }
+        for (source, status) in sources.iter_mut() {
+            if self.inner.senders.is_recorded(*source) {
+                let note = format!(
+                    "test mode: agents' sends are only recorded (test-sender.jsonl); nothing reaches {}",
+                    source.display_name()
+                );
+                status.reason = Some(match status.reason.take() {
+                    Some(r) => format!("{note}; {r}"),
+                    None => note,
+                });
+            }
+        }
         let degraded = sources.values().any(|s| s.state == SourceState::Degraded);
         Health {
             status: if degraded { "degraded" } else { "ok" },
@@ -153,6 +168,7 @@ impl Amc {
             uptime_seconds: self.inner.started.elapsed().as_secs(),
             sources,
             agents_paused: self.paused(),
+            test_mode: self.inner.senders.recording_sender().is_some(),
         }
     }
 }
