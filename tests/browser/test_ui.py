@@ -171,7 +171,7 @@ def test_an_agent_added_in_the_ui_works_with_the_copied_token_until_revoked(daem
     command = desktop["mcpServers"]["amc"]["command"]
     assert os.path.isabs(command) and os.access(command, os.X_OK), command
     expect(dialog.get_by_label("Claude Code", exact=True)).to_have_text(
-        f"claude mcp add amc --env AMC_AGENT_ID=claude-code --env AMC_BEARER_TOKEN={token} -- {command} mcp")
+        f"claude mcp add -s user amc --env AMC_AGENT_ID=claude-code --env AMC_BEARER_TOKEN={token} -- {command} mcp")
     expect(dialog.get_by_label("Codex CLI (~/.codex/config.toml)", exact=True)).to_contain_text(
         f'[mcp_servers.amc]\ncommand = "{command}"\nargs = ["mcp"]\nenv = {{ AMC_AGENT_ID = "claude-code", AMC_BEARER_TOKEN = "{token}" }}')
     assert desktop["mcpServers"]["amc"]["args"] == ["mcp"]

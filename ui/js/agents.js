@@ -71,7 +71,7 @@ async function add(id, button, input) {
  */
 export function configs(id, token, command = "amc") {
   return {
-    "Claude Code": `claude mcp add amc --env AMC_AGENT_ID=${id} --env AMC_BEARER_TOKEN=${token} -- ${/\s/.test(command) ? JSON.stringify(command) : command} mcp`,
+    "Claude Code": `claude mcp add -s user amc --env AMC_AGENT_ID=${id} --env AMC_BEARER_TOKEN=${token} -- ${/\s/.test(command) ? JSON.stringify(command) : command} mcp`,
     "Codex CLI (~/.codex/config.toml)": `[mcp_servers.amc]
 command = ${JSON.stringify(command)}
 args = ["mcp"]

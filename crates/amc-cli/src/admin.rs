@@ -155,7 +155,38 @@ fn s<'a>(v: &'a Value, key: &str) -> &'a str {
     v[key].as_str().unwrap_or("-")
 }
 
+/// What to give each MCP host for this agent: Claude Code's command (for every project:
+/// `-s user`), Codex's TOML, Claude Desktop's JSON. `AMC_DATA_DIR` is named only when AMC
+/// does not use the default data folder.
+fn host_configs(id: &str, token: &str, command: &str, data_dir: Option<&std::path::Path>) -> String {
+    let quote = |v: &str| format!("'{}'", v.replace('\'', r"'\''"));
+    let json_str = |v: &str| serde_json::to_string(v).unwrap_or_default();
+    let data_dir = data_dir.map(|d| d.display().to_string());
+    let mut env = vec![("AMC_AGENT_ID", id.to_owned()), ("AMC_BEARER_TOKEN", token.to_owned())];
+    if let Some(d) = &data_dir {
+        env.push(("AMC_DATA_DIR", d.clone()));
+    }
+    let claude_env: String = env.iter().map(|(k, v)| format!(" --env {k}={}", quote(v))).collect();
+    let toml_env: Vec<String> = env.iter().map(|(k, v)| format!("{k} = {}", json_str(v))).collect();
+    let json_env: Vec<String> = env.iter().map(|(k, v)| format!("{}: {}", json_str(k), json_str(v))).collect();
+    format!(
+        "Claude Code (every project):\n  claude mcp add -s user amc{claude_env} -- {} mcp\n\n\
+         Codex CLI, in ~/.codex/config.toml:\n  [mcp_servers.amc]\n  command = {}\n  args = [\"mcp\"]\n  env = {{ {} }}\n\n\
+         Claude Desktop, in ~/Library/Application Support/Claude/claude_desktop_config.json:\n  \
+         {{ \"mcpServers\": {{ \"amc\": {{ \"command\": {}, \"args\": [\"mcp\"], \"env\": {{ {} }} }} }} }}",
+        quote(command),
+        json_str(command),
+        toml_env.join(", "),
+        json_str(command),
+        json_env.join(", "),
+    )
+}
+
 pub async fn agent(raw: RawConfig, json_out: bool, cmd: AgentCmd) -> anyhow::Result<()> {
+    let data_dir = raw.data_dir.clone().filter(|d| {
+        let default = amc_core::config::default_data_dir();
+        default.is_none_or(|default| std::path::absolute(d).ok() != Some(default))
+    });
     let mut c = connect(raw).await?;
     match cmd {
         AgentCmd::Add { id } => {
@@ -164,8 +195,7 @@ pub async fn agent(raw: RawConfig, json_out: bool, cmd: AgentCmd) -> anyhow::Res
                 print_json(&v)?;
             } else {
                 say!("Added agent {id}. Its token, shown this once:\n\n{}\n", s(&v, "token"));
-                say!("Give the agent AMC_AGENT_ID={id} and AMC_BEARER_TOKEN=<the token>; see docs/mcp.md.");
-                say!("MCP hosts run: {} mcp", s(&v, "mcp_command"));
+                say!("{}", host_configs(&id, s(&v, "token"), s(&v, "mcp_command"), data_dir.as_deref()));
             }
         }
         AgentCmd::List => {

@@ -78,7 +78,7 @@ fn a_headless_install_is_administered_from_the_command_line() {
 
     let out = stdout(&amc(dir, &["agent", "add", "claude-code"]));
     assert!(out.contains("amc_agent_"), "{out}");
-    assert!(out.contains("AMC_AGENT_ID=claude-code"));
+    check_host_configs(&out, dir);
     let listed = json(&amc(dir, &["--json", "agent", "list"]));
     assert_eq!(listed["agents"][0]["id"], "claude-code");
     let dup = amc(dir, &["agent", "add", "claude-code"]);
@@ -248,4 +248,38 @@ fn test_mode_says_that_sends_are_only_recorded() {
     let text = stdout(&amc(tmp.path(), &["status"]));
     assert!(text.contains("nothing reaches Discord"), "{text}");
     serve.stop();
+}
+
+/// What `amc agent add` prints works as given: Claude Code's command as the shell reads it,
+/// Claude Desktop's JSON, Codex's TOML lines; each with the agent, its token, this install's
+/// amc and (not the default here) the data folder.
+fn check_host_configs(out: &str, dir: &Path) {
+    let token = out.split_whitespace().find(|w| w.starts_with("amc_agent_")).expect("token").to_owned();
+    let line = |prefix: &str| {
+        out.lines()
+            .map(str::trim)
+            .find(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("{prefix}: {out}"))
+            .to_owned()
+    };
+    // The shell's reading of the Claude Code command, with `claude` printing its arguments.
+    let claude = line("claude mcp add");
+    let shell = Command::new("sh")
+        .arg("-c")
+        .arg(format!("claude() {{ printf '%s\\n' \"$@\"; }}; {claude}"))
+        .output()
+        .expect("sh");
+    let args: Vec<String> = String::from_utf8_lossy(&shell.stdout).lines().map(str::to_owned).collect();
+    let data = format!("AMC_DATA_DIR={}", dir.display());
+    let want = ["mcp", "add", "-s", "user", "amc", "--env", "AMC_AGENT_ID=claude-code", "--env"];
+    assert_eq!(args[..want.len()], want, "{claude}");
+    assert!(args.contains(&format!("AMC_BEARER_TOKEN={token}")) && args.contains(&data), "{args:?}");
+    assert!(args.ends_with(&[AMC.to_owned(), "mcp".to_owned()]) || args.last().is_some_and(|a| a == "mcp"), "{args:?}");
+    let desktop: serde_json::Value = serde_json::from_str(&line("{ \"mcpServers\"")).expect("Claude Desktop's JSON");
+    let server = &desktop["mcpServers"]["amc"];
+    assert_eq!(server["args"], serde_json::json!(["mcp"]));
+    assert_eq!(server["env"]["AMC_BEARER_TOKEN"], token.as_str());
+    assert_eq!(server["env"]["AMC_DATA_DIR"], dir.display().to_string());
+    assert!(Path::new(server["command"].as_str().expect("command")).is_absolute(), "{server}");
+    assert!(line("env = {").contains(&format!("AMC_AGENT_ID = \"claude-code\"")), "{out}");
 }
