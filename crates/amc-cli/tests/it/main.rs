@@ -281,5 +281,5 @@ fn check_host_configs(out: &str, dir: &Path) {
     assert_eq!(server["env"]["AMC_BEARER_TOKEN"], token.as_str());
     assert_eq!(server["env"]["AMC_DATA_DIR"], dir.display().to_string());
     assert!(Path::new(server["command"].as_str().expect("command")).is_absolute(), "{server}");
-    assert!(line("env = {").contains(&format!("AMC_AGENT_ID = \"claude-code\"")), "{out}");
+    assert!(line("env = {").contains("AMC_AGENT_ID = \"claude-code\""), "{out}");
 }
