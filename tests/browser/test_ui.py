@@ -377,3 +377,20 @@ def test_status_lists_each_permission_and_a_refused_one_shows_with_its_fix_live(
     assert agent.send(ch, "pong again").status_code == 200
     expect(page.locator('[data-source="imessage"]')).to_contain_text("Connected")
     expect(automation).not_to_contain_text("Needed")
+
+
+def test_a_review_card_opens_at_the_newest_message_and_names_a_message_without_text(daemon: UiDaemon, page: Page):
+    # Ten messages: more than the card shows at once. The newest has no text and no file.
+    ch, _ = daemon.chat("ben", [f"message {i}" for i in range(1, 10)] + [""], approve={"history": "all", "send_policy": "review"})
+    agent = daemon.agent("claude-code")
+    open_ui(page, daemon, "Review")
+    r = agent.send(ch, "On my way")
+    assert r.json()["status"] == "pending_review", r.text
+    conversation = page.locator("article.send-card .conversation")
+    expect(conversation).to_contain_text("message 9")
+    expect(conversation.locator(".msg").last).to_contain_text("(no text)")
+    expect(conversation).not_to_contain_text("(attachment)")
+    # It overflows, and it is scrolled to its end: the message being answered shows.
+    at = conversation.evaluate("el => [el.scrollHeight, el.clientHeight, el.scrollTop]")
+    assert at[0] > at[1], at
+    assert at[2] + at[1] >= at[0] - 2, at

@@ -48,6 +48,8 @@ async function loadQueue() {
   }
   // Oldest first: the person answers in the order agents asked.
   replace(queue, data.sends.slice().reverse().map(card));
+  // Each conversation opens at its newest message: the one being answered.
+  for (const list of queue.querySelectorAll(".conversation")) list.scrollTop = list.scrollHeight;
 }
 
 function card(s) {
@@ -86,7 +88,14 @@ function bubble(m) {
   const who = m.direction === "outbound" ? `${m.agent_id ?? "agent"} (via AMC)` : m.sender.is_self ? "You" : (m.sender.display_name ?? m.sender.id);
   return h("li", { class: `msg ${mine ? "out" : "in"}` },
     h("span", { class: "msg-meta muted" }, who, " · ", time(m.sent_at)),
-    h("span", { class: `bubble ${mine ? "out" : "in"}`, text: m.unsent ? "(unsent)" : m.text || "(attachment)" }));
+    h("span", { class: `bubble ${mine ? "out" : "in"}`, text: bubbleText(m) }));
+}
+
+function bubbleText(m) {
+  if (m.unsent) return "(unsent)";
+  if (m.text) return m.text;
+  const files = (m.attachments ?? []).map((a) => a.filename ?? "a file");
+  return files.length ? `(attachment: ${files.join(", ")})` : "(no text)";
 }
 
 function attachment(s, a, i) {
