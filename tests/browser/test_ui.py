@@ -155,6 +155,14 @@ def test_an_agent_added_in_the_ui_works_with_the_copied_token_until_revoked(daem
     open_ui(page, daemon, "Agents")
     expect(page.get_by_text("No agents yet")).to_be_visible()
 
+    # An id that does not fit is refused with the rule, not "Please match the requested format".
+    field = page.get_by_label("New agent's id")
+    field.fill("Claude Code!")
+    page.get_by_role("button", name="Add agent").click()
+    message = field.evaluate("el => el.validationMessage")
+    assert "lowercase letters, digits, - and _" in message, message
+    expect(page.get_by_text("No agents yet")).to_be_visible()
+
     page.get_by_label("New agent's id").fill("claude-code")
     page.get_by_role("button", name="Add agent").click()
     dialog = page.get_by_role("dialog", name="Agent “claude-code” added")

@@ -5,6 +5,8 @@ import { post } from "./api.js";
 import { busy, confirmAction, copyable, dialog, doneButton, empty, h, load, nextId, replace, time, toast, viewHeader } from "./dom.js";
 
 const ID_PATTERN = "[a-z0-9][a-z0-9_\\-]{0,63}";
+// What the browser says for an id that does not fit, instead of "Please match the requested format".
+const ID_RULE = "Use 1 to 64 lowercase letters, digits, - and _, starting with a letter or digit (for example claude-code).";
 
 let list;
 let refreshAll;
@@ -15,6 +17,12 @@ function mount(el, app) {
   const input = h("input", {
     id: inputId, type: "text", required: true, pattern: ID_PATTERN, placeholder: "claude-code",
     autocomplete: "off", spellcheck: "false", "aria-describedby": "agent-id-hint",
+    // Checked as it is typed, so the browser's own check (before submitting) says the rule.
+    oninput: (e) => {
+      const field = e.currentTarget;
+      field.setCustomValidity("");
+      if (field.validity.patternMismatch) field.setCustomValidity(ID_RULE);
+    },
   });
   const form = h("form", {
     class: "add-agent",
