@@ -402,3 +402,29 @@ def test_a_review_card_opens_at_the_newest_message_and_names_a_message_without_t
     at = conversation.evaluate("el => [el.scrollHeight, el.clientHeight, el.scrollTop]")
     assert at[0] > at[1], at
     assert at[2] + at[1] >= at[0] - 2, at
+
+
+def test_at_the_narrowest_window_the_log_and_the_token_dialog_fit(daemon: UiDaemon, page: Page):
+    page.set_viewport_size({"width": 720, "height": 700})
+    ch, _ = daemon.chat("ada", ["hi"], approve={"history": "all", "send_policy": "review"})
+    agent = daemon.agent("a-rather-long-agent-name-for-a-narrow-window")
+    agent.send(ch, "A reply long enough to need the whole width of the message column, and then some more words")
+    open_ui(page, daemon, "Review")
+    table = page.locator("table.log")
+    expect(table.locator(".badge").first).to_be_visible()
+    fits = table.evaluate("""t => {
+        const panel = t.parentElement.getBoundingClientRect();
+        const badges = [...t.querySelectorAll('.badge')].map((b) => b.getBoundingClientRect().right);
+        return [t.scrollWidth <= t.parentElement.clientWidth + 1, Math.max(...badges) <= panel.right + 1];
+    }""")
+    sizes = table.evaluate("""t => { const chain = []; let e = t; while (e && chain.length < 6) { const r = e.getBoundingClientRect(); chain.push([e.tagName + '.' + e.className, Math.round(r.left), Math.round(r.right), e.scrollWidth, e.clientWidth]); e = e.parentElement; } return chain; }""")
+    assert fits == [True, True], (fits, sizes)
+
+    open_ui(page, daemon, "Agents")
+    page.get_by_label("New agent's id").fill("claude-desktop")
+    page.get_by_role("button", name="Add agent").click()
+    dialog = page.get_by_role("dialog", name="Agent “claude-desktop” added")
+    expect(dialog).to_be_visible()
+    clipped = dialog.evaluate("""d => [...d.querySelectorAll('pre.code')].filter((p) =>
+        p.scrollWidth > p.clientWidth + 1 || p.getBoundingClientRect().right > d.getBoundingClientRect().right + 1).length""")
+    assert clipped == 0, clipped
