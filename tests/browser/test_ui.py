@@ -428,3 +428,17 @@ def test_at_the_narrowest_window_the_log_and_the_token_dialog_fit(daemon: UiDaem
     clipped = dialog.evaluate("""d => [...d.querySelectorAll('pre.code')].filter((p) =>
         p.scrollWidth > p.clientWidth + 1 || p.getBoundingClientRect().right > d.getBoundingClientRect().right + 1).length""")
     assert clipped == 0, clipped
+
+
+def test_channels_show_names_and_addresses_never_raw_ids(daemon: UiDaemon, page: Page):
+    daemon.admin("POST", "/admin/test/ingest", {"source": "imessage", "chat_id": "any;-;+15551234567", "chat_name": "Ada Lovelace",
+                                                "messages": [{"id": "a1", "text": "hi"}]})
+    daemon.admin("POST", "/admin/test/ingest", {"source": "discord", "chat_id": "1189912345678901234", "chat_name": "Home / #general",
+                                                "group": True, "messages": [{"id": "d1", "text": "yo"}]})
+    open_ui(page, daemon, "Channels")
+    ada = page.locator("li.row", has_text="Ada Lovelace")
+    expect(ada).to_contain_text("+15551234567")
+    expect(ada).not_to_contain_text("any;-;")
+    general = page.locator("li.row", has_text="Home / #general")
+    expect(general).to_be_visible()
+    expect(general).not_to_contain_text("1189912345678901234")

@@ -101,9 +101,18 @@ function row(c) {
     h("div", { class: "row-main" },
       h("div", { class: "row-title" }, h("span", { id: nameId, class: "name", text: c.name }),
         h("span", { class: "tag", text: c.kind === "group" ? "Group" : "Direct" })),
-      h("div", { class: "row-sub muted" }, counts, " · last message ", time(c.last_message_at),
-        h("span", { class: "mono", text: ` · ${c.platform_id}` }))),
+      h("div", { class: "row-sub muted", title: c.platform_id }, counts, " · last message ", time(c.last_message_at),
+        address(c) ? h("span", { class: "mono", text: ` · ${address(c)}` }) : null)),
     h("div", { class: "row-actions" }, actions));
+}
+
+/** The person's phone number or email for an iMessage conversation with one person, when
+ *  its name is not already that; never a raw chat or Discord id, which mean nothing to a
+ *  person (it stays in the row's tooltip). */
+function address(c) {
+  if (c.source !== "imessage" || c.kind !== "dm") return null;
+  const handle = c.platform_id.split(";").pop();
+  return handle && handle !== c.name && /^(\+?\d[\d\s-]*|[^@\s]+@[^@\s]+)$/.test(handle) ? handle : null;
 }
 
 function initials(name) {
