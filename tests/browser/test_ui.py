@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
+import tomllib
 import struct
 import zlib
 from pathlib import Path
@@ -178,12 +180,15 @@ def test_an_agent_added_in_the_ui_works_with_the_copied_token_until_revoked(daem
     desktop = json.loads(dialog.get_by_label("Claude Desktop (claude_desktop_config.json)", exact=True).inner_text())
     command = desktop["mcpServers"]["amc"]["command"]
     assert os.path.isabs(command) and os.access(command, os.X_OK), command
-    expect(dialog.get_by_label("Claude Code", exact=True)).to_have_text(
-        f"claude mcp add -s user amc --env AMC_AGENT_ID=claude-code --env AMC_BEARER_TOKEN={token} -- {command} mcp")
-    expect(dialog.get_by_label("Codex CLI (~/.codex/config.toml)", exact=True)).to_contain_text(
-        f'[mcp_servers.amc]\ncommand = "{command}"\nargs = ["mcp"]\nenv = {{ AMC_AGENT_ID = "claude-code", AMC_BEARER_TOKEN = "{token}" }}')
+    # This AMC does not use the default data folder: every configuration names it.
+    env = {"AMC_AGENT_ID": "claude-code", "AMC_BEARER_TOKEN": token, "AMC_DATA_DIR": str(daemon.data_dir)}
+    claude = shlex.split(dialog.get_by_label("Claude Code", exact=True).inner_text())
+    assert claude[:5] == ["claude", "mcp", "add", "-s", "user"] and claude[-2:] == [command, "mcp"], claude
+    assert [claude[i + 1] for i, a in enumerate(claude) if a == "--env"] == [f"{k}={v}" for k, v in env.items()], claude
+    codex = tomllib.loads(dialog.get_by_label("Codex CLI (~/.codex/config.toml)", exact=True).inner_text())
+    assert codex["mcp_servers"]["amc"] == {"command": command, "args": ["mcp"], "env": env}, codex
     assert desktop["mcpServers"]["amc"]["args"] == ["mcp"]
-    assert desktop["mcpServers"]["amc"]["env"] == {"AMC_AGENT_ID": "claude-code", "AMC_BEARER_TOKEN": token}
+    assert desktop["mcpServers"]["amc"]["env"] == env
     dialog.get_by_role("button", name="Done").click()
     expect(dialog).to_be_hidden()
 

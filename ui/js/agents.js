@@ -69,34 +69,37 @@ async function add(id, button, input) {
   if (!created) return;
   input.value = "";
   refreshAll();
-  await dialog(`Agent “${id}” added`, (close) => tokenPanel(id, created.token, created.mcp_command, close), { wide: true });
+  await dialog(`Agent “${id}” added`, (close) => tokenPanel(id, created.token, created.mcp_command, close, created.mcp_env), { wide: true });
 }
 
 /**
  * The configuration snippets of docs/mcp.md, with this agent's id and token, naming `amc`
  * by the path AMC reported for this install (hosts started from the Dock do not see the
- * shell's PATH).
+ * shell's PATH), and any other variable `amc mcp` needs here (`AMC_DATA_DIR` when AMC does
+ * not use the default data folder).
  */
-export function configs(id, token, command = "amc") {
+export function configs(id, token, command = "amc", extra = {}) {
+  const env = { AMC_AGENT_ID: id, AMC_BEARER_TOKEN: token, ...extra };
+  const shell = (v) => `'${String(v).replaceAll("'", "'\\''")}'`;
   return {
-    "Claude Code": `claude mcp add -s user amc --env AMC_AGENT_ID=${id} --env AMC_BEARER_TOKEN=${token} -- ${/\s/.test(command) ? JSON.stringify(command) : command} mcp`,
+    "Claude Code": `claude mcp add -s user amc${Object.entries(env).map(([k, v]) => ` --env ${k}=${shell(v)}`).join("")} -- ${shell(command)} mcp`,
     "Codex CLI (~/.codex/config.toml)": `[mcp_servers.amc]
 command = ${JSON.stringify(command)}
 args = ["mcp"]
-env = { AMC_AGENT_ID = "${id}", AMC_BEARER_TOKEN = "${token}" }`,
+env = { ${Object.entries(env).map(([k, v]) => `${k} = ${JSON.stringify(v)}`).join(", ")} }`,
     "Claude Desktop (claude_desktop_config.json)": JSON.stringify({
-      mcpServers: { amc: { command, args: ["mcp"], env: { AMC_AGENT_ID: id, AMC_BEARER_TOKEN: token } } },
+      mcpServers: { amc: { command, args: ["mcp"], env } },
     }, null, 2),
   };
 }
 
-function tokenPanel(id, token, command, close) {
+function tokenPanel(id, token, command, close, extra = {}) {
   return h("div", { class: "token-panel" },
     h("p", { class: "warn-text", text: "This token is shown only now. AMC keeps only a hash of it." }),
     copyable("Token", token),
     h("h3", { text: "Connect your MCP host" }),
     h("p", { class: "muted", text: `These name the amc of this install: ${command || "amc"}.` }),
-    Object.entries(configs(id, token, command || "amc")).map(([host, text]) => copyable(host, text, { multiline: true })),
+    Object.entries(configs(id, token, command || "amc", extra)).map(([host, text]) => copyable(host, text, { multiline: true })),
     doneButton(close));
 }
 

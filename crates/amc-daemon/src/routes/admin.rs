@@ -219,7 +219,19 @@ pub async fn create_agent(
     let (agent, token) = st.amc.create_agent(body.id).await?;
     // The command MCP hosts should run, as it exists for this install.
     let command = amc_core::config::amc_command().display().to_string();
-    Ok((StatusCode::CREATED, Json(serde_json::json!({ "agent": agent, "token": token, "mcp_command": command }))))
+    // What `amc mcp` must be told besides the agent and its token: the data folder, when
+    // it is not the one `amc` finds by default.
+    let data_dir = &st.amc.config().data_dir;
+    let default = amc_core::config::default_data_dir();
+    let mcp_env = if default.as_deref() == Some(data_dir.as_path()) {
+        serde_json::json!({})
+    } else {
+        serde_json::json!({ "AMC_DATA_DIR": data_dir.display().to_string() })
+    };
+    Ok((
+        StatusCode::CREATED,
+        Json(serde_json::json!({ "agent": agent, "token": token, "mcp_command": command, "mcp_env": mcp_env })),
+    ))
 }
 
 /// `POST /admin/agents/{id}/revoke`.
