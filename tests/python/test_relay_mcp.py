@@ -138,7 +138,7 @@ async def test_share_join_post_and_read_across_pages(principals, daemon: Daemon)
     assert (mine["author_is_you"], mine["untrusted_content"]) == (True, False)
 
 
-async def test_a_long_poll_wakes_when_another_principal_posts(principals):
+async def test_a_long_poll_wakes_when_another_principal_posts(principals, daemon: Daemon):
     alice, bob = principals["alice"], principals["bob"]
     tid = (await call(alice, "create_thread", title="pings", idempotency_key="p"))["thread_id"]
     inv = await call(alice, "create_thread_invite", thread_id=tid, kind="write")
@@ -151,7 +151,9 @@ async def test_a_long_poll_wakes_when_another_principal_posts(principals):
     assert empty["messages"] == [] and empty["next_cursor"] and 0.9 <= time.monotonic() - t0 < 5
 
     async def post_later():
-        await asyncio.sleep(0.5)
+        # Once Bob's wait is in AMC, waiting (the admin API counts the waits on a thread).
+        while daemon.admin("GET", f"/admin/relay/threads/{tid}/waiting")["waiting"] < 1:
+            await asyncio.sleep(0.01)
         return await call(alice, "send_message", thread_id=tid, body="wake up", idempotency_key="w1")
 
     t0 = time.monotonic()

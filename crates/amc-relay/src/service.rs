@@ -165,6 +165,11 @@ impl Notifier {
         map.values().map(watch::Sender::receiver_count).sum()
     }
 
+    fn waiting_on(&self, thread_id: &str) -> usize {
+        let map = self.threads.lock().unwrap_or_else(|p| p.into_inner());
+        map.get(thread_id).map_or(0, watch::Sender::receiver_count)
+    }
+
     fn notify(&self, thread_id: &str, message: RelayMessage) {
         let sender = {
             let map = self.threads.lock().unwrap_or_else(|p| p.into_inner());
@@ -697,6 +702,14 @@ impl Relay {
     /// How many `wait_for_messages` calls are waiting now.
     pub fn waiters(&self) -> usize {
         self.inner.notifier.waiters()
+    }
+
+    /// How many `wait_for_messages` calls wait on this thread now (for the person; the
+    /// thread must be one the caller can see).
+    pub async fn waiting_on(&self, who: &Principal, thread_id: String) -> Result<usize> {
+        let thread_id = check_uuid("thread_id", &thread_id)?;
+        self.access(who, &thread_id).await?;
+        Ok(self.inner.notifier.waiting_on(&thread_id))
     }
 
     /// The threads the caller can see.

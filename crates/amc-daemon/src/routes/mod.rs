@@ -65,6 +65,7 @@ pub fn router(state: AppState) -> Router {
         .route("/admin/relay/threads/{id}/join", post(relay::join))
         .route("/admin/relay/threads/{id}/messages", get(relay::read).post(relay::post))
         .route("/admin/relay/threads/{id}/wait", get(relay::wait))
+        .route("/admin/relay/threads/{id}/waiting", get(relay::waiting))
         .route("/admin/relay/threads/{id}/invites", get(relay::invites).post(relay::mint))
         .route("/admin/relay/threads/{id}/invites/{token_id}/revoke", post(relay::revoke))
         .route("/admin/relay/search", get(relay::search))

@@ -95,6 +95,16 @@ pub async fn wait(
     Ok(Json(page))
 }
 
+/// `GET /admin/relay/threads/{id}/waiting`: how many agents' `wait_for_messages` calls
+/// wait on the thread now.
+pub async fn waiting(
+    State(st): State<AppState>,
+    _: Admin,
+    ApiPath(id): ApiPath<String>,
+) -> ApiResult<impl IntoResponse> {
+    Ok(Json(serde_json::json!({ "waiting": st.relay.waiting_on(&Principal::Person, id).await? })))
+}
+
 /// The body of `POST /admin/relay/threads/{id}/messages`.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
