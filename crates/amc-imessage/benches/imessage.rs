@@ -163,18 +163,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .await?
             .with_bearer(&token)
             .with_header("x-agent-id", "bench");
+        // A message from the chat's person, sent now, as Messages writes it.
+        let incoming = |guid: String, text: &str| FixtureMessage {
+            guid,
+            text: Some(text.to_owned()),
+            handle_id: h,
+            sent_at_ms: amc_core::time::now_ms(),
+            ..Default::default()
+        };
         let mut samples = Vec::with_capacity(SAMPLES);
         for i in 0..SAMPLES {
             tokio::time::sleep(Duration::from_millis(5)).await;
             while events.try_recv().is_ok() {}
             let text = format!("live {i}");
-            let m = FixtureMessage {
-                guid: format!("live-{i}"),
-                text: Some(text.clone()),
-                handle_id: h,
-                sent_at_ms: amc_core::time::now_ms(),
-                ..Default::default()
-            };
+            let m = incoming(format!("live-{i}"), &text);
             let t0 = Instant::now();
             w.add_message(chat, &m)?;
             loop {
@@ -220,13 +222,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 tokio::time::sleep(Duration::from_millis(1)).await;
             }
             let text = format!("to the waiters {round}");
-            let m = FixtureMessage {
-                guid: format!("wait-{round}"),
-                text: Some(text.clone()),
-                handle_id: h,
-                sent_at_ms: amc_core::time::now_ms(),
-                ..Default::default()
-            };
+            let m = incoming(format!("wait-{round}"), &text);
             let t0 = Instant::now();
             w.add_message(chat, &m)?;
             for wait in waits {

@@ -130,6 +130,29 @@ fn messages_output(extra: Value) -> Value {
 const VISIBILITY: &str =
     "Only channels the person approved in AMC are visible; messages of other channels never appear.";
 
+/// The filters of `list_unread_messages`, which `wait_for_unread_messages` takes too.
+fn unread_input() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "since": { "type": "string", "format": "date-time", "description": "ISO 8601 / RFC 3339 timestamp; only messages sent at or after it." },
+            "source": { "type": "string", "enum": ["imessage", "discord"] },
+            "channel_id": { "type": "string" },
+            "limit": { "type": "integer", "minimum": 1, "maximum": 100, "default": 20 },
+            "cursor": { "type": "string", "description": "A next_cursor from an earlier page: only messages after it." }
+        },
+        "additionalProperties": false
+    })
+}
+
+/// The answer of both unread tools.
+fn unread_output() -> Arc<JsonObject> {
+    output_schema(messages_output(json!({
+        "next_since": { "type": ["string", "null"], "format": "date-time" },
+        "next_cursor": { "type": ["string", "null"] }
+    })))
+}
+
 /// `list_unread_messages`.
 pub fn list_unread_messages() -> Tool {
     Tool::new(
@@ -142,39 +165,19 @@ pub fn list_unread_messages() -> Tool {
              without marking read, pass `next_cursor` back as `cursor`. Do not page by passing `next_since` back as \
              `since`: it is inclusive, so it returns messages again and can stick."
         ),
-        object(json!({
-            "type": "object",
-            "properties": {
-                "since": { "type": "string", "format": "date-time", "description": "ISO 8601 / RFC 3339 timestamp; only messages sent at or after it." },
-                "source": { "type": "string", "enum": ["imessage", "discord"] },
-                "channel_id": { "type": "string" },
-                "limit": { "type": "integer", "minimum": 1, "maximum": 100, "default": 20 },
-                "cursor": { "type": "string", "description": "A next_cursor from an earlier page: only messages after it." }
-            },
-            "additionalProperties": false
-        })),
+        object(unread_input()),
     )
-    .with_raw_output_schema(output_schema(messages_output(json!({
-        "next_since": { "type": ["string", "null"], "format": "date-time" },
-        "next_cursor": { "type": ["string", "null"] }
-    }))))
+    .with_raw_output_schema(unread_output())
     .with_annotations(annotations("List unread messages", true, false, true, false))
 }
 
 /// `wait_for_unread_messages`: AMC's addition, for hosts that cannot be told of new
-/// messages.
+/// messages. `list_unread_messages`' input with `timeout_seconds`, and its output.
 pub fn wait_for_unread_messages() -> Tool {
-    let input = json!({
-        "type": "object",
-        "properties": {
-            "since": { "type": "string", "format": "date-time", "description": "ISO 8601 / RFC 3339 timestamp; only messages sent at or after it." },
-            "source": { "type": "string", "enum": ["imessage", "discord"] },
-            "channel_id": { "type": "string" },
-            "limit": { "type": "integer", "minimum": 1, "maximum": 100, "default": 20 },
-            "cursor": { "type": "string", "description": "A next_cursor from an earlier page: only messages after it." },
-            "timeout_seconds": { "type": "integer", "minimum": 1, "maximum": 25, "default": 25, "description": "How long to wait when nothing is unread." }
-        },
-        "additionalProperties": false
+    let mut input = unread_input();
+    input["properties"]["timeout_seconds"] = json!({
+        "type": "integer", "minimum": 1, "maximum": 25, "default": 25,
+        "description": "How long to wait when nothing is unread."
     });
     Tool::new(
         "wait_for_unread_messages",
@@ -186,10 +189,7 @@ pub fn wait_for_unread_messages() -> Tool {
         ),
         object(input),
     )
-    .with_raw_output_schema(output_schema(messages_output(json!({
-        "next_since": { "type": ["string", "null"], "format": "date-time" },
-        "next_cursor": { "type": ["string", "null"] }
-    }))))
+    .with_raw_output_schema(unread_output())
     .with_annotations(annotations("Wait for unread messages", true, false, true, false))
 }
 

@@ -15,10 +15,6 @@ async fn admin(dir: &Path) -> Connection {
     Connection::connect(&dir.join("run/amc.sock")).await.expect("connect").with_bearer(token.trim())
 }
 
-async fn until<T, Fut: std::future::Future<Output = Option<T>>>(what: &str, f: impl FnMut() -> Fut) -> T {
-    amc_testkit::eventually(what, f).await
-}
-
 #[test]
 fn the_bot_token_comes_from_the_environment_and_never_reaches_the_log() {
     // Even at trace level, where HTTP and WebSocket libraries log their frames.
@@ -49,7 +45,7 @@ fn the_bot_token_comes_from_the_environment_and_never_reaches_the_log() {
     let general = fake.channel_ids()[0];
     rt.block_on(async {
         let alice = fake.user("alice");
-        let ch = until("the channel", || async {
+        let ch = amc_testkit::eventually("the channel", || async {
             let all = admin(dir.path()).await.get("/admin/channels").await.ok()?.json();
             all["channels"].as_array()?.iter().find(|c| c["platform_id"] == general.to_string().as_str()).cloned()
         })
@@ -71,7 +67,7 @@ fn the_bot_token_comes_from_the_environment_and_never_reaches_the_log() {
                 .with_header("x-agent-id", "claude")
         };
         fake.post(general, &alice, "a-distinctive-message-body");
-        until("the message", || async {
+        amc_testkit::eventually("the message", || async {
             let r = agent().await.get("/messages/unread").await.ok()?.json();
             (r["messages"].as_array()?.len() == 1).then_some(())
         })
