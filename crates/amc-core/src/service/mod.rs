@@ -8,6 +8,7 @@
 //! - `admin.rs`: the person's actions (approval, review, agents, pause).
 //! - `ingest.rs`: the sources' front door (messages, edits, reactions, unsends,
 //!   checkpoints, late arrivals).
+//! - `push.rs`: new messages told to agents as they arrive, bursts folded.
 //! - `upkeep.rs`: the housekeeping that runs every minute.
 //! - `health.rs`: the sources' states.
 
@@ -15,6 +16,7 @@ mod admin;
 mod health;
 mod inbox;
 mod ingest;
+mod push;
 mod send;
 mod upkeep;
 
@@ -35,6 +37,7 @@ pub use health::{Health, SourceState, SourceStatus};
 pub use inbox::{
     ContextPage, ContextParams, MAX_UNREAD_WAIT_SECONDS, MarkReadResult, UnreadPage, UnreadParams, WaitUnreadParams,
 };
+pub use push::{MAX_PUSH_WAIT_SECONDS, PUSH_BURST, PUSH_WINDOW, PushBatch, PushItem, PushParams};
 pub use send::{AttachmentRef, SendReceipt, SendRequest};
 
 const PAUSED_SETTING: &str = "agents_paused";
@@ -58,6 +61,8 @@ struct Inner {
     url_filter: crate::attach::url::AddressFilter,
     /// Bumped on every revocation, so an agent's waits end at once.
     revocations: tokio::sync::watch::Sender<u64>,
+    /// Each agent's recent pushes per channel, for folding bursts.
+    push_windows: std::sync::Mutex<push::Windows>,
 }
 
 /// An authenticated agent.
@@ -97,6 +102,7 @@ impl Amc {
                 started: Instant::now(),
                 url_filter: crate::attach::url::is_public,
                 revocations: tokio::sync::watch::Sender::new(0),
+                push_windows: Default::default(),
             }),
         })
     }

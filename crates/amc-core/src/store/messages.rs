@@ -16,7 +16,7 @@ use crate::time::{Millis, now_ms};
 /// The envelope's columns, for `FROM messages m JOIN channels c`.
 /// `reply_to` is shown only when the parent is inside the channel's released history, so
 /// an envelope never names a quarantined message.
-const ENVELOPE_COLS: &str = "m.id, m.source, m.channel_id, c.name, c.kind, m.sender_id, m.sender_name, m.is_self, \
+pub(super) const ENVELOPE_COLS: &str = "m.id, m.source, m.channel_id, c.name, c.kind, m.sender_id, m.sender_name, m.is_self, \
      m.text, m.sent_at, m.edited_at, m.unsent, \
      CASE WHEN m.reply_to IS NOT NULL AND EXISTS (SELECT 1 FROM messages p WHERE p.id = m.reply_to \
        AND p.channel_id = m.channel_id AND (c.visible_from IS NULL OR p.sent_at >= c.visible_from) \
@@ -31,7 +31,7 @@ fn stored_sent_at(msg: &IncomingMessage, now: Millis) -> Millis {
     msg.sent_at.min(now)
 }
 
-fn envelope_from_row(row: &Row<'_>) -> rusqlite::Result<Envelope> {
+pub(super) fn envelope_from_row(row: &Row<'_>) -> rusqlite::Result<Envelope> {
     let reactions: String = row.get(13)?;
     Ok(Envelope {
         id: row.get(0)?,
@@ -52,7 +52,7 @@ fn envelope_from_row(row: &Row<'_>) -> rusqlite::Result<Envelope> {
 }
 
 /// Fills in the attachments of a page of envelopes with one query per message.
-fn load_attachments(tx: &Transaction<'_>, envelopes: &mut [Envelope]) -> Result<()> {
+pub(super) fn load_attachments(tx: &Transaction<'_>, envelopes: &mut [Envelope]) -> Result<()> {
     let mut stmt = tx.prepare_cached(
         "SELECT id, filename, mime_type, size_bytes, available FROM attachments WHERE message_id = ?1 ORDER BY rowid",
     )?;

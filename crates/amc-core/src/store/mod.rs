@@ -9,6 +9,7 @@
 //! - `messages.rs`: ingest, unread, context, read state.
 //! - `agents.rs`: agents and their hashed tokens.
 //! - `outbox.rs`: agents' sends and their idempotency records.
+//! - `push.rs`: where each agent's push of new messages stands.
 
 mod agents;
 #[cfg(test)]
@@ -16,6 +17,7 @@ mod behaviour;
 mod channels;
 mod messages;
 mod outbox;
+mod push;
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -26,6 +28,7 @@ use crate::error::Result;
 pub use channels::{AllowedChannel, ChannelSpec, SendTarget};
 pub use messages::{AttachmentFile, IngestReport, ReactionChange, UnreadQuery};
 pub use outbox::{NewSend, SendLookup, SendOutcome};
+pub use push::{PushPosition, PushScan};
 
 /// The core's migrations, in order; `PRAGMA user_version` is the number applied.
 const MIGRATIONS: &[Migration] = &[
@@ -36,6 +39,7 @@ const MIGRATIONS: &[Migration] = &[
     ("0003_release_by_arrival", include_str!("migrations/0003_release_by_arrival.sql")),
     ("0004_platform_aliases", include_str!("migrations/0004_platform_aliases.sql")),
     ("0005_imessage_conversations", include_str!("migrations/0005_imessage_conversations.sql")),
+    ("0006_push", include_str!("migrations/0006_push.sql")),
 ];
 
 /// The core's typed store: the database, and the generator of message ids.

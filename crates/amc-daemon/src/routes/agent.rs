@@ -10,7 +10,7 @@ use serde::Deserialize;
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Agent, AgentWithId, ApiJson, ApiPath, ApiQuery, IdempotencyKey};
-use amc_core::service::{ContextParams, SendRequest, UnreadParams, WaitUnreadParams};
+use amc_core::service::{ContextParams, PushParams, SendRequest, UnreadParams, WaitUnreadParams};
 use amc_core::{Error, ErrorCode};
 
 /// `GET /messages/unread`.
@@ -31,6 +31,34 @@ pub async fn wait_unread(
     ApiQuery(p): ApiQuery<WaitUnreadParams>,
 ) -> ApiResult<impl IntoResponse> {
     Ok(Json(st.amc.wait_for_unread(&agent, p, st.shutdown.cancelled()).await?))
+}
+
+/// `GET /messages/push`: what to tell the agent now (`amc mcp` turns it into Claude Code
+/// channel notifications); when nothing is new, waits up to `timeout_seconds` (1-25,
+/// default 25). The batch's `ack` goes back to `POST /messages/push/ack` once it is out.
+pub async fn push(
+    State(st): State<AppState>,
+    AgentWithId(agent): AgentWithId,
+    ApiQuery(p): ApiQuery<PushParams>,
+) -> ApiResult<impl IntoResponse> {
+    Ok(Json(st.amc.next_push(&agent, p, st.shutdown.cancelled()).await?))
+}
+
+/// The body of `POST /messages/push/ack`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PushAckBody {
+    ack: String,
+}
+
+/// `POST /messages/push/ack`: a batch of `GET /messages/push` went out.
+pub async fn push_ack(
+    State(st): State<AppState>,
+    AgentWithId(agent): AgentWithId,
+    ApiJson(body): ApiJson<PushAckBody>,
+) -> ApiResult<impl IntoResponse> {
+    st.amc.ack_push(&agent, &body.ack).await?;
+    Ok(Json(serde_json::json!({})))
 }
 
 /// `GET /messages/context`.

@@ -37,6 +37,8 @@ pub fn router(state: AppState) -> Router {
         .merge(test_routes)
         .route("/messages/unread", get(agent::unread))
         .route("/messages/unread/wait", get(agent::wait_unread))
+        .route("/messages/push", get(agent::push))
+        .route("/messages/push/ack", post(agent::push_ack))
         .route("/messages/context", get(agent::context))
         .route("/messages/mark_read", post(agent::mark_read))
         .route("/messages/send", post(agent::send))

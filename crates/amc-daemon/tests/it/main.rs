@@ -9,6 +9,7 @@ mod hostile;
 mod inbox;
 mod listener;
 mod mcp;
+mod push;
 mod relay;
 mod sends;
 mod ui;

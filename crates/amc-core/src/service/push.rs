@@ -1,0 +1,372 @@
+//! Push: new messages told to an agent as they arrive (`amc mcp` turns them into Claude
+//! Code channel notifications). What is pushed is exactly what would become unread for the
+//! agent: inbound, not the person's own, in a visible channel, not read yet. Pushing is
+//! not reading: read state still changes only with `mark_read`.
+//!
+//! - **Bursts.** Each channel gets at most [`PUSH_BURST`] messages per [`PUSH_WINDOW`].
+//!   What arrives beyond that is held until the window ends and then told as one "more
+//!   unread" item with its count. Nothing leaves the unread list.
+//! - **Exactly once.** The agent's position is kept in the store and moves only when the
+//!   caller acknowledges a batch (after writing it out), so a restart of the daemon or a
+//!   reconnect of the bridge goes on from where the push stopped. Positions only move
+//!   forward: a repeated acknowledgement changes nothing.
+
+use std::collections::HashMap;
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio::time::Instant;
+
+use super::{AgentCtx, Amc};
+use crate::error::{Error, Result};
+use crate::events::Event;
+use crate::ids::is_channel_id;
+use crate::model::{ChannelRef, Envelope, Source};
+use crate::store::{PushPosition, PushScan};
+
+/// The most messages pushed one by one per channel per [`PUSH_WINDOW`].
+pub const PUSH_BURST: usize = 3;
+/// The window of [`PUSH_BURST`].
+pub const PUSH_WINDOW: Duration = Duration::from_secs(1);
+/// The longest wait of one push request, in seconds.
+pub const MAX_PUSH_WAIT_SECONDS: i64 = 25;
+/// The most messages looked at per push request.
+const SCAN_LIMIT: u32 = 500;
+
+/// One thing to tell the agent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum PushItem {
+    /// A new message, in the envelope agents know from `list_unread_messages`.
+    Message {
+        /// The message.
+        message: Box<Envelope>,
+    },
+    /// More messages arrived in a channel than are pushed one by one: how many.
+    More {
+        /// The channel's source.
+        source: Source,
+        /// The channel.
+        channel_id: String,
+        /// Its name and kind.
+        channel: ChannelRef,
+        /// How many unread messages this item stands for.
+        count: usize,
+    },
+}
+
+/// What to push now, and the acknowledgement that records it once it is out.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PushBatch {
+    /// In the order to tell them; empty when the wait ended with nothing new.
+    pub items: Vec<PushItem>,
+    /// Give it back to [`Amc::ack_push`] once the items are written out.
+    pub ack: String,
+}
+
+/// `GET /messages/push`: how long to wait.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct PushParams {
+    /// 1..=25 seconds, default 25.
+    pub timeout_seconds: Option<i64>,
+}
+
+/// One channel's recent pushes for one agent.
+#[derive(Debug, Default)]
+pub(super) struct Window {
+    /// When each of the last pushes went out, within [`PUSH_WINDOW`].
+    sent: VecDeque<Instant>,
+    /// Since when messages beyond the burst are held back.
+    held_since: Option<Instant>,
+}
+
+/// Every agent's windows, by agent and channel.
+pub(super) type Windows = HashMap<String, HashMap<String, Window>>;
+
+/// What one look at the store gives.
+#[derive(Debug)]
+struct Composed {
+    items: Vec<PushItem>,
+    position: PushPosition,
+    /// When a held burst is due.
+    wake_at: Option<Instant>,
+}
+
+/// Decides, for one agent, what of `scan` goes out now, what is held, and the position
+/// that records it.
+fn compose(scan: PushScan, windows: &mut HashMap<String, Window>, now: Instant) -> Composed {
+    let mut groups: Vec<(String, Vec<(i64, Envelope)>)> = Vec::new();
+    for (seq, env) in scan.messages {
+        match groups.iter_mut().find(|(c, _)| *c == env.channel_id) {
+            Some((_, msgs)) => msgs.push((seq, env)),
+            None => groups.push((env.channel_id.clone(), vec![(seq, env)])),
+        }
+    }
+    // A held burst the agent has read meanwhile is no longer held.
+    for (channel, w) in windows.iter_mut() {
+        if !groups.iter().any(|(c, _)| c == channel) {
+            w.held_since = None;
+        }
+        w.sent.retain(|t| now.duration_since(*t) < PUSH_WINDOW);
+    }
+    windows.retain(|_, w| !w.sent.is_empty() || w.held_since.is_some());
+    let mut items = Vec::new();
+    let mut channels = Vec::new();
+    let mut floor = scan.scanned_through;
+    let mut wake_at: Option<Instant> = None;
+    for (channel_id, msgs) in groups {
+        let w = windows.entry(channel_id.clone()).or_default();
+        let mut through = None;
+        let mut rest = msgs.as_slice();
+        if w.held_since.is_none() {
+            let n = PUSH_BURST.saturating_sub(w.sent.len()).min(rest.len());
+            for (seq, env) in &rest[..n] {
+                items.push(PushItem::Message { message: Box::new(env.clone()) });
+                w.sent.push_back(now);
+                through = Some(*seq);
+            }
+            rest = &rest[n..];
+            if !rest.is_empty() {
+                w.held_since = Some(now);
+            }
+        }
+        if let (Some((first, env)), Some(since)) = (rest.first(), w.held_since) {
+            let due = since + PUSH_WINDOW;
+            if now >= due {
+                items.push(PushItem::More {
+                    source: env.source,
+                    channel_id: channel_id.clone(),
+                    channel: env.channel.clone(),
+                    count: rest.len(),
+                });
+                w.sent.push_back(now);
+                w.held_since = None;
+                through = rest.last().map(|(seq, _)| *seq);
+            } else {
+                wake_at = Some(wake_at.map_or(due, |w| w.min(due)));
+                floor = floor.min(first - 1);
+            }
+        }
+        if let Some(t) = through {
+            channels.push((channel_id, t));
+        }
+    }
+    let floor = floor.max(scan.floor);
+    channels.retain(|(_, t)| *t > floor);
+    Composed { items, position: PushPosition { floor, channels }, wake_at }
+}
+
+/// The acknowledgement as given to the caller: the position, opaque.
+#[derive(Serialize, Deserialize)]
+struct Ack {
+    f: i64,
+    c: Vec<(String, i64)>,
+}
+
+fn encode_ack(p: &PushPosition) -> String {
+    use base64::Engine;
+    let ack = Ack { f: p.floor, c: p.channels.clone() };
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(serde_json::to_vec(&ack).unwrap_or_default())
+}
+
+fn decode_ack(s: &str) -> Result<PushPosition> {
+    use base64::Engine;
+    let invalid = || Error::validation("ack must be the ack of a batch from GET /messages/push");
+    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(s).map_err(|_| invalid())?;
+    let ack: Ack = serde_json::from_slice(&raw).map_err(|_| invalid())?;
+    if ack.f < 0 || ack.c.len() > SCAN_LIMIT as usize || ack.c.iter().any(|(c, t)| !is_channel_id(c) || *t < 0) {
+        return Err(invalid());
+    }
+    Ok(PushPosition { floor: ack.f, channels: ack.c })
+}
+
+impl Amc {
+    /// What to push to the agent now. When nothing is new, waits up to `timeout_seconds`
+    /// (or until `cancelled`) for a message, on the change feed: an idle push costs
+    /// nothing. Ends with `UNAUTHORIZED` when the agent is revoked.
+    pub async fn next_push(
+        &self,
+        agent: &AgentCtx,
+        p: PushParams,
+        cancelled: impl std::future::Future<Output = ()>,
+    ) -> Result<PushBatch> {
+        let timeout = p.timeout_seconds.unwrap_or(MAX_PUSH_WAIT_SECONDS);
+        if !(1..=MAX_PUSH_WAIT_SECONDS).contains(&timeout) {
+            return Err(Error::validation(format!(
+                "timeout_seconds must be an integer from 1 to {MAX_PUSH_WAIT_SECONDS}"
+            )));
+        }
+        let deadline = Instant::now() + Duration::from_secs(timeout as u64);
+        // Listen before looking, so a message stored in between still wakes the wait.
+        let mut events = self.events().subscribe();
+        let mut revocations = self.revocations();
+        let agent_id = agent.agent_id.clone();
+        self.blocking(move |s| s.push_floor(&agent_id)).await?;
+        tokio::pin!(cancelled);
+        loop {
+            let agent_id = agent.agent_id.clone();
+            let scan = self.blocking(move |s| s.push_scan(&agent_id, SCAN_LIMIT)).await?;
+            let composed = {
+                let mut windows = self.inner.push_windows.lock().unwrap_or_else(|p| p.into_inner());
+                let mine = windows.entry(agent.agent_id.clone()).or_default();
+                let composed = compose(scan, mine, Instant::now());
+                if mine.is_empty() {
+                    windows.remove(&agent.agent_id);
+                }
+                composed
+            };
+            let batch = PushBatch { ack: encode_ack(&composed.position), items: composed.items };
+            if !batch.items.is_empty() {
+                return Ok(batch);
+            }
+            let wake = composed.wake_at.map_or(deadline, |w| w.min(deadline));
+            loop {
+                let look = tokio::select! {
+                    () = tokio::time::sleep_until(wake) => {
+                        if wake >= deadline {
+                            return Ok(batch);
+                        }
+                        true
+                    }
+                    () = &mut cancelled => return Ok(batch),
+                    Ok(()) = revocations.changed() => {
+                        if self.is_agent_revoked(agent.agent_id.clone()).await? {
+                            return Err(Error::unauthorized("this agent was revoked"));
+                        }
+                        false
+                    }
+                    event = events.recv() => match event {
+                        Ok(Event::MessagesChanged { inserted, .. }) => inserted > 0,
+                        Ok(Event::ChannelChanged { .. }) => true,
+                        Ok(_) => false,
+                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => true,
+                        Err(tokio::sync::broadcast::error::RecvError::Closed) => return Ok(batch),
+                    },
+                };
+                if look {
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Records that a batch from [`Amc::next_push`] went out.
+    pub async fn ack_push(&self, agent: &AgentCtx, ack: &str) -> Result<()> {
+        let position = decode_ack(ack)?;
+        let agent_id = agent.agent_id.clone();
+        self.blocking(move |s| s.record_push(&agent_id, &position)).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{ChannelKind, Direction, SenderInfo};
+
+    fn env(id: usize, channel: &str) -> Envelope {
+        Envelope {
+            id: format!("msg_{id:026}"),
+            source: Source::Discord,
+            channel_id: channel.into(),
+            channel: ChannelRef { name: channel.into(), kind: ChannelKind::Group },
+            sender: SenderInfo { id: "u".into(), display_name: None, is_self: false },
+            text: format!("m{id}"),
+            sent_at: 0,
+            edited_at: None,
+            unsent: false,
+            reply_to: None,
+            reactions: Vec::new(),
+            attachments: Vec::new(),
+            direction: Direction::Inbound,
+            agent_id: None,
+        }
+    }
+
+    fn scan(floor: i64, msgs: &[(i64, &str)], through: i64) -> PushScan {
+        PushScan {
+            floor,
+            messages: msgs.iter().map(|(seq, ch)| (*seq, env(*seq as usize, ch))).collect(),
+            scanned_through: through,
+        }
+    }
+
+    fn told(c: &Composed) -> Vec<String> {
+        c.items
+            .iter()
+            .map(|i| match i {
+                PushItem::Message { message } => message.text.clone(),
+                PushItem::More { channel_id, count, .. } => format!("{count} more in {channel_id}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_burst_is_told_as_three_messages_then_one_count_when_the_window_ends() {
+        let t0 = Instant::now();
+        let mut w = HashMap::new();
+        let burst: Vec<(i64, &str)> = (1..=10).map(|i| (i, "ch_a")).collect();
+        let first = compose(scan(0, &burst, 10), &mut w, t0);
+        assert_eq!(told(&first), ["m1", "m2", "m3"]);
+        // The floor stays below what is held; the channel is recorded as pushed through 3.
+        assert_eq!(first.position, PushPosition { floor: 3, channels: vec![] });
+        assert_eq!(first.wake_at, Some(t0 + PUSH_WINDOW));
+        // Asked again within the window (more arrived): nothing yet.
+        let held: Vec<(i64, &str)> = (4..=12).map(|i| (i, "ch_a")).collect();
+        let early = compose(scan(3, &held, 12), &mut w, t0 + Duration::from_millis(500));
+        assert!(early.items.is_empty());
+        assert_eq!(early.position.floor, 3);
+        // At the window's end: one count for everything held, and the floor passes it.
+        let due = compose(scan(3, &held, 12), &mut w, t0 + PUSH_WINDOW);
+        assert_eq!(told(&due), ["9 more in ch_a"]);
+        assert_eq!(due.position, PushPosition { floor: 12, channels: vec![] });
+    }
+
+    #[test]
+    fn a_held_channel_does_not_hold_back_the_others() {
+        let t0 = Instant::now();
+        let mut w = HashMap::new();
+        let msgs = [(1, "ch_a"), (2, "ch_a"), (3, "ch_a"), (4, "ch_a"), (5, "ch_b"), (6, "ch_a")];
+        let c = compose(scan(0, &msgs, 6), &mut w, t0);
+        assert_eq!(told(&c), ["m1", "m2", "m3", "m5"]);
+        // Everything up to the first held message is handled; ch_b is recorded past it.
+        assert_eq!(c.position, PushPosition { floor: 3, channels: vec![("ch_b".into(), 5)] });
+    }
+
+    #[test]
+    fn a_slow_channel_is_told_every_message() {
+        let t0 = Instant::now();
+        let mut w = HashMap::new();
+        for i in 0..10 {
+            let at = t0 + Duration::from_millis(400 * i as u64);
+            let c = compose(scan(i, &[(i + 1, "ch_a")], i + 1), &mut w, at);
+            assert_eq!(told(&c), [format!("m{}", i + 1)], "message {}", i + 1);
+        }
+    }
+
+    #[test]
+    fn a_held_burst_the_agent_read_meanwhile_is_not_counted() {
+        let t0 = Instant::now();
+        let mut w = HashMap::new();
+        let burst: Vec<(i64, &str)> = (1..=5).map(|i| (i, "ch_a")).collect();
+        compose(scan(0, &burst, 5), &mut w, t0);
+        // The agent marked 4 and 5 read: nothing is left to count, and the floor moves on.
+        let c = compose(scan(3, &[], 5), &mut w, t0 + Duration::from_millis(100));
+        assert!(c.items.is_empty());
+        assert_eq!(c.position.floor, 5);
+        assert_eq!(c.wake_at, None);
+    }
+
+    #[test]
+    fn an_ack_is_checked_and_never_trusted_for_shape() {
+        let p = PushPosition { floor: 7, channels: vec![("ch_01HXYZABCDEFGHJKMNPQRSTVWX".into(), 9)] };
+        assert_eq!(decode_ack(&encode_ack(&p)).expect("round trip"), p);
+        for forged in ["", "not base64!", "e30", "eyJmIjotMSwiYyI6W119"] {
+            let err = decode_ack(forged).expect_err(forged);
+            assert_eq!(err.code, crate::error::ErrorCode::ValidationFailed, "{forged}");
+        }
+        let bad_channel = encode_ack(&PushPosition { floor: 1, channels: vec![("x".into(), 2)] });
+        assert!(decode_ack(&bad_channel).is_err());
+    }
+}

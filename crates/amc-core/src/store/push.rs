@@ -1,0 +1,106 @@
+//! Where each agent's push stands: a floor in storage order (message rowids), and the
+//! channels that got ahead of it. The service layer (`service/push.rs`) decides what to
+//! push; this module finds what is new and records what was handled.
+
+use rusqlite::{OptionalExtension, params};
+
+use super::Store;
+use super::channels::VISIBLE;
+use super::messages::{ENVELOPE_COLS, envelope_from_row, load_attachments};
+use crate::error::{Error, Result};
+use crate::model::Envelope;
+
+/// What is new for an agent since its push position: the messages it would see in its
+/// unread list, in storage order, each with its rowid.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PushScan {
+    /// The position the scan started from.
+    pub floor: i64,
+    /// Oldest stored first.
+    pub messages: Vec<(i64, Envelope)>,
+    /// Every message at or below this rowid was looked at: returned, or not one to push.
+    pub scanned_through: i64,
+}
+
+/// A position to record: the new floor, and channels pushed beyond it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PushPosition {
+    /// Everything at or below it is handled.
+    pub floor: i64,
+    /// Channels handled through a rowid above the floor.
+    pub channels: Vec<(String, i64)>,
+}
+
+impl Store {
+    /// The agent's push floor, set to the newest stored message the first time it is
+    /// asked: a new agent is pushed what arrives from now on, not its whole history.
+    pub fn push_floor(&self, agent_id: &str) -> Result<i64> {
+        self.write(|tx| {
+            tx.prepare_cached(
+                "INSERT INTO push_floors (agent_id, floor) \
+                 SELECT id, (SELECT coalesce(max(rowid), 0) FROM messages) FROM agents \
+                 WHERE id = ?1 AND revoked_at IS NULL ON CONFLICT (agent_id) DO NOTHING",
+            )?
+            .execute([agent_id])?;
+            tx.prepare_cached("SELECT floor FROM push_floors WHERE agent_id = ?1")?
+                .query_row([agent_id], |r| r.get(0))
+                .optional()?
+                .ok_or_else(|| Error::unauthorized("unknown or revoked agent"))
+        })
+    }
+
+    /// Up to `limit` messages to push to the agent, above its floor and above where their
+    /// channel was pushed: inbound, not the person's own, visible, and still unread.
+    pub fn push_scan(&self, agent_id: &str, limit: u32) -> Result<PushScan> {
+        self.read(|tx| {
+            let floor: i64 = tx
+                .prepare_cached("SELECT floor FROM push_floors WHERE agent_id = ?1")?
+                .query_row([agent_id], |r| r.get(0))
+                .optional()?
+                .ok_or_else(|| Error::unauthorized("unknown agent"))?;
+            let newest: i64 = tx.query_row("SELECT coalesce(max(rowid), 0) FROM messages", [], |r| r.get(0))?;
+            let sql = format!(
+                "SELECT {ENVELOPE_COLS}, m.rowid FROM messages m JOIN channels c ON c.id = m.channel_id \
+                 LEFT JOIN push_channels p ON p.agent_id = ?1 AND p.channel_id = m.channel_id \
+                 WHERE m.rowid > ?2 AND m.rowid > coalesce(p.through, ?2) \
+                 AND m.direction = 'inbound' AND NOT m.is_self AND {VISIBLE} \
+                 AND NOT EXISTS (SELECT 1 FROM read_state r WHERE r.agent_id = ?1 AND r.message_id = m.id) \
+                 ORDER BY m.rowid LIMIT ?3"
+            );
+            let mut stmt = tx.prepare_cached(&sql)?;
+            let rows = stmt
+                .query_map(params![agent_id, floor, limit], |r| Ok((r.get::<_, i64>(16)?, envelope_from_row(r)?)))?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            let (seqs, mut envelopes): (Vec<i64>, Vec<Envelope>) = rows.into_iter().unzip();
+            load_attachments(tx, &mut envelopes)?;
+            let scanned_through = match seqs.last() {
+                Some(last) if seqs.len() as u32 == limit => *last,
+                _ => newest.max(floor),
+            };
+            Ok(PushScan { floor, messages: seqs.into_iter().zip(envelopes).collect(), scanned_through })
+        })
+    }
+
+    /// Records what was pushed. Positions only move forward, so a late or repeated
+    /// record never makes anything be pushed again.
+    pub fn record_push(&self, agent_id: &str, position: &PushPosition) -> Result<()> {
+        self.write(|tx| {
+            tx.prepare_cached("UPDATE push_floors SET floor = max(floor, ?2) WHERE agent_id = ?1")?
+                .execute(params![agent_id, position.floor])?;
+            let mut ahead = tx.prepare_cached(
+                "INSERT INTO push_channels (agent_id, channel_id, through) \
+                 SELECT agent_id, ?2, ?3 FROM push_floors WHERE agent_id = ?1 AND floor < ?3 \
+                 ON CONFLICT (agent_id, channel_id) DO UPDATE SET through = max(through, excluded.through)",
+            )?;
+            for (channel_id, through) in &position.channels {
+                ahead.execute(params![agent_id, channel_id, through])?;
+            }
+            tx.prepare_cached(
+                "DELETE FROM push_channels WHERE agent_id = ?1 \
+                 AND through <= (SELECT floor FROM push_floors WHERE agent_id = ?1)",
+            )?
+            .execute([agent_id])?;
+            Ok(())
+        })
+    }
+}

@@ -1,0 +1,199 @@
+//! `GET /messages/push` and `POST /messages/push/ack`, behind `amc mcp`'s Claude Code
+//! channel notifications: what is pushed, bursts, and where a push goes on after a restart.
+
+use serde_json::{Value, json};
+
+use amc_core::model::{SenderInfo, Source};
+use amc_core::time::now_ms;
+
+use super::harness::{Daemon, code, ids, msg};
+
+fn connect_as(d: &Daemon, token: &str) -> impl std::future::Future<Output = amc_client::Connection> + use<> {
+    let (socket, token) = (d.socket(), token.to_owned());
+    async move {
+        amc_client::Connection::connect(&socket)
+            .await
+            .expect("connect")
+            .with_bearer(&token)
+            .with_header("x-agent-id", "claude")
+    }
+}
+
+/// One push batch for the agent, after `wait` seconds at most.
+async fn next(agent: &mut amc_client::Connection, wait: u32) -> Value {
+    let r = agent.get(&format!("/messages/push?timeout_seconds={wait}")).await.expect("push");
+    assert_eq!(r.status, 200, "{:?}", r.json());
+    r.json()
+}
+
+async fn ack(agent: &mut amc_client::Connection, batch: &Value) {
+    let r = agent.post("/messages/push/ack", &json!({ "ack": batch["ack"] })).await.expect("ack");
+    assert_eq!(r.status, 200, "{:?}", r.json());
+}
+
+/// Starts a push request as the agent on its own connection.
+fn start_next(d: &Daemon, token: &str) -> tokio::task::JoinHandle<Value> {
+    let connect = connect_as(d, token);
+    tokio::spawn(async move { next(&mut connect.await, 25).await })
+}
+
+/// The pushed messages' texts, and "more" items as `+N`.
+fn told(batch: &Value) -> Vec<String> {
+    batch["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .map(|i| match i["kind"].as_str() {
+            Some("message") => i["message"]["text"].as_str().expect("text").to_owned(),
+            Some("more") => format!("+{}", i["count"]),
+            other => panic!("unknown item kind {other:?}: {i}"),
+        })
+        .collect()
+}
+
+/// Resolves once more listeners follow the change feed than `before`.
+async fn listening(d: &Daemon, before: usize) {
+    let events = d.amc.events().clone();
+    amc_testkit::eventually("the push to listen", || async { (events.listeners() > before).then_some(()) }).await;
+}
+
+/// A message written by the person, from one of their own devices.
+fn own(platform_id: &str, text: &str) -> amc_core::model::IncomingMessage {
+    let mut m = msg(platform_id, text, now_ms());
+    m.sender = SenderInfo { id: "me".into(), display_name: None, is_self: true };
+    m
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_what_becomes_unread_for_the_agent_is_pushed_and_pushing_is_not_reading() {
+    let d = Daemon::start().await;
+    let (mut agent, token) = d.agent("claude").await;
+    let (open, earlier) = d.channel_with("open", 2).await;
+    d.channel_with("pending", 0).await;
+    d.approve(&open, json!({ "history": "all", "send_policy": "auto" })).await;
+    // What was stored before the agent's first push is in its unread list, not pushed.
+    let first = next(&mut agent, 1).await;
+    assert_eq!(told(&first), Vec::<String>::new());
+    ack(&mut agent, &first).await;
+
+    let before = d.amc.events().listeners();
+    let waiting = start_next(&d, &token);
+    listening(&d, before).await;
+    d.ingest(Source::Imessage, "open", vec![own("open-own", "from the person's phone")]).await;
+    d.ingest(Source::Imessage, "pending", vec![msg("pending-1", "not approved", now_ms())]).await;
+    let sent = agent.post("/messages/send", &json!({ "channel_id": open, "text": "the agent's reply" })).await;
+    assert_eq!(sent.expect("send").status, 200);
+    let (_, new) = d.ingest(Source::Imessage, "open", vec![msg("open-new", "new for the agent", now_ms())]).await;
+    let batch = waiting.await.expect("join");
+    assert_eq!(told(&batch), ["new for the agent"], "{batch}");
+    let item = &batch["items"][0]["message"];
+    assert_eq!((item["id"].as_str(), item["channel_id"].as_str()), (Some(new[0].as_str()), Some(open.as_str())));
+    assert_eq!(item["sender"]["display_name"], json!("Ada"));
+    ack(&mut agent, &batch).await;
+    // Still unread, with what came before: pushing is not reading.
+    let unread = agent.get("/messages/unread").await.expect("unread").json();
+    assert_eq!(ids(&unread), [earlier, new].concat(), "{unread}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_is_three_messages_then_one_count_and_the_unread_list_keeps_all() {
+    let d = Daemon::start().await;
+    let (mut agent, _) = d.agent("claude").await;
+    let (ch, _) = d.channel_with("busy", 0).await;
+    let (quiet, _) = d.channel_with("quiet", 0).await;
+    for c in [&ch, &quiet] {
+        d.approve(c, json!({ "history": "all" })).await;
+    }
+    let start = next(&mut agent, 1).await;
+    ack(&mut agent, &start).await;
+    let burst: Vec<_> = (0..20).map(|i| msg(&format!("busy-{i}"), &format!("burst {i}"), now_ms())).collect();
+    d.ingest(Source::Imessage, "busy", burst).await;
+    d.ingest(Source::Imessage, "quiet", vec![msg("quiet-1", "meanwhile", now_ms())]).await;
+    let first = next(&mut agent, 25).await;
+    assert_eq!(told(&first), ["burst 0", "burst 1", "burst 2", "meanwhile"], "{first}");
+    ack(&mut agent, &first).await;
+    // The rest of the burst comes as one count when the channel's second is over.
+    let second = next(&mut agent, 25).await;
+    assert_eq!(told(&second), ["+17"], "{second}");
+    let more = &second["items"][0];
+    assert_eq!((more["channel_id"].as_str(), more["channel"]["name"].as_str()), (Some(ch.as_str()), Some("Chat busy")));
+    ack(&mut agent, &second).await;
+    let unread = agent.get(&format!("/messages/unread?channel_id={ch}&limit=100")).await.expect("unread").json();
+    assert_eq!(ids(&unread).len(), 20);
+    // Nothing is told twice.
+    assert_eq!(told(&next(&mut agent, 1).await), Vec::<String>::new());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_push_goes_on_where_it_stopped_after_a_restart_never_twice_never_skipping() {
+    let d = Daemon::start().await;
+    let (mut agent, token) = d.agent("claude").await;
+    let (ch, _) = d.channel_with("a", 0).await;
+    d.approve(&ch, json!({ "history": "all" })).await;
+    let start = next(&mut agent, 1).await;
+    ack(&mut agent, &start).await;
+    d.ingest(Source::Imessage, "a", vec![msg("a-1", "one", now_ms())]).await;
+    let told_once = next(&mut agent, 25).await;
+    assert_eq!(told(&told_once), ["one"]);
+    ack(&mut agent, &told_once).await;
+    d.ingest(Source::Imessage, "a", vec![msg("a-2", "two", now_ms())]).await;
+    // A batch that was never acknowledged (the bridge died before writing it) comes again.
+    assert_eq!(told(&next(&mut agent, 25).await), ["two"]);
+    drop(agent);
+    let dir = d.stop().await;
+    let d = Daemon::start_in(dir, |_| {}, None).await;
+    d.ingest(Source::Imessage, "a", vec![msg("a-3", "three, while the bridge was away", now_ms())]).await;
+    let mut agent = connect_as(&d, &token).await;
+    let after = next(&mut agent, 25).await;
+    assert_eq!(told(&after), ["two", "three, while the bridge was away"], "{after}");
+    ack(&mut agent, &after).await;
+    // A repeated or stale acknowledgement moves nothing back.
+    ack(&mut agent, &told_once).await;
+    assert_eq!(told(&next(&mut agent, 1).await), Vec::<String>::new());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approving_a_channel_pushes_what_arrived_since_and_revoking_ends_the_wait() {
+    let d = Daemon::start().await;
+    let (mut agent, token) = d.agent("claude").await;
+    let start = next(&mut agent, 1).await;
+    ack(&mut agent, &start).await;
+    let (ch, _) = d.ingest(Source::Imessage, "later", vec![msg("later-1", "waiting for approval", now_ms())]).await;
+    let before = d.amc.events().listeners();
+    let waiting = start_next(&d, &token);
+    listening(&d, before).await;
+    d.approve(&ch, json!({ "history": "all" })).await;
+    let released = waiting.await.expect("join");
+    assert_eq!(told(&released), ["waiting for approval"]);
+    ack(&mut agent, &released).await;
+
+    let before = d.amc.events().listeners();
+    let waiting = {
+        let connect = connect_as(&d, &token);
+        tokio::spawn(async move { connect.await.get("/messages/push?timeout_seconds=25").await.expect("push") })
+    };
+    listening(&d, before).await;
+    let revoked = d.admin().await.post("/admin/agents/claude/revoke", &json!({})).await.expect("revoke");
+    assert!(revoked.status.is_success());
+    let ended = waiting.await.expect("join");
+    assert_eq!((ended.status.as_u16(), code(&ended)), (401, "UNAUTHORIZED".to_owned()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forged_acks_and_out_of_range_waits_get_the_envelope() {
+    let d = Daemon::start().await;
+    let (mut agent, _) = d.agent("claude").await;
+    for q in ["timeout_seconds=0", "timeout_seconds=26", "timeout_seconds=x", "other=1"] {
+        let r = agent.get(&format!("/messages/push?{q}")).await.expect("push");
+        assert_eq!((r.status.as_u16(), code(&r)), (422, "VALIDATION_FAILED".to_owned()), "{q}");
+    }
+    for body in [json!({ "ack": "not an ack" }), json!({ "ack": "e30" }), json!({ "ack": 5 }), json!({})] {
+        let r = agent.post("/messages/push/ack", &body).await.expect("ack");
+        assert_eq!((r.status.as_u16(), code(&r)), (422, "VALIDATION_FAILED".to_owned()), "{body}");
+    }
+    // Without X-Agent-ID, like the other per-agent routes.
+    let (_, token) = d.agent("other").await;
+    let mut bare = d.anon().await.with_bearer(&token);
+    let r = bare.get("/messages/push?timeout_seconds=1").await.expect("push");
+    assert_eq!(code(&r), "AGENT_ID_REQUIRED");
+}
