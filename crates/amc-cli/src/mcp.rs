@@ -18,6 +18,10 @@ pub struct McpArgs {
     /// Serve the relay's tools (threads between agents) instead of the inbox's
     #[arg(long)]
     relay: bool,
+    /// Do not push new messages to the host (Claude Code channel notifications); agents
+    /// still read them with list_unread_messages or wait_for_unread_messages
+    #[arg(long)]
+    no_push: bool,
 }
 
 pub async fn run(raw: RawConfig, args: McpArgs) -> anyhow::Result<()> {
@@ -43,6 +47,7 @@ pub async fn run(raw: RawConfig, args: McpArgs) -> anyhow::Result<()> {
         endpoint,
         token: token.clone().ok().flatten(),
         agent_id: args.agent_id.filter(|a| !a.is_empty()),
+        push: !args.no_push,
     };
     // A broken setup is said at once, in one line, and every MCP request answers with it:
     // the host sees why rather than a process that died.

@@ -334,6 +334,8 @@ pub struct AgentInfo {
     /// When it was revoked.
     #[serde(with = "serde_ms::option")]
     pub revoked_at: Option<Millis>,
+    /// Whether a session of it (`amc mcp`) is being told new messages as they arrive.
+    pub pushing: bool,
 }
 
 /// A message a source hands to the store.

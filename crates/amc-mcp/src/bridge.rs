@@ -15,12 +15,13 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult, PaginatedRequestParams, ResultType,
     ServerCapabilities, ServerConfig,
 };
-use rmcp::service::{Peer, RequestContext, RunningService};
+use rmcp::service::{NotificationContext, Peer, RequestContext, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::common::unix_socket::UnixSocketHttpClient;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ErrorData as McpError, RoleClient, RoleServer, ServerHandler, ServiceExt};
 use tokio::sync::Mutex;
+use tokio_util::sync::CancellationToken;
 
 use amc_core::{Error, ErrorCode};
 
@@ -43,6 +44,9 @@ pub struct BridgeConfig {
     pub token: Option<String>,
     /// The agent's id (`AMC_AGENT_ID`).
     pub agent_id: Option<String>,
+    /// Whether to push new messages to the host as Claude Code channel notifications
+    /// (the inbox only; `amc mcp --no-push` turns it off).
+    pub push: bool,
 }
 
 impl std::fmt::Debug for BridgeConfig {
@@ -52,6 +56,7 @@ impl std::fmt::Debug for BridgeConfig {
             .field("endpoint", &self.endpoint)
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
             .field("agent_id", &self.agent_id)
+            .field("push", &self.push)
             .finish()
     }
 }
@@ -136,6 +141,10 @@ pub struct Bridge {
     /// A problem no retry can fix (a broken config): every request answers with it.
     fixed_problem: Option<Problem>,
     upstream: Arc<Mutex<Option<Upstream>>>,
+    /// Cancelled when the host goes away: ends the push.
+    stop_push: CancellationToken,
+    /// The push, once the host is initialized (once per session).
+    push: Arc<std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>>,
 }
 
 /// How a relayed request failed.
@@ -149,7 +158,13 @@ enum Failure {
 impl Bridge {
     /// A bridge for `cfg`; it connects to the daemon on the first request.
     pub fn new(cfg: BridgeConfig) -> Self {
-        Self { cfg, fixed_problem: None, upstream: Arc::new(Mutex::new(None)) }
+        Self {
+            cfg,
+            fixed_problem: None,
+            upstream: Arc::new(Mutex::new(None)),
+            stop_push: CancellationToken::new(),
+            push: Default::default(),
+        }
     }
 
     /// A bridge that answers every request with `problem`.
@@ -160,8 +175,16 @@ impl Bridge {
     /// Serves MCP on this process's stdin and stdout until the host closes them.
     pub async fn serve_stdio(self) -> std::io::Result<()> {
         let upstream = self.upstream.clone();
+        let (stop_push, push) = (self.stop_push.clone(), self.push.clone());
         let running = self.serve(rmcp::transport::stdio()).await.map_err(std::io::Error::other)?;
-        running.waiting().await.map_err(std::io::Error::other)?;
+        let ended = running.waiting().await;
+        // The push acknowledges what it wrote before it ends.
+        stop_push.cancel();
+        let push = push.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(push) = push {
+            let _ = tokio::time::timeout(CONNECT_TIMEOUT, push).await;
+        }
+        ended.map_err(std::io::Error::other)?;
         // The host closed stdin: close the daemon side cleanly too.
         if let Some(up) = upstream.lock().await.take()
             && let Ok(up) = Arc::try_unwrap(up)
@@ -232,12 +255,40 @@ impl Bridge {
     }
 }
 
+impl Bridge {
+    fn relays_threads(&self) -> bool {
+        self.cfg.endpoint.ends_with("/relay")
+    }
+
+    /// Whether this bridge pushes new messages to the host.
+    fn pushes(&self) -> bool {
+        self.cfg.push && !self.relays_threads() && self.fixed_problem.is_none() && self.cfg.agent_id.is_some()
+    }
+}
+
 impl ServerHandler for Bridge {
     fn get_info(&self) -> ServerConfig {
-        let relay = self.cfg.endpoint.ends_with("/relay");
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        let relay = self.relays_threads();
+        let mut capabilities = ServerCapabilities::builder().enable_tools().build();
+        let instructions = if relay {
+            crate::relay::RELAY_INSTRUCTIONS.to_owned()
+        } else if self.pushes() {
+            capabilities.experimental =
+                Some([(crate::channel::CHANNEL_CAPABILITY.to_owned(), Default::default())].into_iter().collect());
+            format!("{} {}", crate::server::INBOX_INSTRUCTIONS, crate::channel::PUSH_INSTRUCTIONS)
+        } else {
+            crate::server::INBOX_INSTRUCTIONS.to_owned()
+        };
+        ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(if relay { "amc-relay" } else { "amc" }, env!("CARGO_PKG_VERSION")))
-            .with_instructions(if relay { crate::relay::RELAY_INSTRUCTIONS } else { crate::server::INBOX_INSTRUCTIONS })
+            .with_instructions(instructions)
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let mut push = self.push.lock().unwrap_or_else(|p| p.into_inner());
+        if self.pushes() && push.is_none() {
+            *push = Some(tokio::spawn(crate::push::run(self.cfg.clone(), context.peer, self.stop_push.clone())));
+        }
     }
 
     async fn list_tools(

@@ -6,9 +6,12 @@
 //! - [`server`]: the rmcp server handler; it calls the core's service layer directly.
 //! - [`relay`]: the relay toolset (threads between agents), its own server at `/mcp/relay`.
 //! - [`bridge`]: stdio ⇄ the daemon's socket, for hosts that cannot dial a socket.
+//! - [`channel`]: Claude Code channel notifications, for the bridge's push.
 #![deny(missing_docs)]
 
 pub mod bridge;
+pub mod channel;
+mod push;
 pub mod relay;
 pub mod server;
 pub mod tools;

@@ -147,7 +147,11 @@ impl Amc {
 
     /// Every agent.
     pub async fn agents(&self) -> Result<Vec<AgentInfo>> {
-        self.blocking(|s| s.agents()).await
+        let mut agents = self.blocking(|s| s.agents()).await?;
+        for a in &mut agents {
+            a.pushing = self.is_pushing(&a.id);
+        }
+        Ok(agents)
     }
 
     /// Revokes an agent.

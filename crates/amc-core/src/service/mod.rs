@@ -63,6 +63,8 @@ struct Inner {
     revocations: tokio::sync::watch::Sender<u64>,
     /// Each agent's recent pushes per channel, for folding bursts.
     push_windows: std::sync::Mutex<push::Windows>,
+    /// Each agent's push requests in progress.
+    push_sessions: std::sync::Mutex<push::Sessions>,
 }
 
 /// An authenticated agent.
@@ -103,6 +105,7 @@ impl Amc {
                 url_filter: crate::attach::url::is_public,
                 revocations: tokio::sync::watch::Sender::new(0),
                 push_windows: Default::default(),
+                push_sessions: Default::default(),
             }),
         })
     }

@@ -73,6 +73,37 @@ pub struct PushParams {
     pub timeout_seconds: Option<i64>,
 }
 
+/// How long after its last push request an agent still counts as pushed to: the bridge
+/// asks again at once, or after a pause of a few seconds when the daemon failed it.
+const PUSHING_GRACE: Duration = Duration::from_secs(30);
+
+/// The push requests in progress per agent, and when the last one ended.
+pub(super) type Sessions = HashMap<String, (usize, Instant)>;
+
+/// Counts a push request in progress while it lives.
+struct InProgress<'a> {
+    amc: &'a Amc,
+    agent_id: String,
+}
+
+impl<'a> InProgress<'a> {
+    fn new(amc: &'a Amc, agent_id: &str) -> Self {
+        let mut sessions = amc.inner.push_sessions.lock().unwrap_or_else(|p| p.into_inner());
+        sessions.entry(agent_id.to_owned()).or_insert((0, Instant::now())).0 += 1;
+        Self { amc, agent_id: agent_id.to_owned() }
+    }
+}
+
+impl Drop for InProgress<'_> {
+    fn drop(&mut self) {
+        let mut sessions = self.amc.inner.push_sessions.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((n, last)) = sessions.get_mut(&self.agent_id) {
+            *n = n.saturating_sub(1);
+            *last = Instant::now();
+        }
+    }
+}
+
 /// One channel's recent pushes for one agent.
 #[derive(Debug, Default)]
 pub(super) struct Window {
@@ -204,6 +235,7 @@ impl Amc {
         let mut revocations = self.revocations();
         let agent_id = agent.agent_id.clone();
         self.blocking(move |s| s.push_floor(&agent_id)).await?;
+        let _in_progress = InProgress::new(self, &agent.agent_id);
         tokio::pin!(cancelled);
         loop {
             let agent_id = agent.agent_id.clone();
@@ -250,6 +282,13 @@ impl Amc {
                 }
             }
         }
+    }
+
+    /// Whether a session of the agent is being pushed to: a push request in progress, or
+    /// one that ended moments ago.
+    pub(super) fn is_pushing(&self, agent_id: &str) -> bool {
+        let sessions = self.inner.push_sessions.lock().unwrap_or_else(|p| p.into_inner());
+        sessions.get(agent_id).is_some_and(|(n, last)| *n > 0 || last.elapsed() < PUSHING_GRACE)
     }
 
     /// Records that a batch from [`Amc::next_push`] went out.

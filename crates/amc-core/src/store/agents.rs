@@ -41,7 +41,10 @@ impl Store {
                 .execute(params![id, hash_token(&token).as_slice(), now])?;
             Ok(())
         })?;
-        Ok((AgentInfo { id: id.to_owned(), created_at: now, last_seen_at: None, revoked_at: None }, token))
+        Ok((
+            AgentInfo { id: id.to_owned(), created_at: now, last_seen_at: None, revoked_at: None, pushing: false },
+            token,
+        ))
     }
 
     /// The agent a token belongs to, if the token is valid and not revoked.
@@ -77,9 +80,7 @@ impl Store {
             let mut stmt = tx.prepare_cached(
                 "SELECT id, created_at, last_seen_at, revoked_at FROM agents ORDER BY created_at, id",
             )?;
-            let rows = stmt.query_map([], |r| {
-                Ok(AgentInfo { id: r.get(0)?, created_at: r.get(1)?, last_seen_at: r.get(2)?, revoked_at: r.get(3)? })
-            })?;
+            let rows = stmt.query_map([], agent_from_row)?;
             Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
         })
     }
@@ -106,16 +107,21 @@ impl Store {
             }
             Ok(tx
                 .prepare_cached("SELECT id, created_at, last_seen_at, revoked_at FROM agents WHERE id = ?1")?
-                .query_row([id], |r| {
-                    Ok(AgentInfo {
-                        id: r.get(0)?,
-                        created_at: r.get(1)?,
-                        last_seen_at: r.get(2)?,
-                        revoked_at: r.get(3)?,
-                    })
-                })?)
+                .query_row([id], agent_from_row)?)
         })
     }
+}
+
+/// An agent from `SELECT id, created_at, last_seen_at, revoked_at`. Whether it is pushed to
+/// is the service layer's to say.
+fn agent_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<AgentInfo> {
+    Ok(AgentInfo {
+        id: r.get(0)?,
+        created_at: r.get(1)?,
+        last_seen_at: r.get(2)?,
+        revoked_at: r.get(3)?,
+        pushing: false,
+    })
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 -- Positions are message rowids: storage order, which only grows (see ARCHITECTURE.md).
 -- Every message at or below an agent's floor was pushed, counted in a "more unread"
 -- notice, or is not one to push to it.
-CREATE TABLE push_floors (
+CREATE TABLE IF NOT EXISTS push_floors (
     agent_id TEXT PRIMARY KEY REFERENCES agents (id) ON DELETE CASCADE,
     floor    INTEGER NOT NULL
 ) WITHOUT ROWID;
@@ -10,7 +10,7 @@ CREATE TABLE push_floors (
 -- Channels pushed past their agent's floor while another channel's burst was held back:
 -- every message of the channel at or below `through` was handled. Rows at or below the
 -- floor are removed as the floor passes them.
-CREATE TABLE push_channels (
+CREATE TABLE IF NOT EXISTS push_channels (
     agent_id   TEXT NOT NULL REFERENCES agents (id) ON DELETE CASCADE,
     channel_id TEXT NOT NULL,
     through    INTEGER NOT NULL,

@@ -1,0 +1,174 @@
+//! The bridge's push: asks the daemon what is new for this agent (`GET /messages/push`),
+//! writes each item to the host as a Claude Code channel notification, and then
+//! acknowledges the batch, so the daemon's position moves only past what went out.
+//!
+//! - The host going away stops it; a batch not written is not acknowledged, so the next
+//!   session is told it.
+//! - A daemon that stops or restarts is waited for and picked up again; an acknowledgement
+//!   that could not reach it is given again before anything else.
+//! - A refused agent (revoked, or without `AMC_AGENT_ID`) is said once on stderr, and asked
+//!   again now and then: the tools' answers tell the agent the rest.
+
+use std::time::Duration;
+
+use rmcp::RoleServer;
+use rmcp::model::{CustomNotification, ServerNotification};
+use rmcp::service::Peer;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::bridge::{BridgeConfig, check};
+use crate::channel;
+
+/// How long one push request may wait at the daemon.
+const WAIT_SECONDS: u64 = 25;
+/// Beyond the wait: how long a push request may take before the bridge gives up on it.
+const SLACK: Duration = Duration::from_secs(10);
+/// The first pause after a failure; it doubles up to [`MAX_PAUSE`].
+const FIRST_PAUSE: Duration = Duration::from_millis(200);
+const MAX_PAUSE: Duration = Duration::from_secs(5);
+/// The pause after the daemon refused this agent.
+const REFUSED_PAUSE: Duration = Duration::from_secs(30);
+
+/// Why a round of the push ended.
+enum Stop {
+    /// The host is gone: stop for good.
+    HostGone,
+    /// The daemon could not be reached, or failed: try again soon, then less and less often.
+    Failed,
+    /// The daemon refused this agent: try again now and then.
+    Refused,
+}
+
+/// What carries over from one round to the next.
+#[derive(Default)]
+struct State {
+    /// The acknowledgement of a batch that went out, not yet taken by the daemon.
+    unacked: Option<String>,
+    /// The problem last said on stderr.
+    said: Option<String>,
+    /// Whether the last round got an answer from the daemon.
+    answered: bool,
+}
+
+/// Pushes to `peer` until `stop` is cancelled (the host went away) or the host's side of
+/// the transport closes.
+pub(crate) async fn run(cfg: BridgeConfig, peer: Peer<RoleServer>, stop: CancellationToken) {
+    // What the bridge said at its start (the same check) is not said again.
+    let mut state = State { said: check(&cfg).await.err().map(|p| p.to_string()), ..State::default() };
+    let mut pause = FIRST_PAUSE;
+    loop {
+        state.answered = false;
+        let ended = round(&cfg, &peer, &mut state, &stop).await;
+        let wait = match ended {
+            Stop::HostGone => return,
+            Stop::Refused => REFUSED_PAUSE,
+            Stop::Failed => {
+                if state.answered {
+                    pause = FIRST_PAUSE;
+                }
+                let wait = pause;
+                pause = (pause * 2).min(MAX_PAUSE);
+                wait
+            }
+        };
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {}
+            () = stop.cancelled() => return,
+        }
+    }
+}
+
+/// Says a problem on stderr once, until it changes.
+fn say(said: &mut Option<String>, what: String) {
+    if said.as_deref() != Some(what.as_str()) {
+        tracing::warn!("amc mcp: {what}");
+        *said = Some(what);
+    }
+}
+
+/// Says why the daemon cannot be reached as this agent, in the words of the bridge's own
+/// check.
+async fn report(cfg: &BridgeConfig, state: &mut State) {
+    if let Err(problem) = check(cfg).await {
+        say(&mut state.said, problem.to_string());
+    }
+}
+
+/// Asks and pushes until something fails. Only the wait for news ends when `stop` is
+/// cancelled: a batch written out is always acknowledged first.
+async fn round(cfg: &BridgeConfig, peer: &Peer<RoleServer>, state: &mut State, stop: &CancellationToken) -> Stop {
+    let Some(token) = &cfg.token else { return Stop::HostGone };
+    let mut conn = match amc_client::Connection::connect(&cfg.socket).await {
+        Ok(c) => c.with_bearer(token),
+        Err(_) => {
+            report(cfg, state).await;
+            return Stop::Failed;
+        }
+    };
+    if let Some(agent_id) = &cfg.agent_id {
+        conn = conn.with_header("x-agent-id", agent_id);
+    }
+    loop {
+        if !acknowledge(&mut conn, state).await {
+            return Stop::Failed;
+        }
+        if stop.is_cancelled() || peer.is_transport_closed() {
+            return Stop::HostGone;
+        }
+        let path = format!("/messages/push?timeout_seconds={WAIT_SECONDS}");
+        let asked = tokio::select! {
+            asked = tokio::time::timeout(Duration::from_secs(WAIT_SECONDS) + SLACK, conn.get(&path)) => asked,
+            () = stop.cancelled() => return Stop::HostGone,
+        };
+        let resp = match asked {
+            Ok(Ok(r)) => r,
+            Ok(Err(_)) | Err(_) => {
+                report(cfg, state).await;
+                return Stop::Failed;
+            }
+        };
+        if !resp.status.is_success() {
+            if resp.status.as_u16() == 401 {
+                report(cfg, state).await;
+                return Stop::Refused;
+            }
+            let why = format!("push stopped: AMC answered {}: {}", resp.status.as_u16(), message(&resp));
+            say(&mut state.said, why);
+            return if resp.status.is_client_error() { Stop::Refused } else { Stop::Failed };
+        }
+        state.answered = true;
+        state.said = None;
+        let batch = resp.json();
+        for item in batch["items"].as_array().into_iter().flatten() {
+            let Some((method, params)) = channel::notification(item) else { continue };
+            let note = ServerNotification::CustomNotification(CustomNotification::new(method, Some(params)));
+            if peer.send_notification(note).await.is_err() {
+                // Not written: the next session is told it.
+                return Stop::HostGone;
+            }
+        }
+        state.unacked = batch["ack"].as_str().map(str::to_owned);
+    }
+}
+
+/// Gives the daemon the acknowledgement of the batch that went out, if any. False when the
+/// daemon could not be reached (it is given again on the next round).
+async fn acknowledge(conn: &mut amc_client::Connection, state: &mut State) -> bool {
+    let Some(ack) = state.unacked.as_deref() else { return true };
+    match conn.post("/messages/push/ack", &json!({ "ack": ack })).await {
+        Ok(r) if r.status.is_success() => state.unacked = None,
+        Ok(r) => {
+            // An acknowledgement the daemon refuses will never be taken: drop it.
+            say(&mut state.said, format!("push acknowledgement refused: {}", message(&r)));
+            state.unacked = None;
+        }
+        Err(_) => return false,
+    }
+    true
+}
+
+fn message(r: &amc_client::Response) -> String {
+    let v: Value = r.json();
+    v["error"]["message"].as_str().unwrap_or("no reason given").to_owned()
+}
