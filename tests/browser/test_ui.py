@@ -189,6 +189,9 @@ def test_an_agent_added_in_the_ui_works_with_the_copied_token_until_revoked(daem
     assert codex["mcp_servers"]["amc"] == {"command": command, "args": ["mcp"], "env": env}, codex
     assert desktop["mcpServers"]["amc"]["args"] == ["mcp"]
     assert desktop["mcpServers"]["amc"]["env"] == env
+    # How to have new messages pushed into a Claude Code session (docs/mcp.md, section 4).
+    channel = dialog.get_by_label("Claude Code with new messages pushed", exact=True).input_value()
+    assert shlex.split(channel) == ["claude", "--dangerously-load-development-channels", "server:amc"], channel
     dialog.get_by_role("button", name="Done").click()
     expect(dialog).to_be_hidden()
 
@@ -196,6 +199,11 @@ def test_an_agent_added_in_the_ui_works_with_the_copied_token_until_revoked(daem
     assert agent.unread_texts() == ["hi"]
     row = page.locator('tr[data-agent="claude-code"]')
     expect(row).to_contain_text("Active")
+    expect(row).not_to_contain_text("Live")
+    # A session being pushed new messages (amc mcp's push request) shows as live.
+    assert agent.http.get("/messages/push", params={"timeout_seconds": 1}).status_code == 200
+    open_ui(page, daemon, "Agents")
+    expect(row.locator(".status-live")).to_have_text("Live")
 
     # The API's own message explains a refusal.
     conflict = daemon.http.post("/admin/agents", json={"id": "claude-code"}).json()["error"]["message"]

@@ -57,7 +57,9 @@ async function refresh() {
       h("td", {}, time(a.last_seen_at)),
       h("td", {}, a.revoked_at
         ? h("span", { class: "badge status-rejected" }, "Revoked ", time(a.revoked_at))
-        : h("span", { class: "badge status-sent", text: "Active" })),
+        : [h("span", { class: "badge status-sent", text: "Active" }), a.pushing
+          ? h("span", { class: "badge status-live", title: "A Claude Code session of it is told new messages as they arrive", text: "Live" })
+          : null]),
       h("td", { class: "actions-cell" }, a.revoked_at ? null : h("button", {
         type: "button", class: "btn danger-outline", "aria-label": `Revoke ${a.id}`, dataset: { key: `revoke-${a.id}` },
         onclick: (e) => revoke(a.id, e.currentTarget),
@@ -100,6 +102,8 @@ function tokenPanel(id, token, command, close, extra = {}) {
     h("h3", { text: "Connect your MCP host" }),
     h("p", { class: "muted", text: `These name the amc of this install: ${command || "amc"}.` }),
     Object.entries(configs(id, token, command || "amc", extra)).map(([host, text]) => copyable(host, text, { multiline: true })),
+    h("p", { class: "muted", text: "To have Claude Code told of new messages as they arrive, start it with the AMC channel:" }),
+    copyable("Claude Code with new messages pushed", "claude --dangerously-load-development-channels server:amc"),
     doneButton(close));
 }
 

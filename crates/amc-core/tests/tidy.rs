@@ -240,3 +240,24 @@ fn the_envelope_is_built_in_one_place() {
         }
     }
 }
+
+/// Push positions are message rowids, so a rowid must never be given twice: no `VACUUM`
+/// (it may renumber rowids), and messages are deleted only where an agent's send replaces
+/// the platform's echo of it, after the send's own row is in (see ARCHITECTURE.md).
+#[test]
+fn message_rowids_are_never_reused() {
+    let mut all = sources();
+    files(&workspace().join("crates/amc-core/src/store/migrations"), "sql", &mut all);
+    files(&workspace().join("crates/amc-relay/src/migrations"), "sql", &mut all);
+    for p in all {
+        let text = production(&p);
+        assert!(!text.to_uppercase().contains("VACUUM"), "{} runs VACUUM, which may renumber message rowids", rel(&p));
+        if text.contains("DELETE FROM messages") {
+            assert!(
+                p.ends_with("crates/amc-core/src/store/outbox.rs"),
+                "{} deletes messages; only the echo of an agent's send may go",
+                rel(&p)
+            );
+        }
+    }
+}

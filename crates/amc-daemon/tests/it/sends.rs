@@ -523,6 +523,9 @@ async fn a_platform_echo_that_arrives_first_becomes_the_sent_message_not_a_secon
     let (mut agent, _) = d.agent("claude").await;
     let (mut other, _) = d.agent("codex").await;
     let (ch, sent) = allowed(&d, "a", "auto").await;
+    let newest =
+        || d.amc.store().read(|tx| Ok(tx.query_row("SELECT max(rowid) FROM messages", [], |r| r.get::<_, i64>(0))?));
+    let before = newest().expect("rowid");
     let r = agent.post("/messages/send", &json!({ "channel_id": ch, "text": "hello" })).await.expect("post");
     assert_eq!(r.json()["status"], "sent", "{:?}", r.json());
     let id = r.json()["message_id"].as_str().expect("id").to_owned();
@@ -531,7 +534,17 @@ async fn a_platform_echo_that_arrives_first_becomes_the_sent_message_not_a_secon
     let ctx =
         agent.get(&format!("/messages/context?channel_id={ch}&around_message_id={id}")).await.expect("get").json();
     assert_eq!(ids(&ctx).iter().filter(|m| !sent.contains(m)).count(), 1, "one message, not two: {ctx}");
-    assert_eq!(ids(&other.get("/messages/unread").await.expect("get").json()), sent, "the echo is not unread");
+    // The echo (stored first) went, but never the newest row: no rowid is given twice, which
+    // the push's positions rely on.
+    assert_eq!(newest().expect("rowid"), before + 2, "the echo's row and the send's row were both made");
+    let (_, next) = d.ingest(Source::Imessage, "a", vec![msg_of("after", "after the echo")]).await;
+    let next_rowid = d
+        .amc
+        .store()
+        .read(|tx| Ok(tx.query_row("SELECT rowid FROM messages WHERE id = ?1", [&next[0]], |r| r.get::<_, i64>(0))?));
+    assert_eq!(next_rowid.expect("rowid"), before + 3);
+    let unread = ids(&other.get("/messages/unread").await.expect("get").json());
+    assert_eq!(unread, [sent, next].concat(), "the echo is not unread");
 }
 
 /// The recording sender, held like a slow platform: each send counts itself as started and
