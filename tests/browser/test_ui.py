@@ -186,8 +186,8 @@ def test_an_agent_added_in_the_ui_works_with_the_copied_token_until_revoked(daem
     assert claude[:5] == ["claude", "mcp", "add", "-s", "user"] and claude[-2:] == [command, "mcp"], claude
     assert [claude[i + 1] for i, a in enumerate(claude) if a == "--env"] == [f"{k}={v}" for k, v in env.items()], claude
     codex = tomllib.loads(dialog.get_by_label("Codex CLI (~/.codex/config.toml)", exact=True).inner_text())
-    assert codex["mcp_servers"]["amc"] == {"command": command, "args": ["mcp"], "env": env}, codex
-    assert desktop["mcpServers"]["amc"]["args"] == ["mcp"]
+    assert codex["mcp_servers"]["amc"] == {"command": command, "args": ["mcp", "--no-push"], "env": env}, codex
+    assert desktop["mcpServers"]["amc"]["args"] == ["mcp", "--no-push"]
     assert desktop["mcpServers"]["amc"]["env"] == env
     # How to have new messages pushed into a Claude Code session (docs/mcp.md, section 4).
     channel = dialog.get_by_label("Claude Code with new messages pushed", exact=True).input_value()

@@ -87,10 +87,10 @@ export function configs(id, token, command = "amc", extra = {}) {
     "Claude Code": `claude mcp add -s user amc${Object.entries(env).map(([k, v]) => ` --env ${k}=${shell(v)}`).join("")} -- ${shell(command)} mcp`,
     "Codex CLI (~/.codex/config.toml)": `[mcp_servers.amc]
 command = ${JSON.stringify(command)}
-args = ["mcp"]
+args = ["mcp", "--no-push"]
 env = { ${Object.entries(env).map(([k, v]) => `${k} = ${JSON.stringify(v)}`).join(", ")} }`,
     "Claude Desktop (claude_desktop_config.json)": JSON.stringify({
-      mcpServers: { amc: { command, args: ["mcp"], env } },
+      mcpServers: { amc: { command, args: ["mcp", "--no-push"], env } },
     }, null, 2),
   };
 }

@@ -10,7 +10,10 @@ use std::time::{Duration, Instant};
 use amc_client::Connection;
 use serde_json::{Value, json};
 
-const AMC: &str = env!("CARGO_BIN_EXE_amc");
+mod common;
+
+use common::AMC;
+
 const SAMPLES: usize = 2000;
 
 /// Prints the line and returns p50 and p99 in milliseconds.
@@ -23,19 +26,8 @@ fn report(name: &str, samples: Vec<Duration>) -> (f64, f64) {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir()?;
     let data = dir.path().join("amc");
-    let mut serve = Command::new(AMC)
-        .args(["serve", "--test-sender"])
-        .env("AMC_DATA_DIR", &data)
-        .env("AMC_LOG", "warn")
-        .stdout(Stdio::null())
-        .spawn()?;
-    let socket = data.join("run/amc.sock");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !(socket.exists() && data.join("admin-token").exists()) {
-        assert!(Instant::now() < deadline, "amc serve did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let admin_token = std::fs::read_to_string(data.join("admin-token"))?.trim().to_owned();
+    let serve = common::Serve::start(&data, &[])?;
+    let (socket, admin_token) = (serve.socket.clone(), serve.admin_token.clone());
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
 
     let token = rt.block_on(async {
@@ -138,7 +130,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     drop(stdin);
     let _ = bridge.wait();
-    let _ = Command::new("kill").args(["-TERM", &serve.id().to_string()]).status();
-    let _ = serve.wait();
+    drop(serve);
     Ok(())
 }

@@ -170,10 +170,11 @@ fn host_configs(id: &str, token: &str, command: &str, data_dir: Option<&std::pat
     let toml_env: Vec<String> = env.iter().map(|(k, v)| format!("{k} = {}", json_str(v))).collect();
     let json_env: Vec<String> = env.iter().map(|(k, v)| format!("{}: {}", json_str(k), json_str(v))).collect();
     format!(
-        "Claude Code (every project):\n  claude mcp add -s user amc{claude_env} -- {} mcp\n\n\
-         Codex CLI, in ~/.codex/config.toml:\n  [mcp_servers.amc]\n  command = {}\n  args = [\"mcp\"]\n  env = {{ {} }}\n\n\
+        "Claude Code (every project):\n  claude mcp add -s user amc{claude_env} -- {} mcp\n  \
+         and, to be told of new messages as they arrive: claude --dangerously-load-development-channels server:amc\n\n\
+         Codex CLI, in ~/.codex/config.toml:\n  [mcp_servers.amc]\n  command = {}\n  args = [\"mcp\", \"--no-push\"]\n  env = {{ {} }}\n\n\
          Claude Desktop, in ~/Library/Application Support/Claude/claude_desktop_config.json:\n  \
-         {{ \"mcpServers\": {{ \"amc\": {{ \"command\": {}, \"args\": [\"mcp\"], \"env\": {{ {} }} }} }} }}",
+         {{ \"mcpServers\": {{ \"amc\": {{ \"command\": {}, \"args\": [\"mcp\", \"--no-push\"], \"env\": {{ {} }} }} }} }}",
         quote(command),
         json_str(command),
         toml_env.join(", "),

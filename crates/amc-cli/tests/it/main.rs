@@ -277,7 +277,7 @@ fn check_host_configs(out: &str, dir: &Path) {
     assert!(args.ends_with(&[AMC.to_owned(), "mcp".to_owned()]) || args.last().is_some_and(|a| a == "mcp"), "{args:?}");
     let desktop: serde_json::Value = serde_json::from_str(&line("{ \"mcpServers\"")).expect("Claude Desktop's JSON");
     let server = &desktop["mcpServers"]["amc"];
-    assert_eq!(server["args"], serde_json::json!(["mcp"]));
+    assert_eq!(server["args"], serde_json::json!(["mcp", "--no-push"]));
     assert_eq!(server["env"]["AMC_BEARER_TOKEN"], token.as_str());
     assert_eq!(server["env"]["AMC_DATA_DIR"], dir.display().to_string());
     assert!(Path::new(server["command"].as_str().expect("command")).is_absolute(), "{server}");
