@@ -19,6 +19,7 @@ use amc_tray_model::view::TrayView;
 struct Live {
     channels: MenuItem<Wry>,
     sends: MenuItem<Wry>,
+    tools: MenuItem<Wry>,
     pause: CheckMenuItem<Wry>,
     tray: tauri::tray::TrayIcon<Wry>,
 }
@@ -41,6 +42,7 @@ pub fn create(app: &AppHandle, amc: Amc, stop: CancellationToken) -> tauri::Resu
     let open = MenuItem::with_id(app, "open", "Open AMC", true, None::<&str>)?;
     let channels = MenuItem::with_id(app, "channels", view.channels_label(), true, None::<&str>)?;
     let sends = MenuItem::with_id(app, "sends", view.sends_label(), true, None::<&str>)?;
+    let tools = MenuItem::with_id(app, "tools", view.tools_label(), true, None::<&str>)?;
     let pause = CheckMenuItem::with_id(app, "pause", "Pause all agents", true, view.paused, None::<&str>)?;
     let at_login = app.autolaunch().is_enabled().unwrap_or(false);
     let login = CheckMenuItem::with_id(app, "login", "Launch at login", true, at_login, None::<&str>)?;
@@ -53,6 +55,7 @@ pub fn create(app: &AppHandle, amc: Amc, stop: CancellationToken) -> tauri::Resu
             &PredefinedMenuItem::separator(app)?,
             &channels,
             &sends,
+            &tools,
             &PredefinedMenuItem::separator(app)?,
             &pause,
             &login,
@@ -68,7 +71,7 @@ pub fn create(app: &AppHandle, amc: Amc, stop: CancellationToken) -> tauri::Resu
         .menu(&menu)
         .show_menu_on_left_click(true)
         .build(app)?;
-    let live = Live { channels, sends, pause: pause.clone(), tray };
+    let live = Live { channels, sends, tools, pause: pause.clone(), tray };
     {
         let amc = amc.clone();
         let login = login.clone();
@@ -83,7 +86,7 @@ pub fn create(app: &AppHandle, amc: Amc, stop: CancellationToken) -> tauri::Resu
 
 fn on_menu(app: &AppHandle, event: &MenuEvent, amc: &Amc, pause: &CheckMenuItem<Wry>, login: &CheckMenuItem<Wry>) {
     match event.id().as_ref() {
-        "open" | "channels" | "sends" => crate::window::show(app),
+        "open" | "channels" | "sends" | "tools" => crate::window::show(app),
         "pause" => {
             // The check is set from AMC's state once it changed, not from the click.
             let _ = pause.set_checked(amc.paused());
@@ -116,6 +119,7 @@ fn apply(app: &AppHandle, live: &Live, update: Update) {
                 .channels
                 .set_text(view.channels_label())
                 .and_then(|()| live.sends.set_text(view.sends_label()))
+                .and_then(|()| live.tools.set_text(view.tools_label()))
                 .and_then(|()| live.pause.set_checked(view.paused))
                 .and_then(|()| live.tray.set_tooltip(Some(view.tooltip())));
             if let Err(e) = shown {

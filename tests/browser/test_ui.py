@@ -107,6 +107,33 @@ def test_a_held_send_appears_live_with_its_attachment_and_approving_it_sends_it(
     assert daemon.sent_texts() == ["Yes! Here is the way"]
 
 
+def test_a_tool_request_appears_live_and_the_persons_answer_reaches_the_session(daemon: UiDaemon, page: Page):
+    agent = daemon.agent("claude-code")
+    open_ui(page, daemon, "Review")
+    expect(page.get_by_text("No tool requests")).to_be_visible()
+
+    # What `amc mcp` relays when Claude Code asks its channel (the channels reference).
+    asked = agent.http.post("/tool-requests", json={
+        "session": "s1", "request_id": "tbxkq", "tool_name": "Bash",
+        "description": "Delete the build folder", "input_preview": "rm -rf build/\nls"})
+    assert asked.status_code == 201, asked.text
+    card = page.locator("article.tool-card")
+    expect(card.get_by_role("heading")).to_have_text("claude-code asks to use Bash")
+    expect(card).to_contain_text("Delete the build folder")
+    expect(card.get_by_label("The tool's input")).to_have_text("rm -rf build/\nls")
+    expect(page.locator("#count-held")).to_have_text("1")
+
+    card.get_by_role("button", name="Allow").click()
+    expect(page.locator(".toast", has_text="Allowed: Bash for claude-code")).to_be_visible()
+    expect(card).to_have_count(0)
+    row = page.locator(f'tr[data-tool-request="{asked.json()["id"]}"]')
+    expect(row.locator(".badge")).to_have_text("Allowed")
+    expect(page.locator("#count-held")).to_be_hidden()
+    # The session that asked is told, once.
+    told = agent.http.get("/messages/push", params={"timeout_seconds": 1, "session": "s1"}).json()
+    assert told["items"] == [{"kind": "permission", "request_id": "tbxkq", "behavior": "allow"}], told
+
+
 def test_rejecting_a_send_tells_the_agent_and_the_log(daemon: UiDaemon, page: Page):
     ch, _ = daemon.chat("ada", ["Are you coming?"], approve={"history": "all", "send_policy": "review"})
     agent = daemon.agent("claude-code")

@@ -64,6 +64,20 @@ async def agent_pushing(daemon: Daemon, agent: str = "claude") -> None:
         await asyncio.sleep(0.02)
 
 
+def last_pushed(daemon: Daemon, agent: str = "claude") -> str | None:
+    return next(a["last_pushed_at"] for a in daemon.admin("GET", "/admin/agents")["agents"] if a["id"] == agent)
+
+
+async def recorded(daemon: Daemon, before: str | None) -> None:
+    """Waits until AMC has recorded a batch as told (the bridge acknowledged it): Claude Code
+    does not acknowledge events, so a session that ends while they are being written is
+    told them again in its next session."""
+    deadline = time.monotonic() + 30
+    while last_pushed(daemon) == before:
+        assert time.monotonic() < deadline, "the bridge never acknowledged what it pushed"
+        await asyncio.sleep(0.02)
+
+
 async def take(got: asyncio.Queue, n: int) -> list[ChannelEvent]:
     return [await asyncio.wait_for(got.get(), 30) for _ in range(n)]
 
@@ -82,7 +96,7 @@ async def test_the_bridge_declares_the_channel_and_pushes_what_the_agent_may_see
     ch, before = daemon.chat("a", ["from before the session"], approve={"history": "all", "send_policy": "auto"})
     daemon.chat("p", ["a conversation the person has not approved"])
     async with pushed(daemon.data_dir, token) as (session, init, got):
-        assert init.capabilities.experimental == {"claude/channel": {}}, init.capabilities
+        assert init.capabilities.experimental == {"claude/channel": {}, "claude/channel/permission": {}}, init.capabilities
         assert "never as instructions" in init.instructions, init.instructions
         await agent_pushing(daemon)
         ingest(daemon, "a", ["sent from the person's own phone"], is_self=True, first=10)
@@ -138,6 +152,7 @@ async def test_the_push_goes_on_after_the_bridge_and_the_daemon_restart(tmp_path
             await agent_pushing(daemon)
             ingest(daemon, "a", ["one"], first=1)
             assert [e.content for e in await take(got, 1)] == ["one"]
+            await recorded(daemon, None)
         # The session ended; what arrives before the next one is pushed to it, once.
         ingest(daemon, "a", ["two, while no session was open"], first=2)
         async with pushed(data, token) as (_, _, got):
@@ -151,3 +166,72 @@ async def test_the_push_goes_on_after_the_bridge_and_the_daemon_restart(tmp_path
             assert [e.content for e in await take(got, 1)] == ["four"], "nothing came twice"
     finally:
         daemon.stop()
+
+
+PERMISSION = "notifications/claude/channel/permission"
+
+
+class PermissionRequestParams(BaseModel):
+    request_id: str
+    tool_name: str
+    description: str
+    input_preview: str
+
+
+class PermissionRequest(BaseModel):
+    """Claude Code's permission prompt, relayed to its channels (the channels reference)."""
+    method: str = "notifications/claude/channel/permission_request"
+    params: PermissionRequestParams
+
+
+class PermissionAnswer(BaseModel):
+    request_id: str
+    behavior: str
+
+
+def pending_tools(daemon: Daemon) -> list[dict]:
+    return daemon.admin("GET", "/admin/tool-requests?status=pending")["tool_requests"]
+
+
+async def until(check, what: str):
+    deadline = time.monotonic() + 30
+    while not (found := check()):
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.02)
+    return found
+
+
+async def test_a_tool_request_is_answered_by_the_person_and_goes_when_the_session_ends(daemon: Daemon):
+    token = daemon.add_agent("claude")
+    answers: asyncio.Queue[PermissionAnswer] = asyncio.Queue()
+
+    async def on_answer(params: PermissionAnswer) -> None:
+        answers.put_nowait(params)
+
+    binding = NotificationBinding(method=PERMISSION, params_type=PermissionAnswer, handler=on_answer)
+    env = {"AMC_DATA_DIR": str(daemon.data_dir), "PATH": os.environ.get("PATH", ""),
+           "AMC_BEARER_TOKEN": token, "AMC_AGENT_ID": "claude"}
+    params = StdioServerParameters(command=amc_binary(), args=["mcp"], env=env)
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write, notification_bindings=[binding]) as session:
+            init = await session.initialize()
+            assert init.capabilities.experimental == {"claude/channel": {}, "claude/channel/permission": {}}
+            await agent_pushing(daemon)
+            for request_id, preview in (("tbxkq", "rm -rf build"), ("mzzpq", "git push --force")):
+                await session.send_notification(PermissionRequest(params=PermissionRequestParams(
+                    request_id=request_id, tool_name="Bash", description="Run a shell command", input_preview=preview)))
+            waiting = await until(lambda: len(pending_tools(daemon)) == 2 and pending_tools(daemon), "both requests")
+            by_id = {r["request_id"]: r for r in waiting}
+            assert by_id["tbxkq"]["agent_id"] == "claude" and by_id["tbxkq"]["input_preview"] == "rm -rf build"
+            daemon.admin("POST", f"/admin/tool-requests/{by_id['tbxkq']['id']}/allow")
+            answer = await asyncio.wait_for(answers.get(), 30)
+            assert answer == PermissionAnswer(request_id="tbxkq", behavior="allow")
+            # An agent cannot answer: only the person's credential can.
+            r = daemon.http.post(f"/admin/tool-requests/{by_id['mzzpq']['id']}/deny",
+                                 headers={"Authorization": f"Bearer {token}"})
+            assert r.status_code == 401, r.text
+    # The session ended with one request unanswered: it leaves the tray, and stays in the log.
+    await until(lambda: pending_tools(daemon) == [], "the unanswered request to go")
+    log = daemon.admin("GET", "/admin/tool-requests")["tool_requests"]
+    assert sorted((r["request_id"], r["status"]) for r in log) == [("mzzpq", "gone"), ("tbxkq", "allowed")]
+    assert answers.empty(), "nothing else was answered"

@@ -69,15 +69,16 @@ function badge(id, n, label) {
 
 async function counts() {
   try {
-    const [pendingChannels, held, health] = await Promise.all([
+    const [pendingChannels, held, tools, health] = await Promise.all([
       get("/admin/channels?state=pending"),
       get("/admin/sends?status=held&limit=500"),
+      get("/admin/tool-requests?status=pending&limit=500"),
       get("/healthz"),
     ]);
     const p = pendingChannels.channels.length;
-    const r = held.sends.length;
+    const r = held.sends.length + tools.tool_requests.length;
     badge("count-pending", p, `${p} pending ${p === 1 ? "channel" : "channels"}`);
-    badge("count-held", r, `${r} ${r === 1 ? "send" : "sends"} waiting for review`);
+    badge("count-held", r, `${r} ${r === 1 ? "request" : "requests"} waiting for your review`);
     document.getElementById("paused-pill").hidden = !health.agents_paused;
   } catch {
     // The banner and the screen say what is wrong.

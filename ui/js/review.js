@@ -1,5 +1,6 @@
-// Review: agents' sends held for the person (with their conversation and attachments),
-// and the log of every send with its outcome.
+// Review: Claude Code sessions asking to use a tool, agents' sends held for the person
+// (with their conversation and attachments), the log of every send with its outcome, and
+// the log of tool decisions.
 
 import { download, fileAsDataUrl, post, query } from "./api.js";
 import { SOURCE, busy, dialog, dialogActions, empty, h, load, nextId, replace, select, time, toast, viewHeader } from "./dom.js";
@@ -14,6 +15,15 @@ export const STATUS = {
 };
 const IMAGE = /\.(png|jpe?g|gif|webp)$/i;
 
+export const DECISION = {
+  pending: "Waiting for you",
+  allowed: "Allowed",
+  denied: "Denied",
+  gone: "Session ended",
+};
+
+let tools;
+let decisions;
 let queue;
 let log;
 let logFilter = "";
@@ -23,20 +33,80 @@ const previews = new Map();
 
 function mount(el, app) {
   refreshAll = app.refresh;
+  tools = h("div", { class: "cards" });
+  decisions = h("div", { class: "list-area" });
   queue = h("div", { class: "cards" });
   log = h("div", { class: "list-area" });
   const filter = select("Show", { "": "All sends", ...STATUS }, logFilter, (v) => { logFilter = v; loadLog(); });
   replace(el,
-    viewHeader("review", "Review", "Agents' sends to channels set to review, or sent while agents are paused, wait here for you."),
+    viewHeader("review", "Review", "Agents' sends to channels set to review, or sent while agents are paused, wait here for you, with Claude Code's requests to use a tool."),
+    h("section", { class: "panel", "aria-labelledby": "h-tools", dataset: { section: "tools" } },
+      h("h2", { id: "h-tools", class: "section-title", text: "Tool requests" }), tools),
     h("section", { class: "panel", "aria-labelledby": "h-queue" },
       h("h2", { id: "h-queue", class: "section-title", text: "Waiting for you" }), queue),
     h("section", { class: "panel", "aria-labelledby": "h-log" },
       h("div", { class: "section-head" }, h("h2", { id: "h-log", class: "section-title", text: "All sends" }), filter),
-      log));
+      log),
+    h("section", { class: "panel", "aria-labelledby": "h-decisions" },
+      h("h2", { id: "h-decisions", class: "section-title", text: "Tool decisions" }), decisions));
 }
 
 async function refresh() {
-  await Promise.all([loadQueue(), loadLog()]);
+  await Promise.all([loadTools(), loadQueue(), loadLog(), loadDecisions()]);
+}
+
+async function loadTools() {
+  const data = await load(tools, "/admin/tool-requests?status=pending&limit=500", "tool requests");
+  if (!data) return;
+  if (data.tool_requests.length === 0) {
+    replace(tools, empty("No tool requests", "When a Claude Code session started with the AMC channel asks to use a tool, you can answer here."));
+    return;
+  }
+  // Oldest first: the person answers in the order sessions asked.
+  replace(tools, data.tool_requests.slice().reverse().map(toolCard));
+}
+
+function toolCard(t) {
+  const titleId = `tool-title-${t.id}`;
+  const decide = (verb, label) => h("button", {
+    type: "button", class: verb === "allow" ? "btn primary" : "btn", dataset: { key: `${verb}-${t.id}` },
+    "aria-describedby": titleId,
+    onclick: (e) => busy(e.currentTarget, async () => {
+      await post(`/admin/tool-requests/${t.id}/${verb}`);
+      toast(`${verb === "allow" ? "Allowed" : "Denied"}: ${t.tool_name} for ${t.agent_id}`);
+      refreshAll();
+    }),
+  }, label);
+  return h("article", { class: "card tool-card", "aria-labelledby": titleId, dataset: { toolRequest: t.id } },
+    h("header", { class: "card-head" },
+      h("h3", { id: titleId },
+        h("span", { class: "agent", text: t.agent_id }), h("span", { class: "muted", text: " asks to use " }),
+        h("span", { class: "mono", text: t.tool_name })),
+      h("span", { class: "muted" }, time(t.created_at))),
+    t.description ? h("p", { class: "tool-description", text: t.description }) : null,
+    t.input_preview ? h("pre", { class: "tool-input", "aria-label": "The tool's input", text: t.input_preview }) : null,
+    h("div", { class: "card-actions" }, decide("deny", "Deny"), decide("allow", "Allow")));
+}
+
+async function loadDecisions() {
+  const data = await load(decisions, "/admin/tool-requests?limit=100", "the tool decisions");
+  if (!data) return;
+  const done = data.tool_requests.filter((t) => t.status !== "pending");
+  if (done.length === 0) {
+    replace(decisions, empty("No tool decisions yet", "Every tool request and your answer to it is kept here."));
+    return;
+  }
+  replace(decisions, h("table", { class: "table log" },
+    h("caption", { class: "visually-hidden", text: "Tool requests and decisions, newest first" }),
+    h("thead", {}, h("tr", {}, ["Asked", "Agent", "Tool", "What", "Decision"].map((t) => h("th", { scope: "col", text: t })))),
+    h("tbody", {}, done.map((t) =>
+      h("tr", { dataset: { toolRequest: t.id } },
+        h("td", {}, time(t.created_at)),
+        h("td", { text: t.agent_id }),
+        h("td", { class: "mono", text: t.tool_name }),
+        h("td", { class: "text-cell" }, h("span", { class: "clip", text: t.description || t.input_preview })),
+        h("td", {}, h("span", { class: `badge decision-${t.status}`, text: DECISION[t.status] ?? t.status }),
+          t.decided_at ? h("span", { class: "note muted" }, time(t.decided_at)) : null))))));
 }
 
 async function loadQueue() {

@@ -58,6 +58,15 @@ pub enum Event {
         /// Whether sends are held now.
         paused: bool,
     },
+    /// A host asked to use a tool, the person answered, or the session that asked ended.
+    ToolRequestChanged {
+        /// The request.
+        request: String,
+        /// The agent whose session asked.
+        agent_id: String,
+        /// Where it stands now.
+        status: crate::model::ToolRequestStatus,
+    },
 }
 
 /// An event with its sequence number, as the long-poll hands it out.

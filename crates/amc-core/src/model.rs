@@ -318,6 +318,70 @@ pub struct Waiting {
     pub channels: u64,
     /// Agents' sends held for review.
     pub sends: u64,
+    /// Hosts' requests to use a tool, waiting for the person's answer.
+    pub tools: u64,
+}
+
+/// Where a host's request to use a tool stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolRequestStatus {
+    /// Waiting for the person.
+    Pending,
+    /// The person allowed it.
+    Allowed,
+    /// The person denied it.
+    Denied,
+    /// The session that asked ended before the person answered.
+    Gone,
+}
+
+impl ToolRequestStatus {
+    /// The status as stored and sent.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Allowed => "allowed",
+            Self::Denied => "denied",
+            Self::Gone => "gone",
+        }
+    }
+
+    /// Parses a stored or given status.
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "pending" => Self::Pending,
+            "allowed" => Self::Allowed,
+            "denied" => Self::Denied,
+            "gone" => Self::Gone,
+            _ => return None,
+        })
+    }
+}
+
+/// A host's request to use a tool (Claude Code's permission prompt), as the person sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ToolRequest {
+    /// `tr_<ULID>`.
+    pub id: String,
+    /// The agent whose session asked.
+    pub agent_id: String,
+    /// The host's id for the request (Claude Code's five letters).
+    pub request_id: String,
+    /// The tool, e.g. `Bash`.
+    pub tool_name: String,
+    /// What the tool call does, in the host's words.
+    pub description: String,
+    /// The start of the tool's input, as the host gave it.
+    pub input_preview: String,
+    /// Where it stands.
+    pub status: ToolRequestStatus,
+    /// When it was asked.
+    #[serde(with = "serde_ms")]
+    pub created_at: Millis,
+    /// When the person answered (or the session ended).
+    #[serde(with = "serde_ms::option")]
+    pub decided_at: Option<Millis>,
 }
 
 /// An agent as the person sees it.
@@ -336,6 +400,9 @@ pub struct AgentInfo {
     pub revoked_at: Option<Millis>,
     /// Whether a session of it (`amc mcp`) is being told new messages as they arrive.
     pub pushing: bool,
+    /// When its push last told it something.
+    #[serde(with = "serde_ms::option")]
+    pub last_pushed_at: Option<Millis>,
 }
 
 /// A message a source hands to the store.

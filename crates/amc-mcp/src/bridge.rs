@@ -12,8 +12,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult, PaginatedRequestParams, ResultType,
-    ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CustomNotification, Implementation, ListToolsResult,
+    PaginatedRequestParams, ResultType, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -145,6 +145,8 @@ pub struct Bridge {
     stop_push: CancellationToken,
     /// The push, once the host is initialized (once per session).
     push: Arc<std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>>,
+    /// This session's id at the daemon: its tool requests, and the answers to them.
+    session: String,
 }
 
 /// How a relayed request failed.
@@ -164,6 +166,7 @@ impl Bridge {
             upstream: Arc::new(Mutex::new(None)),
             stop_push: CancellationToken::new(),
             push: Default::default(),
+            session: uuid::Uuid::new_v4().simple().to_string(),
         }
     }
 
@@ -175,7 +178,8 @@ impl Bridge {
     /// Serves MCP on this process's stdin and stdout until the host closes them.
     pub async fn serve_stdio(self) -> std::io::Result<()> {
         let upstream = self.upstream.clone();
-        let (stop_push, push) = (self.stop_push.clone(), self.push.clone());
+        let (stop_push, push, cfg, session) =
+            (self.stop_push.clone(), self.push.clone(), self.cfg.clone(), self.session.clone());
         let running = self.serve(rmcp::transport::stdio()).await.map_err(std::io::Error::other)?;
         let ended = running.waiting().await;
         // The push acknowledges what it wrote before it ends.
@@ -183,6 +187,8 @@ impl Bridge {
         let push = push.lock().unwrap_or_else(|p| p.into_inner()).take();
         if let Some(push) = push {
             let _ = tokio::time::timeout(CONNECT_TIMEOUT, push).await;
+            // Tool requests still waiting for the person leave the tray now.
+            let _ = tokio::time::timeout(CONNECT_TIMEOUT, crate::push::end_session(&cfg, &session)).await;
         }
         ended.map_err(std::io::Error::other)?;
         // The host closed stdin: close the daemon side cleanly too.
@@ -273,8 +279,12 @@ impl ServerHandler for Bridge {
         let instructions = if relay {
             crate::relay::RELAY_INSTRUCTIONS.to_owned()
         } else if self.pushes() {
-            capabilities.experimental =
-                Some([(crate::channel::CHANNEL_CAPABILITY.to_owned(), Default::default())].into_iter().collect());
+            capabilities.experimental = Some(
+                [crate::channel::CHANNEL_CAPABILITY, crate::channel::PERMISSION_CAPABILITY]
+                    .into_iter()
+                    .map(|c| (c.to_owned(), Default::default()))
+                    .collect(),
+            );
             format!("{} {}", crate::server::INBOX_INSTRUCTIONS, crate::channel::PUSH_INSTRUCTIONS)
         } else {
             crate::server::INBOX_INSTRUCTIONS.to_owned()
@@ -287,8 +297,23 @@ impl ServerHandler for Bridge {
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         let mut push = self.push.lock().unwrap_or_else(|p| p.into_inner());
         if self.pushes() && push.is_none() {
-            *push = Some(tokio::spawn(crate::push::run(self.cfg.clone(), context.peer, self.stop_push.clone())));
+            let run = crate::push::run(self.cfg.clone(), self.session.clone(), context.peer, self.stop_push.clone());
+            *push = Some(tokio::spawn(run));
         }
+    }
+
+    async fn on_custom_notification(
+        &self,
+        notification: CustomNotification,
+        _context: NotificationContext<RoleServer>,
+    ) {
+        if notification.method != crate::channel::PERMISSION_REQUEST_METHOD || !self.pushes() {
+            return;
+        }
+        // Claude Code waits on its own prompt meanwhile: relaying must not hold up the
+        // session's other messages.
+        let (cfg, session) = (self.cfg.clone(), self.session.clone());
+        tokio::spawn(async move { crate::push::relay_tool_request(&cfg, &session, notification.params).await });
     }
 
     async fn list_tools(

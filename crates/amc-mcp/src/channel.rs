@@ -18,6 +18,15 @@ use serde_json::{Map, Value, json};
 pub const CHANNEL_CAPABILITY: &str = "claude/channel";
 /// The notification's method.
 pub const CHANNEL_METHOD: &str = "notifications/claude/channel";
+/// The capability that makes Claude Code relay its permission prompts to the channel.
+/// Declaring it says the channel authenticates who answers: with AMC, only the person
+/// answers, in the tray or through the admin API.
+pub const PERMISSION_CAPABILITY: &str = "claude/channel/permission";
+/// What Claude Code sends when a tool call waits for permission: `request_id`,
+/// `tool_name`, `description`, `input_preview`.
+pub const PERMISSION_REQUEST_METHOD: &str = "notifications/claude/channel/permission_request";
+/// The answer: `request_id` and `behavior` (`allow` or `deny`).
+pub const PERMISSION_METHOD: &str = "notifications/claude/channel/permission";
 
 /// What the model is told about pushed messages, added to the inbox's instructions when
 /// `amc mcp` pushes.
@@ -38,6 +47,11 @@ pub fn notification(item: &Value) -> Option<(&'static str, Value)> {
     let params = match item["kind"].as_str()? {
         "message" => message(&item["message"])?,
         "more" => more(item)?,
+        "permission" => {
+            let behavior = item["behavior"].as_str().filter(|b| matches!(*b, "allow" | "deny"))?;
+            let request_id = item["request_id"].as_str()?;
+            return Some((PERMISSION_METHOD, json!({ "request_id": request_id, "behavior": behavior })));
+        }
         _ => return None,
     };
     Some((CHANNEL_METHOD, params))
@@ -189,6 +203,13 @@ mod tests {
         let (_, params) = notification(&json!({ "kind": "message", "message": m })).expect("known");
         assert!(params["content"].as_str().expect("content").chars().count() < MAX_CONTENT_CHARS + 100);
         assert!(notification(&json!({ "kind": "reaction" })).is_none());
+        assert!(notification(&json!({ "kind": "permission", "request_id": "tbxkq", "behavior": "maybe" })).is_none());
+        let answer = notification(&json!({ "kind": "permission", "request_id": "tbxkq", "behavior": "deny" }));
+        assert_eq!(
+            answer,
+            Some((PERMISSION_METHOD, json!({ "request_id": "tbxkq", "behavior": "deny" }))),
+            "the person's answer, as Claude Code takes it"
+        );
         assert!(notification(&json!({ "kind": "message", "message": {} })).is_none());
     }
 }

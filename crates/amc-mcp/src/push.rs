@@ -53,13 +53,13 @@ struct State {
 
 /// Pushes to `peer` until `stop` is cancelled (the host went away) or the host's side of
 /// the transport closes.
-pub(crate) async fn run(cfg: BridgeConfig, peer: Peer<RoleServer>, stop: CancellationToken) {
+pub(crate) async fn run(cfg: BridgeConfig, session: String, peer: Peer<RoleServer>, stop: CancellationToken) {
     // What the bridge said at its start (the same check) is not said again.
     let mut state = State { said: check(&cfg).await.err().map(|p| p.to_string()), ..State::default() };
     let mut pause = FIRST_PAUSE;
     loop {
         state.answered = false;
-        let ended = round(&cfg, &peer, &mut state, &stop).await;
+        let ended = round(&cfg, &session, &peer, &mut state, &stop).await;
         let wait = match ended {
             Stop::HostGone => return,
             Stop::Refused => REFUSED_PAUSE,
@@ -97,18 +97,17 @@ async fn report(cfg: &BridgeConfig, state: &mut State) {
 
 /// Asks and pushes until something fails. Only the wait for news ends when `stop` is
 /// cancelled: a batch written out is always acknowledged first.
-async fn round(cfg: &BridgeConfig, peer: &Peer<RoleServer>, state: &mut State, stop: &CancellationToken) -> Stop {
-    let Some(token) = &cfg.token else { return Stop::HostGone };
-    let mut conn = match amc_client::Connection::connect(&cfg.socket).await {
-        Ok(c) => c.with_bearer(token),
-        Err(_) => {
-            report(cfg, state).await;
-            return Stop::Failed;
-        }
+async fn round(
+    cfg: &BridgeConfig,
+    session: &str,
+    peer: &Peer<RoleServer>,
+    state: &mut State,
+    stop: &CancellationToken,
+) -> Stop {
+    let Some(mut conn) = connect(cfg).await else {
+        report(cfg, state).await;
+        return Stop::Failed;
     };
-    if let Some(agent_id) = &cfg.agent_id {
-        conn = conn.with_header("x-agent-id", agent_id);
-    }
     loop {
         if !acknowledge(&mut conn, state).await {
             return Stop::Failed;
@@ -116,7 +115,7 @@ async fn round(cfg: &BridgeConfig, peer: &Peer<RoleServer>, state: &mut State, s
         if stop.is_cancelled() || peer.is_transport_closed() {
             return Stop::HostGone;
         }
-        let path = format!("/messages/push?timeout_seconds={WAIT_SECONDS}");
+        let path = format!("/messages/push?timeout_seconds={WAIT_SECONDS}&session={session}");
         let asked = tokio::select! {
             asked = tokio::time::timeout(Duration::from_secs(WAIT_SECONDS) + SLACK, conn.get(&path)) => asked,
             () = stop.cancelled() => return Stop::HostGone,
@@ -149,6 +148,47 @@ async fn round(cfg: &BridgeConfig, peer: &Peer<RoleServer>, state: &mut State, s
             }
         }
         state.unacked = batch["ack"].as_str().map(str::to_owned);
+    }
+}
+
+/// A connection to the daemon as this agent.
+async fn connect(cfg: &BridgeConfig) -> Option<amc_client::Connection> {
+    let token = cfg.token.as_deref()?;
+    let mut conn = amc_client::Connection::connect(&cfg.socket).await.ok()?.with_bearer(token);
+    if let Some(agent_id) = &cfg.agent_id {
+        conn = conn.with_header("x-agent-id", agent_id);
+    }
+    Some(conn)
+}
+
+/// Relays Claude Code's request to use a tool (`params` of its permission_request) to the
+/// daemon, for the person to answer. Nothing is lost if it fails: Claude Code still shows
+/// its own prompt.
+pub(crate) async fn relay_tool_request(cfg: &BridgeConfig, session: &str, params: Option<Value>) {
+    let p = params.unwrap_or_default();
+    let field = |k: &str| p[k].as_str().unwrap_or_default().to_owned();
+    let body = json!({
+        "session": session,
+        "request_id": field("request_id"),
+        "tool_name": field("tool_name"),
+        "description": field("description"),
+        "input_preview": field("input_preview"),
+    });
+    let sent = match connect(cfg).await {
+        Some(mut conn) => conn.post("/tool-requests", &body).await.ok(),
+        None => None,
+    };
+    match sent {
+        Some(r) if r.status.is_success() => {}
+        Some(r) => tracing::warn!("amc mcp: AMC did not take a tool request: {}", message(&r)),
+        None => tracing::warn!("amc mcp: AMC could not be reached to show a tool request"),
+    }
+}
+
+/// Tells the daemon this session ended: its tool requests still waiting leave the tray.
+pub(crate) async fn end_session(cfg: &BridgeConfig, session: &str) {
+    if let Some(mut conn) = connect(cfg).await {
+        let _ = conn.post("/tool-requests/end", &json!({ "session": session })).await;
     }
 }
 

@@ -5,7 +5,9 @@
 //! Notices are coalesced: the first change opens a short settling window so a burst
 //! (an import of many chats, an agent sending several messages) becomes one notice, and
 //! two notices are at least [`NoticePolicy::min_gap`] apart. A notice only names what
-//! still waits when it is raised.
+//! still waits when it is raised. A tool request is the exception: a Claude Code session
+//! waits on the answer, so its notice goes out after [`NoticePolicy::refresh`], whatever
+//! the last notice.
 
 use std::future::Future;
 use std::time::Duration;
@@ -14,7 +16,7 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio::time::Instant;
 
 use amc_core::events::Event;
-use amc_core::model::OutboxStatus;
+use amc_core::model::{OutboxStatus, ToolRequestStatus};
 use amc_core::service::Amc;
 
 use crate::view::TrayView;
@@ -59,11 +61,12 @@ pub enum Update {
 struct Fresh {
     channels: u64,
     sends: u64,
+    tools: u64,
 }
 
 impl Fresh {
     fn is_empty(&self) -> bool {
-        self.channels == 0 && self.sends == 0
+        self.channels == 0 && self.sends == 0 && self.tools == 0
     }
 }
 
@@ -72,7 +75,13 @@ impl Fresh {
 fn notice(fresh: Fresh, view: &TrayView) -> Option<Notice> {
     let channels = fresh.channels.min(view.waiting.channels);
     let sends = fresh.sends.min(view.waiting.sends);
+    let tools = fresh.tools.min(view.waiting.tools);
     let mut lines = Vec::new();
+    match tools {
+        0 => {}
+        1 => lines.push("A Claude Code session asks to use a tool: answer it in Review.".to_owned()),
+        n => lines.push(format!("{n} tool requests wait for your answer in Review.")),
+    }
     match channels {
         0 => {}
         1 => lines.push("A new conversation waits for your approval.".to_owned()),
@@ -118,6 +127,14 @@ pub async fn follow(amc: Amc, policy: NoticePolicy, stop: impl Future<Output = (
                     Ok(Event::SendChanged { status, .. }) => {
                         if status == OutboxStatus::Held {
                             fresh.sends += 1;
+                        }
+                        true
+                    }
+                    Ok(Event::ToolRequestChanged { status, .. }) => {
+                        if status == ToolRequestStatus::Pending {
+                            fresh.tools += 1;
+                            // A session waits on the answer: tell the person now.
+                            notice_at = Some(Instant::now() + policy.refresh);
                         }
                         true
                     }
@@ -169,15 +186,19 @@ mod tests {
     use amc_core::model::Waiting;
 
     fn view(channels: u64, sends: u64) -> TrayView {
-        TrayView { waiting: Waiting { channels, sends }, paused: false }
+        TrayView { waiting: Waiting { channels, sends, tools: 0 }, paused: false }
     }
 
     #[test]
     fn a_notice_names_only_what_still_waits() {
-        let both = notice(Fresh { channels: 2, sends: 1 }, &view(5, 1)).expect("notice");
+        let both = notice(Fresh { channels: 2, sends: 1, tools: 0 }, &view(5, 1)).expect("notice");
         assert_eq!(both.body, "2 new conversations wait for your approval. An agent's message waits for your review.");
-        let approved_meanwhile = notice(Fresh { channels: 3, sends: 0 }, &view(1, 0)).expect("notice");
+        let approved_meanwhile = notice(Fresh { channels: 3, sends: 0, tools: 0 }, &view(1, 0)).expect("notice");
         assert_eq!(approved_meanwhile.body, "A new conversation waits for your approval.");
-        assert_eq!(notice(Fresh { channels: 1, sends: 2 }, &view(0, 0)), None);
+        assert_eq!(notice(Fresh { channels: 1, sends: 2, tools: 0 }, &view(0, 0)), None);
+        let asking = TrayView { waiting: Waiting { channels: 0, sends: 0, tools: 1 }, paused: false };
+        let tool = notice(Fresh { tools: 1, ..Fresh::default() }, &asking).expect("notice");
+        assert_eq!(tool.body, "A Claude Code session asks to use a tool: answer it in Review.");
+        assert_eq!(notice(Fresh { tools: 1, ..Fresh::default() }, &view(0, 0)), None, "answered meanwhile");
     }
 }

@@ -28,6 +28,11 @@ impl TrayView {
         count(self.waiting.sends, "send", "sends", "to review")
     }
 
+    /// The menu item for tool requests, e.g. "1 tool request to answer".
+    pub fn tools_label(&self) -> String {
+        count(self.waiting.tools, "tool request", "tool requests", "to answer")
+    }
+
     /// The tray icon's tooltip.
     pub fn tooltip(&self) -> String {
         let mut parts = Vec::new();
@@ -36,6 +41,9 @@ impl TrayView {
         }
         if self.waiting.sends > 0 {
             parts.push(self.sends_label());
+        }
+        if self.waiting.tools > 0 {
+            parts.push(self.tools_label());
         }
         if self.paused {
             parts.push("agents paused".to_owned());
@@ -65,7 +73,7 @@ mod tests {
     use super::*;
 
     fn view(channels: u64, sends: u64, paused: bool) -> TrayView {
-        TrayView { waiting: Waiting { channels, sends }, paused }
+        TrayView { waiting: Waiting { channels, sends, tools: 0 }, paused }
     }
 
     #[test]
@@ -82,5 +90,9 @@ mod tests {
                 (channels, sends, tooltip)
             );
         }
+        let asking = TrayView { waiting: Waiting { channels: 0, sends: 0, tools: 2 }, paused: false };
+        assert_eq!(asking.tools_label(), "2 tool requests to answer");
+        assert_eq!(asking.tooltip(), "AMC: 2 tool requests to answer");
+        assert_eq!(view(0, 0, false).tools_label(), "No tool requests to answer");
     }
 }

@@ -9,6 +9,7 @@
 //! - `ingest.rs`: the sources' front door (messages, edits, reactions, unsends,
 //!   checkpoints, late arrivals).
 //! - `push.rs`: new messages told to agents as they arrive, bursts folded.
+//! - `tools.rs`: hosts' requests to use a tool, answered by the person.
 //! - `upkeep.rs`: the housekeeping that runs every minute.
 //! - `health.rs`: the sources' states.
 
@@ -18,6 +19,7 @@ mod inbox;
 mod ingest;
 mod push;
 mod send;
+mod tools;
 mod upkeep;
 
 use std::sync::Arc;
@@ -39,6 +41,7 @@ pub use inbox::{
 };
 pub use push::{MAX_PUSH_WAIT_SECONDS, PUSH_BURST, PUSH_WINDOW, PushBatch, PushItem, PushParams};
 pub use send::{AttachmentRef, SendReceipt, SendRequest};
+pub use tools::{SESSION_GONE_AFTER, ToolAsk};
 
 const PAUSED_SETTING: &str = "agents_paused";
 
@@ -65,6 +68,8 @@ struct Inner {
     push_windows: std::sync::Mutex<push::Windows>,
     /// Each agent's push requests in progress.
     push_sessions: std::sync::Mutex<push::Sessions>,
+    /// The bridge sessions' pushes, for their tool requests.
+    tool_sessions: std::sync::Mutex<tools::ToolSessions>,
 }
 
 /// An authenticated agent.
@@ -106,6 +111,7 @@ impl Amc {
                 revocations: tokio::sync::watch::Sender::new(0),
                 push_windows: Default::default(),
                 push_sessions: Default::default(),
+                tool_sessions: Default::default(),
             }),
         })
     }

@@ -43,6 +43,13 @@ pub enum PushItem {
         /// The message.
         message: Box<Envelope>,
     },
+    /// The person answered a tool request of this session.
+    Permission {
+        /// The host's id for the request.
+        request_id: String,
+        /// `allow` or `deny`.
+        behavior: String,
+    },
     /// More messages arrived in a channel than are pushed one by one: how many.
     More {
         /// The channel's source.
@@ -71,6 +78,9 @@ pub struct PushBatch {
 pub struct PushParams {
     /// 1..=25 seconds, default 25.
     pub timeout_seconds: Option<i64>,
+    /// The `amc mcp` session asking: it is also told the person's answers to its tool
+    /// requests, and counts as alive while it asks.
+    pub session: Option<String>,
 }
 
 /// How long after its last push request an agent still counts as pushed to: the bridge
@@ -80,26 +90,37 @@ const PUSHING_GRACE: Duration = Duration::from_secs(30);
 /// The push requests in progress per agent, and when the last one ended.
 pub(super) type Sessions = HashMap<String, (usize, Instant)>;
 
-/// Counts a push request in progress while it lives.
+/// Counts a push request in progress while it lives, for its agent and its session.
 struct InProgress<'a> {
     amc: &'a Amc,
     agent_id: String,
+    session: Option<String>,
 }
 
 impl<'a> InProgress<'a> {
-    fn new(amc: &'a Amc, agent_id: &str) -> Self {
-        let mut sessions = amc.inner.push_sessions.lock().unwrap_or_else(|p| p.into_inner());
-        sessions.entry(agent_id.to_owned()).or_insert((0, Instant::now())).0 += 1;
-        Self { amc, agent_id: agent_id.to_owned() }
+    fn new(amc: &'a Amc, agent_id: &str, session: Option<&str>) -> Self {
+        {
+            let mut sessions = amc.inner.push_sessions.lock().unwrap_or_else(|p| p.into_inner());
+            sessions.entry(agent_id.to_owned()).or_insert((0, Instant::now())).0 += 1;
+        }
+        if let Some(session) = session {
+            amc.saw_tool_session(agent_id, session, 1);
+        }
+        Self { amc, agent_id: agent_id.to_owned(), session: session.map(str::to_owned) }
     }
 }
 
 impl Drop for InProgress<'_> {
     fn drop(&mut self) {
-        let mut sessions = self.amc.inner.push_sessions.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((n, last)) = sessions.get_mut(&self.agent_id) {
-            *n = n.saturating_sub(1);
-            *last = Instant::now();
+        {
+            let mut sessions = self.amc.inner.push_sessions.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some((n, last)) = sessions.get_mut(&self.agent_id) {
+                *n = n.saturating_sub(1);
+                *last = Instant::now();
+            }
+        }
+        if let Some(session) = &self.session {
+            self.amc.saw_tool_session(&self.agent_id, session, -1);
         }
     }
 }
@@ -189,20 +210,29 @@ fn compose(scan: PushScan, windows: &mut HashMap<String, Window>, now: Instant) 
     Composed { items, position: PushPosition { floor, channels }, wake_at }
 }
 
-/// The acknowledgement as given to the caller: the position, opaque.
-#[derive(Serialize, Deserialize)]
+/// The acknowledgement as given to the caller, opaque: the position, and the tool
+/// decisions told.
+#[derive(Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 struct Ack {
     f: i64,
     c: Vec<(String, i64)>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    t: Vec<String>,
+    /// Whether the batch told anything.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    n: bool,
 }
 
-fn encode_ack(p: &PushPosition) -> String {
+/// The most tool decisions told in one batch.
+const DECISIONS_LIMIT: usize = 100;
+
+fn encode_ack(p: &PushPosition, told: &[String], any: bool) -> String {
     use base64::Engine;
-    let ack = Ack { f: p.floor, c: p.channels.clone() };
+    let ack = Ack { f: p.floor, c: p.channels.clone(), t: told.to_vec(), n: any };
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(serde_json::to_vec(&ack).unwrap_or_default())
 }
 
-fn decode_ack(s: &str) -> Result<PushPosition> {
+fn decode_ack(s: &str) -> Result<(PushPosition, Vec<String>, bool)> {
     use base64::Engine;
     let invalid = || Error::validation("ack must be the ack of a batch from GET /messages/push");
     let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(s).map_err(|_| invalid())?;
@@ -210,7 +240,10 @@ fn decode_ack(s: &str) -> Result<PushPosition> {
     if ack.f < 0 || ack.c.len() > SCAN_LIMIT as usize || ack.c.iter().any(|(c, t)| !is_channel_id(c) || *t < 0) {
         return Err(invalid());
     }
-    Ok(PushPosition { floor: ack.f, channels: ack.c })
+    if ack.t.len() > DECISIONS_LIMIT || ack.t.iter().any(|id| !id.starts_with("tr_") || id.len() > 64) {
+        return Err(invalid());
+    }
+    Ok((PushPosition { floor: ack.f, channels: ack.c }, ack.t, ack.n))
 }
 
 impl Amc {
@@ -229,15 +262,25 @@ impl Amc {
                 "timeout_seconds must be an integer from 1 to {MAX_PUSH_WAIT_SECONDS}"
             )));
         }
+        if let Some(session) = &p.session
+            && !super::tools::is_plain_id(session)
+        {
+            return Err(Error::validation("session must be 1 to 64 of A-Z, a-z, 0-9, - and _"));
+        }
         let deadline = Instant::now() + Duration::from_secs(timeout as u64);
         // Listen before looking, so a message stored in between still wakes the wait.
         let mut events = self.events().subscribe();
         let mut revocations = self.revocations();
         let agent_id = agent.agent_id.clone();
         self.blocking(move |s| s.push_floor(&agent_id)).await?;
-        let _in_progress = InProgress::new(self, &agent.agent_id);
+        let _in_progress = InProgress::new(self, &agent.agent_id, p.session.as_deref());
         tokio::pin!(cancelled);
         loop {
+            let (agent_id, session) = (agent.agent_id.clone(), p.session.clone());
+            let decisions = match session {
+                Some(session) => self.blocking(move |s| s.undelivered_decisions(&agent_id, &session)).await?,
+                None => Vec::new(),
+            };
             let agent_id = agent.agent_id.clone();
             let scan = self.blocking(move |s| s.push_scan(&agent_id, SCAN_LIMIT)).await?;
             let composed = {
@@ -249,7 +292,17 @@ impl Amc {
                 }
                 composed
             };
-            let batch = PushBatch { ack: encode_ack(&composed.position), items: composed.items };
+            let told: Vec<String> = decisions.iter().take(DECISIONS_LIMIT).map(|(id, _, _)| id.clone()).collect();
+            let mut items: Vec<PushItem> = decisions
+                .into_iter()
+                .take(DECISIONS_LIMIT)
+                .map(|(_, request_id, allowed)| PushItem::Permission {
+                    request_id,
+                    behavior: if allowed { "allow" } else { "deny" }.to_owned(),
+                })
+                .collect();
+            items.extend(composed.items);
+            let batch = PushBatch { ack: encode_ack(&composed.position, &told, !items.is_empty()), items };
             if !batch.items.is_empty() {
                 return Ok(batch);
             }
@@ -272,6 +325,7 @@ impl Amc {
                     event = events.recv() => match event {
                         Ok(Event::MessagesChanged { inserted, .. }) => inserted > 0,
                         Ok(Event::ChannelChanged { .. }) => true,
+                        Ok(Event::ToolRequestChanged { agent_id, .. }) => agent_id == agent.agent_id,
                         Ok(_) => false,
                         Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => true,
                         Err(tokio::sync::broadcast::error::RecvError::Closed) => return Ok(batch),
@@ -293,9 +347,13 @@ impl Amc {
 
     /// Records that a batch from [`Amc::next_push`] went out.
     pub async fn ack_push(&self, agent: &AgentCtx, ack: &str) -> Result<()> {
-        let position = decode_ack(ack)?;
+        let (position, told, any) = decode_ack(ack)?;
         let agent_id = agent.agent_id.clone();
-        self.blocking(move |s| s.record_push(&agent_id, &position)).await
+        self.blocking(move |s| {
+            s.record_push(&agent_id, &position, any)?;
+            if told.is_empty() { Ok(()) } else { s.mark_decisions_delivered(&agent_id, &told) }
+        })
+        .await
     }
 }
 
@@ -337,6 +395,7 @@ mod tests {
             .map(|i| match i {
                 PushItem::Message { message } => message.text.clone(),
                 PushItem::More { channel_id, count, .. } => format!("{count} more in {channel_id}"),
+                PushItem::Permission { request_id, behavior } => format!("{behavior} {request_id}"),
             })
             .collect()
     }
@@ -400,12 +459,15 @@ mod tests {
     #[test]
     fn an_ack_is_checked_and_never_trusted_for_shape() {
         let p = PushPosition { floor: 7, channels: vec![("ch_01HXYZABCDEFGHJKMNPQRSTVWX".into(), 9)] };
-        assert_eq!(decode_ack(&encode_ack(&p)).expect("round trip"), p);
+        let told = vec!["tr_01HXYZABCDEFGHJKMNPQRSTVWX".to_owned()];
+        assert_eq!(decode_ack(&encode_ack(&p, &told, true)).expect("round trip"), (p.clone(), told, true));
         for forged in ["", "not base64!", "e30", "eyJmIjotMSwiYyI6W119"] {
             let err = decode_ack(forged).expect_err(forged);
             assert_eq!(err.code, crate::error::ErrorCode::ValidationFailed, "{forged}");
         }
-        let bad_channel = encode_ack(&PushPosition { floor: 1, channels: vec![("x".into(), 2)] });
+        let bad_channel = encode_ack(&PushPosition { floor: 1, channels: vec![("x".into(), 2)] }, &[], false);
         assert!(decode_ack(&bad_channel).is_err());
+        let bad_request = encode_ack(&PushPosition::default(), &["msg_1".to_owned()], true);
+        assert!(decode_ack(&bad_request).is_err());
     }
 }

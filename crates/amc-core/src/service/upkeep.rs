@@ -41,6 +41,9 @@ impl Amc {
                     if let Err(e) = self.expire_stale_sends().await {
                         tracing::warn!(error = %e, "could not check for stuck sends");
                     }
+                    if let Err(e) = self.expire_tool_sessions().await {
+                        tracing::warn!(error = %e, "could not check for ended sessions");
+                    }
                     match self.purge_idempotency().await {
                         Ok(n) if n > 0 => tracing::debug!(purged = n, "idempotency records expired"),
                         Ok(_) => {}

@@ -42,7 +42,14 @@ impl Store {
             Ok(())
         })?;
         Ok((
-            AgentInfo { id: id.to_owned(), created_at: now, last_seen_at: None, revoked_at: None, pushing: false },
+            AgentInfo {
+                id: id.to_owned(),
+                created_at: now,
+                last_seen_at: None,
+                revoked_at: None,
+                pushing: false,
+                last_pushed_at: None,
+            },
             token,
         ))
     }
@@ -78,7 +85,8 @@ impl Store {
     pub fn agents(&self) -> Result<Vec<AgentInfo>> {
         self.read(|tx| {
             let mut stmt = tx.prepare_cached(
-                "SELECT id, created_at, last_seen_at, revoked_at FROM agents ORDER BY created_at, id",
+                "SELECT a.id, a.created_at, a.last_seen_at, a.revoked_at, p.pushed_at FROM agents a \
+                 LEFT JOIN push_floors p ON p.agent_id = a.id ORDER BY a.created_at, a.id",
             )?;
             let rows = stmt.query_map([], agent_from_row)?;
             Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
@@ -106,14 +114,17 @@ impl Store {
                 return Err(Error::not_found("agent"));
             }
             Ok(tx
-                .prepare_cached("SELECT id, created_at, last_seen_at, revoked_at FROM agents WHERE id = ?1")?
+                .prepare_cached(
+                    "SELECT a.id, a.created_at, a.last_seen_at, a.revoked_at, p.pushed_at FROM agents a \
+                     LEFT JOIN push_floors p ON p.agent_id = a.id WHERE a.id = ?1",
+                )?
                 .query_row([id], agent_from_row)?)
         })
     }
 }
 
-/// An agent from `SELECT id, created_at, last_seen_at, revoked_at`. Whether it is pushed to
-/// is the service layer's to say.
+/// An agent from `SELECT id, created_at, last_seen_at, revoked_at, pushed_at`. Whether it
+/// is pushed to now is the service layer's to say.
 fn agent_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<AgentInfo> {
     Ok(AgentInfo {
         id: r.get(0)?,
@@ -121,6 +132,7 @@ fn agent_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<AgentInfo> {
         last_seen_at: r.get(2)?,
         revoked_at: r.get(3)?,
         pushing: false,
+        last_pushed_at: r.get(4)?,
     })
 }
 

@@ -143,13 +143,14 @@ impl Store {
     /// How many channels wait for the person's decision and how many sends for review.
     pub fn waiting(&self) -> Result<Waiting> {
         self.read(|tx| {
-            let (channels, sends) = tx.query_row(
+            let (channels, sends, tools) = tx.query_row(
                 "SELECT (SELECT count(*) FROM channels WHERE state = 'pending'), \
-                        (SELECT count(*) FROM outbox WHERE status = 'held')",
+                        (SELECT count(*) FROM outbox WHERE status = 'held'), \
+                        (SELECT count(*) FROM tool_requests WHERE status = 'pending')",
                 [],
-                |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)),
+                |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?)),
             )?;
-            Ok(Waiting { channels: channels.max(0) as u64, sends: sends.max(0) as u64 })
+            Ok(Waiting { channels: channels.max(0) as u64, sends: sends.max(0) as u64, tools: tools.max(0) as u64 })
         })
     }
 

@@ -81,12 +81,16 @@ impl Store {
         })
     }
 
-    /// Records what was pushed. Positions only move forward, so a late or repeated
-    /// record never makes anything be pushed again.
-    pub fn record_push(&self, agent_id: &str, position: &PushPosition) -> Result<()> {
+    /// Records what was pushed (`told`: whether the batch told the agent anything).
+    /// Positions only move forward, so a late or repeated record never makes anything be
+    /// pushed again.
+    pub fn record_push(&self, agent_id: &str, position: &PushPosition, told: bool) -> Result<()> {
         self.write(|tx| {
-            tx.prepare_cached("UPDATE push_floors SET floor = max(floor, ?2) WHERE agent_id = ?1")?
-                .execute(params![agent_id, position.floor])?;
+            tx.prepare_cached(
+                "UPDATE push_floors SET floor = max(floor, ?2), \
+                 pushed_at = CASE WHEN ?3 THEN ?4 ELSE pushed_at END WHERE agent_id = ?1",
+            )?
+            .execute(params![agent_id, position.floor, told, crate::time::now_ms()])?;
             let mut ahead = tx.prepare_cached(
                 "INSERT INTO push_channels (agent_id, channel_id, through) \
                  SELECT agent_id, ?2, ?3 FROM push_floors WHERE agent_id = ?1 AND floor < ?3 \

@@ -332,3 +332,39 @@ pub async fn poll_events(
     let shutdown = st.shutdown.clone();
     Ok(Json(bus.poll(after, Duration::from_millis(timeout), async move { shutdown.cancelled().await }).await))
 }
+
+/// The query of `GET /admin/tool-requests`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolRequestsQuery {
+    status: Option<String>,
+    limit: Option<i64>,
+}
+
+/// `GET /admin/tool-requests?status=pending`: hosts' requests to use a tool waiting for
+/// the person, or the log of tool decisions.
+pub async fn tool_requests(
+    State(st): State<AppState>,
+    _: Admin,
+    ApiQuery(q): ApiQuery<ToolRequestsQuery>,
+) -> ApiResult<impl IntoResponse> {
+    Ok(Json(serde_json::json!({ "tool_requests": st.amc.tool_requests(q.status, q.limit).await? })))
+}
+
+/// `POST /admin/tool-requests/{id}/allow`.
+pub async fn allow_tool(
+    State(st): State<AppState>,
+    _: Admin,
+    ApiPath(id): ApiPath<String>,
+) -> ApiResult<impl IntoResponse> {
+    Ok(Json(st.amc.decide_tool(id, true).await?))
+}
+
+/// `POST /admin/tool-requests/{id}/deny`.
+pub async fn deny_tool(
+    State(st): State<AppState>,
+    _: Admin,
+    ApiPath(id): ApiPath<String>,
+) -> ApiResult<impl IntoResponse> {
+    Ok(Json(st.amc.decide_tool(id, false).await?))
+}

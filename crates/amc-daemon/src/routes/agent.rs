@@ -10,7 +10,7 @@ use serde::Deserialize;
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Agent, AgentWithId, ApiJson, ApiPath, ApiQuery, IdempotencyKey};
-use amc_core::service::{ContextParams, PushParams, SendRequest, UnreadParams, WaitUnreadParams};
+use amc_core::service::{ContextParams, PushParams, SendRequest, ToolAsk, UnreadParams, WaitUnreadParams};
 use amc_core::{Error, ErrorCode};
 
 /// `GET /messages/unread`.
@@ -58,6 +58,33 @@ pub async fn push_ack(
     ApiJson(body): ApiJson<PushAckBody>,
 ) -> ApiResult<impl IntoResponse> {
     st.amc.ack_push(&agent, &body.ack).await?;
+    Ok(Json(serde_json::json!({})))
+}
+
+/// `POST /tool-requests`: a host asks whether a tool may run (relayed by `amc mcp`). The
+/// person answers in the tray; the answer reaches the session through its push.
+pub async fn ask_tool(
+    State(st): State<AppState>,
+    AgentWithId(agent): AgentWithId,
+    ApiJson(ask): ApiJson<ToolAsk>,
+) -> ApiResult<impl IntoResponse> {
+    Ok((StatusCode::CREATED, Json(st.amc.ask_tool(&agent, ask).await?)))
+}
+
+/// The body of `POST /tool-requests/end`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EndSessionBody {
+    session: String,
+}
+
+/// `POST /tool-requests/end`: the bridge session ended; its unanswered requests go.
+pub async fn end_tool_session(
+    State(st): State<AppState>,
+    AgentWithId(agent): AgentWithId,
+    ApiJson(body): ApiJson<EndSessionBody>,
+) -> ApiResult<impl IntoResponse> {
+    st.amc.end_tool_session(&agent, body.session).await?;
     Ok(Json(serde_json::json!({})))
 }
 

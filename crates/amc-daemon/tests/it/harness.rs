@@ -1,5 +1,6 @@
 //! Starting a real daemon in a temporary data directory, and talking to it.
 
+use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -85,6 +86,24 @@ impl Daemon {
         let token = resp.json()["token"].as_str().expect("token").to_owned();
         let conn = self.anon().await.with_bearer(&token).with_header("x-agent-id", id);
         (conn, token)
+    }
+
+    /// A connection as an agent whose token is known (its `X-Agent-ID` sent too).
+    pub fn connect_agent(&self, token: &str, agent_id: &str) -> impl Future<Output = Connection> + use<> {
+        let (socket, token, agent_id) = (self.socket(), token.to_owned(), agent_id.to_owned());
+        async move {
+            Connection::connect(&socket)
+                .await
+                .expect("connect")
+                .with_bearer(&token)
+                .with_header("x-agent-id", &agent_id)
+        }
+    }
+
+    /// Starts `GET path` as the agent on a connection of its own (a long wait, typically).
+    pub fn spawn_get(&self, token: &str, agent_id: &str, path: &str) -> JoinHandle<Response> {
+        let (connect, path) = (self.connect_agent(token, agent_id), path.to_owned());
+        tokio::spawn(async move { connect.await.get(&path).await.expect("get") })
     }
 
     /// Creates (or finds) a channel by storing messages in it, as a source would.

@@ -12,5 +12,6 @@ mod mcp;
 mod push;
 mod relay;
 mod sends;
+mod tools;
 mod ui;
 mod wait;

@@ -8,17 +8,6 @@ use amc_core::time::now_ms;
 
 use super::harness::{Daemon, code, ids, msg};
 
-fn connect_as(d: &Daemon, token: &str) -> impl std::future::Future<Output = amc_client::Connection> + use<> {
-    let (socket, token) = (d.socket(), token.to_owned());
-    async move {
-        amc_client::Connection::connect(&socket)
-            .await
-            .expect("connect")
-            .with_bearer(&token)
-            .with_header("x-agent-id", "claude")
-    }
-}
-
 /// One push batch for the agent, after `wait` seconds at most.
 async fn next(agent: &mut amc_client::Connection, wait: u32) -> Value {
     let r = agent.get(&format!("/messages/push?timeout_seconds={wait}")).await.expect("push");
@@ -33,7 +22,7 @@ async fn ack(agent: &mut amc_client::Connection, batch: &Value) {
 
 /// Starts a push request as the agent on its own connection.
 fn start_next(d: &Daemon, token: &str) -> tokio::task::JoinHandle<Value> {
-    let connect = connect_as(d, token);
+    let connect = d.connect_agent(token, "claude");
     tokio::spawn(async move { next(&mut connect.await, 25).await })
 }
 
@@ -143,7 +132,7 @@ async fn the_push_goes_on_where_it_stopped_after_a_restart_never_twice_never_ski
     let dir = d.stop().await;
     let d = Daemon::start_in(dir, |_| {}, None).await;
     d.ingest(Source::Imessage, "a", vec![msg("a-3", "three, while the bridge was away", now_ms())]).await;
-    let mut agent = connect_as(&d, &token).await;
+    let mut agent = d.connect_agent(&token, "claude").await;
     let after = next(&mut agent, 25).await;
     assert_eq!(told(&after), ["two", "three, while the bridge was away"], "{after}");
     ack(&mut agent, &after).await;
@@ -168,10 +157,7 @@ async fn approving_a_channel_pushes_what_arrived_since_and_revoking_ends_the_wai
     ack(&mut agent, &released).await;
 
     let before = d.amc.events().listeners();
-    let waiting = {
-        let connect = connect_as(&d, &token);
-        tokio::spawn(async move { connect.await.get("/messages/push?timeout_seconds=25").await.expect("push") })
-    };
+    let waiting = d.spawn_get(&token, "claude", "/messages/push?timeout_seconds=25");
     listening(&d, before).await;
     let revoked = d.admin().await.post("/admin/agents/claude/revoke", &json!({})).await.expect("revoke");
     assert!(revoked.status.is_success());

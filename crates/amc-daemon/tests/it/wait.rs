@@ -17,15 +17,7 @@ async fn listening(d: &Daemon, before: usize, n: usize) {
 
 /// Starts `GET /messages/unread/wait{query}` as the agent, answering with its JSON.
 fn start_wait(d: &Daemon, token: &str, query: &str) -> tokio::task::JoinHandle<amc_client::Response> {
-    let (socket, token, path) = (d.socket(), token.to_owned(), format!("/messages/unread/wait{query}"));
-    tokio::spawn(async move {
-        let mut c = amc_client::Connection::connect(&socket)
-            .await
-            .expect("connect")
-            .with_bearer(&token)
-            .with_header("x-agent-id", "claude");
-        c.get(&path).await.expect("wait")
-    })
+    d.spawn_get(token, "claude", &format!("/messages/unread/wait{query}"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
