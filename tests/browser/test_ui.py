@@ -8,6 +8,7 @@ import re
 import shlex
 import tomllib
 import struct
+import zipfile
 import zlib
 from pathlib import Path
 
@@ -216,6 +217,12 @@ def test_an_agent_added_in_the_ui_works_with_the_copied_token_until_revoked(daem
     assert codex["mcp_servers"]["amc"] == {"command": command, "args": ["mcp", "--no-push"], "env": env}, codex
     assert desktop["mcpServers"]["amc"]["args"] == ["mcp", "--no-push"]
     assert desktop["mcpServers"]["amc"]["env"] == env
+    # Claude Desktop in one click: the bundle downloads under the agent's name.
+    with page.expect_download() as bundle:
+        dialog.get_by_role("button", name="Download for Claude Desktop").click()
+    assert bundle.value.suggested_filename == "amc-claude-code.mcpb"
+    with zipfile.ZipFile(bundle.value.path()) as archive:
+        assert json.loads(archive.read("manifest.json"))["server"]["mcp_config"]["env"]["AMC_BEARER_TOKEN"] == token
     # How to have new messages pushed into a Claude Code session (docs/mcp.md, section 4).
     channel = dialog.get_by_label("Claude Code with new messages pushed", exact=True).input_value()
     assert shlex.split(channel) == ["claude", "--dangerously-load-development-channels", "server:amc"], channel

@@ -1,7 +1,7 @@
 // Agents: who may use AMC; adding one shows its token once, with the configuration for
 // each MCP host (the shapes of docs/mcp.md); revoking cuts it off at once.
 
-import { post } from "./api.js";
+import { download, post } from "./api.js";
 import { busy, confirmAction, copyable, dialog, doneButton, empty, h, load, nextId, replace, time, toast, viewHeader } from "./dom.js";
 
 const ID_PATTERN = "[a-z0-9][a-z0-9_\\-]{0,63}";
@@ -101,6 +101,12 @@ function tokenPanel(id, token, command, close, extra = {}) {
     copyable("Token", token),
     h("h3", { text: "Connect your MCP host" }),
     h("p", { class: "muted", text: `These name the amc of this install: ${command || "amc"}.` }),
+    h("div", { class: "bundle-row" },
+      h("button", {
+        type: "button", class: "btn primary", dataset: { key: `bundle-${id}` },
+        onclick: (e) => busy(e.currentTarget, () => download(`/admin/agents/${encodeURIComponent(id)}/bundle`, `amc-${id}.mcpb`, { token })),
+      }, "Download for Claude Desktop"),
+      h("span", { class: "muted", text: " Open the downloaded file to install AMC in Claude Desktop." })),
     Object.entries(configs(id, token, command || "amc", extra)).map(([host, text]) => copyable(host, text, { multiline: true })),
     h("p", { class: "muted", text: "To have Claude Code told of new messages as they arrive, start it with the AMC channel:" }),
     copyable("Claude Code with new messages pushed", "claude --dangerously-load-development-channels server:amc"),

@@ -89,8 +89,8 @@ export async function fileAsDataUrl(path) {
 }
 
 /** GET a file and hand it to the browser as a download. */
-export async function download(path, filename) {
-  const blob = await (await request("GET", path)).blob();
+export async function download(path, filename, body) {
+  const blob = await (await request(body === undefined ? "GET" : "POST", path, body)).blob();
   const url = URL.createObjectURL(blob);
   const a = document.createElement("a");
   a.href = url;

@@ -15,6 +15,10 @@ pub enum AgentCmd {
     Add {
         /// The agent's id (a-z, 0-9, '-', '_'), sent by the agent as X-Agent-ID
         id: String,
+        /// Also write the agent as an MCP Bundle for Claude Desktop to this file (open it to
+        /// install), e.g. amc-claude-desktop.mcpb
+        #[arg(long, value_name = "FILE")]
+        mcpb: Option<std::path::PathBuf>,
     },
     /// List agents
     List,
@@ -190,8 +194,21 @@ pub async fn agent(raw: RawConfig, json_out: bool, cmd: AgentCmd) -> anyhow::Res
     });
     let mut c = connect(raw).await?;
     match cmd {
-        AgentCmd::Add { id } => {
+        AgentCmd::Add { id, mcpb } => {
             let v = ok(c.post("/admin/agents", &json!({ "id": id })).await?)?;
+            if let Some(file) = &mcpb {
+                let path = format!("/admin/agents/{id}/bundle");
+                let resp = c.post(&path, &json!({ "token": s(&v, "token") })).await?;
+                if !resp.status.is_success() {
+                    ok(resp)?;
+                } else {
+                    std::fs::write(file, &resp.body)
+                        .map_err(|e| anyhow::anyhow!("cannot write the bundle to {}: {e}", file.display()))?;
+                    if !json_out {
+                        say!("Wrote {}: open it to install AMC in Claude Desktop as {id}.\n", file.display());
+                    }
+                }
+            }
             if json_out {
                 print_json(&v)?;
             } else {

@@ -10,8 +10,10 @@
 //! - [`guard`]: header limits, panics, Host/Origin checks for TCP.
 //! - [`listener`]: the socket, its permissions and the one-daemon lock.
 //! - [`ui`]: the tray UI's files, embedded and served at `/ui/`.
+//! - `bundle.rs`: the MCP Bundle (`.mcpb`) that installs an agent into Claude Desktop.
 #![deny(missing_docs)]
 
+mod bundle;
 pub(crate) mod error;
 pub(crate) mod extract;
 pub(crate) mod guard;

@@ -219,19 +219,68 @@ pub async fn create_agent(
     let (agent, token) = st.amc.create_agent(body.id).await?;
     // The command MCP hosts should run, as it exists for this install.
     let command = amc_core::config::amc_command().display().to_string();
-    // What `amc mcp` must be told besides the agent and its token: the data folder, when
-    // it is not the one `amc` finds by default.
-    let data_dir = &st.amc.config().data_dir;
-    let default = amc_core::config::default_data_dir();
-    let mcp_env = if default.as_deref() == Some(data_dir.as_path()) {
-        serde_json::json!({})
-    } else {
-        serde_json::json!({ "AMC_DATA_DIR": data_dir.display().to_string() })
-    };
+    let mcp_env = mcp_env(&st);
     Ok((
         StatusCode::CREATED,
         Json(serde_json::json!({ "agent": agent, "token": token, "mcp_command": command, "mcp_env": mcp_env })),
     ))
+}
+
+/// What `amc mcp` must be told besides the agent and its token: the data folder, when it
+/// is not the one `amc` finds by default.
+fn mcp_env(st: &AppState) -> std::collections::BTreeMap<String, String> {
+    let data_dir = &st.amc.config().data_dir;
+    let default = amc_core::config::default_data_dir();
+    let mut env = std::collections::BTreeMap::new();
+    if default.as_deref() != Some(data_dir.as_path()) {
+        env.insert("AMC_DATA_DIR".to_owned(), data_dir.display().to_string());
+    }
+    env
+}
+
+/// The body of `POST /admin/agents/{id}/bundle`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BundleBody {
+    token: String,
+}
+
+/// `POST /admin/agents/{id}/bundle`: the agent as an MCP Bundle (`.mcpb`) for Claude
+/// Desktop, with the `amc` of this install inside. AMC keeps only a hash of each token, so
+/// the bundle is made while the person still has it (when the agent is added); the token
+/// must be the agent's.
+pub async fn agent_bundle(
+    State(st): State<AppState>,
+    _: Admin,
+    ApiPath(id): ApiPath<String>,
+    ApiJson(body): ApiJson<BundleBody>,
+) -> ApiResult<axum::response::Response> {
+    st.amc.authenticate(&body.token, Some(&id)).await.map_err(|_| {
+        ApiError::new(ErrorCode::ValidationFailed, "token must be this agent's token, as shown when it was added")
+    })?;
+    let amc = amc_core::config::amc_command();
+    if !amc.is_absolute() || !amc.is_file() {
+        return Err(ApiError::new(
+            ErrorCode::NotFound,
+            "AMC cannot find its amc command to put in the bundle; install it (the tray menu's Install \
+             Command-Line Tool) or set AMC_COMMAND",
+        ));
+    }
+    let env = mcp_env(&st);
+    let name = format!("amc-{id}.mcpb");
+    let bytes = tokio::task::spawn_blocking(move || {
+        let b = crate::bundle::BundleFor { agent_id: &id, token: &body.token, amc: &amc, env };
+        crate::bundle::build(&b, crate::bundle::ICON)
+    })
+    .await
+    .map_err(|e| ApiError::from(amc_core::Error::internal(e)))?
+    .map_err(|e| ApiError::from(amc_core::Error::internal(e)))?;
+    let headers = [
+        (axum::http::header::CONTENT_TYPE, "application/zip".to_owned()),
+        (axum::http::header::CONTENT_DISPOSITION, format!("attachment; filename=\"{name}\"")),
+        (axum::http::header::CACHE_CONTROL, "no-store".to_owned()),
+    ];
+    Ok((headers, bytes).into_response())
 }
 
 /// `POST /admin/agents/{id}/revoke`.

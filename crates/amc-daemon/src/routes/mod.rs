@@ -60,6 +60,7 @@ pub fn router(state: AppState) -> Router {
         .route("/admin/sends/{id}/reject", post(admin::reject_send))
         .route("/admin/agents", get(admin::agents).post(admin::create_agent))
         .route("/admin/agents/{id}/revoke", post(admin::revoke_agent))
+        .route("/admin/agents/{id}/bundle", post(admin::agent_bundle))
         .route("/admin/tool-requests", get(admin::tool_requests))
         .route("/admin/tool-requests/{id}/allow", post(admin::allow_tool))
         .route("/admin/tool-requests/{id}/deny", post(admin::deny_tool))
