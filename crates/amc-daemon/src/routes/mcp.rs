@@ -27,8 +27,14 @@ fn loopback_origin(origin: &str) -> bool {
     matches!(host.as_deref(), Some("localhost" | "127.0.0.1" | "[::1]")) && !rest.contains('/') && !rest.contains('@')
 }
 
-/// Refuses foreign origins (403) and unauthenticated requests (401), then hands the
-/// request on with its [`McpCaller`].
+/// Refuses foreign origins and unauthenticated requests, then hands the request on with its
+/// [`McpCaller`].
+///
+/// A missing or refused token is `403 FORBIDDEN` here, not the REST routes' 401: MCP
+/// clients (the MCP Inspector, Claude Code's HTTP transport) take any 401 as the start of
+/// an OAuth flow, and AMC's agent tokens have none; the Inspector CLI 2.x runs its OAuth
+/// flow on every 401 of an HTTP server. A 403 without a `WWW-Authenticate` challenge is
+/// shown as it is, and the message names the two headers to send.
 pub async fn authenticate(State(st): State<AppState>, req: Request, next: Next) -> Response {
     let origins = req.headers().get_all(header::ORIGIN);
     if origins.iter().count() > 1
@@ -38,6 +44,15 @@ pub async fn authenticate(State(st): State<AppState>, req: Request, next: Next) 
     }
     let (mut parts, body) = req.into_parts();
     match Agent::from_request_parts(&mut parts, &st).await {
+        Err(ApiError(e)) if e.code == ErrorCode::Unauthorized => ApiError::new(
+            ErrorCode::Forbidden,
+            format!(
+                "{}. AMC's MCP endpoint takes an agent's token, not OAuth: send the headers \
+                 Authorization: Bearer <token> and X-Agent-ID: <agent id> (`amc agent add NAME` prints both)",
+                e.message.split(':').next().unwrap_or_default().trim_end_matches('.')
+            ),
+        )
+        .into_response(),
         Err(e) => e.into_response(),
         Ok(Agent(agent)) => {
             let sent_agent_id = parts.headers.contains_key("x-agent-id");

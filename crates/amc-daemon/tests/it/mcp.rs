@@ -170,8 +170,21 @@ async fn the_mcp_endpoint_needs_a_token_and_a_local_origin() {
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "probe", "version": "0" } } });
     let body = init.to_string().into_bytes();
     let accept = ("accept", "application/json, text/event-stream");
-    let r = d.anon().await.request(hyper::Method::POST, "/mcp", &[accept], Some(body.clone())).await.expect("post");
-    assert_eq!((r.status.as_u16(), code(&r).as_str()), (401, "UNAUTHORIZED"));
+    // Not 401: MCP clients take a 401 as the start of an OAuth flow, which AMC's agent
+    // tokens have none of. The answer names the two headers instead, on both toolsets.
+    for endpoint in ["/mcp", "/mcp/relay"] {
+        let r =
+            d.anon().await.request(hyper::Method::POST, endpoint, &[accept], Some(body.clone())).await.expect("post");
+        assert_eq!((r.status.as_u16(), code(&r).as_str()), (403, "FORBIDDEN"), "{endpoint}");
+        assert!(r.header("www-authenticate").is_none(), "{endpoint}: no OAuth challenge");
+        let message = r.json()["error"]["message"].as_str().unwrap_or_default().to_owned();
+        assert!(message.contains("Authorization: Bearer") && message.contains("X-Agent-ID"), "{message}");
+        let mut wrong = d.anon().await.with_bearer("amc_agent_wrong");
+        let r = wrong.request(hyper::Method::POST, endpoint, &[accept], Some(body.clone())).await.expect("post");
+        assert_eq!((r.status.as_u16(), code(&r).as_str()), (403, "FORBIDDEN"), "{endpoint}");
+    }
+    // REST keeps the contract's 401.
+    assert_eq!(d.anon().await.get("/messages/unread").await.expect("get").status, 401);
     let mut authed = d.anon().await.with_bearer(&token);
     let r = authed
         .request(hyper::Method::POST, "/mcp", &[accept, ("origin", "http://evil.example")], Some(body.clone()))
