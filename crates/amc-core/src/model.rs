@@ -249,6 +249,18 @@ pub struct ChannelAdmin {
     /// The newest message's time.
     #[serde(with = "serde_ms::option")]
     pub last_message_at: Option<Millis>,
+    /// `null` when every agent sees it (the default); else the agents that do, each with
+    /// its own send policy (`null`: the channel's).
+    pub agents: Option<Vec<ChannelAgent>>,
+}
+
+/// An agent a channel is open to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ChannelAgent {
+    /// The agent.
+    pub id: String,
+    /// Its own send policy here, when it has one.
+    pub send_policy: Option<SendPolicy>,
 }
 
 /// How much history approving a channel releases to agents.

@@ -261,3 +261,23 @@ fn message_rowids_are_never_reused() {
         }
     }
 }
+
+/// Agents' queries see only channels open to them: the bare released-history condition
+/// (`VISIBLE`) is for the person's views, in `messages.rs`'s recent list, and inside
+/// `visible_to` itself.
+#[test]
+fn agents_queries_use_the_per_agent_condition() {
+    let store = workspace().join("crates/amc-core/src/store");
+    let mut uses = Vec::new();
+    for p in sources().into_iter().filter(|p| p.starts_with(&store)) {
+        let text = production(&p);
+        for (n, line) in text.lines().enumerate() {
+            if line.contains("{VISIBLE}") {
+                uses.push(format!("{}:{}", rel(&p), n + 1));
+            }
+        }
+    }
+    let allowed = ["channels.rs", "messages.rs"];
+    assert_eq!(uses.len(), 2, "{{VISIBLE}} outside visible_to and the person's recent list: {uses:?}");
+    assert!(uses.iter().all(|u| allowed.iter().any(|a| u.contains(a))), "{uses:?}");
+}

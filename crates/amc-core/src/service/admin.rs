@@ -65,6 +65,39 @@ impl Amc {
         Ok(ch)
     }
 
+    /// Opens a channel to every agent (`None`), or to these agents only. Agents removed
+    /// lose it on their next request.
+    pub async fn set_channel_agents(&self, id: String, agents: Option<Vec<String>>) -> Result<ChannelAdmin> {
+        if let Some(list) = &agents {
+            if list.len() > 1000 {
+                return Err(Error::validation("agents takes at most 1000 agent ids"));
+            }
+            if let Some(bad) = list.iter().find(|a| !crate::ids::is_agent_id(a)) {
+                return Err(Error::validation(format!("{bad:?} is not an agent id")));
+            }
+        }
+        let agents = agents.map(|mut l| {
+            l.sort();
+            l.dedup();
+            l
+        });
+        let ch = self.blocking(move |s| s.set_channel_agents(&id, agents.as_deref())).await?;
+        self.publish(Event::ChannelChanged { channel_id: ch.id.clone() });
+        Ok(ch)
+    }
+
+    /// An agent's own send policy on a channel listed as open to it (`None`: the channel's).
+    pub async fn set_agent_send_policy(
+        &self,
+        id: String,
+        agent_id: String,
+        policy: Option<SendPolicy>,
+    ) -> Result<ChannelAdmin> {
+        let ch = self.blocking(move |s| s.set_agent_send_policy(&id, &agent_id, policy)).await?;
+        self.publish(Event::ChannelChanged { channel_id: ch.id.clone() });
+        Ok(ch)
+    }
+
     /// Blocks a channel.
     pub async fn block_channel(&self, id: String) -> Result<ChannelAdmin> {
         let ch = self.blocking(move |s| s.block_channel(&id)).await?;

@@ -222,14 +222,15 @@ impl Amc {
     }
 
     /// A message and its neighbours in its channel.
-    pub async fn message_context(&self, _agent: &AgentCtx, p: ContextParams) -> Result<ContextPage> {
+    pub async fn message_context(&self, agent: &AgentCtx, p: ContextParams) -> Result<ContextPage> {
         let channel_id = p.channel_id.ok_or_else(|| Error::validation("channel_id is required"))?;
         let around = p.around_message_id.ok_or_else(|| Error::validation("around_message_id is required"))?;
         check_channel_id(&channel_id)?;
         check_message_id("around_message_id", &around)?;
         let before = ranged("before", p.before, 0, 50, 5)?;
         let after = ranged("after", p.after, 0, 50, 5)?;
-        let messages = self.blocking(move |s| s.context(&channel_id, &around, before, after)).await?;
+        let agent_id = agent.agent_id.clone();
+        let messages = self.blocking(move |s| s.context(&agent_id, &channel_id, &around, before, after)).await?;
         Ok(ContextPage { messages })
     }
 
@@ -248,25 +249,28 @@ impl Amc {
     }
 
     /// One visible message.
-    pub async fn get_message(&self, _agent: &AgentCtx, id: String) -> Result<Envelope> {
+    pub async fn get_message(&self, agent: &AgentCtx, id: String) -> Result<Envelope> {
         check_message_id("message id", &id)?;
-        self.blocking(move |s| s.visible_message(&id)).await
+        let agent_id = agent.agent_id.clone();
+        self.blocking(move |s| s.visible_message(&agent_id, &id)).await
     }
 
     /// The channels agents may use.
-    pub async fn list_channels(&self, _agent: &AgentCtx, source: Option<String>) -> Result<Vec<ChannelInfo>> {
+    pub async fn list_channels(&self, agent: &AgentCtx, source: Option<String>) -> Result<Vec<ChannelInfo>> {
         let source = source.as_deref().map(parse_source).transpose()?;
-        self.blocking(move |s| s.visible_channels(source)).await
+        let agent_id = agent.agent_id.clone();
+        self.blocking(move |s| s.visible_channels(&agent_id, source)).await
     }
 
     /// The local file behind a visible attachment: on this Mac already (iMessage), or
     /// fetched from the platform on first use and kept in AMC's cache (Discord).
-    pub async fn attachment_file(&self, _agent: &AgentCtx, id: String) -> Result<AttachmentFile> {
+    pub async fn attachment_file(&self, agent: &AgentCtx, id: String) -> Result<AttachmentFile> {
         if !crate::ids::is_attachment_id(&id) {
             return Err(Error::validation("attachment id must look like att_<ULID>"));
         }
         let lookup = id.clone();
-        let mut file = self.blocking(move |s| s.visible_attachment(&lookup)).await?;
+        let agent_id = agent.agent_id.clone();
+        let mut file = self.blocking(move |s| s.visible_attachment(&agent_id, &lookup)).await?;
         if file.local_path.is_some() && file.available {
             return Ok(file);
         }

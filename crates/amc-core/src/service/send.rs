@@ -175,7 +175,7 @@ impl Amc {
                 return if earlier == hash { self.replay(item).await } else { Err(reuse()) };
             }
         }
-        let Checked { target, max_bytes, files } = self.check_send(&req).await?;
+        let Checked { target, max_bytes, files } = self.check_send(agent, &req).await?;
         let stage_id = ulid::Ulid::generate().to_string();
         let staged = self.stage_send(&stage_id, &req, &target, max_bytes, files).await?;
         let status = if self.paused() || target.send_policy == SendPolicy::Review {
@@ -197,9 +197,12 @@ impl Amc {
 
     /// The checks that cost nothing: the channel and its policy, the text's length, the
     /// reply's target, and each local file, opened and checked.
-    async fn check_send(&self, req: &SendRequest) -> Result<Checked> {
-        let channel_id = req.channel_id.clone();
-        let target = self.blocking(move |s| s.send_target(&channel_id)).await?.ok_or_else(Error::channel_not_found)?;
+    async fn check_send(&self, agent: &AgentCtx, req: &SendRequest) -> Result<Checked> {
+        let (agent_id, channel_id) = (agent.agent_id.clone(), req.channel_id.clone());
+        let target = self
+            .blocking(move |s| s.send_target(&agent_id, &channel_id))
+            .await?
+            .ok_or_else(Error::channel_not_found)?;
         if target.send_policy == SendPolicy::ReadOnly {
             return Err(Error::new(
                 ErrorCode::ChannelReadOnly,
@@ -217,7 +220,8 @@ impl Amc {
             }
         }
         if let Some(reply_to) = req.reply_to.clone() {
-            let parent = self.blocking(move |s| s.visible_message(&reply_to)).await;
+            let agent_id = agent.agent_id.clone();
+            let parent = self.blocking(move |s| s.visible_message(&agent_id, &reply_to)).await;
             if parent.map(|p| p.channel_id != target.id).unwrap_or(true) {
                 return Err(Error::new(ErrorCode::MessageNotFound, "reply_to must be a message of the same channel"));
             }

@@ -65,14 +65,14 @@ fn nothing_of_a_pending_or_blocked_channel_is_unread() {
     store.create_agent("bot").expect("agent");
     let report = ingest(&store, "a", vec![msg("g1", "secret", now_ms())]);
     assert!(unread(&store, "bot").is_empty(), "pending");
-    assert!(store.visible_channels(None).expect("channels").is_empty());
+    assert!(store.visible_channels("bot", None).expect("channels").is_empty());
     store.approve_channel(&report.channel_id, HistoryRelease::All, None).expect("approve");
     assert_eq!(unread(&store, "bot"), ["secret"]);
     store.block_channel(&report.channel_id).expect("block");
     assert!(unread(&store, "bot").is_empty(), "blocked");
-    assert!(store.visible_channels(None).expect("channels").is_empty());
-    assert_eq!(store.visible_message(&report.inserted[0]).expect_err("hidden").code, ErrorCode::MessageNotFound);
-    assert!(store.send_target(&report.channel_id).expect("target").is_none(), "no sends to a blocked channel");
+    assert!(store.visible_channels("bot", None).expect("channels").is_empty());
+    assert_eq!(store.visible_message("bot", &report.inserted[0]).expect_err("hidden").code, ErrorCode::MessageNotFound);
+    assert!(store.send_target("bot", &report.channel_id).expect("target").is_none(), "no sends to a blocked channel");
 }
 
 #[test]
@@ -119,9 +119,9 @@ fn context_stays_inside_the_channel() {
     store.approve_channel(&b.channel_id, HistoryRelease::All, None).expect("approve");
     let around = &a.inserted[1];
     let ctx: Vec<String> =
-        store.context(&a.channel_id, around, 5, 5).expect("context").into_iter().map(|m| m.text).collect();
+        store.context("bot", &a.channel_id, around, 5, 5).expect("context").into_iter().map(|m| m.text).collect();
     assert_eq!(ctx, ["a one", "a two", "a three"]);
-    let err = store.context(&a.channel_id, &b.inserted[0], 5, 5).expect_err("another channel's message");
+    let err = store.context("bot", &a.channel_id, &b.inserted[0], 5, 5).expect_err("another channel's message");
     assert_eq!(err.code, ErrorCode::MessageNotFound);
 }
 

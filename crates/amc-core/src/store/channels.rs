@@ -4,12 +4,38 @@ use rusqlite::{OptionalExtension, Row, Transaction, params};
 
 use super::Store;
 use crate::error::{Error, Result};
-use crate::model::{ChannelAdmin, ChannelInfo, ChannelKind, ChannelState, HistoryRelease, SendPolicy, Source, Waiting};
+use crate::model::{
+    ChannelAdmin, ChannelAgent, ChannelInfo, ChannelKind, ChannelState, HistoryRelease, SendPolicy, Source, Waiting,
+};
 use crate::time::{Millis, now_ms};
 
-/// The SQL condition under which message `m` of channel `c` reaches agents.
+/// The SQL condition under which message `m` of channel `c` is released to agents: the
+/// person's view of what agents may read. Agents' queries use [`visible_to`].
 pub(super) const VISIBLE: &str = "c.state = 'allowed' AND (c.visible_from IS NULL OR m.sent_at >= c.visible_from) \
      AND (c.stored_from IS NULL OR m.ingested_at >= c.stored_from)";
+
+/// The SQL condition under which channel `c` is open to the agent bound to the parameter
+/// `agent` (for example `?1`): every agent, or the ones the person listed.
+pub(super) fn open_to(agent: &str) -> String {
+    format!(
+        "(c.audience = 'all' OR EXISTS (SELECT 1 FROM channel_agents ca WHERE ca.channel_id = c.id AND ca.agent_id = {agent}))"
+    )
+}
+
+/// The SQL condition under which message `m` of channel `c` reaches the agent bound to the
+/// parameter `agent`: [`VISIBLE`], in a channel [`open_to`] it.
+pub(super) fn visible_to(agent: &str) -> String {
+    format!("{VISIBLE} AND {}", open_to(agent))
+}
+
+/// A channel's send policy for the agent bound to the parameter `agent`: its own on the
+/// channel, else the channel's.
+fn policy_for(agent: &str) -> String {
+    format!(
+        "coalesce((SELECT ca.send_policy FROM channel_agents ca WHERE ca.channel_id = c.id AND ca.agent_id = {agent}), \
+         c.send_policy)"
+    )
+}
 
 const DAY_MS: i64 = 86_400_000;
 /// How far before a "from now" approval a message stored after it may say it was sent.
@@ -72,10 +98,26 @@ const ADMIN_COLS: &str = "c.id, c.source, c.platform_id, c.name, c.kind, c.state
      (SELECT count(*) FROM messages m WHERE m.channel_id = c.id), \
      CASE WHEN c.state = 'allowed' THEN (SELECT count(*) FROM messages m WHERE m.channel_id = c.id \
        AND (c.visible_from IS NULL OR m.sent_at >= c.visible_from) \
-       AND (c.stored_from IS NULL OR m.ingested_at >= c.stored_from)) ELSE 0 END";
+       AND (c.stored_from IS NULL OR m.ingested_at >= c.stored_from)) ELSE 0 END, c.audience, \
+     (SELECT coalesce(json_group_array(json_array(ca.agent_id, ca.send_policy)), '[]') FROM \
+       (SELECT agent_id, send_policy FROM channel_agents WHERE channel_id = c.id ORDER BY agent_id) ca)";
 
 fn admin_from_row(row: &Row<'_>) -> rusqlite::Result<ChannelAdmin> {
+    let audience: String = row.get(12)?;
+    let agents = if audience == "all" {
+        None
+    } else {
+        let listed: String = row.get(13)?;
+        let listed: Vec<(String, Option<String>)> = serde_json::from_str(&listed).unwrap_or_default();
+        Some(
+            listed
+                .into_iter()
+                .map(|(id, policy)| ChannelAgent { id, send_policy: policy.as_deref().and_then(SendPolicy::parse) })
+                .collect(),
+        )
+    };
     Ok(ChannelAdmin {
+        agents,
         id: row.get(0)?,
         source: parse_col(row, 1, Source::parse)?,
         platform_id: row.get(2)?,
@@ -259,17 +301,21 @@ impl Store {
         self.admin_channel(id)
     }
 
-    /// The channels agents may use, most recently active first.
-    pub fn visible_channels(&self, source: Option<Source>) -> Result<Vec<ChannelInfo>> {
+    /// The channels the agent may use, most recently active first, each with the agent's
+    /// send policy there.
+    pub fn visible_channels(&self, agent_id: &str, source: Option<Source>) -> Result<Vec<ChannelInfo>> {
         self.read(|tx| {
-            let mut stmt = tx.prepare_cached(
-                "SELECT id, source, name, kind, send_policy, \
-                 CASE WHEN (visible_from IS NULL OR last_message_at >= visible_from) \
-                   AND (stored_from IS NULL OR last_message_at >= stored_from) THEN last_message_at END FROM channels \
-                 WHERE state = 'allowed' AND (?1 IS NULL OR source = ?1) \
-                 ORDER BY coalesce(last_message_at, created_at) DESC, id",
-            )?;
-            let rows = stmt.query_map(params![source.map(Source::as_str)], |r| {
+            let sql = format!(
+                "SELECT c.id, c.source, c.name, c.kind, {}, \
+                 CASE WHEN (c.visible_from IS NULL OR c.last_message_at >= c.visible_from) \
+                   AND (c.stored_from IS NULL OR c.last_message_at >= c.stored_from) THEN c.last_message_at END \
+                 FROM channels c WHERE c.state = 'allowed' AND (?1 IS NULL OR c.source = ?1) AND {} \
+                 ORDER BY coalesce(c.last_message_at, c.created_at) DESC, c.id",
+                policy_for("?2"),
+                open_to("?2")
+            );
+            let mut stmt = tx.prepare_cached(&sql)?;
+            let rows = stmt.query_map(params![source.map(Source::as_str), agent_id], |r| {
                 Ok(ChannelInfo {
                     id: r.get(0)?,
                     source: parse_col(r, 1, Source::parse)?,
@@ -283,24 +329,78 @@ impl Store {
         })
     }
 
-    /// The channel an agent wants to send to, if agents may see it.
-    pub fn send_target(&self, id: &str) -> Result<Option<SendTarget>> {
-        self.read(|tx| target(tx, id, true))
+    /// The channel an agent wants to send to, if it may see it, with its send policy there.
+    pub fn send_target(&self, agent_id: &str, id: &str) -> Result<Option<SendTarget>> {
+        self.read(|tx| target(tx, id, Some(agent_id)))
     }
 
     /// The channel of a held send, whatever its state now (the person decides).
     pub fn channel_target(&self, id: &str) -> Result<Option<SendTarget>> {
-        self.read(|tx| target(tx, id, false))
+        self.read(|tx| target(tx, id, None))
+    }
+
+    /// Opens the channel to every agent (`None`), or to these agents only, keeping the
+    /// send policies of agents still listed. `NOT_FOUND` for an unknown channel or agent.
+    pub fn set_channel_agents(&self, id: &str, agents: Option<&[String]>) -> Result<ChannelAdmin> {
+        self.write(|tx| {
+            let changed = tx
+                .prepare_cached("UPDATE channels SET audience = ?2, updated_at = ?3 WHERE id = ?1")?
+                .execute(params![id, if agents.is_some() { "some" } else { "all" }, now_ms()])?;
+            if changed == 0 {
+                return Err(Error::not_found("channel"));
+            }
+            let listed = agents.unwrap_or_default();
+            for agent in listed {
+                let known: bool = tx
+                    .prepare_cached("SELECT EXISTS (SELECT 1 FROM agents WHERE id = ?1)")?
+                    .query_row([agent], |r| r.get(0))?;
+                if !known {
+                    return Err(Error::new(crate::error::ErrorCode::NotFound, format!("no agent named {agent}")));
+                }
+                tx.prepare_cached("INSERT OR IGNORE INTO channel_agents (channel_id, agent_id) VALUES (?1, ?2)")?
+                    .execute(params![id, agent])?;
+            }
+            let keep = serde_json::to_string(listed).map_err(Error::internal)?;
+            tx.prepare_cached(
+                "DELETE FROM channel_agents WHERE channel_id = ?1 AND agent_id NOT IN (SELECT value FROM json_each(?2))",
+            )?
+            .execute(params![id, keep])?;
+            // Messages may have become unread for agents that now see the channel.
+            lower_floors(tx, i64::MIN, "")?;
+            Ok(())
+        })?;
+        self.admin_channel(id)
+    }
+
+    /// An agent's own send policy on a channel open to it (`None`: the channel's).
+    /// `NOT_FOUND` when the channel is not listed as open to that agent.
+    pub fn set_agent_send_policy(&self, id: &str, agent_id: &str, policy: Option<SendPolicy>) -> Result<ChannelAdmin> {
+        self.write(|tx| {
+            let changed = tx
+                .prepare_cached("UPDATE channel_agents SET send_policy = ?3 WHERE channel_id = ?1 AND agent_id = ?2")?
+                .execute(params![id, agent_id, policy.map(SendPolicy::as_str)])?;
+            if changed == 0 {
+                return Err(Error::new(
+                    crate::error::ErrorCode::NotFound,
+                    "the channel is not open to that agent by name; list the agents it is open to first",
+                ));
+            }
+            Ok(())
+        })?;
+        self.admin_channel(id)
     }
 }
 
-fn target(tx: &Transaction<'_>, id: &str, only_allowed: bool) -> Result<Option<SendTarget>> {
+fn target(tx: &Transaction<'_>, id: &str, agent: Option<&str>) -> Result<Option<SendTarget>> {
+    let sql = format!(
+        "SELECT c.id, c.source, c.platform_id, c.name, c.kind, {} FROM channels c \
+         WHERE c.id = ?1 AND (?2 IS NULL OR (c.state = 'allowed' AND {}))",
+        policy_for("?2"),
+        open_to("?2")
+    );
     Ok(tx
-        .prepare_cached(
-            "SELECT id, source, platform_id, name, kind, send_policy FROM channels \
-             WHERE id = ?1 AND (?2 = 0 OR state = 'allowed')",
-        )?
-        .query_row(params![id, only_allowed], |r| {
+        .prepare_cached(&sql)?
+        .query_row(params![id, agent], |r| {
             Ok(SendTarget {
                 id: r.get(0)?,
                 source: parse_col(r, 1, Source::parse)?,

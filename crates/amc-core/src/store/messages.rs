@@ -6,7 +6,7 @@ use std::collections::{BTreeSet, HashMap};
 use rusqlite::{OptionalExtension, Row, Transaction, params};
 
 use super::Store;
-use super::channels::{ChannelSpec, VISIBLE, lower_floors, parse_col, upsert};
+use super::channels::{ChannelSpec, VISIBLE, lower_floors, parse_col, upsert, visible_to};
 use crate::error::{Error, Result};
 use crate::model::{
     AttachmentInfo, ChannelKind, ChannelRef, Direction, Envelope, IncomingMessage, Reaction, SenderInfo, Source,
@@ -238,10 +238,11 @@ impl Store {
             let after = q.after.as_ref().map(|(at, id)| (*at, format!("{id} ")));
             let (start_at, start_id) =
                 [Some(floor.clone()), Some((since, String::new())), after].into_iter().flatten().max().unwrap_or(floor.clone());
+            let visible = visible_to("?1");
             let sql = if q.channel_id.is_some() {
                 format!(
                     "SELECT {ENVELOPE_COLS} FROM messages m INDEXED BY messages_by_channel JOIN channels c ON c.id = m.channel_id \
-                     WHERE m.channel_id = ?5 AND (m.sent_at, m.id) >= (?2, ?3) AND m.direction = 'inbound' AND NOT m.is_self AND {VISIBLE} \
+                     WHERE m.channel_id = ?5 AND (m.sent_at, m.id) >= (?2, ?3) AND m.direction = 'inbound' AND NOT m.is_self AND {visible} \
                      AND (?4 IS NULL OR m.source = ?4) \
                      AND NOT EXISTS (SELECT 1 FROM read_state r WHERE r.agent_id = ?1 AND r.message_id = m.id) \
                      ORDER BY m.sent_at, m.id LIMIT ?6"
@@ -249,7 +250,7 @@ impl Store {
             } else {
                 format!(
                     "SELECT {ENVELOPE_COLS} FROM messages m INDEXED BY messages_by_time JOIN channels c ON c.id = m.channel_id \
-                     WHERE (m.sent_at, m.id) >= (?2, ?3) AND m.direction = 'inbound' AND NOT m.is_self AND {VISIBLE} \
+                     WHERE (m.sent_at, m.id) >= (?2, ?3) AND m.direction = 'inbound' AND NOT m.is_self AND {visible} \
                      AND (?4 IS NULL OR m.source = ?4) AND (?5 IS NULL) \
                      AND NOT EXISTS (SELECT 1 FROM read_state r WHERE r.agent_id = ?1 AND r.message_id = m.id) \
                      ORDER BY m.sent_at, m.id LIMIT ?6"
@@ -306,8 +307,9 @@ impl Store {
         self.write(|tx| {
             let sql = format!(
                 "INSERT INTO read_state (agent_id, message_id, read_at) \
-                 SELECT ?1, m.id, ?3 FROM messages m JOIN channels c ON c.id = m.channel_id WHERE m.id = ?2 AND {VISIBLE} \
-                 ON CONFLICT (agent_id, message_id) DO NOTHING"
+                 SELECT ?1, m.id, ?3 FROM messages m JOIN channels c ON c.id = m.channel_id WHERE m.id = ?2 AND {} \
+                 ON CONFLICT (agent_id, message_id) DO NOTHING",
+                visible_to("?1")
             );
             let mut stmt = tx.prepare_cached(&sql)?;
             for id in &unique {
@@ -318,34 +320,42 @@ impl Store {
         Ok(unique.len())
     }
 
-    /// A visible message, or `MESSAGE_NOT_FOUND`.
-    pub fn visible_message(&self, id: &str) -> Result<Envelope> {
-        self.read(|tx| visible_one(tx, id, None))
+    /// A message visible to the agent, or `MESSAGE_NOT_FOUND`.
+    pub fn visible_message(&self, agent_id: &str, id: &str) -> Result<Envelope> {
+        self.read(|tx| visible_one(tx, agent_id, id, None))
     }
 
     /// The target message with up to `before` and `after` visible neighbours in its
     /// channel, chronologically.
-    pub fn context(&self, channel_id: &str, around: &str, before: u32, after: u32) -> Result<Vec<Envelope>> {
+    pub fn context(
+        &self,
+        agent_id: &str,
+        channel_id: &str,
+        around: &str,
+        before: u32,
+        after: u32,
+    ) -> Result<Vec<Envelope>> {
         self.read(|tx| {
-            let target = visible_one(tx, around, Some(channel_id))?;
+            let target = visible_one(tx, agent_id, around, Some(channel_id))?;
+            let visible = visible_to("?5");
             let older_sql = format!(
                 "SELECT {ENVELOPE_COLS} FROM messages m JOIN channels c ON c.id = m.channel_id \
-                 WHERE m.channel_id = ?1 AND (m.sent_at, m.id) < (?2, ?3) AND {VISIBLE} \
+                 WHERE m.channel_id = ?1 AND (m.sent_at, m.id) < (?2, ?3) AND {visible} \
                  ORDER BY m.sent_at DESC, m.id DESC LIMIT ?4"
             );
             let newer_sql = format!(
                 "SELECT {ENVELOPE_COLS} FROM messages m JOIN channels c ON c.id = m.channel_id \
-                 WHERE m.channel_id = ?1 AND (m.sent_at, m.id) > (?2, ?3) AND {VISIBLE} \
+                 WHERE m.channel_id = ?1 AND (m.sent_at, m.id) > (?2, ?3) AND {visible} \
                  ORDER BY m.sent_at, m.id LIMIT ?4"
             );
             let mut older: Vec<Envelope> = tx
                 .prepare_cached(&older_sql)?
-                .query_map(params![channel_id, target.sent_at, target.id, before], envelope_from_row)?
+                .query_map(params![channel_id, target.sent_at, target.id, before, agent_id], envelope_from_row)?
                 .collect::<rusqlite::Result<_>>()?;
             older.reverse();
             let newer: Vec<Envelope> = tx
                 .prepare_cached(&newer_sql)?
-                .query_map(params![channel_id, target.sent_at, target.id, after], envelope_from_row)?
+                .query_map(params![channel_id, target.sent_at, target.id, after, agent_id], envelope_from_row)?
                 .collect::<rusqlite::Result<_>>()?;
             let mut all = older;
             all.push(target);
@@ -396,16 +406,17 @@ impl Store {
         })
     }
 
-    /// The local file of a visible attachment, if AMC has one.
-    pub fn visible_attachment(&self, id: &str) -> Result<AttachmentFile> {
+    /// The local file of an attachment visible to the agent, if AMC has one.
+    pub fn visible_attachment(&self, agent_id: &str, id: &str) -> Result<AttachmentFile> {
         self.read(|tx| {
             let sql = format!(
                 "SELECT a.local_path, a.filename, a.mime_type, a.available, a.size_bytes, a.remote_url, a.platform_id, \
                  m.platform_id, c.platform_id, m.source FROM attachments a \
-                 JOIN messages m ON m.id = a.message_id JOIN channels c ON c.id = m.channel_id WHERE a.id = ?1 AND {VISIBLE}"
+                 JOIN messages m ON m.id = a.message_id JOIN channels c ON c.id = m.channel_id WHERE a.id = ?1 AND {}",
+                visible_to("?2")
             );
             tx.prepare_cached(&sql)?
-                .query_row([id], |r| {
+                .query_row([id, agent_id], |r| {
                     let remote = r.get::<_, Option<String>>(5)?.map(|url| -> rusqlite::Result<_> {
                         Ok(crate::sender::RemoteFile {
                             url,
@@ -431,12 +442,13 @@ impl Store {
     }
 }
 
-fn visible_one(tx: &Transaction<'_>, id: &str, channel_id: Option<&str>) -> Result<Envelope> {
+fn visible_one(tx: &Transaction<'_>, agent_id: &str, id: &str, channel_id: Option<&str>) -> Result<Envelope> {
     let sql = format!(
         "SELECT {ENVELOPE_COLS} FROM messages m JOIN channels c ON c.id = m.channel_id \
-         WHERE m.id = ?1 AND (?2 IS NULL OR m.channel_id = ?2) AND {VISIBLE}"
+         WHERE m.id = ?1 AND (?2 IS NULL OR m.channel_id = ?2) AND {}",
+        visible_to("?3")
     );
-    let found = tx.prepare_cached(&sql)?.query_row(params![id, channel_id], envelope_from_row).optional()?;
+    let found = tx.prepare_cached(&sql)?.query_row(params![id, channel_id, agent_id], envelope_from_row).optional()?;
     let mut found: Vec<Envelope> = found.into_iter().collect();
     load_attachments(tx, &mut found)?;
     found.pop().ok_or_else(Error::message_not_found)

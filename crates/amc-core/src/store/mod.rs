@@ -44,6 +44,7 @@ const MIGRATIONS: &[Migration] = &[
     ("0005_imessage_conversations", include_str!("migrations/0005_imessage_conversations.sql")),
     ("0006_push", include_str!("migrations/0006_push.sql")),
     ("0007_tool_requests", include_str!("migrations/0007_tool_requests.sql")),
+    ("0008_channel_agents", include_str!("migrations/0008_channel_agents.sql")),
 ];
 
 /// The core's typed store: the database, and the generator of message ids.

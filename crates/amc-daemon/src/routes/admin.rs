@@ -60,6 +60,8 @@ pub struct ApproveBody {
     history: Option<String>,
     days: Option<u32>,
     send_policy: Option<String>,
+    /// Only these agents see it (default: every agent).
+    agents: Option<Vec<String>>,
 }
 
 /// `POST /admin/channels/{id}/approve`.
@@ -85,7 +87,62 @@ pub async fn approve_channel(
         .as_deref()
         .map(|p| parse("send_policy", p, SendPolicy::parse, "read_only, review, auto"))
         .transpose()?;
+    // The agents first, while the channel is still hidden: no other agent ever sees it.
+    if let Some(agents) = body.agents {
+        st.amc.set_channel_agents(id.clone(), Some(agents)).await?;
+    }
     Ok(Json(st.amc.approve_channel(id, release, policy).await?))
+}
+
+/// The body of `POST /admin/channels/{id}/agents`: `{"agents": [...]}` or `{"all": true}`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChannelAgentsBody {
+    agents: Option<Vec<String>>,
+    all: Option<bool>,
+}
+
+/// `POST /admin/channels/{id}/agents`: which agents see the channel.
+pub async fn channel_agents(
+    State(st): State<AppState>,
+    _: Admin,
+    ApiPath(id): ApiPath<String>,
+    ApiJson(body): ApiJson<ChannelAgentsBody>,
+) -> ApiResult<impl IntoResponse> {
+    let agents = match (body.agents, body.all) {
+        (Some(list), None) => Some(list),
+        (None, Some(true)) => None,
+        _ => {
+            return Err(ApiError::new(
+                ErrorCode::ValidationFailed,
+                "give either \"agents\": [agent ids] or \"all\": true",
+            ));
+        }
+    };
+    Ok(Json(st.amc.set_channel_agents(id, agents).await?))
+}
+
+/// The body of `POST /admin/channels/{id}/agents/{agent}/policy`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentPolicyBody {
+    send_policy: Option<String>,
+}
+
+/// `POST /admin/channels/{id}/agents/{agent}/policy`: the agent's own send policy on the
+/// channel (`null`: the channel's).
+pub async fn channel_agent_policy(
+    State(st): State<AppState>,
+    _: Admin,
+    ApiPath((id, agent)): ApiPath<(String, String)>,
+    ApiJson(body): ApiJson<AgentPolicyBody>,
+) -> ApiResult<impl IntoResponse> {
+    let policy = body
+        .send_policy
+        .as_deref()
+        .map(|p| parse("send_policy", p, SendPolicy::parse, "read_only, review, auto"))
+        .transpose()?;
+    Ok(Json(st.amc.set_agent_send_policy(id, agent, policy).await?))
 }
 
 /// `POST /admin/channels/{id}/block`.

@@ -53,6 +53,8 @@ pub fn router(state: AppState) -> Router {
         .route("/admin/channels/{id}/approve", post(admin::approve_channel))
         .route("/admin/channels/{id}/block", post(admin::block_channel))
         .route("/admin/channels/{id}/policy", post(admin::set_policy))
+        .route("/admin/channels/{id}/agents", post(admin::channel_agents))
+        .route("/admin/channels/{id}/agents/{agent}/policy", post(admin::channel_agent_policy))
         .route("/admin/sends", get(admin::sends))
         .route("/admin/sends/{id}", get(admin::send))
         .route("/admin/sends/{id}/attachments/{index}", get(admin::send_attachment))

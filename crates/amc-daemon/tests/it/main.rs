@@ -11,6 +11,7 @@ mod listener;
 mod mcp;
 mod push;
 mod relay;
+mod scopes;
 mod sends;
 mod tools;
 mod ui;

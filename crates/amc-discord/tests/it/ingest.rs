@@ -19,6 +19,11 @@ async fn guild_channels_start_pending_and_an_approved_channels_messages_reach_ag
 
     let alice = amc.fake.user("alice");
     let first = amc.fake.post(general, &alice, "before approval");
+    // Stored before the approval, as the test means it: the gateway delivers it on its own time.
+    amc.eventually("the first message to be stored", || async {
+        (amc.channel(general).await["message_count"] == 1).then_some(())
+    })
+    .await;
     let id = amc.approve(general, json!({ "history": "from_now" })).await;
     let agent = amc.agent("claude").await;
     amc.fake.post(general, &alice, "hello agents");

@@ -291,9 +291,9 @@ async fn attachments_carry_their_file_type_and_size_and_offloaded_ones_are_unava
             (Some("offloaded.mov"), Some("video/quicktime"), Some(4_000_000), false)
         ]
     );
-    let file = amc.store().visible_attachment(&msg.attachments[0].id).expect("file");
+    let file = amc.store().visible_attachment("any-agent", &msg.attachments[0].id).expect("file");
     assert_eq!(file.local_path.as_deref(), photo.to_str());
-    let offloaded = amc.store().visible_attachment(&msg.attachments[1].id).expect("row");
+    let offloaded = amc.store().visible_attachment("any-agent", &msg.attachments[1].id).expect("row");
     let home = std::env::var("HOME").unwrap_or_default();
     assert!(offloaded.local_path.as_deref().is_some_and(|p| p.starts_with(&home) && !p.contains('~')), "{offloaded:?}");
 }
