@@ -78,6 +78,21 @@ pub enum ChannelCmd {
         /// What an agent's send does here [default on first approval: review]
         #[arg(long, value_enum)]
         policy: Option<Policy>,
+        /// Open it to this agent only (repeat for more) [default: every agent]
+        #[arg(long = "agent", value_name = "NAME")]
+        agents: Vec<String>,
+    },
+    /// Set which agents see a channel
+    Agents {
+        /// The channel's id
+        id: String,
+        /// Only these agents, comma-separated (an empty list: none)
+        #[arg(long, value_name = "NAME,NAME", value_delimiter = ',', num_args = 0.., conflicts_with = "all",
+              required_unless_present = "all")]
+        set: Option<Vec<String>>,
+        /// Every agent, present and future
+        #[arg(long)]
+        all: bool,
     },
     /// Hide a channel from agents at once
     Block {
@@ -241,8 +256,13 @@ pub async fn agent(raw: RawConfig, json_out: bool, cmd: AgentCmd) -> anyhow::Res
 }
 
 fn print_channel(ch: &Value) {
+    let seen_by = match ch["agents"].as_array() {
+        None => "all agents".to_owned(),
+        Some(list) if list.is_empty() => "no agent".to_owned(),
+        Some(list) => list.iter().filter_map(|a| a["id"].as_str()).collect::<Vec<_>>().join(","),
+    };
     say!(
-        "{:<30} {:<8} {:<5} {:<8} {:<9} {:>6} msgs  {}",
+        "{:<30} {:<8} {:<5} {:<8} {:<9} {:>6} msgs  {}  (seen by {seen_by})",
         s(ch, "id"),
         s(ch, "source"),
         s(ch, "kind"),
@@ -273,7 +293,7 @@ pub async fn channel(raw: RawConfig, json_out: bool, cmd: ChannelCmd) -> anyhow:
             }
             return Ok(());
         }
-        ChannelCmd::Approve { id, history, days, policy } => {
+        ChannelCmd::Approve { id, history, days, policy, agents } => {
             let mut body = match (days, history) {
                 (Some(d), _) => json!({ "history": "days", "days": d }),
                 (None, History::All) => json!({ "history": "all" }),
@@ -282,7 +302,19 @@ pub async fn channel(raw: RawConfig, json_out: bool, cmd: ChannelCmd) -> anyhow:
             if let Some(p) = policy {
                 body["send_policy"] = json!(p.as_str());
             }
+            if !agents.is_empty() {
+                body["agents"] = json!(agents);
+            }
             ok(c.post(&format!("/admin/channels/{id}/approve"), &body).await?)?
+        }
+        ChannelCmd::Agents { id, set, all } => {
+            let body = match set {
+                Some(list) if !all => {
+                    json!({ "agents": list.into_iter().filter(|a| !a.is_empty()).collect::<Vec<_>>() })
+                }
+                _ => json!({ "all": true }),
+            };
+            ok(c.post(&format!("/admin/channels/{id}/agents"), &body).await?)?
         }
         ChannelCmd::Block { id } => ok(c.post(&format!("/admin/channels/{id}/block"), &json!({})).await?)?,
         ChannelCmd::Policy { id, policy } => {
