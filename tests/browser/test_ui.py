@@ -80,6 +80,37 @@ def test_approving_a_channel_lets_an_agent_read_it_and_new_ones_appear_live(daem
     expect(page.locator(".row .name")).to_have_text(["Chat bob"])
 
 
+def test_a_channel_approved_for_one_agent_is_seen_by_that_agent_only(daemon: UiDaemon, page: Page):
+    ch, _ = daemon.chat("family", ["Dinner at 8?"])
+    assistant, coder = daemon.agent("assistant"), daemon.agent("coder")
+
+    open_ui(page, daemon)
+    page.locator(f'li[data-channel="{ch}"]').get_by_role("button", name="Approve…").click()
+    dialog = page.get_by_role("dialog", name="Approve Chat family")
+    dialog.get_by_label("All history").check()
+    expect(dialog.get_by_label("assistant")).to_be_disabled()
+    dialog.get_by_label("Only these agents:").check()
+    dialog.get_by_label("assistant").check()
+    dialog.get_by_role("button", name="Approve", exact=True).click()
+    expect(page.locator(".toast", has_text="Approved Chat family")).to_be_visible()
+    assert assistant.unread_texts() == ["Dinner at 8?"]
+    assert coder.unread_texts() == []
+
+    segment(page, "Allowed").click()
+    row = page.locator(f'li[data-channel="{ch}"]')
+    expect(row.locator(".seen-by")).to_have_text("Seen by assistant")
+    # Later, from the channel: every agent.
+    row.get_by_role("button", name="Agents…").click()
+    who = page.get_by_role("dialog", name="Who sees Chat family")
+    who.get_by_label("Every agent, and agents added later").check()
+    who.get_by_role("button", name="Save").click()
+    expect(row.locator(".seen-by")).to_have_text("Seen by every agent")
+    assert coder.unread_texts() == ["Dinner at 8?"]
+
+    page.get_by_role("navigation", name="Sections").get_by_role("link", name="Agents").click()
+    expect(page.locator('tr[data-agent="coder"] .agent-channels')).to_have_text("1 open to every agent")
+
+
 def test_a_held_send_appears_live_with_its_attachment_and_approving_it_sends_it(daemon: UiDaemon, page: Page):
     ch, _ = daemon.chat("ada", ["Dinner at 8?"], approve={"history": "all", "send_policy": "review"})
     agent = daemon.agent("claude-code")
@@ -378,7 +409,9 @@ def test_a_channel_is_approved_with_the_keyboard_alone(daemon: UiDaemon, page: P
     expect(dialog.get_by_label("From now on")).to_be_focused()
     page.keyboard.press("ArrowDown")
     expect(dialog.get_by_label("All history")).to_be_checked()
-    page.keyboard.press("Tab")  # the days field is disabled: on to the policy
+    page.keyboard.press("Tab")  # the days field is disabled: on to who may read it
+    expect(dialog.get_by_label("Every agent, and agents added later")).to_be_focused()
+    page.keyboard.press("Tab")  # the agents' boxes are disabled while every agent may: the policy
     expect(dialog.get_by_label("When an agent sends here")).to_be_focused()
     page.keyboard.press("Tab")
     expect(focused).to_have_text("Cancel")

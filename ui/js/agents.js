@@ -44,15 +44,18 @@ function mount(el, app) {
 async function refresh() {
   const data = await load(list, "/admin/agents", "agents");
   if (!data) return;
+  const allowed = await load(list, "/admin/channels?state=allowed", "channels");
+  if (!allowed) return;
   if (data.agents.length === 0) {
     replace(list, empty("No agents yet", "Add one above, then paste its configuration into Claude Code, Codex CLI or Claude Desktop."));
     return;
   }
   replace(list, h("table", { class: "table" },
     h("caption", { class: "visually-hidden", text: "Agents" }),
-    h("thead", {}, h("tr", {}, ["Agent", "Added", "Last seen", "State", ""].map((t) => h("th", { scope: "col", text: t })))),
+    h("thead", {}, h("tr", {}, ["Agent", "Channels", "Added", "Last seen", "State", ""].map((t) => h("th", { scope: "col", text: t })))),
     h("tbody", {}, data.agents.map((a) => h("tr", { dataset: { agent: a.id } },
       h("th", { scope: "row", class: "mono", text: a.id }),
+      h("td", { class: "text-cell agent-channels" }, channelsOf(a.id, allowed.channels)),
       h("td", {}, time(a.created_at)),
       h("td", {}, time(a.last_seen_at)),
       h("td", {}, a.revoked_at
@@ -64,6 +67,18 @@ async function refresh() {
         type: "button", class: "btn danger-outline", "aria-label": `Revoke ${a.id}`, dataset: { key: `revoke-${a.id}` },
         onclick: (e) => revoke(a.id, e.currentTarget),
       }, "Revoke")))))));
+}
+
+/** The allowed channels an agent sees: those open to every agent, and those listing it. */
+function channelsOf(id, channels) {
+  const everyone = channels.filter((c) => !c.agents).length;
+  const mine = channels.filter((c) => c.agents?.some((a) => a.id === id)).map((c) => {
+    const own = c.agents.find((a) => a.id === id).send_policy;
+    return own ? `${c.name} (${own.replace("_", "-")})` : c.name;
+  });
+  const parts = [`${everyone} open to every agent`];
+  if (mine.length) parts.push(`only to some: ${mine.join(", ")}`);
+  return h("span", { class: "clip", title: parts.join("; "), text: parts.join("; ") });
 }
 
 async function add(id, button, input) {

@@ -1,7 +1,7 @@
 // Channels: what AMC has seen, per source; approve (from now, with history), block, and
 // each allowed channel's send policy.
 
-import { post, query } from "./api.js";
+import { get, post, query } from "./api.js";
 import { POLICY, SOURCE, busy, dialog, dialogActions, empty, h, load, nextId, replace, select, time, toast, viewHeader } from "./dom.js";
 
 const STATES = { pending: "Pending", allowed: "Allowed", blocked: "Blocked" };
@@ -74,6 +74,10 @@ function row(c) {
     : `${c.message_count} ${c.message_count === 1 ? "message" : "messages"}`;
   const actions = [];
   if (c.state === "allowed") {
+    actions.push(h("button", {
+      type: "button", class: "btn", "aria-describedby": nameId, dataset: { key: `agents-${c.id}` },
+      onclick: (e) => chooseAgents(c, e.currentTarget),
+    }, "Agents…"));
     actions.push(select(`Send policy for ${c.name}`, POLICY, c.send_policy,
       (value, el) => busy(el, async () => {
         await post(`/admin/channels/${c.id}/policy`, { send_policy: value });
@@ -102,7 +106,8 @@ function row(c) {
       h("div", { class: "row-title" }, h("span", { id: nameId, class: "name", text: c.name }),
         h("span", { class: "tag", text: c.kind === "group" ? "Group" : "Direct" })),
       h("div", { class: "row-sub muted", title: c.platform_id }, counts, " · last message ", time(c.last_message_at),
-        address(c) ? h("span", { class: "mono", text: ` · ${address(c)}` }) : null)),
+        address(c) ? h("span", { class: "mono", text: ` · ${address(c)}` }) : null),
+      c.state === "allowed" ? h("div", { class: "row-sub muted seen-by", text: seenBy(c) }) : null),
     h("div", { class: "row-actions" }, actions));
 }
 
@@ -120,9 +125,74 @@ function initials(name) {
   return (words.length > 1 ? words[0][0] + words[1][0] : (words[0] ?? "#").slice(0, 2)).toUpperCase();
 }
 
-/** The approval dialog: how much history agents get, and the send policy. */
+/** Who sees an allowed channel, in words. */
+export function seenBy(c) {
+  if (!c.agents) return "Seen by every agent";
+  if (c.agents.length === 0) return "Seen by no agent";
+  return `Seen by ${c.agents.map((a) => a.send_policy ? `${a.id} (${POLICY[a.send_policy].toLowerCase()})` : a.id).join(", ")}`;
+}
+
+/** The agents that can be given a channel: every agent not revoked. */
+async function liveAgents() {
+  return (await get("/admin/agents")).agents.filter((a) => !a.revoked_at).map((a) => a.id);
+}
+
+/**
+ * Every agent, or some: a fieldset and its value (`null` for every agent, else the ids).
+ * A new agent sees only channels open to every agent.
+ */
+function agentPicker(agents, chosen) {
+  let every = chosen === null;
+  const picked = new Set(chosen ?? []);
+  const boxes = agents.map((id) => {
+    const boxId = nextId("agent");
+    return h("div", { class: "choice" },
+      h("input", {
+        type: "checkbox", id: boxId, value: id, checked: picked.has(id), disabled: every,
+        onchange: (e) => { if (e.target.checked) picked.add(id); else picked.delete(id); },
+      }),
+      h("label", { for: boxId, class: "mono", text: id }));
+  });
+  const radio = (value, text) => {
+    const id = nextId("aud");
+    return h("div", { class: "choice" },
+      h("input", {
+        type: "radio", name: "audience", id, value, checked: (value === "all") === every,
+        onchange: () => { every = value === "all"; for (const b of boxes) b.querySelector("input").disabled = every; },
+      }),
+      h("label", { for: id }, h("strong", { text })));
+  };
+  const el = h("fieldset", { class: "agent-picker" },
+    h("legend", { text: "Which agents may read it" }),
+    radio("all", "Every agent, and agents added later"),
+    radio("some", "Only these agents:"),
+    agents.length ? h("div", { class: "agent-boxes" }, boxes) : h("p", { class: "muted", text: "No agents yet." }));
+  return { el, value: () => (every ? null : [...picked].sort()) };
+}
+
+/** Changes who sees an allowed channel. */
+async function chooseAgents(c, button) {
+  const agents = await liveAgents();
+  const choice = await dialog(`Who sees ${c.name}`, (close) => {
+    const picker = agentPicker(agents, c.agents ? c.agents.map((a) => a.id) : null);
+    return h("form", {
+      class: "form",
+      onsubmit: (e) => { e.preventDefault(); close({ agents: picker.value() }); },
+    }, picker.el, dialogActions(close, "Save"));
+  });
+  if (!choice) return;
+  await busy(button, async () => {
+    await post(`/admin/channels/${c.id}/agents`, choice.agents === null ? { all: true } : { agents: choice.agents });
+    toast(choice.agents === null ? `${c.name}: every agent` : `${c.name}: ${choice.agents.length} ${choice.agents.length === 1 ? "agent" : "agents"}`);
+    refreshAll();
+  });
+}
+
+/** The approval dialog: how much history agents get, which agents, and the send policy. */
 async function approve(c, button) {
+  const agents = await liveAgents();
   const choice = await dialog(`Approve ${c.name}`, (close) => {
+    const picker = agentPicker(agents, c.agents ? c.agents.map((a) => a.id) : null);
     const daysId = nextId("days");
     let history = "from_now";
     const days = h("input", { id: daysId, type: "number", min: "1", max: "36500", value: "7", disabled: true, required: true });
@@ -141,6 +211,8 @@ async function approve(c, button) {
       onsubmit: (e) => {
         e.preventDefault();
         const body = { history, send_policy: policy };
+        const chosen = picker.value();
+        if (chosen !== null) body.agents = chosen;
         if (history === "days") {
           if (!days.checkValidity()) { days.reportValidity(); return; }
           body.days = Number(days.value);
@@ -155,12 +227,15 @@ async function approve(c, button) {
       h("div", { class: "choice-days" },
         radio("days", "Recent history", "Messages of the last days:"),
         h("label", { for: daysId, class: "visually-hidden", text: "Number of days" }), days, h("span", { class: "muted", text: " days" }))),
+    picker.el,
     select("When an agent sends here", POLICY, policy, (v) => { policy = v; }),
     dialogActions(close, "Approve"));
     return form;
   });
   if (!choice) return;
   await busy(button, async () => {
+    // Back to every agent for a channel that was restricted before.
+    if (!choice.agents && c.agents) await post(`/admin/channels/${c.id}/agents`, { all: true });
     await post(`/admin/channels/${c.id}/approve`, choice);
     toast(`Approved ${c.name}`);
     refreshAll();
