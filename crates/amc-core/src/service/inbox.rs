@@ -192,6 +192,13 @@ impl Amc {
         }
         let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(u64::from(timeout));
         let ours = |channel_id: &str| params.channel_id.as_deref().is_none_or(|c| c == channel_id);
+        // A wait on one channel ends when the person takes that channel from the agent.
+        let open = async |channel_id: Option<String>| -> Result<bool> {
+            let Some(channel_id) = channel_id else { return Ok(true) };
+            let agent_id = agent.agent_id.clone();
+            Ok(self.blocking(move |s| s.send_target(&agent_id, &channel_id)).await?.is_some())
+        };
+        let was_open = open(params.channel_id.clone()).await?;
         tokio::pin!(cancelled);
         loop {
             let look = tokio::select! {
@@ -205,7 +212,14 @@ impl Amc {
                 }
                 event = events.recv() => match event {
                     Ok(Event::MessagesChanged { channel_id, inserted, .. }) => inserted > 0 && ours(&channel_id),
-                    Ok(Event::ChannelChanged { channel_id }) => ours(&channel_id),
+                    Ok(Event::ChannelChanged { channel_id }) => {
+                        if was_open && params.channel_id.as_deref() == Some(channel_id.as_str())
+                            && !open(Some(channel_id.clone())).await?
+                        {
+                            return Ok(page);
+                        }
+                        ours(&channel_id)
+                    }
                     Ok(_) => false,
                     // Events were missed: look, in case one of them mattered.
                     Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => true,

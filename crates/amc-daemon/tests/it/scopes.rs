@@ -161,3 +161,24 @@ async fn an_agent_s_own_send_policy_overrides_the_channel_s() {
     let r = admin.post(&format!("/admin/channels/{ch}/agents"), &json!({ "agents": [], "all": true })).await;
     assert_eq!(code(&r.expect("agents")), "VALIDATION_FAILED");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn taking_a_channel_from_an_agent_ends_its_wait_on_it() {
+    let d = Daemon::start().await;
+    let (_, token) = d.agent("assistant").await;
+    d.agent("coder").await;
+    let (ch, _, _) = channel(&d, "family").await;
+    d.approve(&ch, json!({ "history": "from_now", "agents": ["assistant"] })).await;
+    let before = d.amc.events().listeners();
+    let waiting =
+        d.spawn_get(&token, "assistant", &format!("/messages/unread/wait?channel_id={ch}&timeout_seconds=25"));
+    let events = d.amc.events().clone();
+    amc_testkit::eventually("the wait to listen", || async { (events.listeners() > before).then_some(()) }).await;
+    let started = std::time::Instant::now();
+    let r = d.admin().await.post(&format!("/admin/channels/{ch}/agents"), &json!({ "agents": ["coder"] })).await;
+    assert_eq!(r.expect("set").status, 200);
+    let ended = waiting.await.expect("join");
+    assert_eq!(ended.status, 200);
+    assert_eq!(ids(&ended.json()), Vec::<String>::new());
+    assert!(started.elapsed() < std::time::Duration::from_secs(20), "ended by the change, not the timeout");
+}
