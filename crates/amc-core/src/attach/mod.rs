@@ -60,6 +60,26 @@ pub struct CheckedFile {
     /// The size when checked.
     pub size: u64,
     file: Arc<File>,
+    /// The file's identity and last status change when checked: staging reads it again.
+    seen: Seen,
+    /// The folder it was opened in, and its name there: staging looks the name up again.
+    dir: Arc<File>,
+    name: std::ffi::OsString,
+}
+
+/// What is re-read of a checked file once its bytes are copied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Seen {
+    dev: u64,
+    ino: u64,
+    links: u64,
+    ctime: (i64, i64),
+}
+
+impl Seen {
+    fn of(meta: &std::fs::Metadata) -> Self {
+        Self { dev: meta.dev(), ino: meta.ino(), links: meta.nlink(), ctime: (meta.ctime(), meta.ctime_nsec()) }
+    }
 }
 
 impl AttachmentPolicy {
@@ -150,7 +170,10 @@ impl AttachmentPolicy {
             requested: requested.to_owned(),
             filename: file_name.to_string_lossy().into_owned(),
             size: meta.len(),
+            seen: Seen::of(&meta),
             file: Arc::new(file),
+            dir: Arc::new(dir),
+            name: file_name.to_os_string(),
         })
     }
 
@@ -199,6 +222,20 @@ impl AttachmentPolicy {
                 src.take(max_bytes + 1).read_to_end(&mut buf).map_err(|_| self.refusal())?;
                 if buf.len() as u64 > max_bytes {
                     return Err(too_large(buf.len() as u64, max_bytes));
+                }
+                // Read again once copied: a link made or taken away since the check (a file
+                // from elsewhere passing through the folder under a second name) changes
+                // the file's status, and its link count read then may show it. The kernel
+                // may report a link count a moment late, so one reading is not enough.
+                let now = f.file.metadata().map_err(|_| self.refusal())?;
+                // And the name must still lead to this very file, alone: a file from
+                // elsewhere linked in for the open and out again before the link count
+                // was read is caught here, where the name no longer leads to it.
+                let (single, id) = beneath::lstat_in(&f.dir, &f.name).map_err(|_| self.refusal())?;
+                if Seen::of(&now) != f.seen || now.nlink() != 1 || !single || id != (f.seen.dev, f.seen.ino) {
+                    return Err(Error::validation(
+                        "the attachment changed while AMC was reading it; send it again once it is written",
+                    ));
                 }
                 (f.filename.clone(), f.requested.clone(), std::borrow::Cow::Owned(buf))
             }

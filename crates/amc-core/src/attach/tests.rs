@@ -68,9 +68,17 @@ fn refuses_hard_links_amcs_own_files_and_swaps_after_the_check() {
     let checked = policy.check_path(file.to_str().expect("utf8"), 1 << 20).expect("ok");
     std::fs::remove_file(&file).expect("rm");
     std::os::unix::fs::symlink(dir.path().join("secret"), &file).expect("swap in a symlink");
-    // What was checked is what is sent: the open file, not whatever the name means now.
-    let staged = policy.stage("s", &[Accepted::File(checked)], 1 << 20).expect("staged");
-    assert_eq!(std::fs::read(&staged[0].path).expect("read"), b"fine");
+    // What is sent is the open file, never whatever the name means now; and a file whose
+    // name no longer leads to it alone once copied is not sent at all.
+    let err = policy.stage("s", &[Accepted::File(checked)], 1 << 20).expect_err("the name changed");
+    assert_eq!(err.code, ErrorCode::ValidationFailed);
+    assert!(!data.join("staged/s").exists(), "nothing is left staged");
+
+    let kept = outbox.join("kept.txt");
+    std::fs::write(&kept, b"unchanged").expect("write");
+    let checked = policy.check_path(kept.to_str().expect("utf8"), 1 << 20).expect("ok");
+    let staged = policy.stage("t", &[Accepted::File(checked)], 1 << 20).expect("staged");
+    assert_eq!(std::fs::read(&staged[0].path).expect("read"), b"unchanged");
 }
 
 #[test]
