@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use amc_core::service::{AgentCtx, Amc, ContextParams, SendRequest, UnreadParams, WaitUnreadParams};
+use amc_core::service::{AgentCtx, Amc, ContextParams, SearchParams, SendRequest, UnreadParams, WaitUnreadParams};
 use amc_core::{Error, ErrorCode};
 
 use crate::tools;
@@ -156,6 +156,7 @@ impl InboxServer {
                 // A host that cancels the call (or a daemon that stops) ends the wait.
                 to_value(self.amc.wait_for_unread(agent, p, ctx.ct.cancelled()).await?)
             }
+            "search_messages" => to_value(self.amc.search_messages(agent, args::<SearchParams>(arguments)?).await?),
             "list_channels" => {
                 let channels = self.amc.list_channels(agent, args::<ChannelsArgs>(arguments)?.source).await?;
                 Ok(serde_json::json!({ "channels": channels }))

@@ -329,6 +329,55 @@ pub fn list_channels() -> Tool {
     .with_annotations(annotations("List channels", true, false, true, false))
 }
 
+/// `search_messages`: AMC's addition. Words and quoted phrases over the messages this
+/// agent may see, best first.
+pub fn search_messages() -> Tool {
+    let input = json!({
+        "type": "object",
+        "properties": {
+            "query": { "type": "string", "minLength": 1, "maxLength": 500,
+                       "description": "Words and \"quoted phrases\"; every one must appear. Accents and case are ignored." },
+            "source": { "type": "string", "enum": ["imessage", "discord"] },
+            "channel_id": { "type": "string" },
+            "sender": { "type": "string", "description": "Only messages from this sender: their id or their name." },
+            "before": { "type": "string", "format": "date-time", "description": "Only messages sent before it." },
+            "after": { "type": "string", "format": "date-time", "description": "Only messages sent at or after it." },
+            "limit": { "type": "integer", "minimum": 1, "maximum": 50, "default": 20 },
+            "cursor": { "type": "string", "description": "The next_cursor of an earlier page of the same search." }
+        },
+        "required": ["query"],
+        "additionalProperties": false
+    });
+    let output = json!({
+        "type": "object",
+        "properties": {
+            "results": { "type": "array", "items": {
+                "type": "object",
+                "properties": {
+                    "message": envelope_schema(),
+                    "excerpt": { "type": "string", "description": "Around the match; the matched words in [ ]." }
+                },
+                "required": ["message", "excerpt"]
+            } },
+            "next_cursor": { "type": ["string", "null"] }
+        },
+        "required": ["results", "next_cursor"]
+    });
+    Tool::new(
+        "search_messages",
+        format!(
+            "Search the person's conversations for words and \"quoted phrases\" (every one must appear; accents and \
+             case are ignored), best match first, newest first among equals. Filter by source, channel, sender, or time \
+             (before, after). Each result is the message, with its channel, and a short excerpt. Up to `limit` (1-50, \
+             default 20); pass `next_cursor` back as `cursor` for more. Searching reads nothing: read state does not \
+             change. {VISIBILITY}"
+        ),
+        object(input),
+    )
+    .with_raw_output_schema(output_schema(output))
+    .with_annotations(annotations("Search messages", true, false, true, false))
+}
+
 /// Every tool of the inbox toolset, in the order `tools/list` gives them.
 pub fn inbox_tools() -> Vec<Tool> {
     vec![
@@ -338,6 +387,7 @@ pub fn inbox_tools() -> Vec<Tool> {
         get_message_context(),
         list_channels(),
         wait_for_unread_messages(),
+        search_messages(),
     ]
 }
 
@@ -361,7 +411,7 @@ mod tests {
         assert_eq!(theirs, ["list_unread_messages", "send_message", "mark_read", "get_message_context"]);
         let ours: Vec<String> = inbox_tools().iter().map(|t| t.name.to_string()).collect();
         assert_eq!(ours[..theirs.len()], theirs);
-        assert_eq!(ours[theirs.len()..], ["list_channels", "wait_for_unread_messages"]);
+        assert_eq!(ours[theirs.len()..], ["list_channels", "wait_for_unread_messages", "search_messages"]);
     }
 
     #[test]
@@ -373,7 +423,13 @@ mod tests {
             }
             assert_eq!(t["inputSchema"]["type"], "object", "{}", tool.name);
         }
-        let reads = ["list_unread_messages", "get_message_context", "list_channels", "wait_for_unread_messages"];
+        let reads = [
+            "list_unread_messages",
+            "get_message_context",
+            "list_channels",
+            "wait_for_unread_messages",
+            "search_messages",
+        ];
         for tool in inbox_tools() {
             let read_only = wire(&tool)["annotations"]["readOnlyHint"] == true;
             assert_eq!(read_only, reads.contains(&tool.name.as_ref()), "{}", tool.name);

@@ -111,7 +111,7 @@ pub struct MarkReadResult {
     pub marked_count: usize,
 }
 
-fn ranged(name: &str, value: Option<i64>, min: i64, max: i64, default: i64) -> Result<u32> {
+pub(super) fn ranged(name: &str, value: Option<i64>, min: i64, max: i64, default: i64) -> Result<u32> {
     let v = value.unwrap_or(default);
     if !(min..=max).contains(&v) {
         return Err(Error::validation(format!("{name} must be an integer from {min} to {max}")));
@@ -131,7 +131,7 @@ pub(super) fn check_message_id(field: &str, id: &str) -> Result<()> {
     }
 }
 
-fn parse_source(s: &str) -> Result<Source> {
+pub(super) fn parse_source(s: &str) -> Result<Source> {
     Source::parse(s).ok_or_else(|| Error::validation("source must be \"imessage\" or \"discord\""))
 }
 

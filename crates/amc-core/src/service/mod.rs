@@ -8,6 +8,7 @@
 //! - `admin.rs`: the person's actions (approval, review, agents, pause).
 //! - `ingest.rs`: the sources' front door (messages, edits, reactions, unsends,
 //!   checkpoints, late arrivals).
+//! - `search.rs`: `search_messages`, words and phrases over what an agent may see.
 //! - `push.rs`: new messages told to agents as they arrive, bursts folded.
 //! - `tools.rs`: hosts' requests to use a tool, answered by the person.
 //! - `upkeep.rs`: the housekeeping that runs every minute.
@@ -18,6 +19,7 @@ mod health;
 mod inbox;
 mod ingest;
 mod push;
+mod search;
 mod send;
 mod tools;
 mod upkeep;
@@ -40,6 +42,7 @@ pub use inbox::{
     ContextPage, ContextParams, MAX_UNREAD_WAIT_SECONDS, MarkReadResult, UnreadPage, UnreadParams, WaitUnreadParams,
 };
 pub use push::{MAX_PUSH_WAIT_SECONDS, PUSH_BURST, PUSH_WINDOW, PushBatch, PushItem, PushParams};
+pub use search::{MAX_QUERY_CHARS, SearchPage, SearchParams, SearchResult};
 pub use send::{AttachmentRef, SendReceipt, SendRequest};
 pub use tools::{SESSION_GONE_AFTER, ToolAsk};
 

@@ -11,6 +11,7 @@
 //! - `outbox.rs`: agents' sends and their idempotency records.
 //! - `push.rs`: where each agent's push of new messages stands.
 //! - `tools.rs`: hosts' requests to use a tool, and the person's decisions.
+//! - `search.rs`: full-text search of messages.
 
 mod agents;
 #[cfg(test)]
@@ -19,6 +20,7 @@ mod channels;
 mod messages;
 mod outbox;
 mod push;
+mod search;
 mod tools;
 
 use std::path::Path;
@@ -31,6 +33,7 @@ pub use channels::{AllowedChannel, ChannelSpec, SendTarget};
 pub use messages::{AttachmentFile, IngestReport, ReactionChange, UnreadQuery};
 pub use outbox::{NewSend, SendLookup, SendOutcome};
 pub use push::{PushPosition, PushScan};
+pub use search::SearchQuery;
 pub use tools::NewToolRequest;
 
 /// The core's migrations, in order; `PRAGMA user_version` is the number applied.
@@ -45,6 +48,7 @@ const MIGRATIONS: &[Migration] = &[
     ("0006_push", include_str!("migrations/0006_push.sql")),
     ("0007_tool_requests", include_str!("migrations/0007_tool_requests.sql")),
     ("0008_channel_agents", include_str!("migrations/0008_channel_agents.sql")),
+    ("0009_search", include_str!("migrations/0009_search.sql")),
 ];
 
 /// The core's typed store: the database, and the generator of message ids.

@@ -474,3 +474,13 @@ pub async fn deny_tool(
 ) -> ApiResult<impl IntoResponse> {
     Ok(Json(st.amc.decide_tool(id, false).await?))
 }
+
+/// `GET /admin/search`: the same search over every approved channel, as the person sees
+/// them (the Inbox screen's search box).
+pub async fn search(
+    State(st): State<AppState>,
+    _: Admin,
+    ApiQuery(p): ApiQuery<amc_core::service::SearchParams>,
+) -> ApiResult<impl IntoResponse> {
+    Ok(Json(st.amc.search_all(p).await?))
+}

@@ -10,7 +10,9 @@ use serde::Deserialize;
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Agent, AgentWithId, ApiJson, ApiPath, ApiQuery, IdempotencyKey};
-use amc_core::service::{ContextParams, PushParams, SendRequest, ToolAsk, UnreadParams, WaitUnreadParams};
+use amc_core::service::{
+    ContextParams, PushParams, SearchParams, SendRequest, ToolAsk, UnreadParams, WaitUnreadParams,
+};
 use amc_core::{Error, ErrorCode};
 
 /// `GET /messages/unread`.
@@ -86,6 +88,16 @@ pub async fn end_tool_session(
 ) -> ApiResult<impl IntoResponse> {
     st.amc.end_tool_session(&agent, body.session).await?;
     Ok(Json(serde_json::json!({})))
+}
+
+/// `GET /messages/search`: words and quoted phrases over the messages this agent may see,
+/// best first (the REST twin of `search_messages`).
+pub async fn search(
+    State(st): State<AppState>,
+    Agent(agent): Agent,
+    ApiQuery(p): ApiQuery<SearchParams>,
+) -> ApiResult<impl IntoResponse> {
+    Ok(Json(st.amc.search_messages(&agent, p).await?))
 }
 
 /// `GET /messages/context`.

@@ -12,6 +12,7 @@ mod mcp;
 mod push;
 mod relay;
 mod scopes;
+mod search;
 mod sends;
 mod tools;
 mod ui;

@@ -65,7 +65,8 @@ async fn rmcp_client_lists_the_tools_and_calls_each_over_the_socket() {
             "mark_read",
             "get_message_context",
             "list_channels",
-            "wait_for_unread_messages"
+            "wait_for_unread_messages",
+            "search_messages"
         ]
     );
     for t in &tools {
@@ -108,6 +109,13 @@ async fn rmcp_client_lists_the_tools_and_calls_each_over_the_socket() {
 
     let v = structured(&call(&c, "list_channels", json!({})).await);
     assert_eq!(v["channels"][0]["id"], ch.as_str());
+    // Search, over MCP: the message sent above is found, with an excerpt.
+    let found = structured(&call(&c, "search_messages", json!({ "query": "\"from MCP\"", "limit": 5 })).await);
+    let hits = found["results"].as_array().expect("results");
+    assert_eq!(hits.len(), 2, "{found}");
+    assert!(hits.iter().all(|h| h["message"]["text"] == "from MCP" && h["excerpt"].as_str().is_some()));
+    let bad = call(&c, "search_messages", json!({ "query": "x", "limit": 99 })).await;
+    assert_eq!((bad.is_error, structured(&bad)["error"]["code"].as_str()), (Some(true), Some("VALIDATION_FAILED")));
     assert_eq!(v["channels"][0]["send_policy"], "auto");
 }
 
@@ -224,7 +232,7 @@ async fn stateless_2026_07_28_requests_are_served_without_a_handshake() {
     let (h, b) = post("tools/list", None, json!({ "_meta": meta }));
     let r = c.request(hyper::Method::POST, "/mcp", &h, Some(b)).await.expect("post");
     assert_eq!(r.status, 200);
-    assert_eq!(r.json()["result"]["tools"].as_array().map(Vec::len), Some(6));
+    assert_eq!(r.json()["result"]["tools"].as_array().map(Vec::len), Some(7));
     let (h, b) =
         post("tools/call", Some("list_channels"), json!({ "name": "list_channels", "arguments": {}, "_meta": meta }));
     let r = c.request(hyper::Method::POST, "/mcp", &h, Some(b)).await.expect("post");

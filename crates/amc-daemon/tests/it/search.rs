@@ -1,0 +1,159 @@
+//! `GET /messages/search` (the REST twin of `search_messages`): words and phrases, accents,
+//! emoji and CJK, injection attempts, edits and unsends, what an agent may not see, and
+//! paging.
+
+use serde_json::{Value, json};
+
+use amc_core::model::Source;
+use amc_core::time::now_ms;
+
+use super::harness::{Daemon, code, msg};
+
+fn query(q: &str) -> String {
+    amc_client::encode_query_value(q)
+}
+
+/// The texts found, best first.
+async fn found(agent: &mut amc_client::Connection, q: &str) -> Vec<String> {
+    let r = agent.get(&format!("/messages/search?query={}", query(q))).await.expect("search");
+    assert_eq!(r.status, 200, "{q}: {:?}", r.json());
+    let v: Value = r.json();
+    v["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .map(|h| h["message"]["text"].as_str().expect("text").to_owned())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn words_phrases_accents_emoji_and_cjk_are_found() {
+    let d = Daemon::start().await;
+    let (mut agent, _) = d.agent("claude").await;
+    let texts = [
+        "Alex: the flight to Lisbon lands at 9",
+        "Café at noon? 🎉",
+        "see you at noon",
+        "noon works, see you",
+        "東京 に 行く",
+        "nothing here",
+    ];
+    let msgs: Vec<_> = texts.iter().enumerate().map(|(i, t)| msg(&format!("m{i}"), t, now_ms())).collect();
+    let (ch, _) = d.ingest(Source::Imessage, "a", msgs).await;
+    d.approve(&ch, json!({ "history": "all" })).await;
+
+    assert_eq!(found(&mut agent, "flight alex").await, ["Alex: the flight to Lisbon lands at 9"]);
+    assert_eq!(found(&mut agent, "cafe").await, ["Café at noon? 🎉"], "accents are folded");
+    assert_eq!(found(&mut agent, "CAFÉ noon").await, ["Café at noon? 🎉"]);
+    assert_eq!(found(&mut agent, "\"see you at noon\"").await, ["see you at noon"], "a phrase keeps its order");
+    let mut both = found(&mut agent, "see noon").await;
+    both.sort();
+    assert_eq!(both, ["noon works, see you", "see you at noon"]);
+    assert_eq!(found(&mut agent, "🎉 cafe").await, ["Café at noon? 🎉"], "an emoji alone is no word");
+    assert_eq!(found(&mut agent, "東京").await, ["東京 に 行く"]);
+    // The result carries the message with its channel, and an excerpt with the match marked.
+    let r = agent.get(&format!("/messages/search?query={}", query("lisbon"))).await.expect("search").json();
+    let hit = &r["results"][0];
+    assert_eq!(hit["message"]["channel_id"], json!(ch));
+    assert!(hit["excerpt"].as_str().is_some_and(|e| e.contains("[Lisbon]")), "{hit}");
+    assert_eq!(r["next_cursor"], Value::Null);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fts_syntax_from_an_agent_is_only_text_to_look_for() {
+    let d = Daemon::start().await;
+    let (mut agent, _) = d.agent("claude").await;
+    let msgs = vec![
+        msg("m1", "plan a OR b for the trip", now_ms()),
+        msg("m2", "trip notes", now_ms()),
+        msg("m3", "price: 20 - 5", now_ms()),
+    ];
+    let (ch, _) = d.ingest(Source::Imessage, "a", msgs).await;
+    d.approve(&ch, json!({ "history": "all" })).await;
+    for hostile in [
+        "\"",
+        "*",
+        "NEAR(trip",
+        "trip OR",
+        "-trip",
+        "text:trip",
+        "trip*",
+        "\"trip",
+        "trip\" OR \"x",
+        "^trip",
+        "{text}: trip",
+    ] {
+        let r = agent.get(&format!("/messages/search?query={}", query(hostile))).await.expect("search");
+        assert!(r.status == 200 || code(&r) == "VALIDATION_FAILED", "{hostile}: {} {:?}", r.status, r.json());
+    }
+    // OR is a word to find, not an operator: only the message holding "OR" (and "trip").
+    assert_eq!(found(&mut agent, "trip OR").await, ["plan a OR b for the trip"]);
+    assert_eq!(found(&mut agent, "NEAR(trip").await, Vec::<String>::new(), "no message holds the word NEAR");
+    assert_eq!(found(&mut agent, "price: 20").await, ["price: 20 - 5"]);
+    for bad in ["", "*", "\"\"", "-"] {
+        let r = agent.get(&format!("/messages/search?query={}", query(bad))).await.expect("search");
+        assert_eq!(code(&r), "VALIDATION_FAILED", "{bad:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn edits_replace_the_indexed_text_and_unsends_remove_it() {
+    let d = Daemon::start().await;
+    let (mut agent, _) = d.agent("claude").await;
+    let (ch, _) = d.ingest(Source::Imessage, "a", vec![msg("m1", "meet at the station", now_ms())]).await;
+    d.approve(&ch, json!({ "history": "all" })).await;
+    assert_eq!(found(&mut agent, "station").await, ["meet at the station"]);
+    let mut edited = msg("m1", "meet at the harbour", now_ms());
+    edited.edited_at = Some(now_ms());
+    d.ingest(Source::Imessage, "a", vec![edited]).await;
+    assert_eq!(found(&mut agent, "station").await, Vec::<String>::new());
+    assert_eq!(found(&mut agent, "harbour").await, ["meet at the harbour"]);
+    let mut unsent = msg("m1", "", now_ms());
+    unsent.unsent = true;
+    d.ingest(Source::Imessage, "a", vec![unsent]).await;
+    assert_eq!(found(&mut agent, "harbour").await, Vec::<String>::new(), "an unsent message is not found");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn search_finds_only_what_the_agent_may_see_and_pages() {
+    let d = Daemon::start().await;
+    let (mut coder, _) = d.agent("coder").await;
+    d.agent("assistant").await;
+    let note = |id: &str| msg(id, &format!("secret plan {id}"), now_ms());
+    let (open, _) = d.ingest(Source::Imessage, "open", vec![note("o1"), note("o2"), note("o3")]).await;
+    let (mine, _) = d.ingest(Source::Imessage, "only-assistant", vec![note("a1")]).await;
+    let (pending, _) = d.ingest(Source::Imessage, "pending", vec![note("p1")]).await;
+    let (blocked, _) = d.ingest(Source::Imessage, "blocked", vec![note("b1")]).await;
+    let (later, _) = d.ingest(Source::Imessage, "from-now", vec![note("f1")]).await;
+    d.approve(&open, json!({ "history": "all" })).await;
+    d.approve(&mine, json!({ "history": "all", "agents": ["assistant"] })).await;
+    d.approve(&later, json!({ "history": "from_now" })).await;
+    d.admin().await.post(&format!("/admin/channels/{blocked}/block"), &json!({})).await.expect("block");
+    let _ = pending;
+    let mut all = found(&mut coder, "secret plan").await;
+    all.sort();
+    assert_eq!(all, ["secret plan o1", "secret plan o2", "secret plan o3"]);
+    // The person sees every approved channel (from its released history).
+    let r = d.admin().await.get(&format!("/admin/search?query={}", query("secret"))).await.expect("search").json();
+    assert_eq!(r["results"].as_array().map(Vec::len), Some(4), "{r}");
+
+    // Pages: two, then one, each message once.
+    let first = coder.get("/messages/search?query=secret&limit=2").await.expect("search").json();
+    assert_eq!(first["results"].as_array().map(Vec::len), Some(2));
+    let cursor = first["next_cursor"].as_str().expect("a next page").to_owned();
+    let second =
+        coder.get(&format!("/messages/search?query=secret&limit=2&cursor={cursor}")).await.expect("search").json();
+    assert_eq!(second["results"].as_array().map(Vec::len), Some(1));
+    // A cursor from another search, a forged one, and out-of-range limits are refused.
+    for q in [
+        format!("query=plan&limit=2&cursor={cursor}"),
+        "query=secret&cursor=abc".to_owned(),
+        "query=secret&limit=0".into(),
+        "query=secret&limit=51".into(),
+        "limit=5".into(),
+        format!("query=secret&channel_id={}", "x"),
+    ] {
+        let r = coder.get(&format!("/messages/search?{q}")).await.expect("search");
+        assert_eq!(code(&r), "VALIDATION_FAILED", "{q}");
+    }
+}
