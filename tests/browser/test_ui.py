@@ -362,6 +362,22 @@ def test_the_inbox_shows_which_agents_read_each_message(daemon: UiDaemon, page: 
     expect(page.locator(".message", has_text="Second").locator(".chip")).to_have_text(["claude-code"])
 
 
+def test_the_inbox_search_finds_words_without_accents_and_marks_them(daemon: UiDaemon, page: Page):
+    daemon.chat("ada", ["Café at noon?", "The flight lands at 9"], approve={"history": "all"})
+    daemon.chat("bob", ["café in secret"])  # pending: not searched
+    open_ui(page, daemon, "Inbox")
+    page.get_by_label("Search messages").fill("cafe")
+    results = page.get_by_role("list", name="Messages matching cafe")
+    expect(results.locator(".message")).to_have_count(1)
+    expect(results.locator("mark")).to_have_text(["Café"])
+    page.get_by_label("Search messages").fill("\"lands at\" flight")
+    expect(page.get_by_role("list", name='Messages matching "lands at" flight').locator(".message")).to_have_count(1)
+    page.get_by_label("Search messages").fill("nothing")
+    expect(page.get_by_text("Nothing matches “nothing”")).to_be_visible()
+    page.get_by_label("Search messages").fill("")
+    expect(page.locator(".message")).to_have_count(2)
+
+
 def test_the_token_leaves_the_address_bar_and_without_one_the_page_says_how_to_open_it(daemon: UiDaemon, browser, page: Page):
     open_ui(page, daemon)
     assert "token" not in page.url

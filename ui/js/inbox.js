@@ -1,32 +1,68 @@
-// Inbox: recent messages of allowed channels, and which agents read each.
+// Inbox: recent messages of allowed channels, and which agents read each; a search box
+// that searches them with the engine agents use (search_messages), as the person, who sees
+// every approved channel.
 
-import { SOURCE, empty, h, load, replace, time, viewHeader } from "./dom.js";
+import { query } from "./api.js";
+import { SOURCE, empty, h, load, nextId, replace, time, viewHeader } from "./dom.js";
 
 let list;
+let search = "";
 
 function mount(el) {
-  list = h("div", { class: "list-area" });
-  replace(el, viewHeader("inbox", "Inbox", "Recent messages of the channels agents may read, and which agents read each."), list);
+  list = h("div", { class: "list-area", "aria-live": "polite" });
+  const searchId = nextId("inbox-search");
+  let timer = null;
+  const box = h("form", { class: "field inline search", role: "search", onsubmit: (e) => e.preventDefault() },
+    h("label", { for: searchId, class: "visually-hidden", text: "Search messages" }),
+    h("input", {
+      id: searchId, type: "search", placeholder: "Search messages: words or \"a phrase\"", autocomplete: "off",
+      oninput: (e) => {
+        clearTimeout(timer);
+        timer = setTimeout(() => { search = e.target.value.trim(); refresh(); }, 250);
+      },
+    }));
+  replace(el, viewHeader("inbox", "Inbox", "Recent messages of the channels agents may read, and which agents read each.", box), list);
 }
 
 async function refresh() {
+  if (search) return showSearch();
   const data = await load(list, "/admin/inbox?limit=100", "the inbox");
   if (!data) return;
   if (data.messages.length === 0) {
     replace(list, empty("No messages yet", "Messages of the channels you approve appear here."));
     return;
   }
-  replace(list, h("ul", { class: "rows inbox" }, data.messages.map(item)));
+  replace(list, h("ul", { class: "rows inbox" }, data.messages.map((m) => item(m))));
 }
 
-function item(m) {
+async function showSearch() {
+  const data = await load(list, `/admin/search${query({ query: search, limit: 50 })}`, "the search");
+  if (!data) return;
+  if (data.results.length === 0) {
+    replace(list, empty(`Nothing matches “${search}”`, "Every word must appear; put a phrase in quotes."));
+    return;
+  }
+  replace(list, h("ul", { class: "rows inbox", "aria-label": `Messages matching ${search}` },
+    data.results.map((r) => item(r.message, r.excerpt))));
+}
+
+/** The excerpt, its matched words (between [ and ]) marked. */
+function marked(excerpt) {
+  return excerpt.split(/(\[[^\]]*\])/).filter(Boolean).map((part) =>
+    part.startsWith("[") && part.endsWith("]") ? h("mark", { text: part.slice(1, -1) }) : part);
+}
+
+function item(m, excerpt) {
   const outbound = m.direction === "outbound";
   const who = outbound ? `${m.agent_id ?? "An agent"} via AMC` : m.sender.is_self ? "You" : (m.sender.display_name ?? m.sender.id);
-  const reads = outbound
-    ? h("span", { class: "muted", text: "Sent by an agent" })
-    : m.read_by.length
-      ? h("span", { class: "reads" }, h("span", { class: "muted", text: "Read by " }), m.read_by.map((a) => h("span", { class: "chip", text: a })))
-      : h("span", { class: "muted", text: "Not read by any agent yet" });
+  const readBy = m.read_by ?? [];
+  const reads = excerpt !== undefined
+    ? null
+    : outbound
+      ? h("span", { class: "muted", text: "Sent by an agent" })
+      : readBy.length
+        ? h("span", { class: "reads" }, h("span", { class: "muted", text: "Read by " }), readBy.map((a) => h("span", { class: "chip", text: a })))
+        : h("span", { class: "muted", text: "Not read by any agent yet" });
   return h("li", { class: "row message", dataset: { message: m.id } },
     h("div", { class: "row-main" },
       h("div", { class: "row-title" },
@@ -34,9 +70,9 @@ function item(m) {
         h("span", { class: "tag", text: SOURCE[m.source] ?? m.source }),
         h("span", { class: "muted" }, time(m.sent_at))),
       h("p", { class: "message-text" }, h("span", { class: "sender", text: `${who}: ` }),
-        m.unsent ? h("em", { text: "(unsent) " }) : null, m.text,
+        m.unsent ? h("em", { text: "(unsent) " }) : null, excerpt !== undefined ? marked(excerpt) : m.text,
         m.attachments.length ? h("span", { class: "muted", text: ` · ${m.attachments.length} ${m.attachments.length === 1 ? "attachment" : "attachments"}` }) : null),
-      h("div", { class: "row-sub" }, reads)));
+      reads ? h("div", { class: "row-sub" }, reads) : null));
 }
 
 export default { id: "inbox", title: "Inbox", mount, refresh };
