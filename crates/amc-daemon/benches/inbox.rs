@@ -3,7 +3,10 @@
 //! `cargo bench -p amc-daemon --bench inbox` loads 1,000,000 messages in 500 channels
 //! with 10 agents (agent k has read the oldest k/10 of everything), then measures
 //! `GET /messages/unread?limit=100` and `GET /messages/context` through the real daemon
-//! over its socket, and prints p50/p99. `AMC_BENCH_MESSAGES` scales the data down.
+//! over its socket, and prints p50/p99. Every third channel is open to two agents only, so
+//! each agent sees a different subset. Then `GET /messages/search` (the REST twin of
+//! `search_messages`) for a rare word, two common words and a phrase.
+//! `AMC_BENCH_MESSAGES` scales the data down.
 
 #![allow(clippy::print_stdout)] // a bench binary reports on stdout
 
@@ -42,7 +45,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .map(|j| IncomingMessage {
                 platform_id: format!("m-{c}-{j}"),
                 sender: SenderInfo { id: format!("+1555000{:04}", j % 50), display_name: None, is_self: j % 7 == 0 },
-                text: format!("message {j} in chat {c}: some ordinary text of ordinary length for a chat"),
+                text: if j % 10_000 == 7 {
+                    format!("message {j} in chat {c}: the zanzibar ferry leaves at noon")
+                } else {
+                    format!("message {j} in chat {c}: some ordinary text of ordinary length for a chat")
+                },
                 sent_at: base + ((j * CHANNELS + c) as i64) * 1000,
                 reply_to_platform_id: (j % 5 == 0 && j > 0).then(|| format!("m-{c}-{}", j - 1)),
                 attachments: vec![],
@@ -71,6 +78,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         agents.push((id, token));
     }
     let load_reads = started.elapsed();
+    // Every third channel is open to two agents only: each agent sees its own subset.
+    for (c, (ch, _)) in by_channel.iter().enumerate().filter(|(c, _)| c % 3 == 0) {
+        let pair = [format!("agent-{}", c % AGENTS), format!("agent-{}", (c + 1) % AGENTS)];
+        store.set_channel_agents(ch, Some(&pair))?;
+    }
     let db_bytes = std::fs::metadata(config.db_path())?.len()
         + std::fs::metadata(config.db_path().with_extension("db-wal")).map(|m| m.len()).unwrap_or(0);
     println!(
@@ -110,7 +122,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             assert_eq!(r.status, 200);
             assert_eq!(r.json()["messages"].as_array().map(Vec::len), Some(100));
         }
-        println!("{}", amc_testkit::Latencies::of(unread).line("GET /messages/unread?limit=100"));
+        println!("{}", amc_testkit::Latencies::of(unread).line("GET /messages/unread?limit=100 (scoped)"));
 
         let mut unread_ch = Vec::with_capacity(SAMPLES);
         for i in 0..SAMPLES {
@@ -126,7 +138,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         for (before, after) in [(5, 5), (50, 50)] {
             let mut context = Vec::with_capacity(SAMPLES);
             for i in 0..SAMPLES {
-                let (ch, ids) = &by_channel[rng.random_range(0..CHANNELS)];
+                // A channel open to every agent (the scoped ones answer others 404).
+                let c = (rng.random_range(0..CHANNELS / 3) * 3 + 1).min(CHANNELS - 1);
+                let (ch, ids) = &by_channel[c];
                 let target = &ids[rng.random_range(0..ids.len())];
                 let c = &mut conns[i % AGENTS];
                 let t = Instant::now();
@@ -143,6 +157,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 amc_testkit::Latencies::of(context)
                     .line(&format!("GET /messages/context before={before} after={after}"))
             );
+        }
+        let searches = std::env::var("AMC_BENCH_SEARCHES").ok().and_then(|v| v.parse().ok()).unwrap_or(200);
+        for (what, q) in
+            [("one rare word", "zanzibar"), ("two common words", "ordinary text"), ("a phrase", "\"ordinary length\"")]
+        {
+            let mut took = Vec::with_capacity(searches);
+            for i in 0..searches {
+                let c = &mut conns[i % AGENTS];
+                let t = Instant::now();
+                let r =
+                    c.get(&format!("/messages/search?query={}&limit=20", amc_client::encode_query_value(q))).await?;
+                took.push(t.elapsed());
+                assert_eq!(r.status, 200, "{:?}", r.json());
+                assert!(r.json()["results"].as_array().is_some_and(|h| !h.is_empty()), "{what}");
+            }
+            println!("{}", amc_testkit::Latencies::of(took).line(&format!("GET /messages/search, {what}, limit=20")));
         }
         let _ = stop.send(());
         server.await??;
