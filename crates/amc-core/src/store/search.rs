@@ -9,6 +9,9 @@ use crate::error::Result;
 use crate::model::{Envelope, Source};
 use crate::time::Millis;
 
+/// Up to how many matches a search is ranked by bm25; beyond, the newest come first.
+pub const RANK_UP_TO: u32 = 5_000;
+
 /// A search, its FTS5 expression already built from the agent's words (never the agent's
 /// text as FTS syntax).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,9 +45,23 @@ pub struct SearchHit {
 
 impl Store {
     /// Messages matching `q` that `agent` may see (`None`: the person, who sees every
-    /// approved channel), best first: bm25, then the newest.
+    /// approved channel), best first: bm25, then the newest; the newest first when more
+    /// than [`RANK_UP_TO`] messages match.
     pub fn search(&self, agent: Option<&str>, q: &SearchQuery) -> Result<Vec<SearchHit>> {
         self.read(|tx| {
+            // bm25 needs every match scored and sorted: past a few thousand matches (a word
+            // in nearly every message) that costs hundreds of milliseconds and ranks nothing
+            // useful, so the newest stored come first, read straight off the index.
+            let matches: u32 = tx
+                .prepare_cached(
+                    "SELECT count(*) FROM (SELECT 1 FROM messages_fts WHERE messages_fts MATCH ?1 LIMIT ?2)",
+                )?
+                .query_row(params![q.matching, RANK_UP_TO + 1], |r| r.get(0))?;
+            let order = if matches > RANK_UP_TO {
+                "messages_fts.rowid DESC"
+            } else {
+                "bm25(messages_fts), m.sent_at DESC, m.id DESC"
+            };
             let visible = match agent {
                 Some(_) => visible_to("?2"),
                 None => format!("{VISIBLE} AND ?2 IS NULL"),
@@ -57,7 +74,7 @@ impl Store {
                  AND (?3 IS NULL OR m.source = ?3) AND (?4 IS NULL OR m.channel_id = ?4) \
                  AND (?5 IS NULL OR lower(m.sender_id) = lower(?5) OR lower(m.sender_name) = lower(?5)) \
                  AND (?6 IS NULL OR m.sent_at < ?6) AND (?7 IS NULL OR m.sent_at >= ?7) \
-                 ORDER BY bm25(messages_fts), m.sent_at DESC, m.id DESC LIMIT ?8 OFFSET ?9"
+                 ORDER BY {order} LIMIT ?8 OFFSET ?9"
             );
             let mut stmt = tx.prepare_cached(&sql)?;
             let rows = stmt

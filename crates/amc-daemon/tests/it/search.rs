@@ -157,3 +157,26 @@ async fn search_finds_only_what_the_agent_may_see_and_pages() {
         assert_eq!(code(&r), "VALIDATION_FAILED", "{q}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_word_in_nearly_every_message_lists_the_newest_first_and_pages() {
+    let d = Daemon::start().await;
+    let (mut agent, _) = d.agent("claude").await;
+    let n = amc_core::store::RANK_UP_TO as usize + 10;
+    let base = now_ms() - n as i64 * 1000;
+    let msgs: Vec<_> =
+        (0..n).map(|i| msg(&format!("m{i}"), &format!("status update {i}"), base + i as i64 * 1000)).collect();
+    let (ch, _) = d.ingest(Source::Imessage, "busy", msgs).await;
+    d.approve(&ch, json!({ "history": "all" })).await;
+    let first = agent.get("/messages/search?query=status&limit=3").await.expect("search").json();
+    let texts: Vec<&str> =
+        first["results"].as_array().expect("results").iter().filter_map(|h| h["message"]["text"].as_str()).collect();
+    let newest: Vec<String> = (1..=3).map(|k| format!("status update {}", n - k)).collect();
+    assert_eq!(texts, newest, "past the ranking limit, the newest first");
+    let cursor = first["next_cursor"].as_str().expect("more");
+    let next =
+        agent.get(&format!("/messages/search?query=status&limit=3&cursor={cursor}")).await.expect("search").json();
+    assert_eq!(next["results"][0]["message"]["text"], json!(format!("status update {}", n - 4)));
+    // A rare word among them is still ranked, and found.
+    assert_eq!(found(&mut agent, "\"update 42\"").await, ["status update 42"]);
+}
