@@ -142,6 +142,20 @@ pub(super) fn lower_floors(tx: &Transaction<'_>, at: Millis, id: &str) -> Result
     Ok(())
 }
 
+/// Lowers the floors for a channel whose messages from `from` on may have become unread
+/// (an approval, a change of its agents): no lower than its oldest message, so the other
+/// channels' read history is not walked again.
+fn lower_floors_for(tx: &Transaction<'_>, channel_id: &str, from: Option<Millis>) -> Result<()> {
+    let oldest: Option<Millis> = tx
+        .prepare_cached("SELECT min(sent_at) FROM messages WHERE channel_id = ?1")?
+        .query_row([channel_id], |r| r.get(0))?;
+    match oldest {
+        Some(oldest) => lower_floors(tx, oldest.max(from.unwrap_or(i64::MIN)), ""),
+        // Nothing stored yet: nothing can have become unread.
+        None => Ok(()),
+    }
+}
+
 /// The name a new channel gets: the source's, or a placeholder when it has none yet.
 fn display_name(spec: &ChannelSpec) -> &str {
     match (spec.name.is_empty(), spec.kind) {
@@ -268,7 +282,7 @@ impl Store {
             if changed == 0 {
                 return Err(Error::not_found("channel"));
             }
-            lower_floors(tx, visible_from.unwrap_or(i64::MIN), "")
+            lower_floors_for(tx, id, visible_from)
         })?;
         self.admin_channel(id)
     }
@@ -366,7 +380,7 @@ impl Store {
             )?
             .execute(params![id, keep])?;
             // Messages may have become unread for agents that now see the channel.
-            lower_floors(tx, i64::MIN, "")?;
+            lower_floors_for(tx, id, None)?;
             Ok(())
         })?;
         self.admin_channel(id)
