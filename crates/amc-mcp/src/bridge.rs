@@ -110,17 +110,13 @@ pub async fn check(cfg: &BridgeConfig) -> Result<(), Problem> {
 }
 
 async fn check_now(cfg: &BridgeConfig) -> Result<(), Problem> {
-    let Some(token) = &cfg.token else {
+    if cfg.token.is_none() {
         return Err(Problem::MissingCredentials);
-    };
-    let conn = amc_client::Connection::connect(&cfg.socket).await.map_err(|e| match e {
+    }
+    let mut conn = agent_connection(cfg).await.map_err(|e| match e {
         amc_client::ClientError::NotRunning(p) => Problem::NotRunning(p.display().to_string()),
         other => Problem::Other(other.to_string()),
     })?;
-    let mut conn = conn.with_bearer(token);
-    if let Some(agent_id) = &cfg.agent_id {
-        conn = conn.with_header("x-agent-id", agent_id);
-    }
     let resp = conn.get("/channels").await.map_err(|e| Problem::Other(e.to_string()))?;
     if resp.status.is_success() {
         return Ok(());
@@ -131,6 +127,18 @@ async fn check_now(cfg: &BridgeConfig) -> Result<(), Problem> {
     } else {
         Problem::Other(message)
     })
+}
+
+/// A REST connection to the daemon as this agent: its token, and its id when given.
+pub(crate) async fn agent_connection(cfg: &BridgeConfig) -> Result<amc_client::Connection, amc_client::ClientError> {
+    let mut conn = amc_client::Connection::connect(&cfg.socket).await?;
+    if let Some(token) = &cfg.token {
+        conn = conn.with_bearer(token);
+    }
+    if let Some(agent_id) = &cfg.agent_id {
+        conn = conn.with_header("x-agent-id", agent_id);
+    }
+    Ok(conn)
 }
 
 type Upstream = Arc<RunningService<RoleClient, ()>>;

@@ -17,7 +17,7 @@ use rmcp::service::Peer;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::bridge::{BridgeConfig, check};
+use crate::bridge::{BridgeConfig, agent_connection, check};
 use crate::channel;
 
 /// How long one push request may wait at the daemon.
@@ -153,12 +153,7 @@ async fn round(
 
 /// A connection to the daemon as this agent.
 async fn connect(cfg: &BridgeConfig) -> Option<amc_client::Connection> {
-    let token = cfg.token.as_deref()?;
-    let mut conn = amc_client::Connection::connect(&cfg.socket).await.ok()?.with_bearer(token);
-    if let Some(agent_id) = &cfg.agent_id {
-        conn = conn.with_header("x-agent-id", agent_id);
-    }
-    Some(conn)
+    agent_connection(cfg).await.ok()
 }
 
 /// Relays Claude Code's request to use a tool (`params` of its permission_request) to the

@@ -69,10 +69,8 @@ struct Inner {
     revocations: tokio::sync::watch::Sender<u64>,
     /// Each agent's recent pushes per channel, for folding bursts.
     push_windows: std::sync::Mutex<push::Windows>,
-    /// Each agent's push requests in progress.
+    /// Push requests by agent and bridge session.
     push_sessions: std::sync::Mutex<push::Sessions>,
-    /// The bridge sessions' pushes, for their tool requests.
-    tool_sessions: std::sync::Mutex<tools::ToolSessions>,
 }
 
 /// An authenticated agent.
@@ -114,7 +112,6 @@ impl Amc {
                 revocations: tokio::sync::watch::Sender::new(0),
                 push_windows: Default::default(),
                 push_sessions: Default::default(),
-                tool_sessions: Default::default(),
             }),
         })
     }

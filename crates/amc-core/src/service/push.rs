@@ -87,41 +87,28 @@ pub struct PushParams {
 /// asks again at once, or after a pause of a few seconds when the daemon failed it.
 const PUSHING_GRACE: Duration = Duration::from_secs(30);
 
-/// The push requests in progress per agent, and when the last one ended.
-pub(super) type Sessions = HashMap<String, (usize, Instant)>;
+/// Push requests by agent and session (`""` for a caller that names none): how many are
+/// in progress, and when the last one started or ended. Whether an agent is pushed to and
+/// whether a bridge session is still alive (for its tool requests) both read it.
+pub(super) type Sessions = HashMap<(String, String), (usize, Instant)>;
 
-/// Counts a push request in progress while it lives, for its agent and its session.
+/// Counts a push request in progress while it lives.
 struct InProgress<'a> {
     amc: &'a Amc,
-    agent_id: String,
-    session: Option<String>,
+    key: (String, String),
 }
 
 impl<'a> InProgress<'a> {
     fn new(amc: &'a Amc, agent_id: &str, session: Option<&str>) -> Self {
-        {
-            let mut sessions = amc.inner.push_sessions.lock().unwrap_or_else(|p| p.into_inner());
-            sessions.entry(agent_id.to_owned()).or_insert((0, Instant::now())).0 += 1;
-        }
-        if let Some(session) = session {
-            amc.saw_tool_session(agent_id, session, 1);
-        }
-        Self { amc, agent_id: agent_id.to_owned(), session: session.map(str::to_owned) }
+        let key = (agent_id.to_owned(), session.unwrap_or_default().to_owned());
+        amc.count_push(&key, 1);
+        Self { amc, key }
     }
 }
 
 impl Drop for InProgress<'_> {
     fn drop(&mut self) {
-        {
-            let mut sessions = self.amc.inner.push_sessions.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some((n, last)) = sessions.get_mut(&self.agent_id) {
-                *n = n.saturating_sub(1);
-                *last = Instant::now();
-            }
-        }
-        if let Some(session) = &self.session {
-            self.amc.saw_tool_session(&self.agent_id, session, -1);
-        }
+        self.amc.count_push(&self.key, -1);
     }
 }
 
@@ -342,7 +329,22 @@ impl Amc {
     /// one that ended moments ago.
     pub(super) fn is_pushing(&self, agent_id: &str) -> bool {
         let sessions = self.inner.push_sessions.lock().unwrap_or_else(|p| p.into_inner());
-        sessions.get(agent_id).is_some_and(|(n, last)| *n > 0 || last.elapsed() < PUSHING_GRACE)
+        sessions.iter().any(|((agent, _), (n, last))| agent == agent_id && (*n > 0 || last.elapsed() < PUSHING_GRACE))
+    }
+
+    /// Whether the push of one bridge session asks now or did within `within`.
+    pub(super) fn session_alive(&self, agent_id: &str, session: &str, within: Duration) -> bool {
+        let sessions = self.inner.push_sessions.lock().unwrap_or_else(|p| p.into_inner());
+        sessions
+            .get(&(agent_id.to_owned(), session.to_owned()))
+            .is_some_and(|(n, last)| *n > 0 || last.elapsed() < within)
+    }
+
+    fn count_push(&self, key: &(String, String), delta: isize) {
+        let mut sessions = self.inner.push_sessions.lock().unwrap_or_else(|p| p.into_inner());
+        let entry = sessions.entry(key.clone()).or_insert((0, Instant::now()));
+        entry.0 = entry.0.saturating_add_signed(delta);
+        entry.1 = Instant::now();
     }
 
     /// Records that a batch from [`Amc::next_push`] went out.

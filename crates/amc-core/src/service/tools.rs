@@ -8,11 +8,9 @@
 //! daemon; one unseen for [`SESSION_GONE_AFTER`] has ended, and its unanswered requests
 //! leave the tray as `gone`. A bridge that ends cleanly says so at once.
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use serde::Deserialize;
-use tokio::time::Instant;
 
 use super::{AgentCtx, Amc};
 use crate::error::{Error, Result};
@@ -41,9 +39,6 @@ pub struct ToolAsk {
     /// The start of its input.
     pub input_preview: String,
 }
-
-/// The push sessions by agent and session: requests in progress, and when the last ended.
-pub(super) type ToolSessions = HashMap<(String, String), (usize, Instant)>;
 
 /// Whether `s` is a plain id: 1 to 64 of `A-Z a-z 0-9 - _`.
 pub(super) fn is_plain_id(s: &str) -> bool {
@@ -76,7 +71,6 @@ impl Amc {
         check_text("tool_name", &ask.tool_name, 200)?;
         check_text("description", &ask.description, 2_000)?;
         check_text("input_preview", &ask.input_preview, 20_000)?;
-        self.saw_tool_session(&agent.agent_id, &ask.session, 0);
         let agent_id = agent.agent_id.clone();
         let new = NewToolRequest {
             session: ask.session,
@@ -143,15 +137,6 @@ impl Amc {
         }
     }
 
-    /// Notes that a session's push asked (`delta` +1 when a request starts, -1 when it
-    /// ends, 0 for a sign of life).
-    pub(super) fn saw_tool_session(&self, agent_id: &str, session: &str, delta: isize) {
-        let mut sessions = self.inner.tool_sessions.lock().unwrap_or_else(|p| p.into_inner());
-        let entry = sessions.entry((agent_id.to_owned(), session.to_owned())).or_insert((0, Instant::now()));
-        entry.0 = entry.0.saturating_add_signed(delta);
-        entry.1 = Instant::now();
-    }
-
     /// Ends the sessions that stopped asking for their push: their pending requests go.
     pub(super) async fn expire_tool_sessions(&self) -> Result<()> {
         if self.inner.started.elapsed() < SESSION_GONE_AFTER {
@@ -160,20 +145,15 @@ impl Amc {
         }
         let waiting = self.blocking(|s| s.tool_sessions_waiting()).await?;
         let now = crate::time::now_ms();
-        let ended: Vec<(String, String)> = {
-            let sessions = self.inner.tool_sessions.lock().unwrap_or_else(|p| p.into_inner());
-            waiting
-                .into_iter()
-                .filter(|(agent, session, newest)| {
-                    let asked_lately = now.saturating_sub(*newest) < SESSION_GONE_AFTER.as_millis() as i64;
-                    let alive = sessions
-                        .get(&(agent.clone(), session.clone()))
-                        .is_some_and(|(n, last)| *n > 0 || last.elapsed() < SESSION_GONE_AFTER);
-                    !alive && !asked_lately
-                })
-                .map(|(agent, session, _)| (agent, session))
-                .collect()
-        };
+        // A session that asked lately counts as alive even before its push first asks.
+        let ended: Vec<(String, String)> = waiting
+            .into_iter()
+            .filter(|(agent, session, newest)| {
+                let asked_lately = now.saturating_sub(*newest) < SESSION_GONE_AFTER.as_millis() as i64;
+                !asked_lately && !self.session_alive(agent, session, SESSION_GONE_AFTER)
+            })
+            .map(|(agent, session, _)| (agent, session))
+            .collect();
         for (agent_id, session) in ended {
             let gone = self.blocking(move |s| s.end_tool_session(&agent_id, &session)).await?;
             self.announce_gone(gone);

@@ -33,7 +33,9 @@ pub use channels::{AllowedChannel, ChannelSpec, SendTarget};
 pub use messages::{AttachmentFile, IngestReport, ReactionChange, UnreadQuery};
 pub use outbox::{NewSend, SendLookup, SendOutcome};
 pub use push::{PushPosition, PushScan};
-pub use search::{RANK_UP_TO, SearchQuery};
+#[cfg(any(test, feature = "test-support"))]
+pub use search::RANK_UP_TO;
+pub use search::SearchQuery;
 pub use tools::NewToolRequest;
 
 /// The core's migrations, in order; `PRAGMA user_version` is the number applied.
