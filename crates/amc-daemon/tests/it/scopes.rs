@@ -89,6 +89,25 @@ async fn no_route_shows_an_agent_a_channel_the_person_did_not_open_to_it() {
             leaks.push(format!("unread in {ch}"));
         }
     }
+    // Search finds only the open channel's messages, and a hidden channel as a filter finds
+    // what an unknown one finds.
+    let found = b.get("/messages/search?query=hello&limit=50").await.expect("search").json();
+    let found: Vec<String> = found["results"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|h| h["message"]["id"].as_str())
+        .map(Into::into)
+        .collect();
+    if found != [open_msgs[0].clone()] {
+        leaks.push(format!("search: {found:?}"));
+    }
+    for ch in hidden_channels {
+        let r = b.get(&format!("/messages/search?query=hello&channel_id={ch}")).await.expect("search");
+        if r.json()["results"] != json!([]) {
+            leaks.push(format!("search in {ch}: {:?}", r.json()));
+        }
+    }
     let channels = listed(&b.get("/channels").await.expect("channels").json(), "channels");
     if channels != [open.clone()] {
         leaks.push(format!("channels: {channels:?}"));
