@@ -2,7 +2,7 @@
 // that searches them with the engine agents use (search_messages), as the person, who sees
 // every approved channel.
 
-import { query } from "./api.js";
+import { get, query } from "./api.js";
 import { SOURCE, empty, h, load, nextId, replace, time, viewHeader } from "./dom.js";
 
 let list;
@@ -38,11 +38,16 @@ async function refresh() {
 async function showSearch() {
   const data = await load(list, `/admin/search${query({ query: search, limit: 50 })}`, "the search");
   if (!data) return;
+  const progress = (await get("/healthz").catch(() => ({}))).search_index;
+  const partial = progress
+    ? h("p", { class: "muted", role: "note",
+      text: `Older messages are still being indexed (${Math.floor((progress.done * 100) / Math.max(progress.total, 1))}%): some older matches may be missing.` })
+    : null;
   if (data.results.length === 0) {
-    replace(list, empty(`Nothing matches “${search}”`, "Every word must appear; put a phrase in quotes."));
+    replace(list, partial, empty(`Nothing matches “${search}”`, "Every word must appear; put a phrase in quotes."));
     return;
   }
-  replace(list, h("ul", { class: "rows inbox", "aria-label": `Messages matching ${search}` },
+  replace(list, partial, h("ul", { class: "rows inbox", "aria-label": `Messages matching ${search}` },
     data.results.map((r) => item(r.message, r.excerpt))));
 }
 

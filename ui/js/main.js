@@ -80,9 +80,24 @@ async function counts() {
     badge("count-pending", p, `${p} pending ${p === 1 ? "channel" : "channels"}`);
     badge("count-held", r, `${r} ${r === 1 ? "request" : "requests"} waiting for your review`);
     document.getElementById("paused-pill").hidden = !health.agents_paused;
+    showIndexing(health.search_index);
   } catch {
     // The banner and the screen say what is wrong.
   }
+}
+
+let indexingTimer = null;
+
+/** While older messages are being indexed for search, says how far, and looks again soon. */
+function showIndexing(progress) {
+  const pill = document.getElementById("indexing-pill");
+  pill.hidden = !progress;
+  clearTimeout(indexingTimer);
+  if (!progress) return;
+  const percent = Math.floor((progress.done * 100) / Math.max(progress.total, 1));
+  pill.textContent = `Indexing for search: ${percent}%`;
+  pill.title = `${progress.done.toLocaleString()} of ${progress.total.toLocaleString()} older messages indexed; search finds the newest first.`;
+  indexingTimer = setTimeout(counts, 2000);
 }
 
 function setOnline(online) {

@@ -414,10 +414,22 @@ pub async fn status(raw: RawConfig, json_out: bool) -> anyhow::Result<()> {
     if v["agents_paused"].as_bool() == Some(true) {
         say!("Agents are paused.");
     }
+    if let Some(line) = indexing(&v["search_index"]) {
+        say!("{line}");
+    }
     for (name, st) in v["sources"].as_object().into_iter().flatten() {
         say!("  {name:<9} {}{}", s(st, "state"), st["reason"].as_str().map(|r| format!(": {r}")).unwrap_or_default());
     }
     degraded_status(&v)
+}
+
+/// The line telling how far indexing older messages for search has come, while it runs.
+fn indexing(progress: &Value) -> Option<String> {
+    let (done, total) = (progress["done"].as_u64()?, progress["total"].as_u64()?.max(1));
+    Some(format!(
+        "Indexing older messages for search: {}% ({done} of {total}); search finds the newest first.",
+        done * 100 / total
+    ))
 }
 
 /// `amc status` exits with [`STATUS_DEGRADED`] when a source needs the person, so scripts
@@ -492,4 +504,19 @@ pub async fn doctor(raw: RawConfig, chat_db: Option<std::path::PathBuf>) -> anyh
     }
     say!("All good.");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_tells_how_far_indexing_is_only_while_it_runs() {
+        let line = indexing(&serde_json::json!({ "done": 250_000, "total": 1_000_000 }));
+        assert_eq!(
+            line.as_deref(),
+            Some("Indexing older messages for search: 25% (250000 of 1000000); search finds the newest first.")
+        );
+        assert_eq!(indexing(&Value::Null), None);
+    }
 }

@@ -5,7 +5,10 @@
 //! `GET /messages/unread?limit=100` and `GET /messages/context` through the real daemon
 //! over its socket, and prints p50/p99. Every third channel is open to two agents only, so
 //! each agent sees a different subset. Then `GET /messages/search` (the REST twin of
-//! `search_messages`) for a rare word, two common words and a phrase.
+//! `search_messages`) for a rare word, two common words and a phrase, and in the channels
+//! written in Japanese (every tenth) for a rare word and a common two-character one. It
+//! prints the search indexes' size per message, and ingest throughput with the indexes
+//! against without them, side by side on the same messages (the first 10% of the load).
 //! `AMC_BENCH_MESSAGES` scales the data down.
 
 #![allow(clippy::print_stdout)] // a bench binary reports on stdout
@@ -33,31 +36,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let amc = Amc::start(config.clone(), Senders::default())?;
     let store = amc.store().clone();
 
-    // Load: message j of channel c is sent at base + (j * CHANNELS + c) seconds, so the
-    // channels interleave in time as real conversations do.
-    let started = Instant::now();
     let base = amc_core::time::now_ms() - (total as i64) * 1000;
+    ingest_with_and_without_index(&config, per_channel / 10, base)?;
+
+    let started = Instant::now();
     let mut by_channel: Vec<(String, Vec<String>)> = Vec::with_capacity(CHANNELS);
     for c in 0..CHANNELS {
-        let spec =
-            ChannelSpec { platform_id: format!("chat-{c}"), name: format!("Chat {c}"), kind: ChannelKind::Group };
-        let msgs: Vec<IncomingMessage> = (0..per_channel)
-            .map(|j| IncomingMessage {
-                platform_id: format!("m-{c}-{j}"),
-                sender: SenderInfo { id: format!("+1555000{:04}", j % 50), display_name: None, is_self: j % 7 == 0 },
-                text: if j % 10_000 == 7 {
-                    format!("message {j} in chat {c}: the zanzibar ferry leaves at noon")
-                } else {
-                    format!("message {j} in chat {c}: some ordinary text of ordinary length for a chat")
-                },
-                sent_at: base + ((j * CHANNELS + c) as i64) * 1000,
-                reply_to_platform_id: (j % 5 == 0 && j > 0).then(|| format!("m-{c}-{}", j - 1)),
-                attachments: vec![],
-                edited_at: None,
-                unsent: false,
-                reactions: vec![],
-            })
-            .collect();
+        let (spec, msgs) = channel(c, per_channel, base);
         let report = store.ingest(Source::Discord, &spec, &msgs, None)?;
         store.approve_channel(&report.channel_id, HistoryRelease::All, None)?;
         by_channel.push((report.channel_id, report.inserted));
@@ -91,6 +76,24 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         total as f64 / load_messages.as_secs_f64(),
         load_reads.as_secs_f64(),
         db_bytes as f64 / 1e6
+    );
+    let index_bytes = |prefix: &str| -> amc_core::error::Result<i64> {
+        store.read(|tx| {
+            Ok(tx.query_row(
+                "SELECT coalesce(sum(pgsize), 0) FROM dbstat WHERE name GLOB ?1",
+                [format!("{prefix}*")],
+                |r| r.get(0),
+            )?)
+        })
+    };
+    let (fts, cjk) = (index_bytes("messages_fts")?, index_bytes("messages_cjk")?);
+    let japanese = (0..CHANNELS).filter(|c| c % 10 == 9).count() * per_channel;
+    println!(
+        "search indexes: unicode61 {:.0} B per message ({:.0} MB); trigram {:.0} B per message in Japanese ({:.0} MB)",
+        fts as f64 / total as f64,
+        fts as f64 / 1e6,
+        cjk as f64 / japanese.max(1) as f64,
+        cjk as f64 / 1e6
     );
 
     rt.block_on(async {
@@ -159,9 +162,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             );
         }
         let searches = std::env::var("AMC_BENCH_SEARCHES").ok().and_then(|v| v.parse().ok()).unwrap_or(200);
-        for (what, q) in
-            [("one rare word", "zanzibar"), ("two common words", "ordinary text"), ("a phrase", "\"ordinary length\"")]
-        {
+        for (what, q) in [
+            ("one rare word", "zanzibar"),
+            ("two common words", "ordinary text"),
+            ("a phrase", "\"ordinary length\""),
+            ("a rare Japanese word", "ザンジバル"),
+            ("a common two-character Japanese word", "文章"),
+        ] {
             let mut took = Vec::with_capacity(searches);
             for i in 0..searches {
                 let c = &mut conns[i % AGENTS];
@@ -178,5 +185,77 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         server.await??;
         Ok::<_, Box<dyn std::error::Error>>(())
     })?;
+    Ok(())
+}
+
+/// Channel `c` and its messages: message j is sent at base + (j * CHANNELS + c) seconds, so
+/// the channels interleave in time as real conversations do. Every tenth channel is in
+/// Japanese.
+fn channel(c: usize, per_channel: usize, base: i64) -> (ChannelSpec, Vec<IncomingMessage>) {
+    let spec = ChannelSpec { platform_id: format!("chat-{c}"), name: format!("Chat {c}"), kind: ChannelKind::Group };
+    let japanese = c % 10 == 9;
+    let msgs = (0..per_channel)
+        .map(|j| IncomingMessage {
+            platform_id: format!("m-{c}-{j}"),
+            sender: SenderInfo { id: format!("+1555000{:04}", j % 50), display_name: None, is_self: j % 7 == 0 },
+            text: match (japanese, j % 10_000 == 7) {
+                (false, true) => format!("message {j} in chat {c}: the zanzibar ferry leaves at noon"),
+                (false, false) => format!("message {j} in chat {c}: some ordinary text of ordinary length for a chat"),
+                (true, true) => format!("チャット{c}のメッセージ{j}：ザンジバル行きのフェリーは正午に出ます"),
+                (true, false) => format!("チャット{c}のメッセージ{j}：普通の長さの普通の文章です"),
+            },
+            sent_at: base + ((j * CHANNELS + c) as i64) * 1000,
+            reply_to_platform_id: (j % 5 == 0 && j > 0).then(|| format!("m-{c}-{}", j - 1)),
+            attachments: vec![],
+            edited_at: None,
+            unsent: false,
+            reactions: vec![],
+        })
+        .collect();
+    (spec, msgs)
+}
+
+/// Ingest throughput with the search indexes and without them (their triggers dropped), on
+/// the same messages, each channel written to both stores in turn.
+fn ingest_with_and_without_index(
+    config: &amc_core::config::Config,
+    per_channel: usize,
+    base: i64,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let open = |name: &str| -> Result<(tempfile::TempDir, Amc), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir_in(config.data_dir.parent().unwrap_or(&config.data_dir))?;
+        let c = RawConfig { data_dir: Some(dir.path().join(name)), ..Default::default() }.validate()?;
+        Ok((dir, Amc::start(c, Senders::default())?))
+    };
+    let (_a, with) = open("with")?;
+    let (_b, plain) = open("unicode61")?;
+    let (_c, without) = open("without")?;
+    let drop = "DROP TRIGGER messages_fts_insert; DROP TRIGGER messages_fts_update; DROP TRIGGER messages_fts_delete;";
+    without.store().write(|tx| Ok(tx.execute_batch(drop)?))?;
+    plain.store().write(|tx| {
+        Ok(tx.execute_batch(
+            "DROP TRIGGER messages_fts_insert; CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages \
+             WHEN NOT new.unsent BEGIN INSERT INTO messages_fts (rowid, text) VALUES (new.rowid, new.text); END;",
+        )?)
+    })?;
+    let mut took = [Duration::ZERO; 3];
+    for c in 0..CHANNELS {
+        let (spec, msgs) = channel(c, per_channel, base);
+        for (amc, took) in [&with, &plain, &without].into_iter().zip(took.iter_mut()) {
+            let t = Instant::now();
+            amc.store().ingest(Source::Discord, &spec, &msgs, None)?;
+            *took += t.elapsed();
+        }
+    }
+    let n = (per_channel * CHANNELS) as f64;
+    let rate = |d: Duration| n / d.as_secs_f64();
+    println!(
+        "ingest of {n} messages, a transaction per channel: with both search indexes {:.0} msg/s, \
+         unicode61 alone {:.0} msg/s, without {:.0} msg/s; time ratio with/without {:.2}",
+        rate(took[0]),
+        rate(took[1]),
+        rate(took[2]),
+        took[0].as_secs_f64() / took[2].as_secs_f64()
+    );
     Ok(())
 }

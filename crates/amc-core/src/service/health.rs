@@ -57,6 +57,10 @@ pub struct Health {
     /// Whether AMC runs in test mode (`--test-sender`): agents' sends are recorded in
     /// `test-sender.jsonl`, not delivered. Each such source's reason says so too.
     pub test_mode: bool,
+    /// While the messages stored before the search index are being indexed, and once that
+    /// has taken more than a second: how far it is. Search finds the newest first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub search_index: Option<crate::store::IndexProgress>,
 }
 
 pub(super) struct Registry {
@@ -169,6 +173,7 @@ impl Amc {
             sources,
             agents_paused: self.paused(),
             test_mode: self.inner.senders.recording_sender().is_some(),
+            search_index: self.search_indexing(),
         }
     }
 }

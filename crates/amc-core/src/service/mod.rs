@@ -71,6 +71,8 @@ struct Inner {
     push_windows: std::sync::Mutex<push::Windows>,
     /// Push requests by agent and bridge session.
     push_sessions: std::sync::Mutex<push::Sessions>,
+    /// The search backlog's indexing while it runs: when it began, and how far it is.
+    indexing: std::sync::Mutex<Option<(Instant, crate::store::IndexProgress)>>,
 }
 
 /// An authenticated agent.
@@ -112,6 +114,7 @@ impl Amc {
                 revocations: tokio::sync::watch::Sender::new(0),
                 push_windows: Default::default(),
                 push_sessions: Default::default(),
+                indexing: Default::default(),
             }),
         })
     }

@@ -8,7 +8,7 @@ use super::inbox::{check_channel_id, parse_source, ranged};
 use super::{AgentCtx, Amc};
 use crate::error::{Error, Result};
 use crate::model::Envelope;
-use crate::store::SearchQuery;
+use crate::store::{SearchQuery, spaceless};
 use crate::time::parse_rfc3339;
 
 /// The longest query, in characters.
@@ -58,15 +58,22 @@ pub struct SearchPage {
     pub next_cursor: Option<String>,
 }
 
-/// The FTS5 expression for the agent's words and quoted phrases, every one required.
-pub(super) fn fts_expression(query: &str) -> Result<String> {
+/// The agent's words and quoted phrases, every one required: those in scripts written
+/// with spaces as one FTS5 expression, the others (Chinese, Japanese, Thai, …) as
+/// substrings.
+pub(super) struct Terms {
+    pub words: Option<String>,
+    pub substrings: Vec<String>,
+}
+
+pub(super) fn terms(query: &str) -> Result<Terms> {
     if query.chars().count() > MAX_QUERY_CHARS {
         return Err(Error::validation(format!("query takes at most {MAX_QUERY_CHARS} characters")));
     }
     if query.contains('\0') {
         return Err(Error::validation("query must not contain NUL"));
     }
-    let mut terms = Vec::new();
+    let (mut words, mut substrings) = (Vec::new(), Vec::new());
     let mut rest = query;
     while !rest.trim_start().is_empty() {
         rest = rest.trim_start();
@@ -81,18 +88,20 @@ pub(super) fn fts_expression(query: &str) -> Result<String> {
             },
         };
         // A term with no letter or digit matches nothing the index holds: skip it.
-        if term.chars().any(char::is_alphanumeric) {
-            terms.push(format!("\"{}\"", term.replace('"', "\"\"")));
+        if term.chars().any(spaceless) {
+            substrings.push(term.trim().to_owned());
+        } else if term.chars().any(char::is_alphanumeric) {
+            words.push(format!("\"{}\"", term.replace('"', "\"\"")));
         }
         rest = after;
     }
-    if terms.is_empty() {
+    if words.is_empty() && substrings.is_empty() {
         return Err(Error::validation("query must have at least one word with a letter or a digit"));
     }
-    if terms.len() > MAX_TERMS {
+    if words.len() + substrings.len() > MAX_TERMS {
         return Err(Error::validation(format!("query takes at most {MAX_TERMS} words and phrases")));
     }
-    Ok(terms.join(" "))
+    Ok(Terms { words: (!words.is_empty()).then(|| words.join(" ")), substrings })
 }
 
 /// A cursor: the offset, tied to the search it came from.
@@ -119,7 +128,8 @@ fn decode_cursor(cursor: &str, key: u64) -> Result<u32> {
 fn search_key(q: &SearchQuery) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
-    (&q.matching, q.source.map(|s| s.as_str()), &q.channel_id, &q.sender, q.before, q.after, q.limit).hash(&mut h);
+    (&q.words, &q.substrings, q.source.map(|s| s.as_str()), &q.channel_id, &q.sender, q.before, q.after, q.limit)
+        .hash(&mut h);
     h.finish()
 }
 
@@ -149,8 +159,10 @@ impl Amc {
         if p.sender.as_deref().is_some_and(|s| s.chars().count() > 200) {
             return Err(Error::validation("sender takes at most 200 characters"));
         }
+        let Terms { words, substrings } = terms(&query)?;
         let mut q = SearchQuery {
-            matching: fts_expression(&query)?,
+            words,
+            substrings,
             source: p.source.as_deref().map(parse_source).transpose()?,
             channel_id: p.channel_id,
             sender: p.sender.filter(|s| !s.is_empty()),
@@ -174,9 +186,58 @@ impl Amc {
     }
 }
 
+/// How many messages of the backlog one transaction indexes: small enough that a new
+/// message waits little for it.
+const INDEX_BATCH: u32 = 2_000;
+
+/// Progress is shown once indexing has taken this long.
+const SHOW_INDEXING_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
+
+impl Amc {
+    /// Indexes the messages stored before the search index, newest first, a batch per
+    /// transaction, until none is left. Progress shows in [`Amc::health`] once it takes
+    /// more than a second.
+    pub async fn index_search_backlog(&self) {
+        let started = std::time::Instant::now();
+        loop {
+            match self.blocking(|s| s.index_more(INDEX_BATCH)).await {
+                Ok(Some(progress)) => {
+                    *self.inner.indexing.lock().unwrap_or_else(|p| p.into_inner()) = Some((started, progress));
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not index older messages for search; trying again at the next start");
+                    break;
+                }
+            }
+        }
+        if self.inner.indexing.lock().unwrap_or_else(|p| p.into_inner()).take().is_some() {
+            tracing::info!(seconds = started.elapsed().as_secs_f64(), "older messages indexed for search");
+        }
+    }
+
+    /// The backlog's progress, once indexing has taken more than a second.
+    pub(super) fn search_indexing(&self) -> Option<crate::store::IndexProgress> {
+        shown(*self.inner.indexing.lock().unwrap_or_else(|p| p.into_inner()), std::time::Instant::now())
+    }
+}
+
+/// The progress to show at `now`: none in the first second, so a short indexing never
+/// flashes by.
+fn shown(
+    state: Option<(std::time::Instant, crate::store::IndexProgress)>,
+    now: std::time::Instant,
+) -> Option<crate::store::IndexProgress> {
+    state.filter(|(started, _)| now.duration_since(*started) > SHOW_INDEXING_AFTER).map(|(_, p)| p)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn fts_expression(query: &str) -> Result<String> {
+        terms(query).map(|t| t.words.unwrap_or_default())
+    }
 
     #[test]
     fn the_agents_text_is_only_ever_quoted_strings() {
@@ -189,9 +250,26 @@ mod tests {
         assert_eq!(fts_expression(r#"say "un"closed"#).expect("ok"), r#""say" "un" "closed""#);
         assert_eq!(fts_expression(r#""open phrase"#).expect("ok"), r#""open phrase""#);
         for nothing in ["", "   ", "\"\"", "* - :", "\u{0}"] {
-            assert!(fts_expression(nothing).is_err(), "{nothing:?}");
+            assert!(terms(nothing).is_err(), "{nothing:?}");
         }
-        assert!(fts_expression(&"a ".repeat(21)).is_err());
+        assert!(terms(&"a ".repeat(21)).is_err());
+    }
+
+    #[test]
+    fn spaceless_scripts_are_substrings() {
+        let t = terms(r#"東京 flight "タワー 333" 서울에"#).expect("ok");
+        assert_eq!(t.words.as_deref(), Some(r#""flight""#));
+        assert_eq!(t.substrings, ["東京", "タワー 333", "서울에"]);
+        assert_eq!(terms("東京").expect("ok").words, None);
+    }
+
+    #[test]
+    fn indexing_shows_only_once_it_takes_more_than_a_second() {
+        let started = std::time::Instant::now();
+        let p = crate::store::IndexProgress { done: 2_000, total: 10_000 };
+        assert_eq!(shown(Some((started, p)), started + std::time::Duration::from_millis(900)), None);
+        assert_eq!(shown(Some((started, p)), started + std::time::Duration::from_millis(1_100)), Some(p));
+        assert_eq!(shown(None, started + std::time::Duration::from_secs(5)), None);
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! AMC's housekeeping, run every minute while AMC runs: sends stuck in flight become
 //! `unknown` for the person to review, and idempotency records older than a day are
-//! forgotten.
+//! forgotten. At the start it also indexes for search the messages stored before the index.
 
 use std::future::Future;
 use std::time::Duration;
@@ -30,13 +30,18 @@ impl Amc {
         self.blocking(|s| s.purge_idempotency()).await
     }
 
-    /// Runs the housekeeping every minute until `stop` completes.
+    /// Runs the housekeeping every minute until `stop` completes, and meanwhile indexes
+    /// for search what was stored before the index.
     pub async fn upkeep(&self, stop: impl Future<Output = ()>) {
         let mut tick = tokio::time::interval(EVERY);
         tokio::pin!(stop);
+        let index = self.index_search_backlog();
+        tokio::pin!(index);
+        let mut indexing = true;
         loop {
             tokio::select! {
                 () = &mut stop => return,
+                () = &mut index, if indexing => indexing = false,
                 _ = tick.tick() => {
                     if let Err(e) = self.expire_stale_sends().await {
                         tracing::warn!(error = %e, "could not check for stuck sends");

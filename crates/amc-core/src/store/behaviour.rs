@@ -206,3 +206,58 @@ fn settings_of_an_unknown_channel_are_not_found() {
         assert_eq!(err.code, ErrorCode::NotFound);
     }
 }
+
+/// The rowids of the messages a search index finds for an FTS5 expression, after checking
+/// that both indexes are intact. (`messages_fts` holds only the messages not unsent, so it
+/// cannot be checked row for row against `messages`; the searches below do that.)
+fn indexed(store: &Store, table: &str, matching: &str) -> Vec<i64> {
+    let conn = rusqlite::Connection::open(store.path()).expect("open");
+    for t in ["messages_fts", "messages_cjk"] {
+        conn.execute(&format!("INSERT INTO {t} ({t}) VALUES ('integrity-check')"), []).expect("intact");
+    }
+    let mut stmt =
+        conn.prepare(&format!("SELECT rowid FROM {table} WHERE {table} MATCH ?1 ORDER BY rowid")).expect("prepare");
+    stmt.query_map([matching], |r| r.get(0)).expect("search").collect::<rusqlite::Result<_>>().expect("rows")
+}
+
+#[test]
+fn messages_stored_before_the_index_are_indexed_newest_first_and_kept_right_meanwhile() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("amc.db");
+    let now = now_ms();
+    {
+        let store = Store::open(&path).expect("open");
+        let texts = ["alpha one", "東京に行く", "alpha to edit", "alpha to unsend", "ภาษาไทย alpha"];
+        let messages = texts.iter().enumerate().map(|(i, t)| msg(&format!("g{i}"), t, now + i as i64)).collect();
+        ingest(&store, "a", messages);
+        // As a database from before migration 0010: its index is started over.
+        store
+            .write(|tx| {
+                Ok(tx.execute_batch("DROP TABLE messages_cjk; DROP TABLE search_backlog; PRAGMA user_version = 9;")?)
+            })
+            .expect("downgrade");
+    }
+    let store = Store::open(&path).expect("migrate");
+    assert_eq!(indexed(&store, "messages_fts", "alpha"), Vec::<i64>::new(), "nothing indexed yet");
+    // Edits and unsends of messages not indexed yet, and new messages, meanwhile.
+    ingest(&store, "a", vec![IncomingMessage { edited_at: Some(now + 9), ..msg("g2", "alpha edited", now + 2) }]);
+    ingest(&store, "a", vec![IncomingMessage { unsent: true, ..msg("g3", "", now + 3) }]);
+    ingest(&store, "a", vec![msg("g5", "alpha new 大阪で会おう", now + 5)]);
+    assert_eq!(indexed(&store, "messages_fts", "alpha"), [6], "a new message is indexed at once");
+
+    let steps: Vec<_> = std::iter::from_fn(|| store.index_more(2).expect("index")).collect();
+    assert_eq!(steps, [IndexProgress { done: 2, total: 5 }, IndexProgress { done: 4, total: 5 }]);
+    assert_eq!(indexed(&store, "messages_fts", "alpha"), [1, 3, 5, 6], "the unsent one is not");
+    assert_eq!(indexed(&store, "messages_fts", "edit"), Vec::<i64>::new(), "the text as edited");
+    assert_eq!(indexed(&store, "messages_cjk", "\"東京に\""), [2]);
+    assert_eq!(indexed(&store, "messages_cjk", "\"ภาษา\""), [5]);
+    assert_eq!(indexed(&store, "messages_cjk", "\"大阪で\""), [6]);
+    assert_eq!(indexed(&store, "messages_cjk", "\"alpha\""), [5, 6], "only texts in a spaceless script");
+    assert_eq!(store.index_more(2).expect("done"), None);
+    // Once indexed, edits and unsends keep both indexes right.
+    ingest(&store, "a", vec![IncomingMessage { edited_at: Some(now + 10), ..msg("g1", "京都 instead", now + 1) }]);
+    ingest(&store, "a", vec![IncomingMessage { unsent: true, ..msg("g4", "", now + 4) }]);
+    assert_eq!(indexed(&store, "messages_cjk", "\"東京に\""), Vec::<i64>::new());
+    assert_eq!(indexed(&store, "messages_fts", "instead"), [2]);
+    assert_eq!(indexed(&store, "messages_cjk", "\"ภาษา\""), Vec::<i64>::new());
+}

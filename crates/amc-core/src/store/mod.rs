@@ -35,7 +35,7 @@ pub use outbox::{NewSend, SendLookup, SendOutcome};
 pub use push::{PushPosition, PushScan};
 #[cfg(any(test, feature = "test-support"))]
 pub use search::RANK_UP_TO;
-pub use search::SearchQuery;
+pub use search::{IndexProgress, SearchQuery, spaceless};
 pub use tools::NewToolRequest;
 
 /// The core's migrations, in order; `PRAGMA user_version` is the number applied.
@@ -51,6 +51,7 @@ const MIGRATIONS: &[Migration] = &[
     ("0007_tool_requests", include_str!("migrations/0007_tool_requests.sql")),
     ("0008_channel_agents", include_str!("migrations/0008_channel_agents.sql")),
     ("0009_search", include_str!("migrations/0009_search.sql")),
+    ("0010_search_backlog", include_str!("migrations/0010_search_backlog.sql")),
 ];
 
 /// The core's typed store: the database, and the generator of message ids.

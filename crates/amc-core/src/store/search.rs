@@ -1,6 +1,9 @@
-//! Full-text search of messages (`messages_fts`, kept by the triggers of migration 0009).
+//! Full-text search of messages: `messages_fts` (unicode61, every message) and
+//! `messages_cjk` (trigram, the messages in scripts written without spaces), kept by the
+//! triggers of migration 0010, and the backlog of messages stored before the index.
 
-use rusqlite::params;
+use rusqlite::types::Value;
+use rusqlite::{OptionalExtension, params, params_from_iter};
 
 use super::Store;
 use super::channels::{VISIBLE, visible_to};
@@ -12,12 +15,45 @@ use crate::time::Millis;
 /// Up to how many matches a search is ranked by bm25; beyond, the newest come first.
 pub const RANK_UP_TO: u32 = 5_000;
 
-/// A search, its FTS5 expression already built from the agent's words (never the agent's
-/// text as FTS syntax).
+/// The scripts written without spaces between words (Thai, Lao, Myanmar, Khmer, kana,
+/// Bopomofo and Hangul, CJK ideographs), as inclusive ranges. unicode61 makes one token of a
+/// whole run of them, so the messages holding any are also indexed by trigram. Migration
+/// 0010 spells the same ranges as a GLOB ([`spaceless_glob`]; a test holds them equal).
+const SPACELESS: [(char, char); 11] = [
+    ('\u{0E00}', '\u{0EFF}'),
+    ('\u{1000}', '\u{109F}'),
+    ('\u{1780}', '\u{17FF}'),
+    ('\u{3040}', '\u{30FF}'),
+    ('\u{3100}', '\u{318F}'),
+    ('\u{3400}', '\u{4DBF}'),
+    ('\u{4E00}', '\u{9FFF}'),
+    ('\u{AC00}', '\u{D7AF}'),
+    ('\u{F900}', '\u{FAFF}'),
+    ('\u{FF66}', '\u{FF9F}'),
+    ('\u{20000}', '\u{2FFFF}'),
+];
+
+/// Whether `c` belongs to a script written without spaces.
+pub fn spaceless(c: char) -> bool {
+    SPACELESS.iter().any(|&(lo, hi)| (lo..=hi).contains(&c))
+}
+
+/// The GLOB that finds a text holding a character of [`SPACELESS`].
+fn spaceless_glob() -> String {
+    let ranges: String = SPACELESS.iter().map(|(lo, hi)| format!("{lo}-{hi}")).collect();
+    format!("*[{ranges}]*")
+}
+
+/// Terms this short are looked for by scanning `messages_cjk`: a trigram needs three.
+const TRIGRAM: usize = 3;
+
+/// A search, built from the agent's words (never the agent's text as FTS syntax).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SearchQuery {
-    /// The FTS5 `MATCH` expression.
-    pub matching: String,
+    /// The FTS5 `MATCH` expression for the words in scripts written with spaces, if any.
+    pub words: Option<String>,
+    /// Terms holding a script written without spaces, each found as a substring.
+    pub substrings: Vec<String>,
     /// Only this source.
     pub source: Option<Source>,
     /// Only this channel.
@@ -43,59 +79,258 @@ pub struct SearchHit {
     pub excerpt: String,
 }
 
+/// How far the backlog's indexing has come.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct IndexProgress {
+    /// Messages indexed so far.
+    pub done: u64,
+    /// Messages to index in all.
+    pub total: u64,
+}
+
+impl IndexProgress {
+    fn from_rows(done: i64, total: i64) -> Self {
+        Self { done: done.max(0).unsigned_abs(), total: total.max(0).unsigned_abs() }
+    }
+}
+
+/// A phrase for FTS5: the text quoted, its quotes doubled.
+fn quoted(term: &str) -> String {
+    format!("\"{}\"", term.replace('"', "\"\""))
+}
+
+/// The SQL and the values of a search: the FTS table that drives it (its `MATCH`, its
+/// rank and its snippet), and the other terms as conditions on its rowid.
+struct Plan {
+    driver: &'static str,
+    rank: Option<&'static str>,
+    excerpt: &'static str,
+    conditions: Vec<String>,
+    values: Vec<Value>,
+}
+
+impl Plan {
+    fn bind(&mut self, v: impl Into<Value>) -> String {
+        self.values.push(v.into());
+        format!("?{}", self.values.len())
+    }
+
+    fn new(q: &SearchQuery) -> Self {
+        let (long, short): (Vec<&String>, Vec<&String>) =
+            q.substrings.iter().partition(|s| s.chars().count() >= TRIGRAM);
+        let (driver, rank, excerpt) = match (&q.words, long.is_empty()) {
+            (Some(_), _) => ("messages_fts", Some("bm25(messages_fts)"), "snippet(messages_fts, 0, '[', ']', '…', 12)"),
+            (None, false) => {
+                ("messages_cjk", Some("bm25(messages_cjk)"), "snippet(messages_cjk, 0, '[', ']', '…', 16)")
+            }
+            // Only terms of one or two characters: the indexed texts are scanned, newest first.
+            (None, true) => ("messages_cjk", None, "NULL"),
+        };
+        let mut plan = Plan { driver, rank, excerpt, conditions: Vec::new(), values: Vec::new() };
+        if let Some(w) = &q.words {
+            let p = plan.bind(w.clone());
+            plan.conditions.push(format!("messages_fts MATCH {p}"));
+        }
+        for (i, s) in long.into_iter().enumerate() {
+            let p = plan.bind(quoted(s));
+            plan.conditions.push(if driver == "messages_cjk" && i == 0 {
+                format!("messages_cjk MATCH {p}")
+            } else {
+                format!("{driver}.rowid IN (SELECT rowid FROM messages_cjk WHERE messages_cjk MATCH {p})")
+            });
+        }
+        for s in short {
+            let p = plan.bind(s.to_lowercase());
+            plan.conditions.push(if driver == "messages_cjk" {
+                format!("instr(lower(messages_cjk.text), {p}) > 0")
+            } else {
+                format!("{driver}.rowid IN (SELECT rowid FROM messages_cjk WHERE instr(lower(text), {p}) > 0)")
+            });
+        }
+        plan
+    }
+}
+
+/// An excerpt of `text` around the first of `terms` found, marked like FTS5's snippets.
+fn excerpt_around(text: &str, terms: &[String]) -> String {
+    const AROUND: usize = 16;
+    let lower = text.to_lowercase();
+    let found = terms.iter().filter_map(|t| lower.find(&t.to_lowercase()).map(|at| (at, t.len()))).min();
+    let Some((at, len)) = found.filter(|_| lower.len() == text.len()) else {
+        return text.chars().take(2 * AROUND).collect();
+    };
+    let before: Vec<char> = text[..at].chars().collect();
+    let start = before.len().saturating_sub(AROUND);
+    let after: String = text[at + len..].chars().take(AROUND).collect();
+    let more = text[at + len..].chars().count() > AROUND;
+    format!(
+        "{}{}[{}]{after}{}",
+        if start > 0 { "…" } else { "" },
+        before[start..].iter().collect::<String>(),
+        &text[at..at + len],
+        if more { "…" } else { "" }
+    )
+}
+
 impl Store {
     /// Messages matching `q` that `agent` may see (`None`: the person, who sees every
     /// approved channel), best first: bm25, then the newest; the newest first when more
     /// than [`RANK_UP_TO`] messages match.
     pub fn search(&self, agent: Option<&str>, q: &SearchQuery) -> Result<Vec<SearchHit>> {
+        let mut plan = Plan::new(q);
         self.read(|tx| {
             // bm25 needs every match scored and sorted: past a few thousand matches (a word
             // in nearly every message) that costs hundreds of milliseconds and ranks nothing
             // useful, so the newest stored come first, read straight off the index.
-            let matches: u32 = tx
-                .prepare_cached(
-                    "SELECT count(*) FROM (SELECT 1 FROM messages_fts WHERE messages_fts MATCH ?1 LIMIT ?2)",
-                )?
-                .query_row(params![q.matching, RANK_UP_TO + 1], |r| r.get(0))?;
-            let order = if matches > RANK_UP_TO {
-                "messages_fts.rowid DESC"
-            } else {
-                "bm25(messages_fts), m.sent_at DESC, m.id DESC"
+            let matching = plan.conditions.join(" AND ");
+            let ranked = match plan.rank {
+                Some(rank) => {
+                    let count = format!(
+                        "SELECT count(*) FROM (SELECT 1 FROM {} WHERE {matching} LIMIT {})",
+                        plan.driver,
+                        RANK_UP_TO + 1
+                    );
+                    let n: u32 = tx.prepare_cached(&count)?.query_row(params_from_iter(&plan.values), |r| r.get(0))?;
+                    (n <= RANK_UP_TO).then_some(rank)
+                }
+                None => None,
+            };
+            let order = match ranked {
+                Some(rank) => format!("{rank}, m.sent_at DESC, m.id DESC"),
+                None => format!("{}.rowid DESC", plan.driver),
             };
             let visible = match agent {
-                Some(_) => visible_to("?2"),
-                None => format!("{VISIBLE} AND ?2 IS NULL"),
+                Some(a) => {
+                    let p = plan.bind(a.to_owned());
+                    visible_to(&p)
+                }
+                None => VISIBLE.to_owned(),
             };
+            let filters = [
+                q.source.map(|s| ("m.source = ", Value::from(s.as_str().to_owned()))),
+                q.channel_id.clone().map(|c| ("m.channel_id = ", Value::from(c))),
+                q.before.map(|t| ("m.sent_at < ", Value::from(t))),
+                q.after.map(|t| ("m.sent_at >= ", Value::from(t))),
+            ];
+            let mut wheres = vec![matching, visible];
+            for (column, v) in filters.into_iter().flatten() {
+                let p = plan.bind(v);
+                wheres.push(format!("{column}{p}"));
+            }
+            if let Some(s) = &q.sender {
+                let p = plan.bind(s.clone());
+                wheres.push(format!("(lower(m.sender_id) = lower({p}) OR lower(m.sender_name) = lower({p}))"));
+            }
+            let (limit, offset) = (plan.bind(i64::from(q.limit)), plan.bind(i64::from(q.offset)));
             let sql = format!(
-                "SELECT {ENVELOPE_COLS}, snippet(messages_fts, 0, '[', ']', '…', 12) \
-                 FROM messages_fts JOIN messages m ON m.rowid = messages_fts.rowid \
+                "SELECT {ENVELOPE_COLS}, {} FROM {driver} JOIN messages m ON m.rowid = {driver}.rowid \
                  JOIN channels c ON c.id = m.channel_id \
-                 WHERE messages_fts MATCH ?1 AND {visible} \
-                 AND (?3 IS NULL OR m.source = ?3) AND (?4 IS NULL OR m.channel_id = ?4) \
-                 AND (?5 IS NULL OR lower(m.sender_id) = lower(?5) OR lower(m.sender_name) = lower(?5)) \
-                 AND (?6 IS NULL OR m.sent_at < ?6) AND (?7 IS NULL OR m.sent_at >= ?7) \
-                 ORDER BY {order} LIMIT ?8 OFFSET ?9"
+                 WHERE {} ORDER BY {order} LIMIT {limit} OFFSET {offset}",
+                plan.excerpt,
+                wheres.join(" AND "),
+                driver = plan.driver
             );
             let mut stmt = tx.prepare_cached(&sql)?;
             let rows = stmt
-                .query_map(
-                    params![
-                        q.matching,
-                        agent,
-                        q.source.map(Source::as_str),
-                        q.channel_id,
-                        q.sender,
-                        q.before,
-                        q.after,
-                        q.limit,
-                        q.offset
-                    ],
-                    |r| Ok((envelope_from_row(r)?, r.get::<_, String>(16)?)),
-                )?
+                .query_map(params_from_iter(&plan.values), |r| {
+                    Ok((envelope_from_row(r)?, r.get::<_, Option<String>>(16)?))
+                })?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
-            let (mut messages, excerpts): (Vec<Envelope>, Vec<String>) = rows.into_iter().unzip();
+            let (mut messages, excerpts): (Vec<Envelope>, Vec<Option<String>>) = rows.into_iter().unzip();
             load_attachments(tx, &mut messages)?;
-            Ok(messages.into_iter().zip(excerpts).map(|(message, excerpt)| SearchHit { message, excerpt }).collect())
+            Ok(messages
+                .into_iter()
+                .zip(excerpts)
+                .map(|(message, excerpt)| {
+                    let excerpt = excerpt.unwrap_or_else(|| excerpt_around(&message.text, &q.substrings));
+                    SearchHit { message, excerpt }
+                })
+                .collect())
         })
+    }
+
+    /// Indexes up to `batch` more messages of the backlog, the newest first, in one short
+    /// transaction; returns the progress, or `None` when the backlog is done.
+    pub fn index_more(&self, batch: u32) -> Result<Option<IndexProgress>> {
+        let glob = spaceless_glob();
+        self.write(|tx| {
+            let Some((lo, hi, total, done)) = tx
+                .query_row("SELECT lo, hi, total, done FROM search_backlog", [], |r| {
+                    Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?, r.get::<_, i64>(3)?))
+                })
+                .optional()?
+            else {
+                return Ok(None);
+            };
+            // The lowest rowid of this batch: `batch` rows down from `hi`.
+            let from: i64 = tx
+                .query_row(
+                    "SELECT rowid FROM messages WHERE rowid BETWEEN ?1 AND ?2 ORDER BY rowid DESC LIMIT 1 OFFSET ?3",
+                    params![lo, hi, batch.saturating_sub(1)],
+                    |r| r.get(0),
+                )
+                .optional()?
+                .unwrap_or(lo);
+            let rows: i64 =
+                tx.query_row("SELECT count(*) FROM messages WHERE rowid BETWEEN ?1 AND ?2", params![from, hi], |r| {
+                    r.get(0)
+                })?;
+            tx.execute(
+                "INSERT INTO messages_fts (rowid, text) SELECT rowid, text FROM messages \
+                 WHERE rowid BETWEEN ?1 AND ?2 AND NOT unsent",
+                params![from, hi],
+            )?;
+            tx.execute(
+                "INSERT INTO messages_cjk (rowid, text) SELECT rowid, text FROM messages \
+                 WHERE rowid BETWEEN ?1 AND ?2 AND NOT unsent AND text GLOB ?3",
+                params![from, hi, glob],
+            )?;
+            let done = (done + rows).min(total);
+            if from <= lo {
+                tx.execute("DELETE FROM search_backlog", [])?;
+                return Ok(None);
+            }
+            tx.execute("UPDATE search_backlog SET hi = ?1, done = ?2", params![from - 1, done])?;
+            Ok(Some(IndexProgress::from_rows(done, total)))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_migration_spells_the_same_scripts() {
+        let sql = include_str!("migrations/0010_search_backlog.sql");
+        let glob = format!("GLOB '{}'", spaceless_glob());
+        assert_eq!(sql.matches(&glob).count(), 2, "both triggers use {glob}");
+        let conn = rusqlite::Connection::open_in_memory().expect("open");
+        let in_sql = |c: char| -> bool {
+            conn.query_row("SELECT ?1 GLOB ?2", params![c.to_string(), spaceless_glob()], |r| r.get(0)).expect("glob")
+        };
+        for &(lo, hi) in &SPACELESS {
+            for c in [lo, hi] {
+                assert!(spaceless(c) && in_sql(c), "{c:?}");
+            }
+            for c in [char::from_u32(lo as u32 - 1), char::from_u32(hi as u32 + 1)].into_iter().flatten() {
+                assert_eq!(spaceless(c), in_sql(c), "{c:?}");
+            }
+        }
+        for (text, want) in
+            [("東京に行く", true), ("서울에", true), ("ภาษาไทย", true), ("café 🎉", false), ("Ａ", false)]
+        {
+            assert_eq!(text.chars().any(spaceless), want, "{text}");
+            let matched: bool =
+                conn.query_row("SELECT ?1 GLOB ?2", params![text, spaceless_glob()], |r| r.get(0)).expect("glob");
+            assert_eq!(matched, want, "{text}");
+        }
+    }
+
+    #[test]
+    fn an_excerpt_marks_the_first_term_found() {
+        assert_eq!(excerpt_around("東京に行く", &["東京".into()]), "[東京]に行く");
+        let long = format!("{}東京{}", "あ".repeat(20), "い".repeat(20));
+        assert_eq!(excerpt_around(&long, &["東京".into()]), format!("…{}[東京]{}…", "あ".repeat(16), "い".repeat(16)));
     }
 }

@@ -35,7 +35,10 @@ async fn words_phrases_accents_emoji_and_cjk_are_found() {
         "Café at noon? 🎉",
         "see you at noon",
         "noon works, see you",
-        "東京 に 行く",
+        "明日東京に行きます",
+        "서울에서 만나요",
+        "ไปกินข้าวที่ร้านนี้ไหม",
+        "Tokyo flight 東京タワー",
         "nothing here",
     ];
     let msgs: Vec<_> = texts.iter().enumerate().map(|(i, t)| msg(&format!("m{i}"), t, now_ms())).collect();
@@ -50,7 +53,23 @@ async fn words_phrases_accents_emoji_and_cjk_are_found() {
     both.sort();
     assert_eq!(both, ["noon works, see you", "see you at noon"]);
     assert_eq!(found(&mut agent, "🎉 cafe").await, ["Café at noon? 🎉"], "an emoji alone is no word");
-    assert_eq!(found(&mut agent, "東京").await, ["東京 に 行く"]);
+    // Scripts written without spaces: any substring is found, short or long.
+    let mut tokyo = found(&mut agent, "東京").await;
+    tokyo.sort();
+    assert_eq!(tokyo, ["Tokyo flight 東京タワー", "明日東京に行きます"]);
+    assert_eq!(found(&mut agent, "東京に行").await, ["明日東京に行きます"]);
+    assert_eq!(found(&mut agent, "に").await, ["明日東京に行きます"], "one character");
+    assert_eq!(found(&mut agent, "서울").await, ["서울에서 만나요"], "a Korean word with its particle");
+    assert_eq!(found(&mut agent, "กินข้าว").await, ["ไปกินข้าวที่ร้านนี้ไหม"]);
+    assert_eq!(found(&mut agent, "flight 東京").await, ["Tokyo flight 東京タワー"], "mixed scripts");
+    assert_eq!(found(&mut agent, "lisbon 東京").await, Vec::<String>::new(), "every term must match");
+    assert_eq!(found(&mut agent, "京都").await, Vec::<String>::new());
+    let r = agent.get(&format!("/messages/search?query={}", query("東京に行"))).await.expect("search").json();
+    assert_eq!(r["results"][0]["excerpt"], "明日[東京に行]きます");
+    let r = agent.get(&format!("/messages/search?query={}", query("東京"))).await.expect("search").json();
+    let excerpts: Vec<&str> =
+        r["results"].as_array().expect("results").iter().filter_map(|h| h["excerpt"].as_str()).collect();
+    assert!(excerpts.contains(&"明日[東京]に行きます"), "{excerpts:?}");
     // The result carries the message with its channel, and an excerpt with the match marked.
     let r = agent.get(&format!("/messages/search?query={}", query("lisbon"))).await.expect("search").json();
     let hit = &r["results"][0];
@@ -179,4 +198,24 @@ async fn a_word_in_nearly_every_message_lists_the_newest_first_and_pages() {
     assert_eq!(next["results"][0]["message"]["text"], json!(format!("status update {}", n - 4)));
     // A rare word among them is still ranked, and found.
     assert_eq!(found(&mut agent, "\"update 42\"").await, ["status update 42"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_stored_before_the_index_are_found_once_indexed() {
+    let d = Daemon::start().await;
+    let (ch, _) = d.ingest(Source::Imessage, "a", vec![msg("old", "the boarding pass 搭乗券", now_ms())]).await;
+    d.approve(&ch, json!({ "history": "all" })).await;
+    // As a database written before search existed (migration 0010 starts its index over).
+    let downgrade = "DROP TABLE messages_cjk; DROP TABLE search_backlog; PRAGMA user_version = 9;";
+    d.amc.store().write(|tx| Ok(tx.execute_batch(downgrade)?)).expect("downgrade");
+    let dir = d.stop().await;
+
+    let d = Daemon::start_in(dir, |_| {}, None).await;
+    let (mut agent, _) = d.agent("claude").await;
+    assert_eq!(found(&mut agent, "boarding").await, Vec::<String>::new(), "not indexed yet");
+    d.amc.index_search_backlog().await;
+    assert_eq!(found(&mut agent, "boarding").await, ["the boarding pass 搭乗券"]);
+    assert_eq!(found(&mut agent, "搭乗").await, ["the boarding pass 搭乗券"]);
+    let health = d.anon().await.get("/healthz").await.expect("health").json();
+    assert!(health.get("search_index").is_none(), "{health}");
 }

@@ -18,5 +18,4 @@ CREATE TRIGGER IF NOT EXISTS messages_fts_update AFTER UPDATE OF text, unsent ON
     INSERT INTO messages_fts (rowid, text) SELECT new.rowid, new.text WHERE NOT new.unsent;
 END;
 
--- What is stored already.
-INSERT INTO messages_fts (rowid, text) SELECT rowid, text FROM messages WHERE NOT unsent;
+-- What is stored already is indexed in the background, newest first (migration 0010).
