@@ -211,13 +211,16 @@ fn settings_of_an_unknown_channel_are_not_found() {
 /// that both indexes are intact. (`messages_fts` holds only the messages not unsent, so it
 /// cannot be checked row for row against `messages`; the searches below do that.)
 fn indexed(store: &Store, table: &str, matching: &str) -> Vec<i64> {
-    let conn = rusqlite::Connection::open(store.path()).expect("open");
-    for t in ["messages_fts", "messages_cjk"] {
-        conn.execute(&format!("INSERT INTO {t} ({t}) VALUES ('integrity-check')"), []).expect("intact");
-    }
-    let mut stmt =
-        conn.prepare(&format!("SELECT rowid FROM {table} WHERE {table} MATCH ?1 ORDER BY rowid")).expect("prepare");
-    stmt.query_map([matching], |r| r.get(0)).expect("search").collect::<rusqlite::Result<_>>().expect("rows")
+    store
+        .write(|tx| {
+            for t in ["messages_fts", "messages_cjk"] {
+                tx.execute(&format!("INSERT INTO {t} ({t}) VALUES ('integrity-check')"), [])?;
+            }
+            let mut stmt = tx.prepare(&format!("SELECT rowid FROM {table} WHERE {table} MATCH ?1 ORDER BY rowid"))?;
+            let rows = stmt.query_map([matching], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;
+            Ok(rows)
+        })
+        .expect("intact, and searched")
 }
 
 #[test]
