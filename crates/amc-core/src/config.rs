@@ -77,8 +77,15 @@ pub enum DiscordToken {
 pub struct DiscordSettings {
     /// The bot's token.
     pub token: DiscordToken,
-    /// Discord's base URL (`https://discord.com`; a local stand-in in tests).
+    /// Discord's base URL: `https://discord.com` (or its canary and ptb hosts, the same
+    /// API), or a stand-in on this machine.
     pub api_url: String,
+    /// An HTTP proxy for Discord's REST API and files (`http://host:port`), for networks
+    /// that require one. The gateway's WebSocket connects directly.
+    pub proxy: Option<String>,
+    /// A PEM file of certificates to trust besides the usual roots, for a proxy that
+    /// inspects TLS.
+    pub ca_file: Option<PathBuf>,
     /// The largest file Discord takes from the bot, in bytes.
     pub upload_limit: u64,
     /// The most messages fetched per channel after a reconnect or an approval.
@@ -130,6 +137,10 @@ pub struct FileConfig {
     pub discord_token_keychain: Option<bool>,
     /// Discord's base URL (default `https://discord.com`); a local stand-in for tests.
     pub discord_api_url: Option<String>,
+    /// An HTTP proxy for Discord's REST API and files.
+    pub discord_proxy: Option<String>,
+    /// Certificates (PEM) to trust besides the usual roots, for a proxy that inspects TLS.
+    pub discord_ca_file: Option<String>,
     /// The largest file Discord takes from the bot, in MB (default 10; more on boosted servers).
     pub discord_upload_limit_mb: Option<u64>,
     /// The most messages fetched per channel after a reconnect or an approval (default 1,000).
@@ -393,10 +404,27 @@ fn discord_settings(
         Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
         None => false,
     };
-    if !(parsed.scheme() == "https" || (parsed.scheme() == "http" && loopback)) || parsed.host().is_none() {
+    // serenity's rate limiter sends every request to discord.com itself: any other real
+    // host could only be reached with the limiter off, so only stand-ins on this machine are.
+    let discord =
+        matches!(parsed.host(), Some(url::Host::Domain("discord.com" | "canary.discord.com" | "ptb.discord.com")));
+    if !((parsed.scheme() == "https" && discord) || (matches!(parsed.scheme(), "http" | "https") && loopback)) {
         return Err(ConfigError::Invalid(format!(
-            "discord_api_url must be an https URL (http only for this machine), not {api_url:?}"
+            "discord_api_url must be https://discord.com (or canary.discord.com, ptb.discord.com), or a stand-in \
+             on this machine (http://127.0.0.1:…), not {api_url:?}; to reach Discord through a proxy, set discord_proxy"
         )));
+    }
+    if let Some(proxy) = &file.discord_proxy {
+        let ok = url::Url::parse(proxy).is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some());
+        if !ok {
+            return Err(ConfigError::Invalid(format!("discord_proxy must be an http(s) URL, not {proxy:?}")));
+        }
+    }
+    let ca_file = file.discord_ca_file.as_deref().map(expand_home).map(|p| absolute(&p));
+    if let Some(ca) = &ca_file
+        && !ca.is_file()
+    {
+        return Err(ConfigError::Invalid(format!("discord_ca_file {} is not a file", ca.display())));
     }
     if let Some(id) = &file.discord_user_id
         && !id.parse::<u64>().is_ok_and(|n| n > 0)
@@ -406,6 +434,8 @@ fn discord_settings(
     Ok(Some(DiscordSettings {
         token,
         api_url: api_url.trim_end_matches('/').to_owned(),
+        proxy: file.discord_proxy.clone(),
+        ca_file,
         upload_limit: range("discord_upload_limit_mb", file.discord_upload_limit_mb, 10, 1, 500)? * 1024 * 1024,
         history_limit: range("discord_history_limit", file.discord_history_limit.map(u64::from), 1000, 1, 100_000)?
             as u32,
@@ -508,8 +538,26 @@ mod tests {
         let d = with("discord_token_keychain = true\n", None).expect("valid").discord.expect("on");
         assert_eq!(d.token, DiscordToken::Keychain);
         assert!(with("discord_token = \"t\"\ndiscord_api_url = \"http://127.0.0.1:9/\"\n", None).is_ok());
-        for bad in ["http://discord.example", "ftp://discord.com", "not a url"] {
+        assert!(with("discord_token = \"t\"\ndiscord_api_url = \"https://canary.discord.com\"\n", None).is_ok());
+        for bad in [
+            "http://discord.example",
+            "ftp://discord.com",
+            "not a url",
+            "https://discord.example",
+            "http://discord.com",
+            "https://discord.com.example",
+        ] {
             let r = with(&format!("discord_token = \"t\"\ndiscord_api_url = \"{bad}\"\n"), None);
+            assert!(matches!(r, Err(ConfigError::Invalid(_))), "{bad} must be refused");
+        }
+        let ca = dir.path().join("ca.pem");
+        std::fs::write(&ca, "-----BEGIN CERTIFICATE-----\n").expect("ca");
+        let file =
+            format!("discord_token = \"t\"\ndiscord_proxy = \"http://proxy.lan:3128\"\ndiscord_ca_file = {ca:?}\n");
+        let d = with(&file, None).expect("valid").discord.expect("on");
+        assert_eq!((d.proxy.as_deref(), d.ca_file.as_deref()), (Some("http://proxy.lan:3128"), Some(ca.as_path())));
+        for bad in ["discord_proxy = \"proxy.lan\"", "discord_ca_file = \"/nowhere/ca.pem\""] {
+            let r = with(&format!("discord_token = \"t\"\n{bad}\n"), None);
             assert!(matches!(r, Err(ConfigError::Invalid(_))), "{bad} must be refused");
         }
         for bad in ["0", "-1", "12a", "99999999999999999999"] {

@@ -1,6 +1,6 @@
 //! The Discord source's figure: from a gateway MESSAGE_CREATE leaving a local Discord to
 //! the message being returned by `GET /messages/unread` on the real daemon (serenity's
-//! client, the store, the socket). `cargo bench -p amc-discord --bench discord`;
+//! client with its rate limiter on, the store, the socket). `cargo bench -p amc-discord --bench discord`;
 //! `AMC_BENCH_SAMPLES` sets the number of messages (default 1,000).
 #![allow(clippy::print_stdout)] // a bench binary reports on stdout
 
@@ -17,8 +17,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let samples: usize = std::env::var("AMC_BENCH_SAMPLES").ok().and_then(|v| v.parse().ok()).unwrap_or(1000);
     let fake = FakeDiscord::start(TOKEN, &["general"]).await?;
     let dir = tempfile::tempdir()?;
-    let config =
-        format!("discord_token = \"{TOKEN}\"\ndiscord_api_url = \"{}\"\nimessage_chat_db = \"\"\n", fake.api_url());
+    // As AMC reaches Discord: https://discord.com through a proxy, serenity's rate limiter on.
+    let config = format!("discord_token = \"{TOKEN}\"\n{}imessage_chat_db = \"\"\n", fake.config(dir.path())?);
     std::fs::write(dir.path().join("config.toml"), config)?;
     let connected = fake.connected(Duration::from_secs(20));
     let raw = amc_core::config::RawConfig { data_dir: Some(dir.path().to_owned()), ..Default::default() };

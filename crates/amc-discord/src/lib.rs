@@ -43,10 +43,12 @@ pub struct Discord {
 }
 
 impl Discord {
-    /// Prepares the source with a resolved token.
-    pub fn new(settings: DiscordSettings, token: Secret) -> Self {
-        let sender = Arc::new(DiscordSender::new(&settings.api_url, &token, settings.upload_limit));
-        Self { settings, token, sender }
+    /// Prepares the source with a resolved token; fails when `discord_ca_file` cannot be
+    /// read.
+    pub fn new(settings: DiscordSettings, token: Secret) -> Result<Self, String> {
+        let client = web_client(&settings)?;
+        let sender = Arc::new(DiscordSender::new(&settings.api_url, &token, settings.upload_limit, client)?);
+        Ok(Self { settings, token, sender })
     }
 
     /// The sender agents' messages go through.
@@ -137,17 +139,53 @@ impl Discord {
         }
     }
 
-    /// serenity's REST client: Discord itself with serenity's rate limiter, or a local
-    /// stand-in reached as a proxy (serenity's rate limiter ignores proxies, so it is off).
+    /// serenity's REST client, with its rate limiter on: it sends every request to
+    /// `https://discord.com` (through `discord_proxy` if set). Only a stand-in on this
+    /// machine is reached otherwise, with the limiter off, since serenity's limiter ignores
+    /// its proxy setting (config refuses any other host).
     fn http(&self) -> serenity::http::Http {
-        let builder = HttpBuilder::new(self.token.expose());
-        let discord = url::Url::parse(&self.settings.api_url).is_ok_and(|u| u.host_str() == Some("discord.com"));
-        if discord {
-            builder.build()
-        } else {
+        let mut builder = HttpBuilder::new(self.token.expose());
+        if let Ok(client) = web_client(&self.settings).and_then(|b| b.build().map_err(|e| e.to_string())) {
+            builder = builder.client(client);
+        }
+        if stand_in(&self.settings.api_url) {
             builder.proxy(self.settings.api_url.clone()).ratelimiter_disabled(true).build()
+        } else {
+            builder.build()
         }
     }
+}
+
+/// Whether `api_url` is a stand-in for Discord on this machine rather than Discord.
+fn stand_in(api_url: &str) -> bool {
+    url::Url::parse(api_url).is_ok_and(|u| match u.host() {
+        Some(url::Host::Domain(d)) => d == "localhost",
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    })
+}
+
+/// The HTTPS client for Discord's REST API and CDN: rustls, through `discord_proxy` if
+/// set, trusting `discord_ca_file` besides the usual roots.
+fn web_client(settings: &DiscordSettings) -> Result<reqwest::ClientBuilder, String> {
+    let mut builder = reqwest::Client::builder().use_rustls_tls();
+    if let Some(proxy) = &settings.proxy {
+        let proxy = reqwest::Proxy::all(proxy).map_err(|e| format!("discord_proxy {proxy:?}: {e}"))?;
+        builder = builder.proxy(proxy);
+    }
+    if let Some(path) = &settings.ca_file {
+        let pem = std::fs::read(path).map_err(|e| format!("could not read discord_ca_file {}: {e}", path.display()))?;
+        let certs = reqwest::Certificate::from_pem_bundle(&pem)
+            .map_err(|e| format!("discord_ca_file {} holds no PEM certificate: {e}", path.display()))?;
+        if certs.is_empty() {
+            return Err(format!("discord_ca_file {} holds no PEM certificate", path.display()));
+        }
+        for cert in certs {
+            builder = builder.add_root_certificate(cert);
+        }
+    }
+    Ok(builder)
 }
 
 /// Sleeps before the next attempt; true if AMC is stopping.

@@ -20,6 +20,10 @@ pub const MAX_TEXT_CHARS: usize = 2000;
 /// Hosts Discord serves attachments from.
 const CDN_HOSTS: &[&str] = &["cdn.discordapp.com", "media.discordapp.net"];
 
+/// The longest a send waits for Discord's rate limit to reset before it is made; past
+/// that the agent is told `RATE_LIMITED` at once, and Discord is not asked.
+const MAX_LIMIT_WAIT: Duration = Duration::from_secs(6);
+
 /// Discord's REST API as the bot uses it for sends and files.
 #[derive(Clone)]
 pub struct DiscordSender {
@@ -27,6 +31,48 @@ pub struct DiscordSender {
     api_url: String,
     auth: HeaderValue,
     upload_limit: u64,
+    limits: std::sync::Arc<std::sync::Mutex<Limits>>,
+}
+
+/// What Discord's answers said of its rate limits: until when each channel's send bucket
+/// is spent, and the whole bot (a global 429).
+#[derive(Default)]
+struct Limits {
+    channels: std::collections::HashMap<String, std::time::Instant>,
+    global: Option<std::time::Instant>,
+}
+
+impl Limits {
+    /// How long a send to `channel` must wait, if at all.
+    fn wait(&mut self, channel: &str, now: std::time::Instant) -> Duration {
+        self.channels.retain(|_, until| *until > now);
+        let until = [self.channels.get(channel).copied(), self.global].into_iter().flatten().max();
+        until.map_or(Duration::ZERO, |u| u.saturating_duration_since(now))
+    }
+
+    /// Reads an answer's headers (documented at
+    /// <https://discord.com/developers/docs/topics/rate-limits>): a spent bucket
+    /// (`X-RateLimit-Remaining: 0`) holds the channel for `X-RateLimit-Reset-After`; a 429
+    /// holds it, or every channel when global, for `retry_after`.
+    fn note(&mut self, channel: &str, status: StatusCode, headers: &HeaderMap, retry_after: Option<f64>) {
+        let now = std::time::Instant::now();
+        let secs = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<f64>().ok());
+        let later = |s: f64| now + Duration::from_secs_f64(s.clamp(0.0, 3600.0));
+        if status == StatusCode::TOO_MANY_REQUESTS {
+            let global = headers.get("x-ratelimit-global").is_some()
+                || headers.get("x-ratelimit-scope").is_some_and(|v| v == "global");
+            let until = later(retry_after.or_else(|| secs("retry-after")).unwrap_or(1.0));
+            if global {
+                self.global = Some(until);
+            } else {
+                self.channels.insert(channel.to_owned(), until);
+            }
+        } else if secs("x-ratelimit-remaining") == Some(0.0)
+            && let Some(reset) = secs("x-ratelimit-reset-after")
+        {
+            self.channels.insert(channel.to_owned(), later(reset));
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -54,26 +100,51 @@ struct FetchedAttachment {
 }
 
 impl DiscordSender {
-    /// A sender for the bot with `token`, talking to `api_url` (`https://discord.com`).
-    pub fn new(api_url: &str, token: &Secret, upload_limit: u64) -> Self {
+    /// A sender for the bot with `token`, talking to `api_url` (`https://discord.com`)
+    /// with a client made from `client` (its proxy and roots).
+    pub fn new(
+        api_url: &str,
+        token: &Secret,
+        upload_limit: u64,
+        client: reqwest::ClientBuilder,
+    ) -> Result<Self, String> {
         let mut auth = HeaderValue::from_str(&format!("Bot {}", token.expose()))
             .unwrap_or_else(|_| HeaderValue::from_static("Bot invalid"));
         auth.set_sensitive(true);
-        let client = reqwest::Client::builder()
+        let client = client
             .connect_timeout(Duration::from_secs(10))
             .timeout(Duration::from_secs(120))
             .user_agent(concat!("DiscordBot (https://example.invalid/amc, ", env!("CARGO_PKG_VERSION"), ")"))
             .redirect(reqwest::redirect::Policy::none())
             .build()
-            .unwrap_or_default();
-        Self { client, api_url: api_url.trim_end_matches('/').to_owned(), auth, upload_limit }
+            .map_err(|e| format!("could not set up HTTPS for Discord: {e}"))?;
+        Ok(Self {
+            client,
+            api_url: api_url.trim_end_matches('/').to_owned(),
+            auth,
+            upload_limit,
+            limits: Default::default(),
+        })
     }
 
     fn url(&self, path: &str) -> String {
         format!("{}/api/v10{path}", self.api_url)
     }
 
+    fn limits(&self) -> std::sync::MutexGuard<'_, Limits> {
+        self.limits.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     async fn post(&self, msg: &OutgoingSend) -> Result<Delivery, SendError> {
+        // A spent bucket: wait for its reset if it is near (the send is not made yet, so
+        // this is no retry), or tell the agent at once without asking Discord.
+        let wait = self.limits().wait(&msg.channel_platform_id, std::time::Instant::now());
+        if wait > MAX_LIMIT_WAIT {
+            return Err(SendError::RateLimited { retry_after: wait.as_secs_f64().ceil() as u64 });
+        }
+        if !wait.is_zero() {
+            tokio::time::sleep(wait).await;
+        }
         let mut payload = json!({
             "content": msg.text,
             // Agents may mention people, never @everyone, @here or roles.
@@ -116,6 +187,8 @@ impl DiscordSender {
         let status = res.status();
         let headers = res.headers().clone();
         let body = res.bytes().await.unwrap_or_default();
+        let retry_after = serde_json::from_slice::<ApiError>(&body).ok().and_then(|e| e.retry_after);
+        self.limits().note(&msg.channel_platform_id, status, &headers, retry_after);
         if status.is_success() {
             let created: Created = serde_json::from_slice(&body).map_err(|_| {
                 SendError::Unknown("Discord accepted the message but its answer could not be read".into())
@@ -163,15 +236,11 @@ impl DiscordSender {
         }
     }
 
-    /// Whether AMC fetches from this URL: Discord's CDN, or the API's own host (a local
-    /// stand-in for Discord).
+    /// Whether AMC fetches from this URL: only Discord's CDN, over https.
     fn may_fetch(&self, url: &str) -> bool {
-        let (Ok(u), Ok(api)) = (url::Url::parse(url), url::Url::parse(&self.api_url)) else { return false };
-        match u.host_str() {
-            Some(h) if u.scheme() == "https" && CDN_HOSTS.contains(&h) => true,
-            Some(_) => u.origin() == api.origin(),
-            None => false,
-        }
+        url::Url::parse(url).is_ok_and(|u| {
+            u.scheme() == "https" && u.host_str().is_some_and(|h| CDN_HOSTS.contains(&h)) && u.port().is_none()
+        })
     }
 
     async fn download(&self, url: &str, max_bytes: u64) -> Result<Result<Vec<u8>, StatusCode>, FetchError> {

@@ -122,9 +122,15 @@ pub async fn start(raw: RawConfig) -> anyhow::Result<Running> {
     let discord = match config.discord.clone() {
         Some(settings) => {
             match amc_discord::token::resolve(&settings.token, Path::new(amc_discord::token::SECURITY)).await {
-                Ok(token) => Some(amc_discord::Discord::new(settings, token)),
+                Ok(token) => match amc_discord::Discord::new(settings, token) {
+                    Ok(d) => Some(d),
+                    Err(why) => {
+                        discord_problem = Some(why);
+                        None
+                    }
+                },
                 Err(why) => {
-                    discord_problem = Some(why);
+                    discord_problem = Some(why.to_string());
                     None
                 }
             }

@@ -59,8 +59,8 @@ pub async fn start_with(fake: FakeDiscord, extra: &str) -> Amc {
 /// config.toml), without waiting for the bot.
 pub async fn run_against(fake: &FakeDiscord, dir: &std::path::Path, token: &str, extra: &str) -> amc_runtime::Running {
     let config = format!(
-        "discord_token = \"{token}\"\ndiscord_api_url = \"{}\"\nimessage_chat_db = \"\"\n{extra}\n",
-        fake.api_url()
+        "discord_token = \"{token}\"\n{}imessage_chat_db = \"\"\n{extra}\n",
+        fake.config(dir).expect("the fake's CA")
     );
     std::fs::write(dir.join("config.toml"), config).expect("config");
     let raw = amc_core::config::RawConfig { data_dir: Some(dir.to_owned()), ..Default::default() };

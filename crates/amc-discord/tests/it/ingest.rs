@@ -125,6 +125,7 @@ async fn attachments_are_described_at_once_and_fetched_when_an_agent_asks() {
         assert_eq!(&file.body[..], b"\x89PNG fake cat");
         assert_eq!(file.header("content-type"), Some("image/png"));
     }
+    assert!(amc.fake.tunnels().contains(&"cdn.discordapp.com:443".to_owned()), "fetched from Discord's CDN");
     // A deleted message takes its files with it.
     let gone = amc.fake.post_with(general, &alice, "oops", None, &[("private.txt", b"secret")]);
     let path = amc
@@ -197,6 +198,10 @@ async fn approving_with_history_fetches_earlier_messages_in_pages() {
     let amc = crate::harness::start_with(fake, "discord_history_limit = 1000").await;
     let ch = amc.channel(archive).await;
     assert_eq!(ch["message_count"], 0, "nothing is fetched for a pending channel");
+    // One page per half second: serenity's rate limiter, on as with Discord, paces the
+    // pages by the headers, and Discord never has to refuse one.
+    let slow = amc_discord::fake::limits::Limit { requests: 1, per: std::time::Duration::from_millis(500) };
+    assert!(amc.fake.set_rate_limit("GET /channels/{id}/messages", slow));
     let (_, _, _, pages_before) = amc.fake.counts();
     amc.approve(archive, json!({ "history": "all" })).await;
     let ch = amc
@@ -208,6 +213,9 @@ async fn approving_with_history_fetches_earlier_messages_in_pages() {
     assert_eq!(ch["message_count"], 250);
     let (_, _, _, pages_after) = amc.fake.counts();
     assert!(pages_after - pages_before >= 3, "fetched in pages of at most 100");
+    assert_eq!(amc.fake.rate_limited(), (0, 0), "no request over the limit reached Discord");
+    let tunnels = amc.fake.tunnels();
+    assert!(!tunnels.is_empty() && tunnels.iter().all(|t| t == "discord.com:443"), "{tunnels:?}");
     amc.stop().await;
 }
 

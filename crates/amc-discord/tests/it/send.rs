@@ -119,17 +119,20 @@ async fn attachments_over_the_upload_limit_are_refused_before_any_upload() {
 #[tokio::test]
 async fn discords_refusals_become_the_contracts_errors() {
     let (amc, agent, channel, _, _) = ready("rate_limit_burst = 100").await;
+    // More sends than Discord's usual 5 per 5 s: this test is about the refusals.
+    let roomy = amc_discord::fake::limits::Limit { requests: 50, per: std::time::Duration::from_secs(5) };
+    assert!(amc.fake.set_rate_limit("POST /channels/{id}/messages", roomy));
     let send = |text: &str| agent.send(json!({ "channel_id": channel, "text": text }));
 
     amc.fake.reply_next_post(
         429,
-        &[("retry-after", "6.2"), ("x-ratelimit-scope", "user")],
-        json!({ "message": "You are being rate limited.", "retry_after": 6.2, "global": false }),
+        &[("retry-after", "1"), ("x-ratelimit-scope", "user")],
+        json!({ "message": "You are being rate limited.", "retry_after": 0.3, "global": false }),
     );
     let resp = send("one").await;
     assert_eq!(resp.status, 429, "{:?}", resp.json());
     assert_eq!(error_code(&resp), "RATE_LIMITED");
-    assert_eq!(resp.header("retry-after"), Some("7"));
+    assert_eq!(resp.header("retry-after"), Some("1"));
 
     amc.fake.reply_next_post(400, &[], json!({ "message": "Cannot send an empty message", "code": 50006 }));
     let resp = send("two").await;
@@ -170,6 +173,37 @@ async fn discords_refusals_become_the_contracts_errors() {
     assert_eq!(log["sends"].as_array().map(Vec::len), Some(4), "{log}");
     let log = amc.admin().await.get("/admin/sends?status=unknown").await.expect("sends").json();
     assert_eq!(log["sends"].as_array().map(Vec::len), Some(1), "{log}");
+    amc.stop().await;
+}
+
+#[tokio::test]
+async fn sends_keep_to_discords_buckets_and_a_long_limit_is_told_without_asking() {
+    let (amc, agent, channel, _, _) = ready("rate_limit_burst = 100").await;
+    // Two sends a second in this channel: a burst of five waits for the bucket's resets,
+    // as Discord's headers tell them, and Discord never has to refuse one.
+    let tight = amc_discord::fake::limits::Limit { requests: 2, per: std::time::Duration::from_secs(1) };
+    assert!(amc.fake.set_rate_limit("POST /channels/{id}/messages", tight));
+    for i in 0..5 {
+        let resp = agent.send(json!({ "channel_id": channel, "text": format!("part {i}") })).await;
+        assert_eq!(resp.json()["status"], "sent", "{:?}", resp.json());
+    }
+    assert_eq!(amc.fake.rate_limited(), (0, 0), "no request over the limit reached Discord");
+    assert_eq!(amc.fake.posts().len(), 5);
+
+    // A global limit for a minute: the agent is told at once, and Discord is not asked
+    // again until it ends.
+    amc.fake.reply_next_post(
+        429,
+        &[("retry-after", "60"), ("x-ratelimit-global", "true"), ("x-ratelimit-scope", "global")],
+        json!({ "message": "You are being rate limited.", "retry_after": 60.0, "global": true }),
+    );
+    let resp = agent.send(json!({ "channel_id": channel, "text": "six" })).await;
+    assert_eq!((resp.status.as_u16(), error_code(&resp)), (429, "RATE_LIMITED".to_owned()));
+    let resp = agent.send(json!({ "channel_id": channel, "text": "seven" })).await;
+    assert_eq!((resp.status.as_u16(), error_code(&resp)), (429, "RATE_LIMITED".to_owned()), "{:?}", resp.json());
+    let wait: u64 = resp.header("retry-after").and_then(|v| v.parse().ok()).expect("retry-after");
+    assert!((55..=60).contains(&wait), "{wait}");
+    assert_eq!(amc.fake.posts().len(), 6, "the seventh never reached Discord");
     amc.stop().await;
 }
 

@@ -1,10 +1,18 @@
 //! A local stand-in for Discord, for tests and benchmarks: the REST API under
-//! `/api/v10` (reached through serenity's proxy setting) and a WebSocket gateway that
-//! speaks Discord's protocol (HELLO, IDENTIFY, READY, heartbeats and their ACKs,
-//! dispatches with sequence numbers, RESUME with replay, RECONNECT, INVALID_SESSION,
-//! close codes). Payloads are shaped as Discord documents them.
+//! `/api/v10` and the CDN, and a WebSocket gateway that speaks Discord's protocol (HELLO,
+//! IDENTIFY, READY, heartbeats and their ACKs, dispatches with sequence numbers, RESUME
+//! with replay, RECONNECT, INVALID_SESSION, close codes). Payloads are shaped as Discord
+//! documents them, and REST answers carry Discord's rate-limit headers and 429s
+//! ([`limits`]).
+//!
+//! AMC reaches it as it reaches Discord: `https://discord.com` through an HTTPS proxy
+//! ([`FakeDiscord::config`], [`tls`]), so serenity's rate limiter is on. The REST API is
+//! also served in plain HTTP at [`FakeDiscord::api_url`], a stand-in on this machine.
 //!
 //! Nothing in AMC itself uses it; it is public so the tests of other crates can.
+
+pub mod limits;
+pub mod tls;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -76,6 +84,10 @@ struct Inner {
     token: String,
     gateway_url: String,
     api_url: String,
+    proxy_url: String,
+    /// Every `CONNECT` target the proxy was asked for.
+    tunnels: Vec<String>,
+    limits: limits::Limits,
     bot: FakeUser,
     guild: (u64, String),
     channels: Vec<(u64, String)>,
@@ -108,12 +120,16 @@ impl FakeDiscord {
     pub async fn start(token: &str, channels: &[&str]) -> std::io::Result<Self> {
         let http = TcpListener::bind("127.0.0.1:0").await?;
         let ws = TcpListener::bind("127.0.0.1:0").await?;
+        let proxy = TcpListener::bind("127.0.0.1:0").await?;
         let api_url = format!("http://{}", http.local_addr()?);
         let gateway_url = format!("ws://{}", ws.local_addr()?);
         let mut inner = Inner {
             token: token.to_owned(),
             gateway_url,
             api_url,
+            proxy_url: format!("http://{}", proxy.local_addr()?),
+            tunnels: Vec::new(),
+            limits: limits::Limits::default(),
             bot: FakeUser { id: 0, name: "AMC Bot".into() },
             guild: (0, "Fake Guild".into()),
             channels: Vec::new(),
@@ -146,7 +162,38 @@ impl FakeDiscord {
             let _ = axum::serve(http, app).await;
         });
         tokio::spawn(accept_loop(fake.clone(), ws));
+        tokio::spawn(tls::serve(fake.clone(), proxy));
         Ok(fake)
+    }
+
+    /// The lines of `config.toml` that make AMC reach this fake as it reaches Discord:
+    /// `https://discord.com` through the fake's proxy, trusting its CA (written into
+    /// `dir`), serenity's rate limiter on.
+    pub fn config(&self, dir: &std::path::Path) -> std::io::Result<String> {
+        let ca = dir.join("local-discord-ca.pem");
+        std::fs::write(&ca, tls::CA_PEM)?;
+        Ok(format!("discord_proxy = \"{}\"\ndiscord_ca_file = {:?}\n", self.lock().proxy_url, ca.display().to_string()))
+    }
+
+    /// Every host and port AMC asked the proxy for, in order.
+    pub fn tunnels(&self) -> Vec<String> {
+        self.lock().tunnels.clone()
+    }
+
+    /// Sets a REST route's rate limit (`"GET /channels/{id}/messages"`, counted per
+    /// channel); false for a route the fake does not limit.
+    pub fn set_rate_limit(&self, route: &str, limit: limits::Limit) -> bool {
+        self.lock().limits.set(route, limit)
+    }
+
+    /// Sets the global rate limit (50 requests a second by default).
+    pub fn set_global_rate_limit(&self, limit: limits::Limit) {
+        self.lock().limits.set_global(limit);
+    }
+
+    /// How many requests were answered 429: over a route's limit, and over the global one.
+    pub fn rate_limited(&self) -> (u32, u32) {
+        self.lock().limits.refused
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -414,7 +461,7 @@ impl Inner {
         for (name, bytes) in files {
             let att = self.next_id();
             let key = format!("{channel}/{att}/{name}");
-            let url = format!("{}/cdn/attachments/{key}?ex=0&is=0&hm=0", self.api_url);
+            let url = format!("https://cdn.discordapp.com/attachments/{key}?ex=0&is=0&hm=0");
             self.files.insert(key, bytes.to_vec());
             attachments.push(json!({
                 "id": att.to_string(), "filename": name, "size": bytes.len(), "url": url,
@@ -665,8 +712,9 @@ fn router(fake: FakeDiscord) -> Router {
         .route("/api/v10/users/@me", get(me))
         .route("/api/v10/channels/{channel}/messages", get(messages).post(create))
         .route("/api/v10/channels/{channel}/messages/{id}", get(message))
-        .route("/cdn/attachments/{channel}/{id}/{name}", get(cdn))
         .fallback(|| async { discord_error(StatusCode::NOT_FOUND, 0, "404: Not Found") })
+        .route_layer(axum::middleware::from_fn_with_state(fake.clone(), limits::limit))
+        .route("/attachments/{channel}/{id}/{name}", get(cdn))
         .with_state(fake)
 }
 
