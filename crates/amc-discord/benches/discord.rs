@@ -1,7 +1,8 @@
 //! The Discord source's figure: from a gateway MESSAGE_CREATE leaving a local Discord to
 //! the message being returned by `GET /messages/unread` on the real daemon (serenity's
 //! client with its rate limiter on, the store, the socket). `cargo bench -p amc-discord --bench discord`;
-//! `AMC_BENCH_SAMPLES` sets the number of messages (default 1,000).
+//! `AMC_BENCH_SAMPLES` sets the number of messages (default 1,000). Then a zombie
+//! connection at Discord's heartbeat interval (about 90 s; `AMC_BENCH_ZOMBIE=0` skips it).
 #![allow(clippy::print_stdout)] // a bench binary reports on stdout
 
 use std::time::{Duration, Instant};
@@ -65,6 +66,38 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         agent.post("/messages/mark_read", &json!({ "message_ids": [id] })).await?;
     }
     println!("{}", amc_testkit::Latencies::of(latencies).line("MESSAGE_CREATE -> GET /messages/unread"));
+
+    // A zombie connection at Discord's own heartbeat interval (41.25 s): the gateway goes
+    // silent, 100 messages are said meanwhile, and the figures run from the last
+    // acknowledged heartbeat to a fresh session and to every missed message stored.
+    if std::env::var("AMC_BENCH_ZOMBIE").as_deref() != Ok("0") {
+        while !fake.heartbeat_acknowledged() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let back = fake.connected(Duration::from_secs(300));
+        let last_ack = fake.play_dead().ok_or("no heartbeat was acknowledged")?;
+        let missed: Vec<String> = (0..100).map(|i| format!("missed {i}")).collect();
+        for text in &missed {
+            fake.post(fake.channel_ids()[0], &alice, text);
+        }
+        assert!(back.await, "a new session");
+        let session = last_ack.elapsed();
+        loop {
+            let page = agent.get(&unread).await?.json();
+            let got = page["messages"].as_array().map_or(0, |m| {
+                m.iter().filter(|m| m["text"].as_str().is_some_and(|t| t.starts_with("missed "))).count()
+            });
+            if got == missed.len() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        println!(
+            "zombie connection (heartbeat every 41.25 s): last ACK -> new session {:.1} s, -> all 100 missed messages stored {:.1} s",
+            session.as_secs_f64(),
+            last_ack.elapsed().as_secs_f64()
+        );
+    }
     running.run_until(async {}).await?;
     Ok(())
 }

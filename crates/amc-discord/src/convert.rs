@@ -70,14 +70,72 @@ pub fn attachment(a: &Attachment) -> IncomingAttachment {
     }
 }
 
-/// A message as the store takes it. Reactions come as their own events and are left
-/// to [`amc_core::service::Amc::apply_reactions`].
-pub fn message(m: &Message, selves: Selves) -> IncomingMessage {
+/// The names of a guild's channels and roles, for the mentions in messages' text.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MentionNames {
+    /// Channel id to its name (without `#`).
+    pub channels: std::collections::HashMap<u64, String>,
+    /// Role id to its name (without `@`).
+    pub roles: std::collections::HashMap<u64, String>,
+}
+
+/// A message's text as people read it in Discord: `<@id>` (and `<@!id>`) as `@name`,
+/// `<@&id>` as `@role` and `<#id>` as `#channel`, where the message or the guild names
+/// them (Discord's message formats:
+/// <https://discord.com/developers/docs/reference#message-formatting>). A mention AMC has
+/// no name for stays as written.
+pub fn readable(content: &str, mentioned: &[User], names: &MentionNames) -> String {
+    let mut out = String::with_capacity(content.len());
+    let mut rest = content;
+    while let Some(at) = rest.find('<') {
+        out.push_str(&rest[..at]);
+        let tail = &rest[at..];
+        let (prefix, after) = if let Some(a) = tail.strip_prefix("<@&") {
+            ("@&", a)
+        } else if let Some(a) = tail.strip_prefix("<@!") {
+            ("@", a)
+        } else if let Some(a) = tail.strip_prefix("<@") {
+            ("@", a)
+        } else if let Some(a) = tail.strip_prefix("<#") {
+            ("#", a)
+        } else {
+            ("", "")
+        };
+        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+        let id = (!prefix.is_empty() && after[digits..].starts_with('>'))
+            .then(|| after[..digits].parse::<u64>().ok())
+            .flatten();
+        let name = id.and_then(|id| match prefix {
+            "@" => mentioned
+                .iter()
+                .find(|u| u.id.get() == id)
+                .map(|u| format!("@{}", user_name(u, u.member.as_ref().and_then(|m| m.nick.as_deref())))),
+            "@&" => names.roles.get(&id).map(|r| format!("@{r}")),
+            _ => names.channels.get(&id).map(|c| format!("#{c}")),
+        });
+        match name {
+            Some(name) => {
+                out.push_str(&name);
+                rest = &after[digits + 1..];
+            }
+            None => {
+                out.push('<');
+                rest = &tail[1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// A message as the store takes it, its mentions named. Reactions come as their own
+/// events and are left to [`amc_core::service::Amc::apply_reactions`].
+pub fn message(m: &Message, selves: Selves, names: &MentionNames) -> IncomingMessage {
     let nick = m.member.as_ref().and_then(|p| p.nick.as_deref());
     IncomingMessage {
         platform_id: m.id.to_string(),
         sender: sender(&m.author, nick, selves),
-        text: m.content.clone(),
+        text: readable(&m.content, &m.mentions, names),
         sent_at: millis(&m.timestamp),
         // A forward also carries a reference: only a reply is a reply.
         reply_to_platform_id: m
@@ -132,6 +190,33 @@ pub fn reaction(r: &serenity::model::channel::Reaction, selves: Selves) -> Optio
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mentions_read_as_names_and_unknown_ones_stay() {
+        let mut alice: User = serde_json::from_value(serde_json::json!({
+            "id": "80351110224678912", "username": "alice", "discriminator": "0", "global_name": "Alice", "avatar": null
+        }))
+        .expect("user");
+        let names = MentionNames {
+            channels: [(41771983423143937, "general".to_owned())].into(),
+            roles: [(165511591545143296, "mods".to_owned())].into(),
+        };
+        let text =
+            "<@80351110224678912> and <@!80351110224678912>, see <#41771983423143937>, cc <@&165511591545143296>";
+        assert_eq!(readable(text, std::slice::from_ref(&alice), &names), "@Alice and @Alice, see #general, cc @mods");
+        assert_eq!(
+            readable("<@1> <#2> <@&3> <a> <@ x> 2 < 3 <@99", &[], &names),
+            "<@1> <#2> <@&3> <a> <@ x> 2 < 3 <@99"
+        );
+        alice.member = Some(Box::new(
+            serde_json::from_value(
+                serde_json::json!({ "nick": "Al", "roles": [], "joined_at": null, "deaf": false, "mute": false }),
+            )
+            .expect("member"),
+        ));
+        assert_eq!(readable("hi <@80351110224678912>!", &[alice], &names), "hi @Al!");
+        assert_eq!(readable("東京 <#41771983423143937>", &[], &names), "東京 #general", "non-ASCII around it");
+    }
 
     #[test]
     fn snowflakes_carry_their_time() {

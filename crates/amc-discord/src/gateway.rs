@@ -48,6 +48,8 @@ pub(crate) struct Shared {
     selves: Mutex<Selves>,
     guild_names: Mutex<HashMap<GuildId, String>>,
     channel_names: Mutex<HashMap<ChannelId, String>>,
+    /// Channel and role names, for mentions in messages' text.
+    mention_names: Mutex<convert::MentionNames>,
     empty_in_a_row: AtomicU32,
     /// Channels whose earlier history was fetched since AMC started.
     history_done: Mutex<HashSet<String>>,
@@ -71,9 +73,21 @@ impl Shared {
             selves: Mutex::new(Selves { bot: None, person }),
             guild_names: Mutex::default(),
             channel_names: Mutex::default(),
+            mention_names: Mutex::default(),
             empty_in_a_row: AtomicU32::new(0),
             history_done: Mutex::default(),
         }
+    }
+
+    /// The names mentions in messages' text read as.
+    pub(crate) fn mention_names(&self) -> std::sync::MutexGuard<'_, convert::MentionNames> {
+        lock(&self.mention_names)
+    }
+
+    /// A message as the store takes it, its mentions named.
+    pub(crate) fn convert(&self, m: &Message) -> IncomingMessage {
+        let selves = self.selves();
+        convert::message(m, selves, &self.mention_names())
     }
 
     pub(crate) fn selves(&self) -> Selves {
@@ -299,9 +313,15 @@ async fn apply(shared: &Arc<Shared>, event: Incoming) {
         ),
         Incoming::Guild(guild) => {
             lock(&shared.guild_names).insert(guild.id, guild.name.clone());
+            {
+                let mut names = shared.mention_names();
+                names.channels.extend(guild.channels.values().map(|c| (c.id.get(), c.name.clone())));
+                names.roles.extend(guild.roles.values().map(|r| (r.id.get(), r.name.clone())));
+            }
             shared.register_channels(&guild.name, guild.channels.values().collect()).await;
         }
         Incoming::Channel(channel) => {
+            shared.mention_names().channels.insert(channel.id.get(), channel.name.clone());
             let guild = lock(&shared.guild_names).get(&channel.guild_id).cloned();
             if let Some(guild) = guild {
                 shared.register_channels(&guild, vec![&channel]).await;
@@ -310,7 +330,7 @@ async fn apply(shared: &Arc<Shared>, event: Incoming) {
         Incoming::Message(m) => {
             shared.check_content(&m);
             if let (true, Some(spec)) = (convert::is_conversation(m.kind), shared.spec_for(&m)) {
-                let msg = convert::message(&m, shared.selves());
+                let msg = shared.convert(&m);
                 shared.store(spec, vec![msg]).await;
             }
         }
@@ -333,8 +353,9 @@ async fn apply(shared: &Arc<Shared>, event: Incoming) {
             m.message_reference = e.message_reference.clone().flatten();
             m.member = e.member.clone().flatten();
             m.kind = e.kind.unwrap_or(MessageType::Regular);
+            m.mentions = e.mentions.clone().unwrap_or_default();
             if let (true, Some(spec)) = (convert::is_conversation(m.kind), shared.spec_for(&m)) {
-                let msg = convert::message(&m, shared.selves());
+                let msg = shared.convert(&m);
                 shared.store(spec, vec![msg]).await;
             }
         }

@@ -136,9 +136,7 @@ async fn store(shared: &Shared, ch: &AllowedChannel, page: &[Message]) {
     // Messages read through REST carry no guild: the channel is the one already stored,
     // and its name stays as it is (an empty name keeps the stored one).
     let spec = ChannelSpec { platform_id: ch.platform_id.clone(), name: String::new(), kind: ch.kind };
-    let selves = shared.selves();
-    let messages =
-        page.iter().filter(|m| convert::is_conversation(m.kind)).map(|m| convert::message(m, selves)).collect();
+    let messages = page.iter().filter(|m| convert::is_conversation(m.kind)).map(|m| shared.convert(m)).collect();
     if let Err(e) = shared.amc.ingest(Source::Discord, spec, messages, None).await {
         tracing::warn!(error = %e, "could not store Discord history");
     }

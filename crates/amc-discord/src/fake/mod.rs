@@ -106,6 +106,14 @@ struct Inner {
     heartbeats: u32,
     history_requests: u32,
     connected: Vec<oneshot::Sender<()>>,
+    /// The interval HELLO tells a new connection (Discord's is about 41 s).
+    heartbeat_interval_ms: u64,
+    /// The live connection has gone silent: no ACKs, no dispatches (a zombie).
+    dead: bool,
+    /// When a heartbeat was last acknowledged.
+    last_ack: Option<std::time::Instant>,
+    /// The guild's users, by id, for the mentions in messages.
+    users: HashMap<u64, FakeUser>,
 }
 
 /// The fake Discord. Dropping it stops nothing; its tasks end with the runtime.
@@ -148,6 +156,10 @@ impl FakeDiscord {
             heartbeats: 0,
             history_requests: 0,
             connected: Vec::new(),
+            heartbeat_interval_ms: 41_250,
+            dead: false,
+            last_ack: None,
+            users: HashMap::new(),
         };
         inner.bot.id = inner.next_id();
         inner.guild.0 = inner.next_id();
@@ -217,7 +229,10 @@ impl FakeDiscord {
 
     /// A new user of the guild.
     pub fn user(&self, name: &str) -> FakeUser {
-        FakeUser { id: self.lock().next_id(), name: name.to_owned() }
+        let mut inner = self.lock();
+        let user = FakeUser { id: inner.next_id(), name: name.to_owned() };
+        inner.users.insert(user.id, user.clone());
+        user
     }
 
     /// Whether the bot's application has the Message Content intent enabled: without it,
@@ -282,7 +297,14 @@ impl FakeDiscord {
         let Some(msg) = inner.messages.get_mut(&channel).and_then(|m| m.get_mut(&id)) else { return };
         msg["content"] = json!(content);
         msg["edited_timestamp"] = json!(now);
-        let msg = msg.clone();
+        let mut msg = msg.clone();
+        let (mentions, roles) = inner.mentions(channel, content);
+        msg["mentions"] = json!(mentions);
+        msg["mention_roles"] = json!(roles);
+        if let Some(stored) = inner.messages.get_mut(&channel).and_then(|m| m.get_mut(&id)) {
+            stored["mentions"] = msg["mentions"].clone();
+            stored["mention_roles"] = msg["mention_roles"].clone();
+        }
         let guild = inner.guild.0;
         inner.dispatch("MESSAGE_UPDATE", with_guild(msg, guild));
     }
@@ -347,19 +369,55 @@ impl FakeDiscord {
         self.send_op(json!({ "op": 7, "d": null }));
     }
 
-    /// Sends op 9 INVALID_SESSION (not resumable) and forgets the session: events not
-    /// yet delivered are lost, as with Discord.
-    pub fn invalidate_session(&self) {
-        self.send_op(json!({ "op": 9, "d": false }));
-        self.lock().session = None;
+    /// Sends op 9 INVALID_SESSION. Resumable: the client should RESUME, and is replayed
+    /// what it missed. Not resumable: the session is forgotten, and events not yet
+    /// delivered are lost, as with Discord.
+    pub fn invalidate_session(&self, resumable: bool) {
+        self.send_op(json!({ "op": 9, "d": resumable }));
+        if !resumable {
+            self.lock().session = None;
+        }
     }
 
-    /// Closes the live connection with a gateway close code (4004 authentication failed,
-    /// 4014 disallowed intents, …).
+    /// Closes the live connection with a gateway close code, as Discord documents them
+    /// (<https://discord.com/developers/docs/topics/opcodes-and-status-codes>): 4000 to
+    /// 4005 and 4008 may be resumed; after 4007 (invalid seq) and 4009 (session timed
+    /// out) the session is gone and a RESUME is refused; 4004 (authentication failed) and
+    /// 4014 (disallowed intents) are not to be reconnected.
     pub fn close_with(&self, code: u16) {
-        if let Some(live) = self.lock().live.take() {
+        let mut inner = self.lock();
+        if matches!(code, 4007 | 4009) {
+            inner.session = None;
+        }
+        if let Some(live) = inner.live.take() {
             let _ = live.send(Command::Close(code));
         }
+    }
+
+    /// The interval HELLO gives new connections, in milliseconds (41,250 by default).
+    pub fn set_heartbeat_interval(&self, ms: u64) {
+        self.lock().heartbeat_interval_ms = ms;
+    }
+
+    /// The live connection goes silent without closing, as a connection whose network
+    /// died: heartbeats are no longer acknowledged and dispatches no longer arrive (they
+    /// are kept for a RESUME). Returns when a heartbeat was last acknowledged. The client
+    /// must notice the missing ACK and connect again.
+    pub fn play_dead(&self) -> Option<std::time::Instant> {
+        let mut inner = self.lock();
+        inner.dead = true;
+        inner.last_ack
+    }
+
+    /// Whether a heartbeat has been acknowledged yet.
+    pub fn heartbeat_acknowledged(&self) -> bool {
+        self.lock().last_ack.is_some()
+    }
+
+    /// Sends op 1 HEARTBEAT: the client must answer with a heartbeat at once.
+    pub fn request_heartbeat(&self) {
+        let seq = self.lock().session.as_ref().map(|s| s.seq);
+        self.send_op(json!({ "op": 1, "d": seq }));
     }
 
     /// Refuses (or accepts again) new gateway connections.
@@ -448,6 +506,39 @@ impl Inner {
         self.last_id
     }
 
+    /// As Discord fills them: each user the text mentions as <@id> or <@!id>, with their
+    /// guild member outside DMs, and the roles mentioned as <@&id>.
+    fn mentions(&self, channel: u64, content: &str) -> (Vec<Value>, Vec<String>) {
+        let in_guild = !self.dms.values().any(|c| *c == channel);
+        let ids = |open: &str| -> Vec<u64> {
+            content
+                .split(open)
+                .skip(1)
+                .filter_map(|rest| rest.split_once('>').and_then(|(id, _)| id.parse::<u64>().ok()))
+                .collect()
+        };
+        let mut mentioned: Vec<u64> = ids("<@").into_iter().chain(ids("<@!")).collect();
+        mentioned.sort_unstable();
+        mentioned.dedup();
+        let mentions: Vec<Value> = mentioned
+            .iter()
+            .filter_map(|id| if *id == self.bot.id { Some(&self.bot) } else { self.users.get(id) })
+            .map(|u| {
+                let mut j = user_json(u, u.id == self.bot.id);
+                if in_guild {
+                    let mut m = member(u);
+                    if let Some(o) = m.as_object_mut() {
+                        o.remove("user");
+                    }
+                    j["member"] = m;
+                }
+                j
+            })
+            .collect();
+        let mention_roles: Vec<String> = ids("<@&").into_iter().map(|id| id.to_string()).collect();
+        (mentions, mention_roles)
+    }
+
     fn new_message(
         &mut self,
         channel: u64,
@@ -469,6 +560,7 @@ impl Inner {
             }));
         }
         let is_bot = author.id == self.bot.id;
+        let (mentions, mention_roles) = self.mentions(channel, content);
         let mut msg = json!({
             "id": id.to_string(),
             "channel_id": channel.to_string(),
@@ -478,8 +570,8 @@ impl Inner {
             "edited_timestamp": null,
             "tts": false,
             "mention_everyone": false,
-            "mentions": [],
-            "mention_roles": [],
+            "mentions": mentions,
+            "mention_roles": mention_roles,
             "attachments": attachments,
             "embeds": [],
             "pinned": false,
@@ -505,7 +597,7 @@ impl Inner {
         session.seq += 1;
         let frame = json!({ "op": 0, "t": t, "s": session.seq, "d": d });
         session.log.push((session.seq, frame.clone()));
-        if let Some(live) = &self.live {
+        if let Some(live) = self.live.as_ref().filter(|_| !self.dead) {
             let _ = live.send(Command::Send(frame));
         }
     }
@@ -605,7 +697,8 @@ async fn connection(fake: FakeDiscord, stream: tokio::net::TcpStream) {
     let Ok(ws) = tokio_tungstenite::accept_async(stream).await else { return };
     let (mut sink, mut source) = ws.split();
     let (tx, mut rx) = mpsc::unbounded_channel::<Command>();
-    let hello = json!({ "op": 10, "d": { "heartbeat_interval": 41250 } });
+    let interval = fake.lock().heartbeat_interval_ms;
+    let hello = json!({ "op": 10, "d": { "heartbeat_interval": interval } });
     if sink.send(Frame::Text(hello.to_string())).await.is_err() {
         return;
     }
@@ -650,9 +743,15 @@ fn on_frame(fake: &FakeDiscord, v: &Value, tx: &mpsc::UnboundedSender<Command>) 
     let close = |code: u16, why: &str| {
         Some(vec![Frame::Close(Some(CloseFrame { code: CloseCode::from(code), reason: why.to_owned().into() }))])
     };
+    let live = inner.live.as_ref().is_some_and(|l| l.same_channel(tx));
+    if inner.dead && live {
+        // A zombie: what the client says goes nowhere.
+        return None;
+    }
     match v["op"].as_u64() {
         Some(1) => {
             inner.heartbeats += 1;
+            inner.last_ack = Some(std::time::Instant::now());
             Some(vec![Frame::Text(json!({ "op": 11 }).to_string())])
         }
         Some(2) => {
@@ -666,6 +765,7 @@ fn on_frame(fake: &FakeDiscord, v: &Value, tx: &mpsc::UnboundedSender<Command>) 
             }
             inner.identifies += 1;
             inner.live = Some(tx.clone());
+            inner.dead = false;
             let frames = inner.ready().into_iter().map(|f| Frame::Text(f.to_string())).collect();
             for c in inner.connected.drain(..) {
                 let _ = c.send(());
@@ -683,6 +783,7 @@ fn on_frame(fake: &FakeDiscord, v: &Value, tx: &mpsc::UnboundedSender<Command>) 
             }
             inner.resumes += 1;
             inner.live = Some(tx.clone());
+            inner.dead = false;
             let after = d["seq"].as_u64().unwrap_or(0);
             let mut frames: Vec<Frame> = inner
                 .session

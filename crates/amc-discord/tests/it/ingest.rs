@@ -156,7 +156,7 @@ async fn messages_sent_while_the_session_was_lost_are_fetched_once_back_and_none
 
     // The session is lost: Discord will not replay what is said meanwhile.
     amc.fake.set_accepting(false);
-    amc.fake.invalidate_session();
+    amc.fake.invalidate_session(false);
     amc.fake.drop_connection();
     for text in ["two", "three", "four"] {
         amc.fake.post_unseen(general, &alice, text);
@@ -345,7 +345,7 @@ async fn a_live_message_right_after_reconnecting_does_not_hide_the_gap_in_any_ch
     let agent = amc.agent("claude").await;
     let alice = amc.fake.user("alice");
     amc.fake.set_accepting(false);
-    amc.fake.invalidate_session();
+    amc.fake.invalidate_session(false);
     amc.fake.drop_connection();
     for c in &channels {
         for i in 0..3 {
@@ -381,5 +381,23 @@ async fn messages_in_channels_amc_does_not_follow_are_not_stored() {
     .await;
     let all = amc.admin().await.get("/admin/channels").await.expect("channels").json();
     assert_eq!(all["channels"].as_array().map(Vec::len), Some(1), "{all}");
+    amc.stop().await;
+}
+
+#[tokio::test]
+async fn mentions_reach_agents_as_names() {
+    let General { amc, channel: general, id, agent } = general("", json!({ "history": "from_now" })).await;
+    let (alice, bob) = (amc.fake.user("alice"), amc.fake.user("bob"));
+    let text = format!("<@{}> see <#{general}>, and <@!{}> too; <@123> left", bob.id, alice.id);
+    amc.fake.post(general, &alice, &text);
+    let texts = amc.texts(&agent, &id, 1, "the message").await;
+    assert_eq!(texts, ["@bob see #general, and @alice too; <@123> left"]);
+    // An edit is read the same way.
+    let edited = amc.fake.history(general)[0]["id"].as_str().and_then(|s| s.parse().ok()).expect("id");
+    amc.fake.edit(general, edited, &format!("<@{}> never mind", bob.id));
+    amc.eventually("the edit", || async {
+        (agent.unread(&id).await.first()?["text"] == "@bob never mind").then_some(())
+    })
+    .await;
     amc.stop().await;
 }
