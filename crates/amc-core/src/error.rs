@@ -45,6 +45,8 @@ error_codes! {
     ValidationFailed => "VALIDATION_FAILED", 422;
     /// The channel does not exist or is not visible to agents.
     ChannelNotFound => "CHANNEL_NOT_FOUND", 404;
+    /// The platform deleted the channel, or no longer lets AMC in; nothing was sent.
+    ChannelGone => "CHANNEL_GONE", 410;
     /// The message does not exist, is quarantined, or is in another channel.
     MessageNotFound => "MESSAGE_NOT_FOUND", 404;
     /// An attachment exceeds what the platform accepts.
@@ -128,6 +130,11 @@ impl Error {
     /// `MESSAGE_NOT_FOUND`, worded the same whether the message is unknown or hidden.
     pub fn message_not_found() -> Self {
         Self::new(ErrorCode::MessageNotFound, "no such message")
+    }
+
+    /// `CHANNEL_GONE`: the platform said why.
+    pub fn channel_gone(why: &str) -> Self {
+        Self::new(ErrorCode::ChannelGone, format!("{why}; nothing was sent"))
     }
 
     /// `CHANNEL_NOT_FOUND`, worded the same whether the channel is unknown or hidden.

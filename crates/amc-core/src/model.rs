@@ -217,6 +217,10 @@ pub struct ChannelInfo {
     /// The newest message's time.
     #[serde(with = "serde_ms::option")]
     pub last_activity_at: Option<Millis>,
+    /// Present when the platform deleted the channel or no longer lets AMC in: why. Its
+    /// history stays readable; sends are refused with `CHANNEL_GONE`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gone: Option<String>,
 }
 
 /// A channel as the person sees it (admin API).
@@ -252,6 +256,9 @@ pub struct ChannelAdmin {
     /// `null` when every agent sees it (the default); else the agents that do, each with
     /// its own send policy (`null`: the channel's).
     pub agents: Option<Vec<ChannelAgent>>,
+    /// Why the platform no longer has the channel for AMC (deleted, or the bot removed),
+    /// or `null`.
+    pub gone: Option<String>,
 }
 
 /// An agent a channel is open to.

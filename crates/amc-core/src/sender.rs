@@ -68,6 +68,10 @@ pub enum SendError {
     /// The send may or may not have gone out (a timeout after the platform call began).
     #[error("{0}")]
     Unknown(String),
+    /// The platform deleted the channel, or no longer lets AMC in: nothing went out. The
+    /// channel is recorded as gone with this reason.
+    #[error("{0}; nothing was sent")]
+    Gone(String),
 }
 
 /// A file a platform keeps, which AMC fetches when an agent asks for it.
@@ -256,6 +260,7 @@ mod tests {
             name: "Ada".into(),
             kind: crate::model::ChannelKind::Dm,
             send_policy: crate::model::SendPolicy::Auto,
+            gone: None,
         };
         let tasks: Vec<_> = (0..800)
             .map(|i| {

@@ -13,7 +13,7 @@ use amc_core::model::{ChannelState, IncomingMessage, Source};
 use amc_core::service::{Amc, SourceState, SourceStatus};
 use serenity::all::{
     ChannelId, Context, EventHandler, GatewayIntents, Guild, GuildChannel, GuildId, Message, MessageId, MessageType,
-    MessageUpdateEvent, Reaction, Ready, ResumedEvent, ShardStageUpdateEvent,
+    MessageUpdateEvent, Reaction, Ready, ResumedEvent, ShardStageUpdateEvent, UnavailableGuild,
 };
 use serenity::async_trait;
 use serenity::gateway::ConnectionStage;
@@ -48,6 +48,8 @@ pub(crate) struct Shared {
     selves: Mutex<Selves>,
     guild_names: Mutex<HashMap<GuildId, String>>,
     channel_names: Mutex<HashMap<ChannelId, String>>,
+    /// Each guild's channels, as its GUILD_CREATE and channel events listed them.
+    guild_channels: Mutex<HashMap<GuildId, HashSet<ChannelId>>>,
     /// Channel and role names, for mentions in messages' text.
     mention_names: Mutex<convert::MentionNames>,
     empty_in_a_row: AtomicU32,
@@ -73,6 +75,7 @@ impl Shared {
             selves: Mutex::new(Selves { bot: None, person }),
             guild_names: Mutex::default(),
             channel_names: Mutex::default(),
+            guild_channels: Mutex::default(),
             mention_names: Mutex::default(),
             empty_in_a_row: AtomicU32::new(0),
             history_done: Mutex::default(),
@@ -122,6 +125,14 @@ impl Shared {
         Some(ChannelSpec { platform_id, name, kind: amc_core::model::ChannelKind::Dm })
     }
 
+    /// Records channels Discord no longer has for the bot.
+    pub(crate) async fn gone(&self, channels: Vec<ChannelId>, why: String) {
+        let ids = channels.iter().map(ToString::to_string).collect();
+        if let Err(e) = self.amc.mark_channels_gone(Source::Discord, ids, why).await {
+            tracing::warn!(error = %e, "could not record Discord channels as gone");
+        }
+    }
+
     async fn store(&self, spec: ChannelSpec, messages: Vec<IncomingMessage>) {
         if let Err(e) = self.amc.ingest(Source::Discord, spec, messages, None).await {
             tracing::warn!(error = %e, "could not store Discord messages");
@@ -135,6 +146,7 @@ impl Shared {
             .map(|c| {
                 let spec = convert::guild_channel(guild, c);
                 lock(&self.channel_names).insert(c.id, spec.name.clone());
+                lock(&self.guild_channels).entry(c.guild_id).or_default().insert(c.id);
                 (spec, Vec::new())
             })
             .collect();
@@ -192,7 +204,10 @@ pub(crate) enum Incoming {
     Resumed,
     Disconnected,
     Guild(Box<Guild>),
+    /// A guild deleted, or the bot removed from it (not an outage).
+    GuildGone(GuildId),
     Channel(Box<GuildChannel>),
+    ChannelGone(ChannelId),
     Message(Box<Message>),
     Edit(Box<MessageUpdateEvent>),
     Deleted(Vec<MessageId>),
@@ -243,6 +258,18 @@ impl EventHandler for Handler {
 
     async fn channel_update(&self, _ctx: Context, _old: Option<GuildChannel>, new: GuildChannel) {
         self.push(Incoming::Channel(Box::new(new)));
+    }
+
+    async fn channel_delete(&self, _ctx: Context, channel: GuildChannel, _messages: Option<Vec<Message>>) {
+        self.push(Incoming::ChannelGone(channel.id));
+    }
+
+    /// GUILD_DELETE: with `unavailable` set, an outage (the guild comes back by itself);
+    /// without it, the guild was deleted or the bot removed from it.
+    async fn guild_delete(&self, _ctx: Context, incomplete: UnavailableGuild, _full: Option<Guild>) {
+        if !incomplete.unavailable {
+            self.push(Incoming::GuildGone(incomplete.id));
+        }
     }
 
     async fn message(&self, _ctx: Context, m: Message) {
@@ -326,6 +353,19 @@ async fn apply(shared: &Arc<Shared>, event: Incoming) {
             if let Some(guild) = guild {
                 shared.register_channels(&guild, vec![&channel]).await;
             }
+        }
+        Incoming::ChannelGone(channel) => {
+            for set in lock(&shared.guild_channels).values_mut() {
+                set.remove(&channel);
+            }
+            shared.gone(vec![channel], "Discord deleted this channel".into()).await;
+        }
+        Incoming::GuildGone(guild) => {
+            let name = lock(&shared.guild_names).remove(&guild).unwrap_or_else(|| "its server".into());
+            let channels: Vec<ChannelId> =
+                lock(&shared.guild_channels).remove(&guild).unwrap_or_default().into_iter().collect();
+            let why = format!("the bot is no longer in {name} (the server was deleted, or the bot removed)");
+            shared.gone(channels, why).await;
         }
         Incoming::Message(m) => {
             shared.check_content(&m);

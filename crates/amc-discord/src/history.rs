@@ -94,6 +94,18 @@ async fn forward(shared: &Shared, ch: &AllowedChannel) {
     walk(shared, ch, walk_from).await;
 }
 
+/// Discord's JSON error code for an unknown channel
+/// (<https://discord.com/developers/docs/topics/opcodes-and-status-codes#json>).
+pub(crate) const UNKNOWN_CHANNEL: isize = 10003;
+
+/// The JSON error code of a refusal from Discord, if it was one.
+fn discord_code(e: &serenity::Error) -> Option<isize> {
+    match e {
+        serenity::Error::Http(serenity::http::HttpError::UnsuccessfulRequest(r)) => Some(r.error.code),
+        _ => None,
+    }
+}
+
 /// Reads `ch`'s history from `from`; false when a page could not be read.
 async fn walk(shared: &Shared, ch: &AllowedChannel, mut from: Walk) -> bool {
     let Ok(channel) = ch.platform_id.parse::<u64>().map(ChannelId::new) else { return false };
@@ -108,6 +120,11 @@ async fn walk(shared: &Shared, ch: &AllowedChannel, mut from: Walk) -> bool {
         let mut page = match shared.http.get_messages(channel, target, Some(want)).await {
             Ok(p) => p,
             Err(e) => {
+                // 10003 Unknown Channel: deleted while AMC was away.
+                if discord_code(&e) == Some(UNKNOWN_CHANNEL) {
+                    shared.gone(vec![channel], "Discord deleted this channel".into()).await;
+                    return true;
+                }
                 tracing::warn!(channel = %ch.id, error = %e, "could not fetch Discord history");
                 return false;
             }

@@ -212,6 +212,9 @@ impl DiscordSender {
                     .to_owned();
                 SendError::Auth(why)
             }
+            StatusCode::NOT_FOUND if err.as_ref().and_then(|e| e.code) == Some(10003) => {
+                SendError::Gone("Discord deleted this channel".into())
+            }
             StatusCode::FORBIDDEN => {
                 let why = format!(
                     "Discord refused the bot here (403: {detail}): give it the View Channel, Send Messages, \

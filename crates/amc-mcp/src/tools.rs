@@ -318,7 +318,11 @@ pub fn list_channels() -> Tool {
                         "name": { "type": "string" },
                         "kind": { "type": "string", "enum": ["dm", "group"] },
                         "send_policy": { "type": "string", "enum": ["read_only", "review", "auto"] },
-                        "last_activity_at": { "type": ["string", "null"], "format": "date-time" }
+                        "last_activity_at": { "type": ["string", "null"], "format": "date-time" },
+                        "gone": {
+                            "type": "string",
+                            "description": "Present when the platform deleted the channel or removed AMC from it: why. Sends are refused with CHANNEL_GONE."
+                        }
                     },
                     "required": ["id", "source", "name", "kind", "send_policy", "last_activity_at"]
                 }

@@ -59,6 +59,17 @@ impl Amc {
         Ok(changed.len())
     }
 
+    /// Records that the platform no longer has these channels for AMC (deleted, or AMC
+    /// removed), and tells the UI. Their history stays; sends to them are refused.
+    pub async fn mark_channels_gone(&self, source: Source, platform_ids: Vec<String>, reason: String) -> Result<usize> {
+        let gone = self.blocking(move |s| s.mark_channels_gone(source, &platform_ids, &reason)).await?;
+        for channel_id in &gone {
+            tracing::info!(channel = %channel_id, "the platform no longer has this channel for AMC");
+            self.publish(Event::ChannelChanged { channel_id: channel_id.clone() });
+        }
+        Ok(gone.len())
+    }
+
     /// Marks messages the platform deleted as unsent, and tells the UI.
     pub async fn mark_unsent(&self, source: Source, platform_ids: Vec<String>) -> Result<usize> {
         let changed = self.blocking(move |s| s.mark_unsent(source, &platform_ids)).await?;

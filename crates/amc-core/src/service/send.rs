@@ -203,6 +203,9 @@ impl Amc {
             .blocking(move |s| s.send_target(&agent_id, &channel_id))
             .await?
             .ok_or_else(Error::channel_not_found)?;
+        if let Some(why) = &target.gone {
+            return Err(Error::channel_gone(why));
+        }
         if target.send_policy == SendPolicy::ReadOnly {
             return Err(Error::new(
                 ErrorCode::ChannelReadOnly,
@@ -454,6 +457,9 @@ impl Amc {
                 return failed(ErrorCode::PlatformSendFailed, format!("could not prepare the send: {}", e.message));
             }
         };
+        if let Some(why) = &target.gone {
+            return failed(ErrorCode::ChannelGone, format!("{why}; nothing was sent"));
+        }
         let Some(sender) = self.inner.senders.get(target.source) else {
             return failed(ErrorCode::PlatformSendFailed, format!("the {} source is not running", target.source));
         };
@@ -465,7 +471,7 @@ impl Amc {
             reply_to_platform_id: reply_platform_id,
             attachments: item.attachments.clone(),
         };
-        let source = msg.channel.source;
+        let (source, platform_channel) = (msg.channel.source, msg.channel_platform_id.clone());
         match tokio::time::timeout(self.inner.config.send_timeout, sender.send(msg)).await {
             Err(_) => SendOutcome::Unknown { reason: "the platform did not confirm the send in time".into() },
             Ok(Ok(d)) => {
@@ -475,6 +481,11 @@ impl Amc {
             Ok(Err(e)) => {
                 if let SendError::Auth(why) = &e {
                     self.note_send_problem(source, Some(why.clone()));
+                }
+                if let SendError::Gone(why) = &e
+                    && let Err(err) = self.mark_channels_gone(source, vec![platform_channel.clone()], why.clone()).await
+                {
+                    tracing::warn!(error = %err, "could not record a channel as gone");
                 }
                 outcome_of(e)
             }
@@ -496,5 +507,6 @@ fn outcome_of(e: SendError) -> SendOutcome {
         SendError::TooLarge(_) => failed(ErrorCode::AttachmentTooLargeForPlatform, message),
         SendError::Failed(_) => failed(ErrorCode::PlatformSendFailed, message),
         SendError::Unknown(_) => SendOutcome::Unknown { reason: message },
+        SendError::Gone(_) => failed(ErrorCode::ChannelGone, message),
     }
 }

@@ -67,6 +67,8 @@ pub struct SendTarget {
     pub kind: ChannelKind,
     /// The send policy.
     pub send_policy: SendPolicy,
+    /// Why the platform no longer has the channel for AMC, if it does not.
+    pub gone: Option<String>,
 }
 
 /// An allowed channel, as a source reading its history back needs it.
@@ -100,7 +102,8 @@ const ADMIN_COLS: &str = "c.id, c.source, c.platform_id, c.name, c.kind, c.state
        AND (c.visible_from IS NULL OR m.sent_at >= c.visible_from) \
        AND (c.stored_from IS NULL OR m.ingested_at >= c.stored_from)) ELSE 0 END, c.audience, \
      (SELECT coalesce(json_group_array(json_array(ca.agent_id, ca.send_policy)), '[]') FROM \
-       (SELECT agent_id, send_policy FROM channel_agents WHERE channel_id = c.id ORDER BY agent_id) ca)";
+       (SELECT agent_id, send_policy FROM channel_agents WHERE channel_id = c.id ORDER BY agent_id) ca), \
+     c.gone_reason";
 
 fn admin_from_row(row: &Row<'_>) -> rusqlite::Result<ChannelAdmin> {
     let audience: String = row.get(12)?;
@@ -130,6 +133,7 @@ fn admin_from_row(row: &Row<'_>) -> rusqlite::Result<ChannelAdmin> {
         last_message_at: row.get(9)?,
         message_count: row.get(10)?,
         visible_count: row.get(11)?,
+        gone: row.get(14)?,
     })
 }
 
@@ -172,6 +176,11 @@ pub(super) fn upsert(tx: &Transaction<'_>, source: Source, spec: &ChannelSpec, n
         .query_row(params![source.as_str(), spec.platform_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
         .optional()?;
     if let Some((id, name, kind)) = existing {
+        // The platform told of the channel: it is there (again).
+        tx.prepare_cached(
+            "UPDATE channels SET gone_at = NULL, gone_reason = NULL WHERE id = ?1 AND gone_at IS NOT NULL",
+        )?
+        .execute([&id])?;
         // An empty name is a source that does not know it: the stored one stays.
         let name_changed = !spec.name.is_empty() && name != spec.name;
         if name_changed || kind != spec.kind.as_str() {
@@ -190,6 +199,26 @@ pub(super) fn upsert(tx: &Transaction<'_>, source: Source, spec: &ChannelSpec, n
 }
 
 impl Store {
+    /// Records that the platform no longer has these channels for AMC (deleted, or AMC
+    /// removed), with the reason for the person; returns the ids of those newly gone.
+    pub fn mark_channels_gone(&self, source: Source, platform_ids: &[String], reason: &str) -> Result<Vec<String>> {
+        self.write(|tx| {
+            let mut gone = Vec::new();
+            let mut stmt = tx.prepare_cached(
+                "UPDATE channels SET gone_at = ?3, gone_reason = ?4, updated_at = ?3 \
+                 WHERE source = ?1 AND platform_id = ?2 AND gone_at IS NULL RETURNING id",
+            )?;
+            for p in platform_ids {
+                if let Some(id) =
+                    stmt.query_row(params![source.as_str(), p, now_ms(), reason], |r| r.get(0)).optional()?
+                {
+                    gone.push(id);
+                }
+            }
+            Ok(gone)
+        })
+    }
+
     /// Finds or creates a channel (new channels start `pending`); returns its id and whether it is new.
     #[cfg(any(test, feature = "test-support"))]
     pub fn ensure_channel(&self, source: Source, spec: &ChannelSpec) -> Result<(String, bool)> {
@@ -322,8 +351,8 @@ impl Store {
             let sql = format!(
                 "SELECT c.id, c.source, c.name, c.kind, {}, \
                  CASE WHEN (c.visible_from IS NULL OR c.last_message_at >= c.visible_from) \
-                   AND (c.stored_from IS NULL OR c.last_message_at >= c.stored_from) THEN c.last_message_at END \
-                 FROM channels c WHERE c.state = 'allowed' AND (?1 IS NULL OR c.source = ?1) AND {} \
+                   AND (c.stored_from IS NULL OR c.last_message_at >= c.stored_from) THEN c.last_message_at END, \
+                 c.gone_reason FROM channels c WHERE c.state = 'allowed' AND (?1 IS NULL OR c.source = ?1) AND {} \
                  ORDER BY coalesce(c.last_message_at, c.created_at) DESC, c.id",
                 policy_for("?2"),
                 open_to("?2")
@@ -337,6 +366,7 @@ impl Store {
                     kind: parse_col(r, 3, ChannelKind::parse)?,
                     send_policy: parse_col(r, 4, SendPolicy::parse)?,
                     last_activity_at: r.get(5)?,
+                    gone: r.get(6)?,
                 })
             })?;
             Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
@@ -407,7 +437,7 @@ impl Store {
 
 fn target(tx: &Transaction<'_>, id: &str, agent: Option<&str>) -> Result<Option<SendTarget>> {
     let sql = format!(
-        "SELECT c.id, c.source, c.platform_id, c.name, c.kind, {} FROM channels c \
+        "SELECT c.id, c.source, c.platform_id, c.name, c.kind, {}, c.gone_reason FROM channels c \
          WHERE c.id = ?1 AND (?2 IS NULL OR (c.state = 'allowed' AND {}))",
         policy_for("?2"),
         open_to("?2")
@@ -422,6 +452,7 @@ fn target(tx: &Transaction<'_>, id: &str, agent: Option<&str>) -> Result<Option<
                 name: r.get(3)?,
                 kind: parse_col(r, 4, ChannelKind::parse)?,
                 send_policy: parse_col(r, 5, SendPolicy::parse)?,
+                gone: r.get(6)?,
             })
         })
         .optional()?)

@@ -52,6 +52,7 @@ const MIGRATIONS: &[Migration] = &[
     ("0008_channel_agents", include_str!("migrations/0008_channel_agents.sql")),
     ("0009_search", include_str!("migrations/0009_search.sql")),
     ("0010_search_backlog", include_str!("migrations/0010_search_backlog.sql")),
+    ("0011_channel_gone", include_str!("migrations/0011_channel_gone.sql")),
 ];
 
 /// The core's typed store: the database, and the generator of message ids.

@@ -114,6 +114,8 @@ struct Inner {
     last_ack: Option<std::time::Instant>,
     /// The guild's users, by id, for the mentions in messages.
     users: HashMap<u64, FakeUser>,
+    /// The bot was removed from the guild (or the guild deleted).
+    removed: bool,
 }
 
 /// The fake Discord. Dropping it stops nothing; its tasks end with the runtime.
@@ -160,6 +162,7 @@ impl FakeDiscord {
             dead: false,
             last_ack: None,
             users: HashMap::new(),
+            removed: false,
         };
         inner.bot.id = inner.next_id();
         inner.guild.0 = inner.next_id();
@@ -307,6 +310,34 @@ impl FakeDiscord {
         }
         let guild = inner.guild.0;
         inner.dispatch("MESSAGE_UPDATE", with_guild(msg, guild));
+    }
+
+    /// Deletes a channel with its messages and dispatches CHANNEL_DELETE; REST then answers
+    /// 404 Unknown Channel (10003) for it, as Discord does.
+    pub fn delete_channel(&self, channel: u64) {
+        let mut inner = self.lock();
+        let Some(at) = inner.channels.iter().position(|c| c.0 == channel) else { return };
+        let (id, name) = inner.channels.remove(at);
+        inner.messages.remove(&id);
+        let guild = inner.guild.0;
+        inner.dispatch("CHANNEL_DELETE", channel_json(id, &name, guild, at));
+    }
+
+    /// The bot is removed from the guild (or the guild deleted): GUILD_DELETE without
+    /// `unavailable`. Later sessions no longer list the guild, and REST answers 403 Missing
+    /// Access (50001) for its channels.
+    pub fn remove_bot_from_guild(&self) {
+        let mut inner = self.lock();
+        inner.removed = true;
+        let guild = inner.guild.0.to_string();
+        inner.dispatch("GUILD_DELETE", json!({ "id": guild }));
+    }
+
+    /// The guild is in an outage: GUILD_DELETE with `unavailable: true`. Nothing is gone.
+    pub fn guild_outage(&self) {
+        let mut inner = self.lock();
+        let guild = inner.guild.0.to_string();
+        inner.dispatch("GUILD_DELETE", json!({ "id": guild, "unavailable": true }));
     }
 
     /// Deletes a message and dispatches MESSAGE_DELETE.
@@ -613,7 +644,7 @@ impl Inner {
                 "v": 10,
                 "user": { "id": bot["id"], "username": bot["username"], "discriminator": "0", "global_name": null,
                           "avatar": null, "bot": true, "verified": true, "mfa_enabled": false, "flags": 0 },
-                "guilds": [{ "id": guild_id.to_string(), "unavailable": true }],
+                "guilds": if self.removed { json!([]) } else { json!([{ "id": guild_id.to_string(), "unavailable": true }]) },
                 "session_id": session_id,
                 "resume_gateway_url": self.gateway_url,
                 "shard": [0, 1],
@@ -626,21 +657,21 @@ impl Inner {
                 "geo_ordered_rtc_regions": [],
             }),
         );
-        let channels: Vec<Value> = self
-            .channels
-            .iter()
-            .enumerate()
-            .map(|(i, (id, name))| {
-                json!({
-                    "id": id.to_string(), "type": 0, "guild_id": guild_id.to_string(), "name": name,
-                    "position": i, "permission_overwrites": [], "topic": null, "nsfw": false,
-                    "last_message_id": null, "rate_limit_per_user": 0, "parent_id": null, "flags": 0,
-                })
-            })
-            .collect();
-        self.dispatch("GUILD_CREATE", guild_json(guild_id, &guild_name, self.bot.id, channels));
+        let channels: Vec<Value> =
+            self.channels.iter().enumerate().map(|(i, (id, name))| channel_json(*id, name, guild_id, i)).collect();
+        if !self.removed {
+            self.dispatch("GUILD_CREATE", guild_json(guild_id, &guild_name, self.bot.id, channels));
+        }
         self.session.as_ref().map(|s| s.log.iter().map(|(_, f)| f.clone()).collect()).unwrap_or_default()
     }
+}
+
+fn channel_json(id: u64, name: &str, guild: u64, position: usize) -> Value {
+    json!({
+        "id": id.to_string(), "type": 0, "guild_id": guild.to_string(), "name": name,
+        "position": position, "permission_overwrites": [], "topic": null, "nsfw": false,
+        "last_message_id": null, "rate_limit_per_user": 0, "parent_id": null, "flags": 0,
+    })
 }
 
 fn guild_json(id: u64, name: &str, owner: u64, channels: Vec<Value>) -> Value {
@@ -869,6 +900,9 @@ async fn messages(
     }
     let mut inner = fake.lock();
     inner.history_requests += 1;
+    if inner.removed && inner.channels.iter().any(|c| c.0 == channel) {
+        return discord_error(StatusCode::FORBIDDEN, 50001, "Missing Access");
+    }
     let Some(all) = inner.messages.get(&channel) else {
         return discord_error(StatusCode::NOT_FOUND, 10003, "Unknown Channel");
     };
@@ -952,6 +986,9 @@ async fn create(State(fake): State<FakeDiscord>, Path(channel): Path<u64>, req: 
             }
         }
         return resp;
+    }
+    if inner.removed && inner.channels.iter().any(|c| c.0 == channel) {
+        return discord_error(StatusCode::FORBIDDEN, 50001, "Missing Access");
     }
     if !inner.messages.contains_key(&channel) && !inner.dms.values().any(|c| *c == channel) {
         return discord_error(StatusCode::NOT_FOUND, 10003, "Unknown Channel");

@@ -2,6 +2,7 @@
 //! a local Discord (`amc_discord::fake`) speaking Discord's gateway protocol and REST API.
 
 mod gateway;
+mod gone;
 mod harness;
 mod ingest;
 mod send;

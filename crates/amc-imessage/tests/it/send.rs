@@ -90,6 +90,7 @@ fn outgoing(guid: &str, text: &str, files: &[&Path]) -> OutgoingSend {
             name: "Ada".into(),
             kind: ChannelKind::Dm,
             send_policy: SendPolicy::Auto,
+            gone: None,
         },
         channel_platform_id: guid.into(),
         text: text.into(),
