@@ -236,7 +236,7 @@ fn messages_stored_before_the_index_are_indexed_newest_first_and_kept_right_mean
         // As a database from before migration 0010: its index is started over.
         store
             .write(|tx| {
-                Ok(tx.execute_batch("DROP TABLE messages_cjk; DROP TABLE search_backlog; PRAGMA user_version = 9;")?)
+                Ok(tx.execute_batch("ALTER TABLE channels DROP COLUMN gone_at; ALTER TABLE channels DROP COLUMN gone_reason; DROP TABLE messages_cjk; DROP TABLE search_backlog; PRAGMA user_version = 9;")?)
             })
             .expect("downgrade");
     }
