@@ -67,6 +67,53 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     println!("{}", amc_testkit::Latencies::of(latencies).line("MESSAGE_CREATE -> GET /messages/unread"));
 
+    // Catch-up: while AMC is away (its session lost, so nothing is replayed), 1,000
+    // messages are said, and 100 of the 200 newest stored messages are edited and the
+    // other 100 deleted. Timed from the new session to all of it stored.
+    {
+        let ch = fake.channel_ids()[0];
+        let before: Vec<u64> = fake
+            .history(ch)
+            .iter()
+            .rev()
+            .take(200)
+            .filter_map(|m| m["id"].as_str().and_then(|s| s.parse().ok()))
+            .collect();
+        fake.set_accepting(false);
+        fake.invalidate_session(false);
+        fake.drop_connection();
+        for i in 0..1000 {
+            fake.post_unseen(ch, &alice, &format!("away {i}"));
+        }
+        for id in &before[..100] {
+            fake.edit(ch, *id, &format!("edited {id}"));
+        }
+        for id in &before[100..] {
+            fake.delete(ch, *id);
+        }
+        let back = fake.connected(Duration::from_secs(120));
+        let away = Instant::now();
+        fake.set_accepting(true);
+        assert!(back.await, "a new session");
+        let session = Instant::now();
+        let store = running.amc().store().clone();
+        loop {
+            let tail = store.channel_tail(&channel, 1500)?;
+            let new = tail.iter().filter(|m| m.text.starts_with("away ")).count();
+            let edited = tail.iter().filter(|m| m.text.starts_with("edited ")).count();
+            let deleted = tail.iter().filter(|m| m.unsent).count();
+            if (new, edited, deleted) == (1000, 100, 100) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        println!(
+            "catch-up of 1,000 new messages, 100 edits, 100 deletions: {:.2} s from the new session ({:.2} s from the gateway's return); none missed",
+            session.elapsed().as_secs_f64(),
+            away.elapsed().as_secs_f64()
+        );
+    }
+
     // A zombie connection at Discord's own heartbeat interval (41.25 s): the gateway goes
     // silent, 100 messages are said meanwhile, and the figures run from the last
     // acknowledged heartbeat to a fresh session and to every missed message stored.

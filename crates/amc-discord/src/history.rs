@@ -52,11 +52,15 @@ pub(crate) async fn anchors(shared: &Shared) -> Anchors {
     Anchors(out)
 }
 
-/// After a (re)connection: every allowed Discord channel, from its anchor on.
+/// After a (re)connection: every allowed Discord channel, from its anchor on, and then
+/// its recent window compared with what is stored.
 pub(crate) async fn catch_up(shared: Arc<Shared>, anchors: Anchors) {
     let mut complete = true;
     for (ch, from) in anchors.0 {
         complete &= walk(&shared, &ch, from).await;
+        if let Walk::After(anchor) = from {
+            complete &= recheck(&shared, &ch, anchor).await;
+        }
     }
     // Only a catch-up that read every channel to its end counts as caught up.
     if complete {
@@ -92,6 +96,123 @@ async fn forward(shared: &Shared, ch: &AllowedChannel) {
         None => Walk::Latest,
     };
     walk(shared, ch, walk_from).await;
+}
+
+/// How many messages up to the catch-up's anchor (the newest stored when the connection
+/// was made) are read again, to find the edits, deletions and reaction changes made while
+/// AMC was away (at most `discord_history_limit`). What came after the anchor the forward
+/// walk reads as it is now.
+const RECHECK: u32 = 200;
+
+/// Reads the [`RECHECK`] messages up to `anchor` again and brings the store in line: new
+/// text and edits are stored, stored messages in that span that Discord no longer has are
+/// marked unsent, and reactions whose counts differ are read per emoji and replaced.
+/// False when a page could not be read.
+async fn recheck(shared: &Shared, ch: &AllowedChannel, anchor: u64) -> bool {
+    let Ok(channel) = ch.platform_id.parse::<u64>().map(ChannelId::new) else { return false };
+    let total = RECHECK.min(shared.history_limit);
+    let mut window: Vec<Message> = Vec::new();
+    let mut reached_start = false;
+    while (window.len() as u32) < total {
+        let want = (total - window.len() as u32).min(u32::from(PAGE)) as u8;
+        let before = window.iter().map(|m| m.id.get()).min().unwrap_or(anchor.saturating_add(1));
+        let target = Some(MessagePagination::Before(MessageId::new(before)));
+        let page = match shared.http.get_messages(channel, target, Some(want)).await {
+            Ok(p) => p,
+            Err(e) if discord_code(&e) == Some(UNKNOWN_CHANNEL) => {
+                shared.gone(vec![channel], "Discord deleted this channel".into()).await;
+                return true;
+            }
+            Err(e) => {
+                tracing::warn!(channel = %ch.id, error = %e, "could not read Discord history again");
+                return false;
+            }
+        };
+        reached_start = page.len() < usize::from(want);
+        window.extend(page);
+        if reached_start {
+            break;
+        }
+    }
+    // The span the window covers, up to the anchor: every message Discord has in it was
+    // listed.
+    let hi = anchor;
+    let lo = if reached_start { 0 } else { window.iter().map(|m| m.id.get()).min().unwrap_or(hi) };
+    let stored = match shared.amc.stored_since(ch.id.clone(), convert::snowflake_ms(lo).saturating_sub(1_000)).await {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::warn!(channel = %ch.id, error = %e, "could not compare Discord history");
+            return false;
+        }
+    };
+    let stored: std::collections::HashMap<String, Vec<amc_core::model::Reaction>> = stored.into_iter().collect();
+    let listed: std::collections::HashSet<String> = window.iter().map(|m| m.id.to_string()).collect();
+    let deleted: Vec<String> = stored
+        .keys()
+        .filter(|id| id.parse::<u64>().is_ok_and(|n| (lo..=hi).contains(&n)) && !listed.contains(*id))
+        .cloned()
+        .collect();
+    let mut page = Vec::new();
+    for m in window.iter().filter(|m| convert::is_conversation(m.kind)) {
+        let mut msg = shared.convert(m);
+        let known = stored.get(&msg.platform_id).cloned().unwrap_or_default();
+        match reactions(shared, m, &known).await {
+            Some(now) if now.is_empty() => {
+                if let Err(e) = shared.amc.clear_reactions(Source::Discord, msg.platform_id.clone(), None).await {
+                    tracing::warn!(error = %e, "could not clear reactions");
+                }
+            }
+            Some(now) => msg.reactions = now,
+            None => {}
+        }
+        page.push(msg);
+    }
+    let spec = ChannelSpec { platform_id: ch.platform_id.clone(), name: String::new(), kind: ch.kind };
+    if let Err(e) = shared.amc.ingest(Source::Discord, spec, page, None).await {
+        tracing::warn!(error = %e, "could not store Discord history");
+        return false;
+    }
+    if !deleted.is_empty() {
+        tracing::info!(channel = %ch.id, count = deleted.len(), "messages deleted while AMC was away");
+        if let Err(e) = shared.amc.mark_unsent(Source::Discord, deleted).await {
+            tracing::warn!(error = %e, "could not record deleted Discord messages");
+            return false;
+        }
+    }
+    true
+}
+
+/// A message's reactions as Discord has them now, when they differ from `known`: the
+/// counts per emoji are compared, and each emoji whose count differs is read in full
+/// (who reacted). `None` when nothing changed or they could not be read.
+async fn reactions(
+    shared: &Shared,
+    m: &Message,
+    known: &[amc_core::model::Reaction],
+) -> Option<Vec<amc_core::model::Reaction>> {
+    let count = |emoji: &str| known.iter().filter(|r| r.emoji == emoji).count() as u64;
+    let now: Vec<(String, u64, &serenity::all::ReactionType)> =
+        m.reactions.iter().map(|r| (convert::emoji(&r.reaction_type), r.count, &r.reaction_type)).collect();
+    let same =
+        now.iter().all(|(e, n, _)| count(e) == *n) && known.iter().all(|r| now.iter().any(|(e, _, _)| *e == r.emoji));
+    if same {
+        return None;
+    }
+    let selves = shared.selves();
+    let mut out = Vec::new();
+    for (emoji, n, kind) in now {
+        if count(&emoji) == n {
+            out.extend(known.iter().filter(|r| r.emoji == emoji).cloned());
+            continue;
+        }
+        let users = shared.http.get_reaction_users(m.channel_id, m.id, kind, 100, None).await.ok()?;
+        out.extend(
+            users
+                .iter()
+                .map(|u| amc_core::model::Reaction { emoji: emoji.clone(), sender: convert::sender(u, None, selves) }),
+        );
+    }
+    Some(out)
 }
 
 /// Discord's JSON error code for an unknown channel

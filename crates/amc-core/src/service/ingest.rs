@@ -6,8 +6,9 @@
 use super::Amc;
 use crate::error::{Error, Result};
 use crate::events::Event;
-use crate::model::{IncomingMessage, Source};
+use crate::model::{IncomingMessage, Reaction, Source};
 use crate::store::{AllowedChannel, ChannelSpec, IngestReport, ReactionChange};
+use crate::time::Millis;
 
 impl Amc {
     /// Stores what a source read and tells the UI.
@@ -91,6 +92,12 @@ impl Amc {
     /// A source's allowed channels (for reading their history back).
     pub async fn allowed_channels(&self, source: Source) -> Result<Vec<AllowedChannel>> {
         self.blocking(move |s| s.allowed_channels(source)).await
+    }
+
+    /// A channel's stored messages sent at or after `since` (not unsent), by platform id,
+    /// with their reactions.
+    pub async fn stored_since(&self, channel_id: String, since: Millis) -> Result<Vec<(String, Vec<Reaction>)>> {
+        self.blocking(move |s| s.stored_since(&channel_id, since)).await
     }
 
     /// The platform ids of a channel's newest and oldest stored messages.

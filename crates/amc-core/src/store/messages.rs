@@ -791,6 +791,23 @@ impl Store {
         })
     }
 
+    /// A channel's stored messages sent at or after `since` that are not unsent, with
+    /// their reactions: what a source compares with the platform's recent window to find
+    /// edits, deletions and reaction changes made while AMC was away.
+    pub fn stored_since(&self, channel_id: &str, since: Millis) -> Result<Vec<(String, Vec<Reaction>)>> {
+        self.read(|tx| {
+            let mut stmt = tx.prepare_cached(
+                "SELECT platform_id, reactions FROM messages WHERE channel_id = ?1 AND sent_at >= ?2 \
+                 AND NOT unsent AND platform_id IS NOT NULL",
+            )?;
+            let rows = stmt.query_map(params![channel_id, since], |r| {
+                let reactions: String = r.get(1)?;
+                Ok((r.get::<_, String>(0)?, serde_json::from_str(&reactions).unwrap_or_default()))
+            })?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+    }
+
     /// Marks messages read for every agent: messages that arrived late (an old message
     /// synced from iCloud long after it was sent) are kept, but not surfaced as new.
     pub fn mark_read_for_all_agents(&self, ids: &[String]) -> Result<()> {

@@ -116,6 +116,8 @@ struct Inner {
     users: HashMap<u64, FakeUser>,
     /// The bot was removed from the guild (or the guild deleted).
     removed: bool,
+    /// Who reacted to each message with what, in order.
+    reactions: HashMap<u64, Vec<(String, u64)>>,
 }
 
 /// The fake Discord. Dropping it stops nothing; its tasks end with the runtime.
@@ -163,6 +165,7 @@ impl FakeDiscord {
             last_ack: None,
             users: HashMap::new(),
             removed: false,
+            reactions: HashMap::new(),
         };
         inner.bot.id = inner.next_id();
         inner.guild.0 = inner.next_id();
@@ -351,9 +354,20 @@ impl FakeDiscord {
         );
     }
 
-    /// A user adds (or removes) a reaction: MESSAGE_REACTION_ADD / _REMOVE.
+    /// A user adds (or removes) a reaction: MESSAGE_REACTION_ADD / _REMOVE. The message's
+    /// `reactions` (counts per emoji) and its reaction users change as on Discord.
     pub fn react(&self, channel: u64, id: u64, user: &FakeUser, emoji: &str, added: bool) {
         let mut inner = self.lock();
+        let list = inner.reactions.entry(id).or_default();
+        let had = list.iter().position(|(e, u)| e == emoji && *u == user.id);
+        match (added, had) {
+            (true, None) => list.push((emoji.to_owned(), user.id)),
+            (false, Some(at)) => {
+                list.remove(at);
+            }
+            _ => {}
+        }
+        inner.refresh_reactions(channel, id);
         let guild = inner.guild.0.to_string();
         let mut d = json!({
             "user_id": user.id.to_string(),
@@ -375,6 +389,10 @@ impl FakeDiscord {
     /// every one with `emoji` (MESSAGE_REACTION_REMOVE_EMOJI).
     pub fn clear_reactions(&self, channel: u64, id: u64, emoji: Option<&str>) {
         let mut inner = self.lock();
+        if let Some(list) = inner.reactions.get_mut(&id) {
+            list.retain(|(e, _)| emoji.is_some_and(|x| x != e));
+        }
+        inner.refresh_reactions(channel, id);
         let guild = inner.guild.0.to_string();
         let mut d = json!({ "channel_id": channel.to_string(), "message_id": id.to_string(), "guild_id": guild });
         let event = match emoji {
@@ -535,6 +553,33 @@ impl Inner {
         let id = ((now_ms() - DISCORD_EPOCH_MS) as u64) << 22;
         self.last_id = id.max(self.last_id + 1);
         self.last_id
+    }
+
+    /// A message's `reactions` as Discord lists them: each emoji once, with its count.
+    fn refresh_reactions(&mut self, channel: u64, id: u64) {
+        let list = self.reactions.get(&id).cloned().unwrap_or_default();
+        let mut counts: Vec<(String, u64, bool)> = Vec::new();
+        for (emoji, user) in &list {
+            match counts.iter_mut().find(|(e, _, _)| e == emoji) {
+                Some(c) => {
+                    c.1 += 1;
+                    c.2 |= *user == self.bot.id;
+                }
+                None => counts.push((emoji.clone(), 1, *user == self.bot.id)),
+            }
+        }
+        let reactions: Vec<Value> = counts
+            .into_iter()
+            .map(|(emoji, count, me)| {
+                json!({
+                    "count": count, "count_details": { "burst": 0, "normal": count }, "me": me, "me_burst": false,
+                    "emoji": { "id": null, "name": emoji }, "burst_colors": [],
+                })
+            })
+            .collect();
+        if let Some(msg) = self.messages.get_mut(&channel).and_then(|m| m.get_mut(&id)) {
+            msg["reactions"] = json!(reactions);
+        }
     }
 
     /// As Discord fills them: each user the text mentions as <@id> or <@!id>, with their
@@ -844,6 +889,7 @@ fn router(fake: FakeDiscord) -> Router {
         .route("/api/v10/users/@me", get(me))
         .route("/api/v10/channels/{channel}/messages", get(messages).post(create))
         .route("/api/v10/channels/{channel}/messages/{id}", get(message))
+        .route("/api/v10/channels/{channel}/messages/{id}/reactions/{emoji}", get(reaction_users))
         .fallback(|| async { discord_error(StatusCode::NOT_FOUND, 0, "404: Not Found") })
         .route_layer(axum::middleware::from_fn_with_state(fake.clone(), limits::limit))
         .route("/attachments/{channel}/{id}/{name}", get(cdn))
@@ -932,6 +978,31 @@ async fn message(
         Some(m) => axum::Json(m).into_response(),
         None => discord_error(StatusCode::NOT_FOUND, 10008, "Unknown Message"),
     }
+}
+
+/// `GET /channels/{id}/messages/{id}/reactions/{emoji}`: the users who reacted with it.
+async fn reaction_users(
+    State(fake): State<FakeDiscord>,
+    Path((channel, id, emoji)): Path<(u64, u64, String)>,
+    headers: HeaderMap,
+) -> Response {
+    if authorized(&fake, &headers).is_none() {
+        return unauthorized();
+    }
+    let inner = fake.lock();
+    if !inner.messages.get(&channel).is_some_and(|m| m.contains_key(&id)) {
+        return discord_error(StatusCode::NOT_FOUND, 10008, "Unknown Message");
+    }
+    let users: Vec<Value> = inner
+        .reactions
+        .get(&id)
+        .into_iter()
+        .flatten()
+        .filter(|(e, _)| *e == emoji)
+        .filter_map(|(_, u)| if *u == inner.bot.id { Some(&inner.bot) } else { inner.users.get(u) })
+        .map(|u| user_json(u, u.id == inner.bot.id))
+        .collect();
+    axum::Json(users).into_response()
 }
 
 async fn cdn(State(fake): State<FakeDiscord>, Path((channel, id, name)): Path<(u64, u64, String)>) -> Response {

@@ -401,3 +401,48 @@ async fn mentions_reach_agents_as_names() {
     .await;
     amc.stop().await;
 }
+
+#[tokio::test]
+async fn edits_deletions_and_reactions_made_while_amc_was_away_are_caught_up() {
+    let General { amc, channel: general, id, agent } = general("", json!({ "history": "from_now" })).await;
+    let (alice, bob) = (amc.fake.user("alice"), amc.fake.user("bob"));
+    let ids: Vec<u64> = ["one", "two", "three", "four"].iter().map(|t| amc.fake.post(general, &alice, t)).collect();
+    amc.fake.react(general, ids[0], &bob, "🎉", true);
+    amc.eventually("the messages and the reaction", || async {
+        let m = agent.unread(&id).await;
+        (m.len() == 4 && m[0]["reactions"].as_array().is_some_and(|r| r.len() == 1)).then_some(())
+    })
+    .await;
+
+    // The session is lost: nothing of what follows is delivered by the gateway.
+    amc.fake.set_accepting(false);
+    amc.fake.invalidate_session(false);
+    amc.fake.drop_connection();
+    amc.fake.react(general, ids[0], &bob, "🎉", false);
+    amc.fake.edit(general, ids[1], "two, corrected");
+    amc.fake.delete(general, ids[2]);
+    amc.fake.react(general, ids[3], &alice, "👍", true);
+    amc.fake.react(general, ids[3], &bob, "👍", true);
+    amc.fake.post_unseen(general, &alice, "five");
+    let back = amc.fake.connected(Duration::from_secs(60));
+    amc.fake.set_accepting(true);
+    assert!(back.await, "the bot came back");
+    let reconnected = amc_core::time::now_ms();
+    amc.caught_up(reconnected, None).await;
+
+    let m = agent.unread(&id).await;
+    let texts: Vec<&str> = m.iter().map(|m| m["text"].as_str().unwrap_or_default()).collect();
+    assert_eq!(texts, ["one", "two, corrected", "three", "four", "five"]);
+    assert_eq!(m[0]["reactions"], json!([]), "the reaction taken back");
+    assert!(m[1]["edited_at"].is_string(), "{}", m[1]);
+    assert_eq!(m[2]["unsent"], true, "deleted while away");
+    let who: Vec<&str> = m[3]["reactions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r["sender"]["display_name"].as_str())
+        .collect();
+    assert_eq!(who, ["alice", "bob"], "{}", m[3]);
+    assert!(m[3]["reactions"].as_array().is_some_and(|r| r.iter().all(|r| r["emoji"] == "👍")));
+    amc.stop().await;
+}
