@@ -151,6 +151,60 @@ pub fn message(m: &Message, selves: Selves, names: &MentionNames) -> IncomingMes
     }
 }
 
+/// Discord's permission to see a channel.
+pub const VIEW_CHANNEL: u64 = 1 << 10;
+/// Discord's permission to read a channel's earlier messages.
+pub const READ_MESSAGE_HISTORY: u64 = 1 << 16;
+const ADMINISTRATOR: u64 = 1 << 3;
+
+/// What a guild grants the bot before a channel's overwrites.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GuildAccess {
+    /// The guild's id, which is also its @everyone role's.
+    pub guild_id: u64,
+    /// The bot's own user id.
+    pub bot: u64,
+    /// Whether the bot owns the guild.
+    pub owner: bool,
+    /// Each role's permissions.
+    pub roles: std::collections::HashMap<u64, u64>,
+    /// The bot's roles.
+    pub bot_roles: Vec<u64>,
+}
+
+/// The bot's permissions in a channel, computed as Discord documents it
+/// (<https://discord.com/developers/docs/topics/permissions#permission-overwrites>): the
+/// owner and administrators have every permission; otherwise @everyone's and the bot's
+/// roles' permissions, then the @everyone overwrite, then the bot's roles' overwrites
+/// together, then the bot's own overwrite, each denying before allowing.
+pub fn permissions_in(access: &GuildAccess, overwrites: &[serenity::model::channel::PermissionOverwrite]) -> u64 {
+    use serenity::model::channel::PermissionOverwriteType as Kind;
+    let role = |id: u64| access.roles.get(&id).copied().unwrap_or(0);
+    let base = access.bot_roles.iter().fold(role(access.guild_id), |p, r| p | role(*r));
+    if access.owner || base & ADMINISTRATOR != 0 {
+        return u64::MAX;
+    }
+    let mut p = base;
+    let apply = |p: &mut u64, allow: u64, deny: u64| *p = (*p & !deny) | allow;
+    if let Some(o) = overwrites.iter().find(|o| matches!(o.kind, Kind::Role(r) if r.get() == access.guild_id)) {
+        apply(&mut p, o.allow.bits(), o.deny.bits());
+    }
+    let (allow, deny) = overwrites
+        .iter()
+        .filter(|o| matches!(o.kind, Kind::Role(r) if access.bot_roles.contains(&r.get())))
+        .fold((0, 0), |(a, d), o| (a | o.allow.bits(), d | o.deny.bits()));
+    apply(&mut p, allow, deny);
+    if let Some(o) = overwrites.iter().find(|o| matches!(o.kind, Kind::Member(u) if u.get() == access.bot)) {
+        apply(&mut p, o.allow.bits(), o.deny.bits());
+    }
+    p
+}
+
+/// Whether these permissions let AMC read a channel: see it and read its history.
+pub fn can_read(permissions: u64) -> bool {
+    permissions & VIEW_CHANNEL != 0 && permissions & READ_MESSAGE_HISTORY != 0
+}
+
 /// Whether a guild channel holds messages AMC can follow (text and announcement
 /// channels; voice, stage, forum and category channels do not).
 pub fn is_text_channel(kind: ChannelType) -> bool {
@@ -216,6 +270,31 @@ mod tests {
         ));
         assert_eq!(readable("hi <@80351110224678912>!", &[alice], &names), "hi @Al!");
         assert_eq!(readable("東京 <#41771983423143937>", &[], &names), "東京 #general", "non-ASCII around it");
+    }
+
+    #[test]
+    fn permissions_follow_discords_overwrite_order() {
+        use serenity::model::channel::{PermissionOverwrite, PermissionOverwriteType as Kind};
+        use serenity::model::id::{RoleId, UserId};
+        use serenity::model::permissions::Permissions;
+        let read = VIEW_CHANNEL | READ_MESSAGE_HISTORY;
+        let access =
+            GuildAccess { guild_id: 1, bot: 9, owner: false, roles: [(1, read), (5, 0)].into(), bot_roles: vec![5] };
+        let ow = |kind, allow: u64, deny: u64| PermissionOverwrite {
+            allow: Permissions::from_bits_truncate(allow),
+            deny: Permissions::from_bits_truncate(deny),
+            kind,
+        };
+        assert!(can_read(permissions_in(&access, &[])));
+        let hidden = [ow(Kind::Role(RoleId::new(1)), 0, VIEW_CHANNEL)];
+        assert!(!can_read(permissions_in(&access, &hidden)), "@everyone cannot see it");
+        let role_allows = [hidden[0].clone(), ow(Kind::Role(RoleId::new(5)), VIEW_CHANNEL, 0)];
+        assert!(can_read(permissions_in(&access, &role_allows)), "the bot's role may");
+        let member_denies = [role_allows[0].clone(), role_allows[1].clone(), ow(Kind::Member(UserId::new(9)), 0, read)];
+        assert!(!can_read(permissions_in(&access, &member_denies)), "but not the bot itself");
+        let admin = GuildAccess { roles: [(1, 0), (5, ADMINISTRATOR)].into(), ..access.clone() };
+        assert!(can_read(permissions_in(&admin, &member_denies)), "an administrator sees everything");
+        assert!(can_read(permissions_in(&GuildAccess { owner: true, ..access }, &hidden)));
     }
 
     #[test]

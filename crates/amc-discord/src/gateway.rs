@@ -37,6 +37,10 @@ pub const CONTENT_INTENT_FIX: &str = "Discord sends the bot messages without the
     \"Message Content Intent\" in the Discord Developer Portal (your application → Bot → Privileged \
     Gateway Intents), then restart AMC";
 
+/// Why a channel the bot may not read is unavailable, and the fix.
+const UNREADABLE: &str = "AMC cannot read this channel: give the bot View Channel and Read Message History \
+                          here (Discord: the channel's settings → Permissions)";
+
 /// Messages from others that arrive empty in a row before AMC concludes the intent is off.
 const EMPTY_IN_A_ROW: u32 = 3;
 
@@ -50,6 +54,8 @@ pub(crate) struct Shared {
     channel_names: Mutex<HashMap<ChannelId, String>>,
     /// Each guild's channels, as its GUILD_CREATE and channel events listed them.
     guild_channels: Mutex<HashMap<GuildId, HashSet<ChannelId>>>,
+    /// What each guild grants the bot, for the channels it may read.
+    access: Mutex<HashMap<GuildId, convert::GuildAccess>>,
     /// Channel and role names, for mentions in messages' text.
     mention_names: Mutex<convert::MentionNames>,
     empty_in_a_row: AtomicU32,
@@ -76,6 +82,7 @@ impl Shared {
             guild_names: Mutex::default(),
             channel_names: Mutex::default(),
             guild_channels: Mutex::default(),
+            access: Mutex::default(),
             mention_names: Mutex::default(),
             empty_in_a_row: AtomicU32::new(0),
             history_done: Mutex::default(),
@@ -140,9 +147,18 @@ impl Shared {
     }
 
     async fn register_channels(&self, guild: &str, channels: Vec<&GuildChannel>) {
-        let batches: Vec<_> = channels
+        // A channel the bot cannot read is not offered; one already known is marked.
+        let (readable, hidden): (Vec<&GuildChannel>, Vec<&GuildChannel>) =
+            channels.into_iter().filter(|c| convert::is_text_channel(c.kind)).partition(|c| {
+                lock(&self.access)
+                    .get(&c.guild_id)
+                    .is_none_or(|a| convert::can_read(convert::permissions_in(a, &c.permission_overwrites)))
+            });
+        if !hidden.is_empty() {
+            self.gone(hidden.iter().map(|c| c.id).collect(), UNREADABLE.into()).await;
+        }
+        let batches: Vec<_> = readable
             .into_iter()
-            .filter(|c| convert::is_text_channel(c.kind))
             .map(|c| {
                 let spec = convert::guild_channel(guild, c);
                 lock(&self.channel_names).insert(c.id, spec.name.clone());
@@ -340,6 +356,18 @@ async fn apply(shared: &Arc<Shared>, event: Incoming) {
         ),
         Incoming::Guild(guild) => {
             lock(&shared.guild_names).insert(guild.id, guild.name.clone());
+            let bot = shared.selves().bot;
+            let access = convert::GuildAccess {
+                guild_id: guild.id.get(),
+                bot: bot.map_or(0, |b| b.get()),
+                owner: bot == Some(guild.owner_id),
+                roles: guild.roles.values().map(|r| (r.id.get(), r.permissions.bits())).collect(),
+                bot_roles: bot
+                    .and_then(|b| guild.members.get(&b))
+                    .map(|m| m.roles.iter().map(|r| r.get()).collect())
+                    .unwrap_or_default(),
+            };
+            lock(&shared.access).insert(guild.id, access);
             {
                 let mut names = shared.mention_names();
                 names.channels.extend(guild.channels.values().map(|c| (c.id.get(), c.name.clone())));

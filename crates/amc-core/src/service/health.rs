@@ -153,6 +153,26 @@ impl Amc {
                 });
             }
         }
+        // Approved channels the platform took away: the source works, but not for them.
+        let gone = self.inner.store.gone_allowed().unwrap_or_default();
+        for (source, status) in sources.iter_mut().filter(|(_, s)| s.state != SourceState::Disabled) {
+            let names: Vec<&str> = gone.iter().filter(|(s, _)| s == source).map(|(_, n)| n.as_str()).collect();
+            if names.is_empty() {
+                continue;
+            }
+            let shown = names.iter().take(3).copied().collect::<Vec<_>>().join(", ");
+            let more = if names.len() > 3 { format!(" and {} more", names.len() - 3) } else { String::new() };
+            let note = format!(
+                "{} approved {} unavailable: {shown}{more} (the Channels screen says why)",
+                names.len(),
+                if names.len() == 1 { "channel is" } else { "channels are" }
+            );
+            status.state = SourceState::Degraded;
+            status.reason = Some(match status.reason.take() {
+                Some(r) => format!("{r}; {note}"),
+                None => note,
+            });
+        }
         for (source, status) in sources.iter_mut() {
             if self.inner.senders.is_recorded(*source) {
                 let note = format!(

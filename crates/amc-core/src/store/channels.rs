@@ -219,6 +219,18 @@ impl Store {
         })
     }
 
+    /// The approved channels the platform took away (deleted, AMC removed or shut out),
+    /// by source: their names, for the source's health.
+    pub fn gone_allowed(&self) -> Result<Vec<(Source, String)>> {
+        self.read(|tx| {
+            let mut stmt = tx.prepare_cached(
+                "SELECT source, name FROM channels WHERE state = 'allowed' AND gone_at IS NOT NULL ORDER BY name",
+            )?;
+            let rows = stmt.query_map([], |r| Ok((parse_col(r, 0, Source::parse)?, r.get(1)?)))?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+    }
+
     /// Finds or creates a channel (new channels start `pending`); returns its id and whether it is new.
     #[cfg(any(test, feature = "test-support"))]
     pub fn ensure_channel(&self, source: Source, spec: &ChannelSpec) -> Result<(String, bool)> {

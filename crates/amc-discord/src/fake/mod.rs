@@ -118,6 +118,10 @@ struct Inner {
     removed: bool,
     /// Who reacted to each message with what, in order.
     reactions: HashMap<u64, Vec<(String, u64)>>,
+    /// The guild's owner: a person, not the bot, so overwrites apply to the bot.
+    owner: u64,
+    /// Each channel's permission overwrites, as Discord's JSON.
+    overwrites: HashMap<u64, Vec<Value>>,
 }
 
 /// The fake Discord. Dropping it stops nothing; its tasks end with the runtime.
@@ -166,8 +170,11 @@ impl FakeDiscord {
             users: HashMap::new(),
             removed: false,
             reactions: HashMap::new(),
+            owner: 0,
+            overwrites: HashMap::new(),
         };
         inner.bot.id = inner.next_id();
+        inner.owner = inner.next_id();
         inner.guild.0 = inner.next_id();
         for name in channels {
             let id = inner.next_id();
@@ -267,7 +274,10 @@ impl FakeDiscord {
         let msg = inner.new_message(channel, author, content, reply_to, files);
         let id = msg["id"].as_str().and_then(|s| s.parse().ok()).unwrap_or(0);
         let guild = inner.guild.0;
-        inner.dispatch("MESSAGE_CREATE", with_guild(msg, guild));
+        // The gateway tells the bot only of channels it may see.
+        if inner.bot_can_read(channel) {
+            inner.dispatch("MESSAGE_CREATE", with_guild(msg, guild));
+        }
         id
     }
 
@@ -323,7 +333,32 @@ impl FakeDiscord {
         let (id, name) = inner.channels.remove(at);
         inner.messages.remove(&id);
         let guild = inner.guild.0;
-        inner.dispatch("CHANNEL_DELETE", channel_json(id, &name, guild, at));
+        let overwrites = inner.overwrites.remove(&id).unwrap_or_default();
+        inner.dispatch("CHANNEL_DELETE", channel_json(id, &name, guild, at, &overwrites));
+    }
+
+    /// Sets a channel's permission overwrites (Discord's JSON: `id`, `type` 0 for a role
+    /// (the guild's id is @everyone) or 1 for a member, `allow`, `deny`) and dispatches
+    /// CHANNEL_UPDATE. REST then answers 403 Missing Access (50001) for a channel the bot
+    /// can no longer see or read.
+    pub fn set_overwrites(&self, channel: u64, overwrites: Vec<Value>) {
+        let mut inner = self.lock();
+        inner.overwrites.insert(channel, overwrites);
+        let position = inner.channels.iter().position(|c| c.0 == channel).unwrap_or(0);
+        let json = inner.channel(channel, position);
+        inner.dispatch("CHANNEL_UPDATE", json);
+    }
+
+    /// An overwrite denying the bot (through @everyone) the sight of a channel.
+    pub fn hidden_from_everyone(&self) -> Value {
+        let guild = self.lock().guild.0;
+        json!({ "id": guild.to_string(), "type": 0, "allow": "0", "deny": VIEW_CHANNEL.to_string() })
+    }
+
+    /// An overwrite letting the bot itself see and read a channel.
+    pub fn shown_to_bot(&self) -> Value {
+        let bot = self.lock().bot.id;
+        json!({ "id": bot.to_string(), "type": 1, "allow": (VIEW_CHANNEL | READ_MESSAGE_HISTORY).to_string(), "deny": "0" })
     }
 
     /// The bot is removed from the guild (or the guild deleted): GUILD_DELETE without
@@ -547,7 +582,35 @@ fn with_guild(mut msg: Value, guild: u64) -> Value {
     msg
 }
 
+/// Discord's permission bits the fake checks (the guild's @everyone role has them all).
+const VIEW_CHANNEL: u64 = 1 << 10;
+const READ_MESSAGE_HISTORY: u64 = 1 << 16;
+
 impl Inner {
+    /// A guild channel as Discord sends it.
+    fn channel(&self, id: u64, position: usize) -> Value {
+        let name = self.channels.iter().find(|c| c.0 == id).map(|c| c.1.clone()).unwrap_or_default();
+        channel_json(id, &name, self.guild.0, position, self.overwrites.get(&id).map_or(&[], Vec::as_slice))
+    }
+
+    /// Whether the bot may see a channel and read its history. The bot has no role but
+    /// @everyone, which allows both: an overwrite for @everyone may deny them, and one for
+    /// the bot itself (type 1) allow or deny them again, applied in that order
+    /// (<https://discord.com/developers/docs/topics/permissions#permission-overwrites>).
+    fn bot_can_read(&self, channel: u64) -> bool {
+        let bits = |o: &Value, k: &str| o[k].as_str().and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+        let mut p = VIEW_CHANNEL | READ_MESSAGE_HISTORY;
+        let overwrites = self.overwrites.get(&channel).map_or(&[][..], Vec::as_slice);
+        let guild = self.guild.0.to_string();
+        let bot = self.bot.id.to_string();
+        for target in [(0, guild.as_str()), (1, bot.as_str())] {
+            for o in overwrites.iter().filter(|o| o["type"] == target.0 && o["id"] == target.1) {
+                p = (p & !bits(o, "deny")) | bits(o, "allow");
+            }
+        }
+        p & VIEW_CHANNEL != 0 && p & READ_MESSAGE_HISTORY != 0
+    }
+
     /// A snowflake for now, always greater than the last one.
     fn next_id(&mut self) -> u64 {
         let id = ((now_ms() - DISCORD_EPOCH_MS) as u64) << 22;
@@ -702,19 +765,21 @@ impl Inner {
                 "geo_ordered_rtc_regions": [],
             }),
         );
-        let channels: Vec<Value> =
-            self.channels.iter().enumerate().map(|(i, (id, name))| channel_json(*id, name, guild_id, i)).collect();
+        let channels: Vec<Value> = self.channels.iter().enumerate().map(|(i, (id, _))| self.channel(*id, i)).collect();
         if !self.removed {
-            self.dispatch("GUILD_CREATE", guild_json(guild_id, &guild_name, self.bot.id, channels));
+            let mut guild = guild_json(guild_id, &guild_name, self.owner, channels);
+            // The bot's own member, as GUILD_CREATE carries it.
+            guild["members"] = json!([member(&self.bot)]);
+            self.dispatch("GUILD_CREATE", guild);
         }
         self.session.as_ref().map(|s| s.log.iter().map(|(_, f)| f.clone()).collect()).unwrap_or_default()
     }
 }
 
-fn channel_json(id: u64, name: &str, guild: u64, position: usize) -> Value {
+fn channel_json(id: u64, name: &str, guild: u64, position: usize, overwrites: &[Value]) -> Value {
     json!({
         "id": id.to_string(), "type": 0, "guild_id": guild.to_string(), "name": name,
-        "position": position, "permission_overwrites": [], "topic": null, "nsfw": false,
+        "position": position, "permission_overwrites": overwrites, "topic": null, "nsfw": false,
         "last_message_id": null, "rate_limit_per_user": 0, "parent_id": null, "flags": 0,
     })
 }
@@ -946,7 +1011,8 @@ async fn messages(
     }
     let mut inner = fake.lock();
     inner.history_requests += 1;
-    if inner.removed && inner.channels.iter().any(|c| c.0 == channel) {
+    let guild_channel = inner.channels.iter().any(|c| c.0 == channel);
+    if guild_channel && (inner.removed || !inner.bot_can_read(channel)) {
         return discord_error(StatusCode::FORBIDDEN, 50001, "Missing Access");
     }
     let Some(all) = inner.messages.get(&channel) else {
@@ -1058,7 +1124,8 @@ async fn create(State(fake): State<FakeDiscord>, Path(channel): Path<u64>, req: 
         }
         return resp;
     }
-    if inner.removed && inner.channels.iter().any(|c| c.0 == channel) {
+    let guild_channel = inner.channels.iter().any(|c| c.0 == channel);
+    if guild_channel && (inner.removed || !inner.bot_can_read(channel)) {
         return discord_error(StatusCode::FORBIDDEN, 50001, "Missing Access");
     }
     if !inner.messages.contains_key(&channel) && !inner.dms.values().any(|c| *c == channel) {

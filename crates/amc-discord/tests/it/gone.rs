@@ -97,3 +97,46 @@ async fn removing_the_bot_from_its_server_takes_every_channel_and_an_outage_none
     refused(&amc, &agent, &id).await;
     amc.stop().await;
 }
+
+#[tokio::test]
+async fn a_channel_the_bot_cannot_read_is_not_offered_and_one_closed_later_is_marked_until_reopened() {
+    let fake =
+        amc_discord::fake::FakeDiscord::start(crate::harness::TOKEN, &["general", "secret"]).await.expect("fake");
+    let [general, secret] = fake.channel_ids()[..] else { panic!("two channels") };
+    fake.set_overwrites(secret, vec![fake.hidden_from_everyone()]);
+    let amc = crate::harness::start_with(fake, "").await;
+    let id = amc.approve(general, json!({ "history": "from_now" })).await;
+    let all = amc.admin().await.get("/admin/channels").await.expect("channels").json();
+    let offered: Vec<&str> =
+        all["channels"].as_array().into_iter().flatten().filter_map(|c| c["platform_id"].as_str()).collect();
+    assert_eq!(offered, [general.to_string()], "the channel the bot cannot see is not offered");
+
+    // The person closes #general to the bot: it is marked, and the source says so.
+    let hidden = amc.fake.hidden_from_everyone();
+    amc.fake.set_overwrites(general, vec![hidden.clone()]);
+    let why = gone(&amc, general).await;
+    assert!(why.starts_with("AMC cannot read this channel"), "{why}");
+    let health = amc
+        .eventually("the source to say so", || async {
+            let h = amc.health().await;
+            (h["state"] == "degraded").then_some(h)
+        })
+        .await;
+    let reason = health["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("1 approved channel is unavailable: Fake Guild / #general"), "{reason}");
+    let agent = amc.agent("claude").await;
+    let resp = agent.send(json!({ "channel_id": id, "text": "hello?" })).await;
+    assert_eq!(resp.json()["error"]["code"], "CHANNEL_GONE", "{:?}", resp.json());
+
+    // Opened to the bot again: ordinary again, and the hidden channel too once opened.
+    let shown = amc.fake.shown_to_bot();
+    amc.fake.set_overwrites(general, vec![hidden.clone(), shown.clone()]);
+    amc.eventually("the source to be connected again", || async {
+        (amc.health().await["state"] == "connected").then_some(())
+    })
+    .await;
+    assert_eq!(amc.channel(general).await["gone"], Value::Null);
+    amc.fake.set_overwrites(secret, vec![hidden, shown]);
+    assert_eq!(amc.channel(secret).await["state"], "pending", "offered once the bot can read it");
+    amc.stop().await;
+}
