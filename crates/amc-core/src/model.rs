@@ -4,7 +4,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::time::{Millis, serde_ms};
 
-pub use crate::store::{AllowedChannel, AttachmentFile, ChannelSpec, IngestReport, ReactionChange, SendTarget};
+pub use crate::store::{
+    AllowedChannel, AttachmentFile, ChannelSpec, IngestReport, ReactionChange, SendTarget, ThreadSpec,
+};
 
 macro_rules! str_enum {
     ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $variant:ident = $s:literal),+ $(,)? }) => {
@@ -199,6 +201,17 @@ pub struct Envelope {
     pub direction: Direction,
     /// The agent that sent it, for outbound messages.
     pub agent_id: Option<String>,
+    /// The thread of the channel it is in (a Discord thread or forum post), if any. A
+    /// reply to it goes into the same thread.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thread: Option<ThreadRef>,
+}
+
+/// A thread inside a channel, as agents see it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ThreadRef {
+    /// The thread's name.
+    pub name: String,
 }
 
 /// A channel as agents see it (`GET /channels`).

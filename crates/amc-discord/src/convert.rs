@@ -205,10 +205,11 @@ pub fn can_read(permissions: u64) -> bool {
     permissions & VIEW_CHANNEL != 0 && permissions & READ_MESSAGE_HISTORY != 0
 }
 
-/// Whether a guild channel holds messages AMC can follow (text and announcement
-/// channels; voice, stage, forum and category channels do not).
+/// Whether a guild channel holds conversations AMC can follow: text and announcement
+/// channels, and forums (whose posts are threads). Voice, stage and category channels do
+/// not.
 pub fn is_text_channel(kind: ChannelType) -> bool {
-    matches!(kind, ChannelType::Text | ChannelType::News)
+    matches!(kind, ChannelType::Text | ChannelType::News | ChannelType::Forum)
 }
 
 /// A guild channel, named "guild / #channel".

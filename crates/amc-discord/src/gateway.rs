@@ -8,12 +8,12 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use amc_core::events::Event;
-use amc_core::model::{ChannelSpec, ReactionChange};
+use amc_core::model::{ChannelSpec, ReactionChange, ThreadSpec};
 use amc_core::model::{ChannelState, IncomingMessage, Source};
 use amc_core::service::{Amc, SourceState, SourceStatus};
 use serenity::all::{
     ChannelId, Context, EventHandler, GatewayIntents, Guild, GuildChannel, GuildId, Message, MessageId, MessageType,
-    MessageUpdateEvent, Reaction, Ready, ResumedEvent, ShardStageUpdateEvent, UnavailableGuild,
+    MessageUpdateEvent, Reaction, Ready, ResumedEvent, ShardStageUpdateEvent, ThreadListSyncEvent, UnavailableGuild,
 };
 use serenity::async_trait;
 use serenity::gateway::ConnectionStage;
@@ -56,6 +56,11 @@ pub(crate) struct Shared {
     guild_channels: Mutex<HashMap<GuildId, HashSet<ChannelId>>>,
     /// What each guild grants the bot, for the channels it may read.
     access: Mutex<HashMap<GuildId, convert::GuildAccess>>,
+    /// Threads (and forum posts) known: each one's parent channel and name.
+    threads: Mutex<HashMap<ChannelId, (ChannelId, String)>>,
+    /// Guild channels AMC asked Discord about that are no threads (voice channels' text,
+    /// channels not followed), so it asks once.
+    not_threads: Mutex<HashSet<ChannelId>>,
     /// Channel and role names, for mentions in messages' text.
     mention_names: Mutex<convert::MentionNames>,
     empty_in_a_row: AtomicU32,
@@ -83,6 +88,8 @@ impl Shared {
             channel_names: Mutex::default(),
             guild_channels: Mutex::default(),
             access: Mutex::default(),
+            threads: Mutex::default(),
+            not_threads: Mutex::default(),
             mention_names: Mutex::default(),
             empty_in_a_row: AtomicU32::new(0),
             history_done: Mutex::default(),
@@ -130,6 +137,65 @@ impl Shared {
         // gave the channel stays (empty keeps the stored one).
         let name = names.get(&m.channel_id).cloned().unwrap_or_default();
         Some(ChannelSpec { platform_id, name, kind: amc_core::model::ChannelKind::Dm })
+    }
+
+    /// Records a thread (or forum post) and its parent.
+    fn note_thread(&self, t: &GuildChannel) {
+        if let Some(parent) = t.parent_id {
+            lock(&self.threads).insert(t.id, (parent, t.name.clone()));
+            self.mention_names().channels.insert(t.id.get(), t.name.clone());
+        }
+    }
+
+    /// The parent channel and the thread of a message written in a thread, asking
+    /// Discord about a thread AMC has not heard of (one created while it was away).
+    async fn thread_of(&self, m: &Message) -> Option<(ChannelSpec, ThreadSpec)> {
+        m.guild_id?;
+        let known = lock(&self.threads).get(&m.channel_id).cloned();
+        let (parent, name) = match known {
+            Some(k) => k,
+            None if lock(&self.not_threads).contains(&m.channel_id) => return None,
+            None => match self.http.get_channel(m.channel_id).await {
+                Ok(serenity::all::Channel::Guild(t)) if t.thread_metadata.is_some() => {
+                    self.note_thread(&t);
+                    (t.parent_id?, t.name)
+                }
+                Ok(_) => {
+                    lock(&self.not_threads).insert(m.channel_id);
+                    return None;
+                }
+                Err(e) => {
+                    tracing::warn!(channel = %m.channel_id, error = %e, "could not ask Discord about a channel");
+                    return None;
+                }
+            },
+        };
+        let parent_name = lock(&self.channel_names).get(&parent).cloned()?;
+        let spec = ChannelSpec {
+            platform_id: parent.to_string(),
+            name: parent_name,
+            kind: amc_core::model::ChannelKind::Group,
+        };
+        Some((spec, ThreadSpec { platform_id: m.channel_id.to_string(), name }))
+    }
+
+    /// Stores a message: in its channel, or in its thread's parent channel.
+    async fn store_message(&self, m: &Message) {
+        if !convert::is_conversation(m.kind) {
+            return;
+        }
+        let known_channel = lock(&self.channel_names).contains_key(&m.channel_id);
+        if !known_channel && let Some((spec, thread)) = self.thread_of(m).await {
+            let msg = self.convert(m);
+            if let Err(e) = self.amc.ingest_thread(Source::Discord, spec, thread, vec![msg]).await {
+                tracing::warn!(error = %e, "could not store a Discord thread's message");
+            }
+            return;
+        }
+        if let Some(spec) = self.spec_for(m) {
+            let msg = self.convert(m);
+            self.store(spec, vec![msg]).await;
+        }
     }
 
     /// Records channels Discord no longer has for the bot.
@@ -224,6 +290,8 @@ pub(crate) enum Incoming {
     GuildGone(GuildId),
     Channel(Box<GuildChannel>),
     ChannelGone(ChannelId),
+    /// A thread or forum post created, changed, or listed (THREAD_LIST_SYNC).
+    Threads(Vec<GuildChannel>),
     Message(Box<Message>),
     Edit(Box<MessageUpdateEvent>),
     Deleted(Vec<MessageId>),
@@ -274,6 +342,18 @@ impl EventHandler for Handler {
 
     async fn channel_update(&self, _ctx: Context, _old: Option<GuildChannel>, new: GuildChannel) {
         self.push(Incoming::Channel(Box::new(new)));
+    }
+
+    async fn thread_create(&self, _ctx: Context, thread: GuildChannel) {
+        self.push(Incoming::Threads(vec![thread]));
+    }
+
+    async fn thread_update(&self, _ctx: Context, _old: Option<GuildChannel>, new: GuildChannel) {
+        self.push(Incoming::Threads(vec![new]));
+    }
+
+    async fn thread_list_sync(&self, _ctx: Context, sync: ThreadListSyncEvent) {
+        self.push(Incoming::Threads(sync.threads));
     }
 
     async fn channel_delete(&self, _ctx: Context, channel: GuildChannel, _messages: Option<Vec<Message>>) {
@@ -368,6 +448,9 @@ async fn apply(shared: &Arc<Shared>, event: Incoming) {
                     .unwrap_or_default(),
             };
             lock(&shared.access).insert(guild.id, access);
+            for t in &guild.threads {
+                shared.note_thread(t);
+            }
             {
                 let mut names = shared.mention_names();
                 names.channels.extend(guild.channels.values().map(|c| (c.id.get(), c.name.clone())));
@@ -395,12 +478,14 @@ async fn apply(shared: &Arc<Shared>, event: Incoming) {
             let why = format!("the bot is no longer in {name} (the server was deleted, or the bot removed)");
             shared.gone(channels, why).await;
         }
+        Incoming::Threads(threads) => {
+            for t in &threads {
+                shared.note_thread(t);
+            }
+        }
         Incoming::Message(m) => {
             shared.check_content(&m);
-            if let (true, Some(spec)) = (convert::is_conversation(m.kind), shared.spec_for(&m)) {
-                let msg = shared.convert(&m);
-                shared.store(spec, vec![msg]).await;
-            }
+            shared.store_message(&m).await;
         }
         Incoming::Edit(e) => {
             // An edit carries the whole message; an update without text (an embed
@@ -422,10 +507,7 @@ async fn apply(shared: &Arc<Shared>, event: Incoming) {
             m.member = e.member.clone().flatten();
             m.kind = e.kind.unwrap_or(MessageType::Regular);
             m.mentions = e.mentions.clone().unwrap_or_default();
-            if let (true, Some(spec)) = (convert::is_conversation(m.kind), shared.spec_for(&m)) {
-                let msg = shared.convert(&m);
-                shared.store(spec, vec![msg]).await;
-            }
+            shared.store_message(&m).await;
         }
         Incoming::Deleted(ids) => {
             let ids = ids.iter().map(ToString::to_string).collect();

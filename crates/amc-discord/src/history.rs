@@ -123,6 +123,7 @@ async fn recheck(shared: &Shared, ch: &AllowedChannel, anchor: u64) -> bool {
                 shared.gone(vec![channel], "Discord deleted this channel".into()).await;
                 return true;
             }
+            Err(e) if discord_code(&e) == Some(WRONG_CHANNEL_TYPE) => return true,
             Err(e) => {
                 tracing::warn!(channel = %ch.id, error = %e, "could not read Discord history again");
                 return false;
@@ -218,6 +219,9 @@ async fn reactions(
 /// Discord's JSON error code for an unknown channel
 /// (<https://discord.com/developers/docs/topics/opcodes-and-status-codes#json>).
 pub(crate) const UNKNOWN_CHANNEL: isize = 10003;
+/// Discord's JSON error code for an action a channel's type does not allow (reading a
+/// forum's messages: its posts are threads).
+const WRONG_CHANNEL_TYPE: isize = 50024;
 
 /// The JSON error code of a refusal from Discord, if it was one.
 fn discord_code(e: &serenity::Error) -> Option<isize> {
@@ -244,6 +248,10 @@ async fn walk(shared: &Shared, ch: &AllowedChannel, mut from: Walk) -> bool {
                 // 10003 Unknown Channel: deleted while AMC was away.
                 if discord_code(&e) == Some(UNKNOWN_CHANNEL) {
                     shared.gone(vec![channel], "Discord deleted this channel".into()).await;
+                    return true;
+                }
+                // A forum has no messages of its own: its posts are threads.
+                if discord_code(&e) == Some(WRONG_CHANNEL_TYPE) {
                     return true;
                 }
                 tracing::warn!(channel = %ch.id, error = %e, "could not fetch Discord history");

@@ -78,6 +78,7 @@ fn message(m: &Value) -> Option<Value> {
     put("sender_id", sender_id);
     put("sent_at", text(&m["sent_at"]));
     put("reply_to", text(&m["reply_to"]));
+    put("thread", text(&m["thread"]["name"]));
     let attachments = m["attachments"].as_array().cloned().unwrap_or_default();
     if !attachments.is_empty() {
         let ids: Vec<String> = attachments.iter().filter_map(|a| text(&a["id"])).collect();

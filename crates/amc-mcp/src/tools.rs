@@ -108,7 +108,13 @@ pub fn envelope_schema() -> Value {
                 }
             },
             "direction": { "type": "string", "enum": ["inbound", "outbound"] },
-            "agent_id": { "type": ["string", "null"] }
+            "agent_id": { "type": ["string", "null"] },
+            "thread": {
+                "type": "object",
+                "description": "Present when the message is in a thread of the channel (a Discord thread or forum post). A reply to it goes into the same thread.",
+                "properties": { "name": { "type": "string" } },
+                "required": ["name"]
+            }
         },
         "required": ["id", "source", "channel_id", "channel", "sender", "text", "sent_at", "edited_at", "unsent",
                      "reply_to", "reactions", "attachments", "direction", "agent_id"]

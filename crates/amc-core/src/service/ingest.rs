@@ -7,7 +7,7 @@ use super::Amc;
 use crate::error::{Error, Result};
 use crate::events::Event;
 use crate::model::{IncomingMessage, Reaction, Source};
-use crate::store::{AllowedChannel, ChannelSpec, IngestReport, ReactionChange};
+use crate::store::{AllowedChannel, ChannelSpec, IngestReport, ReactionChange, ThreadSpec};
 use crate::time::Millis;
 
 impl Amc {
@@ -36,7 +36,26 @@ impl Amc {
                 s.ingest_many(source, &batches, checkpoint.as_ref().map(|(k, v)| (k.as_str(), v.as_str())))
             })
             .await?;
-        for report in &reports {
+        self.announce(&reports);
+        Ok(reports)
+    }
+
+    /// Stores messages of a thread inside `channel` (a Discord thread or forum post), and
+    /// tells the UI. They belong to the channel, and so to its approval.
+    pub async fn ingest_thread(
+        &self,
+        source: Source,
+        channel: ChannelSpec,
+        thread: ThreadSpec,
+        messages: Vec<IncomingMessage>,
+    ) -> Result<IngestReport> {
+        let report = self.blocking(move |s| s.ingest_thread(source, &channel, &thread, &messages)).await?;
+        self.announce(std::slice::from_ref(&report));
+        Ok(report)
+    }
+
+    fn announce(&self, reports: &[IngestReport]) {
+        for report in reports {
             if report.channel_created {
                 self.publish(Event::ChannelCreated { channel_id: report.channel_id.clone() });
             }
@@ -48,7 +67,6 @@ impl Amc {
                 });
             }
         }
-        Ok(reports)
     }
 
     /// Applies reaction changes a source read, and tells the UI.

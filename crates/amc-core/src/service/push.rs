@@ -380,6 +380,7 @@ mod tests {
             attachments: Vec::new(),
             direction: Direction::Inbound,
             agent_id: None,
+            thread: None,
         }
     }
 

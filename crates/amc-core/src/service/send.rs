@@ -445,13 +445,13 @@ impl Amc {
             .blocking(move |s| {
                 let target = s.channel_target(&channel_id)?.ok_or_else(Error::channel_not_found)?;
                 let reply = match reply_to {
-                    Some(r) => s.message_platform_id(&r)?,
+                    Some(r) => s.reply_target(&r)?,
                     None => None,
                 };
                 Ok((target, reply))
             })
             .await;
-        let (target, reply_platform_id) = match looked_up {
+        let (target, reply) = match looked_up {
             Ok(found) => found,
             Err(e) => {
                 return failed(ErrorCode::PlatformSendFailed, format!("could not prepare the send: {}", e.message));
@@ -463,9 +463,11 @@ impl Amc {
         let Some(sender) = self.inner.senders.get(target.source) else {
             return failed(ErrorCode::PlatformSendFailed, format!("the {} source is not running", target.source));
         };
+        // A reply into a thread is sent to the thread.
+        let (reply_platform_id, thread) = reply.map_or((None, None), |(p, t)| (Some(p), t));
         let msg = OutgoingSend {
             send_id: item.id.clone(),
-            channel_platform_id: target.platform_id.clone(),
+            channel_platform_id: thread.unwrap_or_else(|| target.platform_id.clone()),
             channel: target,
             text: item.text.clone(),
             reply_to_platform_id: reply_platform_id,

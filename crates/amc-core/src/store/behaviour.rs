@@ -234,11 +234,7 @@ fn messages_stored_before_the_index_are_indexed_newest_first_and_kept_right_mean
         let messages = texts.iter().enumerate().map(|(i, t)| msg(&format!("g{i}"), t, now + i as i64)).collect();
         ingest(&store, "a", messages);
         // As a database from before migration 0010: its index is started over.
-        store
-            .write(|tx| {
-                Ok(tx.execute_batch("ALTER TABLE channels DROP COLUMN gone_at; ALTER TABLE channels DROP COLUMN gone_reason; DROP TABLE messages_cjk; DROP TABLE search_backlog; PRAGMA user_version = 9;")?)
-            })
-            .expect("downgrade");
+        store.write(|tx| Ok(tx.execute_batch(super::BACK_TO_0009)?)).expect("downgrade");
     }
     let store = Store::open(&path).expect("migrate");
     assert_eq!(indexed(&store, "messages_fts", "alpha"), Vec::<i64>::new(), "nothing indexed yet");

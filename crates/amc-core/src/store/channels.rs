@@ -71,6 +71,15 @@ pub struct SendTarget {
     pub gone: Option<String>,
 }
 
+/// A thread inside a channel (a Discord thread or forum post): its platform id and name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ThreadSpec {
+    /// The platform's id of the thread.
+    pub platform_id: String,
+    /// Its name.
+    pub name: String,
+}
+
 /// An allowed channel, as a source reading its history back needs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AllowedChannel {

@@ -6,10 +6,11 @@ use std::collections::{BTreeSet, HashMap};
 use rusqlite::{OptionalExtension, Row, Transaction, params};
 
 use super::Store;
-use super::channels::{ChannelSpec, VISIBLE, lower_floors, parse_col, upsert, visible_to};
+use super::channels::{ChannelSpec, ThreadSpec, VISIBLE, lower_floors, parse_col, upsert, visible_to};
 use crate::error::{Error, Result};
 use crate::model::{
     AttachmentInfo, ChannelKind, ChannelRef, Direction, Envelope, IncomingMessage, Reaction, SenderInfo, Source,
+    ThreadRef,
 };
 use crate::time::{Millis, now_ms};
 
@@ -22,7 +23,8 @@ pub(super) const ENVELOPE_COLS: &str = "m.id, m.source, m.channel_id, c.name, c.
        AND p.channel_id = m.channel_id AND (c.visible_from IS NULL OR p.sent_at >= c.visible_from) \
        AND (c.stored_from IS NULL OR p.ingested_at >= c.stored_from)) \
        THEN m.reply_to END, \
-     m.reactions, m.direction, m.agent_id";
+     m.reactions, m.direction, m.agent_id, \
+     (SELECT t.name FROM threads t WHERE t.source = m.source AND t.platform_id = m.thread_id)";
 
 /// A message's time as stored: never later than when AMC stored it. A sender's clock
 /// ahead, or a damaged date (year 2100, 2286), would otherwise sort the message after
@@ -48,6 +50,7 @@ pub(super) fn envelope_from_row(row: &Row<'_>) -> rusqlite::Result<Envelope> {
         attachments: Vec::new(),
         direction: parse_col(row, 14, Direction::parse)?,
         agent_id: row.get(15)?,
+        thread: row.get::<_, Option<String>>(16)?.map(|name| ThreadRef { name }),
     })
 }
 
@@ -142,7 +145,20 @@ impl Store {
         messages: &[IncomingMessage],
         checkpoint: Option<(&str, &str)>,
     ) -> Result<IngestReport> {
-        let mut reports = self.ingest_batches(source, [(channel, messages)], checkpoint)?;
+        let mut reports = self.ingest_batches(source, [(channel, messages)], checkpoint, None)?;
+        reports.pop().ok_or_else(|| Error::internal("ingest reported nothing"))
+    }
+
+    /// Stores messages of a thread inside `channel` (a Discord thread or forum post): in
+    /// the channel, each naming the thread, whose name is kept up to date.
+    pub fn ingest_thread(
+        &self,
+        source: Source,
+        channel: &ChannelSpec,
+        thread: &ThreadSpec,
+        messages: &[IncomingMessage],
+    ) -> Result<IngestReport> {
+        let mut reports = self.ingest_batches(source, [(channel, messages)], None, Some(thread))?;
         reports.pop().ok_or_else(|| Error::internal("ingest reported nothing"))
     }
 
@@ -154,7 +170,7 @@ impl Store {
         batches: &[(ChannelSpec, Vec<IncomingMessage>)],
         checkpoint: Option<(&str, &str)>,
     ) -> Result<Vec<IngestReport>> {
-        self.ingest_batches(source, batches.iter().map(|(c, m)| (c, m.as_slice())), checkpoint)
+        self.ingest_batches(source, batches.iter().map(|(c, m)| (c, m.as_slice())), checkpoint, None)
     }
 
     fn ingest_batches<'a>(
@@ -162,6 +178,7 @@ impl Store {
         source: Source,
         batches: impl IntoIterator<Item = (&'a ChannelSpec, &'a [IncomingMessage])>,
         checkpoint: Option<(&str, &str)>,
+        thread: Option<&ThreadSpec>,
     ) -> Result<Vec<IngestReport>> {
         let now = now_ms();
         self.write(|tx| {
@@ -170,11 +187,22 @@ impl Store {
             let mut pending = Pending::read(tx)?;
             for (channel, messages) in batches {
                 let (channel_id, channel_created) = upsert(tx, source, channel, now)?;
+                if let Some(t) = thread {
+                    tx.prepare_cached(
+                        "INSERT INTO threads (source, platform_id, channel_id, name) VALUES (?1, ?2, ?3, ?4) \
+                         ON CONFLICT (source, platform_id) DO UPDATE SET name = excluded.name, channel_id = excluded.channel_id",
+                    )?
+                    .execute(params![source.as_str(), t.platform_id, channel_id, t.name])?;
+                }
                 let mut report = IngestReport { channel_id: channel_id.clone(), channel_created, ..Default::default() };
                 let mut newest: Option<Millis> = None;
                 for msg in messages {
                     match ingest_one(tx, source, &channel_id, msg, now, || self.next_message_id(), &mut pending)? {
                         Ingested::Inserted(id) => {
+                            if let Some(t) = thread {
+                                tx.prepare_cached("UPDATE messages SET thread_id = ?2 WHERE id = ?1")?
+                                    .execute(params![id, t.platform_id])?;
+                            }
                             let sent_at = stored_sent_at(msg, now);
                             if lowest.as_ref().is_none_or(|(at, lid)| (sent_at, &id) < (*at, lid)) {
                                 lowest = Some((sent_at, id.clone()));
@@ -628,12 +656,15 @@ impl Store {
         })
     }
 
-    /// The platform id of a message, for replying to it on its platform.
-    pub fn message_platform_id(&self, id: &str) -> Result<Option<String>> {
+    /// A message's platform id and, when it is in a thread, the thread's platform id: a
+    /// reply to it goes there.
+    pub fn reply_target(&self, id: &str) -> Result<Option<(String, Option<String>)>> {
         self.read(|tx| {
             Ok(tx
-                .prepare_cached("SELECT platform_id FROM messages WHERE id = ?1")?
-                .query_row([id], |r| r.get(0))
+                .prepare_cached(
+                    "SELECT platform_id, thread_id FROM messages WHERE id = ?1 AND platform_id IS NOT NULL",
+                )?
+                .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))
                 .optional()?)
         })
     }
@@ -770,20 +801,20 @@ impl Store {
 
     /// The platform ids of a channel's newest and oldest stored messages (by the time
     /// they were sent) among those with numeric ids (Discord's snowflakes; not the test
-    /// sender's), for a source that fetches history from there.
+    /// sender's) and not in a thread, for a source that fetches history from there.
     pub fn message_bounds(&self, channel_id: &str) -> Result<Option<(String, String)>> {
         self.read(|tx| {
             let newest: Option<String> = tx
                 .prepare_cached(
                     "SELECT platform_id FROM messages WHERE channel_id = ?1 AND platform_id NOT GLOB '*[^0-9]*' \
-                     ORDER BY sent_at DESC, length(platform_id) DESC, platform_id DESC LIMIT 1",
+                     AND thread_id IS NULL ORDER BY sent_at DESC, length(platform_id) DESC, platform_id DESC LIMIT 1",
                 )?
                 .query_row([channel_id], |r| r.get(0))
                 .optional()?;
             let oldest: Option<String> = tx
                 .prepare_cached(
                     "SELECT platform_id FROM messages WHERE channel_id = ?1 AND platform_id NOT GLOB '*[^0-9]*' \
-                     ORDER BY sent_at, length(platform_id), platform_id LIMIT 1",
+                     AND thread_id IS NULL ORDER BY sent_at, length(platform_id), platform_id LIMIT 1",
                 )?
                 .query_row([channel_id], |r| r.get(0))
                 .optional()?;
@@ -791,14 +822,15 @@ impl Store {
         })
     }
 
-    /// A channel's stored messages sent at or after `since` that are not unsent, with
+    /// A channel's own stored messages (not those of its threads) sent at or after `since`
+    /// that are not unsent, with
     /// their reactions: what a source compares with the platform's recent window to find
     /// edits, deletions and reaction changes made while AMC was away.
     pub fn stored_since(&self, channel_id: &str, since: Millis) -> Result<Vec<(String, Vec<Reaction>)>> {
         self.read(|tx| {
             let mut stmt = tx.prepare_cached(
                 "SELECT platform_id, reactions FROM messages WHERE channel_id = ?1 AND sent_at >= ?2 \
-                 AND NOT unsent AND platform_id IS NOT NULL",
+                 AND NOT unsent AND platform_id IS NOT NULL AND thread_id IS NULL",
             )?;
             let rows = stmt.query_map(params![channel_id, since], |r| {
                 let reactions: String = r.get(1)?;

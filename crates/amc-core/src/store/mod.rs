@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex};
 use crate::db::{Database, Migration};
 use crate::error::Result;
 
-pub use channels::{AllowedChannel, ChannelSpec, SendTarget};
+pub use channels::{AllowedChannel, ChannelSpec, SendTarget, ThreadSpec};
 pub use messages::{AttachmentFile, IngestReport, ReactionChange, UnreadQuery};
 pub use outbox::{NewSend, SendLookup, SendOutcome};
 pub use push::{PushPosition, PushScan};
@@ -53,7 +53,16 @@ const MIGRATIONS: &[Migration] = &[
     ("0009_search", include_str!("migrations/0009_search.sql")),
     ("0010_search_backlog", include_str!("migrations/0010_search_backlog.sql")),
     ("0011_channel_gone", include_str!("migrations/0011_channel_gone.sql")),
+    ("0012_threads", include_str!("migrations/0012_threads.sql")),
 ];
+
+/// SQL that turns a database back into one from before migration 0010 (which started
+/// the search index over), undoing every later migration first, for tests of what 0010
+/// does to existing data. Keep it in step with each new migration.
+#[cfg(any(test, feature = "test-support"))]
+pub const BACK_TO_0009: &str = "DROP TABLE threads; ALTER TABLE messages DROP COLUMN thread_id; \
+     ALTER TABLE channels DROP COLUMN gone_at; ALTER TABLE channels DROP COLUMN gone_reason; \
+     DROP TABLE messages_cjk; DROP TABLE search_backlog; PRAGMA user_version = 9;";
 
 /// The core's typed store: the database, and the generator of message ids.
 #[derive(Clone)]

@@ -233,7 +233,7 @@ impl Store {
             let mut stmt = tx.prepare_cached(&sql)?;
             let rows = stmt
                 .query_map(params_from_iter(&plan.values), |r| {
-                    Ok((envelope_from_row(r)?, r.get::<_, Option<String>>(16)?))
+                    Ok((envelope_from_row(r)?, r.get::<_, Option<String>>(17)?))
                 })?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
             let (mut messages, excerpts): (Vec<Envelope>, Vec<Option<String>>) = rows.into_iter().unzip();

@@ -206,7 +206,7 @@ async fn messages_stored_before_the_index_are_found_once_indexed() {
     let (ch, _) = d.ingest(Source::Imessage, "a", vec![msg("old", "the boarding pass 搭乗券", now_ms())]).await;
     d.approve(&ch, json!({ "history": "all" })).await;
     // As a database written before search existed (migration 0010 starts its index over).
-    let downgrade = "ALTER TABLE channels DROP COLUMN gone_at; ALTER TABLE channels DROP COLUMN gone_reason; DROP TABLE messages_cjk; DROP TABLE search_backlog; PRAGMA user_version = 9;";
+    let downgrade = amc_core::store::BACK_TO_0009;
     d.amc.store().write(|tx| Ok(tx.execute_batch(downgrade)?)).expect("downgrade");
     let dir = d.stop().await;
 

@@ -122,6 +122,10 @@ struct Inner {
     owner: u64,
     /// Each channel's permission overwrites, as Discord's JSON.
     overwrites: HashMap<u64, Vec<Value>>,
+    /// Forums among the channels (type 15): their posts are threads.
+    forums: std::collections::HashSet<u64>,
+    /// Threads and forum posts: each one's parent and name.
+    threads: BTreeMap<u64, (u64, String)>,
 }
 
 /// The fake Discord. Dropping it stops nothing; its tasks end with the runtime.
@@ -172,6 +176,8 @@ impl FakeDiscord {
             reactions: HashMap::new(),
             owner: 0,
             overwrites: HashMap::new(),
+            forums: std::collections::HashSet::new(),
+            threads: BTreeMap::new(),
         };
         inner.bot.id = inner.next_id();
         inner.owner = inner.next_id();
@@ -347,6 +353,40 @@ impl FakeDiscord {
         let position = inner.channels.iter().position(|c| c.0 == channel).unwrap_or(0);
         let json = inner.channel(channel, position);
         inner.dispatch("CHANNEL_UPDATE", json);
+    }
+
+    /// Adds a forum channel (type 15) and dispatches CHANNEL_CREATE. A forum has no
+    /// messages of its own: reading them is refused with 50024, and its posts are
+    /// threads ([`FakeDiscord::create_thread`]). Returns its id.
+    pub fn create_forum(&self, name: &str) -> u64 {
+        let mut inner = self.lock();
+        let id = inner.next_id();
+        inner.channels.push((id, name.to_owned()));
+        inner.forums.insert(id);
+        let json = inner.channel(id, inner.channels.len() - 1);
+        inner.dispatch("CHANNEL_CREATE", json);
+        id
+    }
+
+    /// Starts a thread in `parent` (a forum post when `parent` is a forum) and dispatches
+    /// THREAD_CREATE. Messages are posted into it with its id. Returns its id.
+    pub fn create_thread(&self, parent: u64, name: &str) -> u64 {
+        let id = self.create_thread_unseen(parent, name);
+        let mut inner = self.lock();
+        let mut json = inner.thread_json(id);
+        json["newly_created"] = json!(true);
+        inner.dispatch("THREAD_CREATE", json);
+        id
+    }
+
+    /// Starts a thread without telling the gateway (its THREAD_CREATE was lost): the bot
+    /// learns of it from its first message. Returns its id.
+    pub fn create_thread_unseen(&self, parent: u64, name: &str) -> u64 {
+        let mut inner = self.lock();
+        let id = inner.next_id();
+        inner.threads.insert(id, (parent, name.to_owned()));
+        inner.messages.insert(id, BTreeMap::new());
+        id
     }
 
     /// An overwrite denying the bot (through @everyone) the sight of a channel.
@@ -590,7 +630,27 @@ impl Inner {
     /// A guild channel as Discord sends it.
     fn channel(&self, id: u64, position: usize) -> Value {
         let name = self.channels.iter().find(|c| c.0 == id).map(|c| c.1.clone()).unwrap_or_default();
-        channel_json(id, &name, self.guild.0, position, self.overwrites.get(&id).map_or(&[], Vec::as_slice))
+        let mut json =
+            channel_json(id, &name, self.guild.0, position, self.overwrites.get(&id).map_or(&[], Vec::as_slice));
+        if self.forums.contains(&id) {
+            json["type"] = json!(15);
+            json["available_tags"] = json!([]);
+            json["default_reaction_emoji"] = Value::Null;
+        }
+        json
+    }
+
+    /// A thread as Discord sends it (type 11, a public thread; forum posts are too).
+    fn thread_json(&self, id: u64) -> Value {
+        let (parent, name) = self.threads.get(&id).cloned().unwrap_or_default();
+        let created = amc_core::time::format_ms((id >> 22) as i64 + DISCORD_EPOCH_MS);
+        json!({
+            "id": id.to_string(), "type": 11, "guild_id": self.guild.0.to_string(), "parent_id": parent.to_string(),
+            "name": name, "owner_id": self.owner.to_string(), "last_message_id": null, "rate_limit_per_user": 0,
+            "message_count": 0, "member_count": 1, "total_message_sent": 0, "flags": 0,
+            "thread_metadata": { "archived": false, "auto_archive_duration": 1440, "archive_timestamp": created,
+                                 "locked": false, "create_timestamp": created },
+        })
     }
 
     /// Whether the bot may see a channel and read its history. The bot has no role but
@@ -598,6 +658,8 @@ impl Inner {
     /// the bot itself (type 1) allow or deny them again, applied in that order
     /// (<https://discord.com/developers/docs/topics/permissions#permission-overwrites>).
     fn bot_can_read(&self, channel: u64) -> bool {
+        // A thread has its parent's permissions.
+        let channel = self.threads.get(&channel).map_or(channel, |t| t.0);
         let bits = |o: &Value, k: &str| o[k].as_str().and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
         let mut p = VIEW_CHANNEL | READ_MESSAGE_HISTORY;
         let overwrites = self.overwrites.get(&channel).map_or(&[][..], Vec::as_slice);
@@ -770,6 +832,7 @@ impl Inner {
             let mut guild = guild_json(guild_id, &guild_name, self.owner, channels);
             // The bot's own member, as GUILD_CREATE carries it.
             guild["members"] = json!([member(&self.bot)]);
+            guild["threads"] = json!(self.threads.keys().map(|id| self.thread_json(*id)).collect::<Vec<_>>());
             self.dispatch("GUILD_CREATE", guild);
         }
         self.session.as_ref().map(|s| s.log.iter().map(|(_, f)| f.clone()).collect()).unwrap_or_default()
@@ -952,6 +1015,7 @@ fn router(fake: FakeDiscord) -> Router {
         .route("/api/v10/gateway", get(gateway))
         .route("/api/v10/gateway/bot", get(gateway_bot))
         .route("/api/v10/users/@me", get(me))
+        .route("/api/v10/channels/{channel}", get(channel))
         .route("/api/v10/channels/{channel}/messages", get(messages).post(create))
         .route("/api/v10/channels/{channel}/messages/{id}", get(message))
         .route("/api/v10/channels/{channel}/messages/{id}/reactions/{emoji}", get(reaction_users))
@@ -1011,9 +1075,12 @@ async fn messages(
     }
     let mut inner = fake.lock();
     inner.history_requests += 1;
-    let guild_channel = inner.channels.iter().any(|c| c.0 == channel);
+    let guild_channel = inner.channels.iter().any(|c| c.0 == channel) || inner.threads.contains_key(&channel);
     if guild_channel && (inner.removed || !inner.bot_can_read(channel)) {
         return discord_error(StatusCode::FORBIDDEN, 50001, "Missing Access");
+    }
+    if inner.forums.contains(&channel) {
+        return discord_error(StatusCode::BAD_REQUEST, 50024, "Cannot execute action on this channel type");
     }
     let Some(all) = inner.messages.get(&channel) else {
         return discord_error(StatusCode::NOT_FOUND, 10003, "Unknown Channel");
@@ -1030,6 +1097,21 @@ async fn messages(
     };
     page.sort_by_key(|m| std::cmp::Reverse(m["id"].as_str().and_then(|s| s.parse::<u64>().ok()).unwrap_or(0)));
     axum::Json(page).into_response()
+}
+
+/// `GET /channels/{id}`: a guild channel or a thread.
+async fn channel(State(fake): State<FakeDiscord>, Path(id): Path<u64>, headers: HeaderMap) -> Response {
+    if authorized(&fake, &headers).is_none() {
+        return unauthorized();
+    }
+    let inner = fake.lock();
+    if inner.threads.contains_key(&id) {
+        return axum::Json(inner.thread_json(id)).into_response();
+    }
+    match inner.channels.iter().position(|c| c.0 == id) {
+        Some(at) => axum::Json(inner.channel(id, at)).into_response(),
+        None => discord_error(StatusCode::NOT_FOUND, 10003, "Unknown Channel"),
+    }
 }
 
 async fn message(

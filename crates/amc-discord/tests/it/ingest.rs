@@ -446,3 +446,59 @@ async fn edits_deletions_and_reactions_made_while_amc_was_away_are_caught_up() {
     assert!(m[3]["reactions"].as_array().is_some_and(|r| r.iter().all(|r| r["emoji"] == "👍")));
     amc.stop().await;
 }
+
+#[tokio::test]
+async fn threads_and_forum_posts_belong_to_their_channel_and_replies_go_into_them() {
+    let General { amc, channel: general, id, agent } =
+        general("", json!({ "history": "from_now", "send_policy": "auto" })).await;
+    let alice = amc.fake.user("alice");
+    let thread = amc.fake.create_thread(general, "Trip planning");
+    amc.fake.post(thread, &alice, "flights are booked");
+    let m = amc.eventually("the thread's message", || async { agent.unread(&id).await.first().cloned() }).await;
+    assert_eq!((m["text"].as_str(), m["channel_id"].as_str()), (Some("flights are booked"), Some(id.as_str())));
+    assert_eq!(m["thread"], json!({ "name": "Trip planning" }));
+
+    // A reply goes into the thread, not the channel.
+    let resp = agent.send(json!({ "channel_id": id, "text": "great", "reply_to": m["id"] })).await;
+    assert_eq!(resp.json()["status"], "sent", "{:?}", resp.json());
+    let post = amc.fake.posts().pop().expect("a post");
+    assert_eq!(post.channel_id, thread.to_string());
+    assert_eq!(
+        post.payload["message_reference"]["channel_id"],
+        json!(thread.to_string()),
+        "the replied-to message's channel"
+    );
+
+    // A thread whose creation AMC never heard of is found from its first message.
+    let unseen = amc.fake.create_thread_unseen(general, "Late night");
+    amc.fake.post(unseen, &alice, "anyone up?");
+    let m = amc
+        .eventually("the unseen thread's message", || async {
+            agent.unread(&id).await.into_iter().find(|m| m["text"] == "anyone up?")
+        })
+        .await;
+    assert_eq!(m["thread"], json!({ "name": "Late night" }), "{m}");
+
+    // A forum is a channel; each post is a thread in it.
+    let forum = amc.fake.create_forum("ideas");
+    let forum_id = amc.approve(forum, json!({ "history": "from_now" })).await;
+    let idea = amc.fake.create_thread(forum, "Dark mode");
+    amc.fake.post(idea, &alice, "please add dark mode");
+    let m = amc.eventually("the forum post", || async { agent.unread(&forum_id).await.first().cloned() }).await;
+    assert_eq!((m["text"].as_str(), m["thread"]["name"].as_str()), (Some("please add dark mode"), Some("Dark mode")));
+
+    // After a reconnection the catch-up still reads every channel to its end: a forum has
+    // no messages of its own, and the thread's messages are not taken for deletions.
+    let back = amc.fake.connected(Duration::from_secs(60));
+    amc.fake.request_reconnect();
+    assert!(back.await, "the client came back");
+    let since = amc_core::time::now_ms();
+    amc.caught_up(since, None).await;
+    // Every message of the channel, the agent's reply in the thread among them.
+    let all = amc.admin().await.get("/admin/inbox?limit=100").await.expect("inbox").json();
+    let all: Vec<serde_json::Value> =
+        all["messages"].as_array().into_iter().flatten().filter(|m| m["channel_id"] == id.as_str()).cloned().collect();
+    assert_eq!(all.len(), 3, "{all:?}");
+    assert!(all.iter().all(|m| m["unsent"] == json!(false) && m["thread"].is_object()), "{all:?}");
+    amc.stop().await;
+}
