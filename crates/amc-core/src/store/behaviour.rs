@@ -260,3 +260,18 @@ fn messages_stored_before_the_index_are_indexed_newest_first_and_kept_right_mean
     assert_eq!(indexed(&store, "messages_fts", "instead"), [2]);
     assert_eq!(indexed(&store, "messages_cjk", "\"ภาษา\""), Vec::<i64>::new());
 }
+
+#[test]
+fn the_envelope_width_is_the_number_of_envelope_columns() {
+    let (_dir, store) = store();
+    let count = store
+        .read(|tx| {
+            let sql = format!(
+                "SELECT {} FROM messages m JOIN channels c ON c.id = m.channel_id",
+                super::messages::ENVELOPE_COLS
+            );
+            Ok(tx.prepare(&sql)?.column_count())
+        })
+        .expect("prepare");
+    assert_eq!(count, super::messages::ENVELOPE_WIDTH);
+}

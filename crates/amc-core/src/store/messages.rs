@@ -14,6 +14,9 @@ use crate::model::{
 };
 use crate::time::{Millis, now_ms};
 
+/// How many columns [`ENVELOPE_COLS`] selects: a query's own columns come after them.
+pub(super) const ENVELOPE_WIDTH: usize = 17;
+
 /// The envelope's columns, for `FROM messages m JOIN channels c`.
 /// `reply_to` is shown only when the parent is inside the channel's released history, so
 /// an envelope never names a quarantined message.
@@ -50,7 +53,7 @@ pub(super) fn envelope_from_row(row: &Row<'_>) -> rusqlite::Result<Envelope> {
         attachments: Vec::new(),
         direction: parse_col(row, 14, Direction::parse)?,
         agent_id: row.get(15)?,
-        thread: row.get::<_, Option<String>>(16)?.map(|name| ThreadRef { name }),
+        thread: row.get::<_, Option<String>>(ENVELOPE_WIDTH - 1)?.map(|name| ThreadRef { name }),
     })
 }
 

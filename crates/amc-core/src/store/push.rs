@@ -6,7 +6,7 @@ use rusqlite::{OptionalExtension, params};
 
 use super::Store;
 use super::channels::visible_to;
-use super::messages::{ENVELOPE_COLS, envelope_from_row, load_attachments};
+use super::messages::{ENVELOPE_COLS, ENVELOPE_WIDTH, envelope_from_row, load_attachments};
 use crate::error::{Error, Result};
 use crate::model::Envelope;
 
@@ -70,7 +70,9 @@ impl Store {
             );
             let mut stmt = tx.prepare_cached(&sql)?;
             let rows = stmt
-                .query_map(params![agent_id, floor, limit], |r| Ok((r.get::<_, i64>(16)?, envelope_from_row(r)?)))?
+                .query_map(params![agent_id, floor, limit], |r| {
+                    Ok((r.get::<_, i64>(ENVELOPE_WIDTH)?, envelope_from_row(r)?))
+                })?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
             let (seqs, mut envelopes): (Vec<i64>, Vec<Envelope>) = rows.into_iter().unzip();
             load_attachments(tx, &mut envelopes)?;

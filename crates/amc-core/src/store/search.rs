@@ -7,7 +7,7 @@ use rusqlite::{OptionalExtension, params, params_from_iter};
 
 use super::Store;
 use super::channels::{VISIBLE, visible_to};
-use super::messages::{ENVELOPE_COLS, envelope_from_row, load_attachments};
+use super::messages::{ENVELOPE_COLS, ENVELOPE_WIDTH, envelope_from_row, load_attachments};
 use crate::error::Result;
 use crate::model::{Envelope, Source};
 use crate::time::Millis;
@@ -233,7 +233,7 @@ impl Store {
             let mut stmt = tx.prepare_cached(&sql)?;
             let rows = stmt
                 .query_map(params_from_iter(&plan.values), |r| {
-                    Ok((envelope_from_row(r)?, r.get::<_, Option<String>>(17)?))
+                    Ok((envelope_from_row(r)?, r.get::<_, Option<String>>(ENVELOPE_WIDTH)?))
                 })?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
             let (mut messages, excerpts): (Vec<Envelope>, Vec<Option<String>>) = rows.into_iter().unzip();
