@@ -38,7 +38,7 @@ pub const CONTENT_INTENT_FIX: &str = "Discord sends the bot messages without the
     Gateway Intents), then restart AMC";
 
 /// Why a channel the bot may not read is unavailable, and the fix.
-const UNREADABLE: &str = "AMC cannot read this channel: give the bot View Channel and Read Message History \
+pub(crate) const UNREADABLE: &str = "AMC cannot read this channel: give the bot View Channel and Read Message History \
                           here (Discord: the channel's settings → Permissions)";
 
 /// Messages from others that arrive empty in a row before AMC concludes the intent is off.
@@ -145,6 +145,52 @@ impl Shared {
             lock(&self.threads).insert(t.id, (parent, t.name.clone()));
             self.mention_names().channels.insert(t.id.get(), t.name.clone());
         }
+    }
+
+    /// Asks Discord for the active threads of the guilds these channels are in, and notes
+    /// them. False when Discord could not be asked.
+    pub(crate) async fn learn_active_threads(&self, channels: &[String]) -> bool {
+        let mut guilds = HashSet::new();
+        for id in channels.iter().filter_map(|c| c.parse::<u64>().ok()).map(ChannelId::new) {
+            let known = lock(&self.guild_channels).iter().find(|(_, set)| set.contains(&id)).map(|(g, _)| *g);
+            match known {
+                Some(g) => {
+                    guilds.insert(g);
+                }
+                None => match self.http.get_channel(id).await {
+                    Ok(serenity::all::Channel::Guild(c)) => {
+                        guilds.insert(c.guild_id);
+                    }
+                    Ok(_) => {}
+                    Err(e) => {
+                        tracing::warn!(channel = %id, error = %e, "could not ask Discord about a channel");
+                    }
+                },
+            }
+        }
+        let mut ok = true;
+        for guild in guilds {
+            match self.http.get_guild_active_threads(guild).await {
+                Ok(data) => data.threads.iter().for_each(|t| self.note_thread(t)),
+                // The bot left the guild: its channels say so already.
+                Err(serenity::Error::Http(serenity::http::HttpError::UnsuccessfulRequest(r)))
+                    if matches!(r.status_code.as_u16(), 403 | 404) => {}
+                Err(e) => {
+                    tracing::warn!(guild = %guild, error = %e, "could not list Discord's active threads");
+                    ok = false;
+                }
+            }
+        }
+        ok
+    }
+
+    /// The threads Discord listed in a channel (by the channel's platform id).
+    pub(crate) fn threads_of(&self, channel: &str) -> Vec<ThreadSpec> {
+        lock(&self.threads)
+            .iter()
+            .filter(|(_, (parent, _))| parent.to_string() == channel)
+            .map(|(id, (_, name))| ThreadSpec { platform_id: id.to_string(), name: name.clone() })
+            .collect()
     }
 
     /// The parent channel and the thread of a message written in a thread, asking

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use amc_core::model::Source;
-use amc_core::model::{AllowedChannel, ChannelSpec};
+use amc_core::model::{AllowedChannel, ChannelSpec, ThreadSpec};
 use amc_core::time::Millis;
 use serenity::all::{ChannelId, Message, MessageId, MessagePagination};
 
@@ -30,7 +30,15 @@ enum Walk {
 /// Where each allowed Discord channel's catch-up starts: its newest stored message when
 /// the connection was made. Taken before any event of the new connection is stored, so a
 /// live message cannot move the start past the gap.
-pub(crate) struct Anchors(Vec<(AllowedChannel, Walk)>);
+pub(crate) struct Anchors(Vec<Anchor>);
+
+/// One allowed channel's catch-up: where it starts, and where each of its stored threads
+/// starts.
+struct Anchor {
+    channel: AllowedChannel,
+    from: Walk,
+    threads: Vec<(ThreadSpec, Walk)>,
+}
 
 /// Reads the anchors (the gateway's consumer awaits this before the next event).
 pub(crate) async fn anchors(shared: &Shared) -> Anchors {
@@ -47,7 +55,20 @@ pub(crate) async fn anchors(shared: &Shared) -> Anchors {
             Some((newest, _)) => Walk::After(newest.0),
             None => Walk::Latest,
         };
-        out.push((ch, from));
+        let threads = match shared.amc.thread_anchors(ch.id.clone()).await {
+            Ok(t) => t
+                .into_iter()
+                .map(|(thread, newest)| {
+                    let from = newest.and_then(|n| n.parse().ok()).map_or(Walk::Latest, Walk::After);
+                    (thread, from)
+                })
+                .collect(),
+            Err(e) => {
+                tracing::warn!(error = %e, "could not list threads to catch up on");
+                Vec::new()
+            }
+        };
+        out.push(Anchor { channel: ch, from, threads });
     }
     Anchors(out)
 }
@@ -56,10 +77,21 @@ pub(crate) async fn anchors(shared: &Shared) -> Anchors {
 /// its recent window compared with what is stored.
 pub(crate) async fn catch_up(shared: Arc<Shared>, anchors: Anchors) {
     let mut complete = true;
-    for (ch, from) in anchors.0 {
-        complete &= walk(&shared, &ch, from).await;
+    // The threads active now in the guilds of the allowed channels, those created while
+    // AMC was away among them (GUILD_CREATE may not have been applied yet).
+    let channels: Vec<String> = anchors.0.iter().map(|a| a.channel.platform_id.clone()).collect();
+    complete &= shared.learn_active_threads(&channels).await;
+    for Anchor { channel: ch, from, threads } in anchors.0 {
+        complete &= walk(&shared, &ch, None, from).await;
         if let Walk::After(anchor) = from {
             complete &= recheck(&shared, &ch, anchor).await;
+        }
+        // Its threads: those stored from their newest message, and those Discord listed
+        // that nothing is stored of yet (created while AMC was away) from their newest page.
+        let stored: std::collections::HashSet<String> = threads.iter().map(|(t, _)| t.platform_id.clone()).collect();
+        let new = shared.threads_of(&ch.platform_id).into_iter().filter(|t| !stored.contains(&t.platform_id));
+        for (thread, from) in threads.into_iter().chain(new.map(|t| (t, Walk::Latest))) {
+            complete &= walk(&shared, &ch, Some(&thread), from).await;
         }
     }
     // Only a catch-up that read every channel to its end counts as caught up.
@@ -80,7 +112,7 @@ pub(crate) async fn approved(shared: Arc<Shared>, ch: AllowedChannel) {
     if ch.visible_from.is_some_and(|from| oldest.1 <= from) {
         return;
     }
-    walk(&shared, &ch, Walk::Before(oldest.0, ch.visible_from)).await;
+    walk(&shared, &ch, None, Walk::Before(oldest.0, ch.visible_from)).await;
 }
 
 /// The newest and oldest stored messages as (snowflake, time).
@@ -95,7 +127,7 @@ async fn forward(shared: &Shared, ch: &AllowedChannel) {
         Some((newest, _)) => Walk::After(newest.0),
         None => Walk::Latest,
     };
-    walk(shared, ch, walk_from).await;
+    walk(shared, ch, None, walk_from).await;
 }
 
 /// How many messages up to the catch-up's anchor (the newest stored when the connection
@@ -124,6 +156,10 @@ async fn recheck(shared: &Shared, ch: &AllowedChannel, anchor: u64) -> bool {
                 return true;
             }
             Err(e) if discord_code(&e) == Some(WRONG_CHANNEL_TYPE) => return true,
+            Err(e) if discord_code(&e) == Some(MISSING_ACCESS) => {
+                shared.gone(vec![channel], crate::gateway::UNREADABLE.into()).await;
+                return true;
+            }
             Err(e) => {
                 tracing::warn!(channel = %ch.id, error = %e, "could not read Discord history again");
                 return false;
@@ -222,6 +258,8 @@ pub(crate) const UNKNOWN_CHANNEL: isize = 10003;
 /// Discord's JSON error code for an action a channel's type does not allow (reading a
 /// forum's messages: its posts are threads).
 const WRONG_CHANNEL_TYPE: isize = 50024;
+/// Discord's JSON error code for a channel the bot may not read.
+const MISSING_ACCESS: isize = 50001;
 
 /// The JSON error code of a refusal from Discord, if it was one.
 fn discord_code(e: &serenity::Error) -> Option<isize> {
@@ -231,9 +269,11 @@ fn discord_code(e: &serenity::Error) -> Option<isize> {
     }
 }
 
-/// Reads `ch`'s history from `from`; false when a page could not be read.
-async fn walk(shared: &Shared, ch: &AllowedChannel, mut from: Walk) -> bool {
-    let Ok(channel) = ch.platform_id.parse::<u64>().map(ChannelId::new) else { return false };
+/// Reads `ch`'s history from `from`, or that of one of its threads; false when a page
+/// could not be read.
+async fn walk(shared: &Shared, ch: &AllowedChannel, thread: Option<&ThreadSpec>, mut from: Walk) -> bool {
+    let id = thread.map_or(&ch.platform_id, |t| &t.platform_id);
+    let Ok(channel) = id.parse::<u64>().map(ChannelId::new) else { return false };
     let mut fetched: u32 = 0;
     while fetched < shared.history_limit {
         let want = (shared.history_limit - fetched).min(u32::from(PAGE)) as u8;
@@ -245,13 +285,24 @@ async fn walk(shared: &Shared, ch: &AllowedChannel, mut from: Walk) -> bool {
         let mut page = match shared.http.get_messages(channel, target, Some(want)).await {
             Ok(p) => p,
             Err(e) => {
-                // 10003 Unknown Channel: deleted while AMC was away.
+                // 10003 Unknown Channel: deleted while AMC was away (a thread's messages
+                // stay, as a deleted message's do).
                 if discord_code(&e) == Some(UNKNOWN_CHANNEL) {
-                    shared.gone(vec![channel], "Discord deleted this channel".into()).await;
+                    if thread.is_none() {
+                        shared.gone(vec![channel], "Discord deleted this channel".into()).await;
+                    }
                     return true;
                 }
                 // A forum has no messages of its own: its posts are threads.
                 if discord_code(&e) == Some(WRONG_CHANNEL_TYPE) {
+                    return true;
+                }
+                // 50001 Missing Access: the bot may no longer read it (or left its server);
+                // nothing more can be read, and the channel says why.
+                if discord_code(&e) == Some(MISSING_ACCESS) {
+                    if thread.is_none() {
+                        shared.gone(vec![channel], crate::gateway::UNREADABLE.into()).await;
+                    }
                     return true;
                 }
                 tracing::warn!(channel = %ch.id, error = %e, "could not fetch Discord history");
@@ -267,7 +318,7 @@ async fn walk(shared: &Shared, ch: &AllowedChannel, mut from: Walk) -> bool {
             return true;
         };
         fetched += page.len() as u32;
-        store(shared, ch, &page).await;
+        store(shared, ch, thread, &page).await;
         from = match from {
             Walk::After(_) if full => Walk::After(last),
             Walk::Before(_, until) if full && page.len() == usize::from(want) => Walk::Before(first, until),
@@ -278,12 +329,16 @@ async fn walk(shared: &Shared, ch: &AllowedChannel, mut from: Walk) -> bool {
     true
 }
 
-async fn store(shared: &Shared, ch: &AllowedChannel, page: &[Message]) {
+async fn store(shared: &Shared, ch: &AllowedChannel, thread: Option<&ThreadSpec>, page: &[Message]) {
     // Messages read through REST carry no guild: the channel is the one already stored,
     // and its name stays as it is (an empty name keeps the stored one).
     let spec = ChannelSpec { platform_id: ch.platform_id.clone(), name: String::new(), kind: ch.kind };
     let messages = page.iter().filter(|m| convert::is_conversation(m.kind)).map(|m| shared.convert(m)).collect();
-    if let Err(e) = shared.amc.ingest(Source::Discord, spec, messages, None).await {
+    let stored = match thread {
+        Some(t) => shared.amc.ingest_thread(Source::Discord, spec, t.clone(), messages).await.map(|_| ()),
+        None => shared.amc.ingest(Source::Discord, spec, messages, None).await.map(|_| ()),
+    };
+    if let Err(e) = stored {
         tracing::warn!(error = %e, "could not store Discord history");
     }
 }

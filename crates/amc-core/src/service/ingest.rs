@@ -118,6 +118,11 @@ impl Amc {
         self.blocking(move |s| s.stored_since(&channel_id, since)).await
     }
 
+    /// A channel's stored threads, each with its newest stored message's platform id.
+    pub async fn thread_anchors(&self, channel_id: String) -> Result<Vec<(ThreadSpec, Option<String>)>> {
+        self.blocking(move |s| s.thread_anchors(&channel_id)).await
+    }
+
     /// The platform ids of a channel's newest and oldest stored messages.
     pub async fn message_bounds(&self, channel_id: String) -> Result<Option<(String, String)>> {
         self.blocking(move |s| s.message_bounds(&channel_id)).await

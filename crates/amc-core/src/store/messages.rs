@@ -843,6 +843,22 @@ impl Store {
         })
     }
 
+    /// A channel's threads as stored: each one's platform id, name, and newest stored
+    /// message's platform id, for a source that reads each thread back from there.
+    pub fn thread_anchors(&self, channel_id: &str) -> Result<Vec<(ThreadSpec, Option<String>)>> {
+        self.read(|tx| {
+            let mut stmt = tx.prepare_cached(
+                "SELECT t.platform_id, t.name, (SELECT m.platform_id FROM messages m INDEXED BY messages_by_thread \
+                   WHERE m.thread_id = t.platform_id AND m.source = t.source AND m.platform_id NOT GLOB '*[^0-9]*' \
+                   ORDER BY m.sent_at DESC, length(m.platform_id) DESC, m.platform_id DESC LIMIT 1) \
+                 FROM threads t WHERE t.channel_id = ?1 ORDER BY t.platform_id",
+            )?;
+            let rows = stmt
+                .query_map([channel_id], |r| Ok((ThreadSpec { platform_id: r.get(0)?, name: r.get(1)? }, r.get(2)?)))?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+    }
+
     /// Marks messages read for every agent: messages that arrived late (an old message
     /// synced from iCloud long after it was sent) are kept, but not surfaced as new.
     pub fn mark_read_for_all_agents(&self, ids: &[String]) -> Result<()> {

@@ -60,7 +60,8 @@ const MIGRATIONS: &[Migration] = &[
 /// the search index over), undoing every later migration first, for tests of what 0010
 /// does to existing data. Keep it in step with each new migration.
 #[cfg(any(test, feature = "test-support"))]
-pub const BACK_TO_0009: &str = "DROP TABLE threads; ALTER TABLE messages DROP COLUMN thread_id; \
+pub const BACK_TO_0009: &str = "DROP INDEX messages_by_thread; DROP TABLE threads; \
+     ALTER TABLE messages DROP COLUMN thread_id; \
      ALTER TABLE channels DROP COLUMN gone_at; ALTER TABLE channels DROP COLUMN gone_reason; \
      DROP TABLE messages_cjk; DROP TABLE search_backlog; PRAGMA user_version = 9;";
 

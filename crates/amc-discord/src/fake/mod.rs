@@ -1016,6 +1016,7 @@ fn router(fake: FakeDiscord) -> Router {
         .route("/api/v10/gateway/bot", get(gateway_bot))
         .route("/api/v10/users/@me", get(me))
         .route("/api/v10/channels/{channel}", get(channel))
+        .route("/api/v10/guilds/{guild}/threads/active", get(active_threads))
         .route("/api/v10/channels/{channel}/messages", get(messages).post(create))
         .route("/api/v10/channels/{channel}/messages/{id}", get(message))
         .route("/api/v10/channels/{channel}/messages/{id}/reactions/{emoji}", get(reaction_users))
@@ -1097,6 +1098,19 @@ async fn messages(
     };
     page.sort_by_key(|m| std::cmp::Reverse(m["id"].as_str().and_then(|s| s.parse::<u64>().ok()).unwrap_or(0)));
     axum::Json(page).into_response()
+}
+
+/// `GET /guilds/{id}/threads/active`: every thread of the guild (none is archived here).
+async fn active_threads(State(fake): State<FakeDiscord>, Path(guild): Path<u64>, headers: HeaderMap) -> Response {
+    if authorized(&fake, &headers).is_none() {
+        return unauthorized();
+    }
+    let inner = fake.lock();
+    if guild != inner.guild.0 || inner.removed {
+        return discord_error(StatusCode::NOT_FOUND, 10004, "Unknown Guild");
+    }
+    let threads: Vec<Value> = inner.threads.keys().map(|id| inner.thread_json(*id)).collect();
+    axum::Json(json!({ "threads": threads, "members": [] })).into_response()
 }
 
 /// `GET /channels/{id}`: a guild channel or a thread.

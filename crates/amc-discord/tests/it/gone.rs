@@ -4,8 +4,6 @@
 //! refused with `CHANNEL_GONE`, and nothing reaches Discord. An outage (GUILD_DELETE with
 //! `unavailable`) takes nothing away.
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
 
 use crate::harness::{Agent, Amc, General, general};
@@ -52,13 +50,7 @@ async fn a_deleted_channel_keeps_its_history_and_refuses_sends() {
 async fn a_channel_deleted_while_amc_was_away_is_found_gone_by_the_catch_up() {
     let General { amc, channel, .. } = general("", json!({ "history": "from_now" })).await;
     // The session is lost: Discord will not tell of the deletion.
-    amc.fake.set_accepting(false);
-    amc.fake.invalidate_session(false);
-    amc.fake.drop_connection();
-    amc.fake.delete_channel(channel);
-    let back = amc.fake.connected(Duration::from_secs(60));
-    amc.fake.set_accepting(true);
-    assert!(back.await, "the bot came back");
+    amc.away(|fake| fake.delete_channel(channel)).await;
     assert_eq!(gone(&amc, channel).await, "Discord deleted this channel");
     amc.stop().await;
 }

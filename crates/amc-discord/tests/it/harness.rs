@@ -124,6 +124,19 @@ impl Amc {
         self.admin().await.get("/healthz").await.expect("healthz").json()["sources"]["discord"].clone()
     }
 
+    /// AMC is away: its session is lost (so Discord replays nothing), `meanwhile` runs,
+    /// then the bot may connect again. Returns once it has, with the time it did (Unix ms).
+    pub async fn away(&self, meanwhile: impl FnOnce(&FakeDiscord)) -> i64 {
+        self.fake.set_accepting(false);
+        self.fake.invalidate_session(false);
+        self.fake.drop_connection();
+        meanwhile(&self.fake);
+        let back = self.fake.connected(Duration::from_secs(60));
+        self.fake.set_accepting(true);
+        assert!(back.await, "the bot came back");
+        amc_core::time::now_ms()
+    }
+
     /// When the source finished its newest catch-up, once that is at or after `since`
     /// (Unix ms) and differs from `not`: a catch-up that started after `since` is done.
     pub async fn caught_up(&self, since: i64, not: Option<&str>) -> String {

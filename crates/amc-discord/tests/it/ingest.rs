@@ -414,20 +414,16 @@ async fn edits_deletions_and_reactions_made_while_amc_was_away_are_caught_up() {
     })
     .await;
 
-    // The session is lost: nothing of what follows is delivered by the gateway.
-    amc.fake.set_accepting(false);
-    amc.fake.invalidate_session(false);
-    amc.fake.drop_connection();
-    amc.fake.react(general, ids[0], &bob, "🎉", false);
-    amc.fake.edit(general, ids[1], "two, corrected");
-    amc.fake.delete(general, ids[2]);
-    amc.fake.react(general, ids[3], &alice, "👍", true);
-    amc.fake.react(general, ids[3], &bob, "👍", true);
-    amc.fake.post_unseen(general, &alice, "five");
-    let back = amc.fake.connected(Duration::from_secs(60));
-    amc.fake.set_accepting(true);
-    assert!(back.await, "the bot came back");
-    let reconnected = amc_core::time::now_ms();
+    let reconnected = amc
+        .away(|fake| {
+            fake.react(general, ids[0], &bob, "🎉", false);
+            fake.edit(general, ids[1], "two, corrected");
+            fake.delete(general, ids[2]);
+            fake.react(general, ids[3], &alice, "👍", true);
+            fake.react(general, ids[3], &bob, "👍", true);
+            fake.post_unseen(general, &alice, "five");
+        })
+        .await;
     amc.caught_up(reconnected, None).await;
 
     let m = agent.unread(&id).await;
@@ -500,5 +496,38 @@ async fn threads_and_forum_posts_belong_to_their_channel_and_replies_go_into_the
         all["messages"].as_array().into_iter().flatten().filter(|m| m["channel_id"] == id.as_str()).cloned().collect();
     assert_eq!(all.len(), 3, "{all:?}");
     assert!(all.iter().all(|m| m["unsent"] == json!(false) && m["thread"].is_object()), "{all:?}");
+    amc.stop().await;
+}
+
+#[tokio::test]
+async fn what_was_said_in_threads_while_amc_was_away_is_caught_up() {
+    let General { amc, channel: general, id, agent } = general("", json!({ "history": "from_now" })).await;
+    let alice = amc.fake.user("alice");
+    let old = amc.fake.create_thread(general, "Old thread");
+    amc.fake.post(old, &alice, "before");
+    amc.texts(&agent, &id, 1, "the thread's first message").await;
+
+    let reconnected = amc
+        .away(|fake| {
+            fake.post_unseen(old, &alice, "while away, in the old thread");
+            let new = fake.create_thread_unseen(general, "New thread");
+            fake.post_unseen(new, &alice, "in a thread started while away");
+        })
+        .await;
+    amc.caught_up(reconnected, None).await;
+
+    let m = agent.unread(&id).await;
+    let seen: Vec<(&str, &str)> = m
+        .iter()
+        .map(|m| (m["text"].as_str().unwrap_or_default(), m["thread"]["name"].as_str().unwrap_or_default()))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("before", "Old thread"),
+            ("while away, in the old thread", "Old thread"),
+            ("in a thread started while away", "New thread")
+        ]
+    );
     amc.stop().await;
 }

@@ -10,3 +10,6 @@ CREATE TABLE threads (
     name TEXT NOT NULL,
     PRIMARY KEY (source, platform_id)
 ) STRICT;
+
+-- A thread's newest stored message, for the catch-up after a disconnection.
+CREATE INDEX messages_by_thread ON messages (thread_id, sent_at) WHERE thread_id IS NOT NULL;
