@@ -72,6 +72,7 @@ function item(m, excerpt) {
     h("div", { class: "row-main" },
       h("div", { class: "row-title" },
         h("span", { class: "name", text: m.channel.name }),
+        m.thread ? h("span", { class: "muted", text: `› ${m.thread.name}`, title: "A thread of this channel" }) : null,
         h("span", { class: "tag", text: SOURCE[m.source] ?? m.source }),
         h("span", { class: "muted" }, time(m.sent_at))),
       h("p", { class: "message-text" }, h("span", { class: "sender", text: `${who}: ` }),
