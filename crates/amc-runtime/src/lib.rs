@@ -192,15 +192,22 @@ impl Running {
     /// Runs until `shutdown` resolves (or the daemon stops by itself), then stops
     /// everything and waits for requests in flight.
     pub async fn run_until(self, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
-        let Self { stop, mut daemon, .. } = self;
-        tokio::select! {
-            () = shutdown => stop.cancel(),
+        let Self { amc, stop, mut daemon, .. } = self;
+        let served = tokio::select! {
+            () = shutdown => {
+                stop.cancel();
+                daemon.await
+            }
             r = &mut daemon => {
                 stop.cancel();
-                return Ok(r.context("the daemon task failed")??);
+                r
             }
+        };
+        // A clean stop leaves no write-ahead log beside the database.
+        if let Err(e) = amc.fold_wal(true).await {
+            tracing::warn!(error = %e, "could not checkpoint the database at stop");
         }
-        daemon.await.context("the daemon task failed")??;
+        served.context("the daemon task failed")??;
         Ok(())
     }
 }

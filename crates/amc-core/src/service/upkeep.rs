@@ -1,6 +1,8 @@
 //! AMC's housekeeping, run every minute while AMC runs: sends stuck in flight become
-//! `unknown` for the person to review, and idempotency records older than a day are
-//! forgotten. At the start it also indexes for search the messages stored before the index.
+//! `unknown` for the person to review, idempotency records older than a day are
+//! forgotten, and once AMC has been idle for 30 s, the write-ahead log is folded into the
+//! database and truncated. At the start it also indexes for search the messages stored
+//! before the index.
 
 use std::future::Future;
 use std::time::Duration;
@@ -13,6 +15,10 @@ use crate::model::OutboxStatus;
 /// How often the housekeeping runs.
 const EVERY: Duration = Duration::from_secs(60);
 
+/// How long without a write before the write-ahead log is folded into the database and
+/// truncated.
+const IDLE: Duration = Duration::from_secs(30);
+
 impl Amc {
     /// Sends stuck in `sending` for longer than a platform may take become `unknown`.
     pub async fn expire_stale_sends(&self) -> Result<()> {
@@ -23,6 +29,19 @@ impl Amc {
             self.publish(Event::SendChanged { send_id: id, status: OutboxStatus::Unknown });
         }
         Ok(())
+    }
+
+    /// Folds the write-ahead log into the database and truncates it, once nothing was
+    /// written for [`IDLE`] and the log holds something; true when it did. Also called
+    /// at a clean stop (`force`), whatever the time since the last write.
+    pub async fn fold_wal(&self, force: bool) -> Result<bool> {
+        let store = self.inner.store.clone();
+        let wal = store.path().with_extension("db-wal");
+        let pending = std::fs::metadata(&wal).map(|m| m.len() > 0).unwrap_or(false);
+        if !pending || !(force || store.idle_for().is_some_and(|d| d >= IDLE)) {
+            return Ok(false);
+        }
+        self.blocking(|s| s.checkpoint()).await
     }
 
     /// Forgets idempotency records older than 24 hours; returns how many.
@@ -53,6 +72,9 @@ impl Amc {
                         Ok(n) if n > 0 => tracing::debug!(purged = n, "idempotency records expired"),
                         Ok(_) => {}
                         Err(e) => tracing::warn!(error = %e, "could not purge idempotency records"),
+                    }
+                    if let Err(e) = self.fold_wal(false).await {
+                        tracing::warn!(error = %e, "could not checkpoint the database");
                     }
                 }
             }
