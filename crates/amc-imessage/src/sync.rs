@@ -262,7 +262,7 @@ pub async fn sync_once(amc: &Amc, db: &SharedChatDb) -> Result<SyncReport, Sourc
     let checkpoint = stored.rowid;
     // Rows at or below the checkpoint: counted once for a checkpoint that lacks it, then
     // carried forward by the rows each batch reads.
-    let mut rows_below = match stored.rows {
+    let rows_below = match stored.rows {
         Some(n) => n,
         None => {
             let db = db.clone();
@@ -272,8 +272,29 @@ pub async fn sync_once(amc: &Amc, db: &SharedChatDb) -> Result<SyncReport, Sourc
         }
     };
     let mut report = SyncReport { checkpoint, ..SyncReport::default() };
+    // A first import leaves its search indexing to the end, in bulk.
+    let first = !stored.imported_before();
+    if first {
+        amc.defer_search_index().await?;
+    }
+    let read = read_all(amc, db, &stored, rows_below, &mut report).await;
+    if first {
+        amc.resume_search_index().await?;
+    }
+    read?;
+    Ok(report)
+}
+
+/// Reads and stores every row after the checkpoint.
+async fn read_all(
+    amc: &Amc,
+    db: &SharedChatDb,
+    stored: &Checkpoint,
+    mut rows_below: i64,
+    report: &mut SyncReport,
+) -> Result<(), SourceError> {
     // The next batch is read from chat.db while this one is written to AMC's store.
-    let mut next = read_ahead(db, checkpoint);
+    let mut next = read_ahead(db, stored.rowid);
     loop {
         let mut batch = (&mut next).await.map_err(|e| SourceError::Read(e.to_string()))??;
         let Some(last) = batch.last else { break };
@@ -281,13 +302,13 @@ pub async fn sync_once(amc: &Amc, db: &SharedChatDb) -> Result<SyncReport, Sourc
         let ahead = next.abort_handle();
         rows_below += batch.rows as i64;
         let mark = Checkpoint { rowid: last, guid: Some(batch.last_guid.clone()), rows: Some(rows_below) };
-        let result = store_batch(amc, &mut batch, &mark, stored.imported_before(), &mut report).await;
+        let result = store_batch(amc, &mut batch, &mark, stored.imported_before(), report).await;
         if result.is_err() {
             ahead.abort();
         }
         result?;
     }
-    Ok(report)
+    Ok(())
 }
 
 /// Stores one batch with its checkpoint, then its reactions.

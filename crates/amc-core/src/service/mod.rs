@@ -73,6 +73,8 @@ struct Inner {
     push_sessions: std::sync::Mutex<push::Sessions>,
     /// The search backlog's indexing while it runs: when it began, and how far it is.
     indexing: std::sync::Mutex<Option<(Instant, crate::store::IndexProgress)>>,
+    /// A first import is under way: indexing waits for its end.
+    deferring: AtomicBool,
 }
 
 /// An authenticated agent.
@@ -115,6 +117,7 @@ impl Amc {
                 push_windows: Default::default(),
                 push_sessions: Default::default(),
                 indexing: Default::default(),
+                deferring: AtomicBool::new(false),
             }),
         })
     }

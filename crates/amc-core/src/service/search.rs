@@ -200,6 +200,10 @@ impl Amc {
     pub async fn index_search_backlog(&self) {
         let started = std::time::Instant::now();
         loop {
+            // A first import under way indexes in bulk once it is done.
+            if self.inner.deferring.load(std::sync::atomic::Ordering::SeqCst) {
+                return;
+            }
             match self.blocking(|s| s.index_more(INDEX_BATCH)).await {
                 Ok(Some(progress)) => {
                     *self.inner.indexing.lock().unwrap_or_else(|p| p.into_inner()) = Some((started, progress));
@@ -214,6 +218,24 @@ impl Amc {
         if self.inner.indexing.lock().unwrap_or_else(|p| p.into_inner()).take().is_some() {
             tracing::info!(seconds = started.elapsed().as_secs_f64(), "older messages indexed for search");
         }
+    }
+
+    /// A first import begins: what it stores is indexed afterwards, in bulk, rather than
+    /// message by message. End it with [`Amc::resume_search_index`], on every path.
+    pub async fn defer_search_index(&self) -> Result<()> {
+        self.inner.deferring.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.blocking(|s| s.defer_indexing()).await
+    }
+
+    /// The first import is over: its messages are indexed in the background, newest
+    /// first. (A crash before this leaves the backlog stretched; the next start indexes
+    /// it the same way.)
+    pub async fn resume_search_index(&self) -> Result<()> {
+        let ended = self.blocking(|s| s.end_deferral()).await;
+        self.inner.deferring.store(false, std::sync::atomic::Ordering::SeqCst);
+        let amc = self.clone();
+        tokio::spawn(async move { amc.index_search_backlog().await });
+        ended
     }
 
     /// The backlog's progress, once indexing has taken more than a second.

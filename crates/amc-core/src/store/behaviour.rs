@@ -275,3 +275,29 @@ fn the_envelope_width_is_the_number_of_envelope_columns() {
         .expect("prepare");
     assert_eq!(count, super::messages::ENVELOPE_WIDTH);
 }
+
+#[test]
+fn a_first_import_is_indexed_afterwards_in_bulk_and_nothing_is_missed() {
+    let (_dir, store) = store();
+    let now = now_ms();
+    ingest(&store, "a", vec![msg("g0", "alpha before", now)]);
+    store.defer_indexing().expect("defer");
+    let imported: Vec<_> = (1..=5).map(|i| msg(&format!("g{i}"), &format!("alpha imported {i}"), now + i)).collect();
+    ingest(&store, "a", imported);
+    ingest(&store, "a", vec![IncomingMessage { edited_at: Some(now + 9), ..msg("g2", "alpha edited", now + 2) }]);
+    ingest(&store, "a", vec![IncomingMessage { unsent: true, ..msg("g3", "", now + 3) }]);
+    assert_eq!(indexed(&store, "messages_fts", "alpha"), [1], "the import waits for the end");
+    store.end_deferral().expect("end");
+    ingest(&store, "a", vec![msg("g6", "alpha after", now + 6)]);
+    assert_eq!(indexed(&store, "messages_fts", "alpha"), [1, 7], "new messages are indexed at once again");
+    while store.index_more(2).expect("index").is_some() {}
+    assert_eq!(indexed(&store, "messages_fts", "alpha"), [1, 2, 3, 5, 6, 7]);
+    assert_eq!(indexed(&store, "messages_fts", "edited"), [3]);
+
+    // A deferral a crash never ended: the next start indexes it all the same.
+    store.defer_indexing().expect("defer");
+    ingest(&store, "a", vec![msg("g7", "beta during", now + 7)]);
+    while store.index_more(1).expect("index").is_some() {}
+    ingest(&store, "a", vec![msg("g8", "beta after", now + 8)]);
+    assert_eq!(indexed(&store, "messages_fts", "beta"), [8, 9]);
+}

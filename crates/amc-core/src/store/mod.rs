@@ -54,6 +54,7 @@ const MIGRATIONS: &[Migration] = &[
     ("0010_search_backlog", include_str!("migrations/0010_search_backlog.sql")),
     ("0011_channel_gone", include_str!("migrations/0011_channel_gone.sql")),
     ("0012_threads", include_str!("migrations/0012_threads.sql")),
+    ("0013_defer_index", include_str!("migrations/0013_defer_index.sql")),
 ];
 
 /// SQL that turns a database back into one from before migration 0010 (which started

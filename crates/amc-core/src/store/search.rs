@@ -249,6 +249,35 @@ impl Store {
         })
     }
 
+    /// Leaves the messages stored from now on to the backlog (a first import): the
+    /// backlog's range is stretched to the largest rowid there is, so the triggers leave
+    /// new rows alone until [`Store::end_deferral`].
+    pub fn defer_indexing(&self) -> Result<()> {
+        self.write(|tx| {
+            tx.execute(
+                "INSERT INTO search_backlog (id, lo, hi, total) \
+                 SELECT 1, coalesce(max(rowid), 0) + 1, 9223372036854775807, 0 FROM messages WHERE true \
+                 ON CONFLICT (id) DO UPDATE SET hi = 9223372036854775807",
+                [],
+            )?;
+            Ok(())
+        })
+    }
+
+    /// Ends a deferral: the backlog reaches up to the newest message, and counts what it
+    /// holds.
+    pub fn end_deferral(&self) -> Result<()> {
+        self.write(|tx| {
+            tx.execute(
+                "UPDATE search_backlog SET hi = (SELECT coalesce(max(rowid), 0) FROM messages), \
+                 total = done + (SELECT count(*) FROM messages WHERE rowid >= search_backlog.lo)",
+                [],
+            )?;
+            tx.execute("DELETE FROM search_backlog WHERE hi < lo", [])?;
+            Ok(())
+        })
+    }
+
     /// Indexes up to `batch` more messages of the backlog, the newest first, in one short
     /// transaction; returns the progress, or `None` when the backlog is done.
     pub fn index_more(&self, batch: u32) -> Result<Option<IndexProgress>> {

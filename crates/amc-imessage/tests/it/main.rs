@@ -766,3 +766,28 @@ async fn one_persons_chats_across_services_are_one_channel() {
     assert_eq!(channels.len(), 1, "{channels:?}");
     assert_eq!((channels[0].platform_id.as_str(), channels[0].message_count), ("any;-;+15551234567", 3));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_import_is_searchable_once_indexed_and_later_messages_at_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (path, w, ada, chat) = dm_chat(dir.path(), "iMessage;-;+15551234567");
+    for i in 0..50 {
+        w.add_message(chat, &text_msg(&format!("f{i}"), &format!("imported number {i}"), ada, T0 + i)).expect("m");
+    }
+    let amc = amc(dir.path());
+    let db = shared(&path);
+    sync_once(&amc, &db).await.expect("first import");
+    let ch = amc.store().admin_channels(None, None).expect("channels").remove(0).id;
+    amc.store().approve_channel(&ch, amc_core::model::HistoryRelease::All, None).expect("approve");
+    let search = |q: &str| {
+        let params = amc_core::service::SearchParams { query: Some(q.into()), limit: Some(50), ..Default::default() };
+        let amc = amc.clone();
+        async move { amc.search_all(params).await.expect("search").results.len() }
+    };
+    // Indexed in bulk after the import, in the background.
+    amc_testkit::eventually("the import to be indexed", || async { (search("imported").await == 50).then_some(()) })
+        .await;
+    w.add_message(chat, &text_msg("n1", "arrived later", ada, T0 + 100)).expect("m");
+    sync_once(&amc, &db).await.expect("sync");
+    assert_eq!(search("later").await, 1, "indexed as it is stored");
+}
