@@ -531,3 +531,24 @@ async fn what_was_said_in_threads_while_amc_was_away_is_caught_up() {
     );
     amc.stop().await;
 }
+
+#[tokio::test]
+async fn a_global_rate_limit_slows_the_history_read_and_loses_nothing() {
+    let fake = amc_discord::fake::FakeDiscord::start(crate::harness::TOKEN, &["archive"]).await.expect("fake");
+    let archive = fake.channel_ids()[0];
+    let alice = fake.user("alice");
+    for i in 0..250 {
+        fake.post_unseen(archive, &alice, &format!("old {i}"));
+    }
+    let amc = crate::harness::start_with(fake, "").await;
+    // Two requests a second in all: serenity cannot know this limit before Discord's 429
+    // (global) tells it, and must then wait as told and ask again.
+    let two = amc_discord::fake::limits::Limit { requests: 2, per: Duration::from_secs(1) };
+    amc.fake.set_global_rate_limit(two);
+    amc.approve(archive, json!({ "history": "all" })).await;
+    amc.eventually("all the history", || async { (amc.channel(archive).await["visible_count"] == 250).then_some(()) })
+        .await;
+    let (_, global) = amc.fake.rate_limited();
+    assert!(global > 0, "the global limit was met");
+    amc.stop().await;
+}
