@@ -57,7 +57,7 @@ impl Limits {
     fn note(&mut self, channel: &str, status: StatusCode, headers: &HeaderMap, retry_after: Option<f64>) {
         let now = std::time::Instant::now();
         let secs = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<f64>().ok());
-        let later = |s: f64| now + Duration::from_secs_f64(s.clamp(0.0, 3600.0));
+        let later = |s: f64| now + Duration::from_secs_f64(if s.is_finite() { s.clamp(0.0, 3600.0) } else { 1.0 });
         if status == StatusCode::TOO_MANY_REQUESTS {
             let global = headers.get("x-ratelimit-global").is_some()
                 || headers.get("x-ratelimit-scope").is_some_and(|v| v == "global");

@@ -224,7 +224,11 @@ impl Amc {
     /// message by message. End it with [`Amc::resume_search_index`], on every path.
     pub async fn defer_search_index(&self) -> Result<()> {
         self.inner.deferring.store(true, std::sync::atomic::Ordering::SeqCst);
-        self.blocking(|s| s.defer_indexing()).await
+        let deferred = self.blocking(|s| s.defer_indexing()).await;
+        if deferred.is_err() {
+            self.inner.deferring.store(false, std::sync::atomic::Ordering::SeqCst);
+        }
+        deferred
     }
 
     /// The first import is over: its messages are indexed in the background, newest

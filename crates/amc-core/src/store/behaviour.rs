@@ -301,3 +301,28 @@ fn a_first_import_is_indexed_afterwards_in_bulk_and_nothing_is_missed() {
     ingest(&store, "a", vec![msg("g8", "beta after", now + 8)]);
     assert_eq!(indexed(&store, "messages_fts", "beta"), [8, 9]);
 }
+
+#[test]
+fn a_deferral_never_reopens_rows_the_indexer_already_indexed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("amc.db");
+    let now = now_ms();
+    {
+        let store = Store::open(&path).expect("open");
+        let texts = ["gamma one", "gamma two", "gamma secret three", "gamma four"];
+        let messages = texts.iter().enumerate().map(|(i, t)| msg(&format!("g{i}"), t, now + i as i64)).collect();
+        ingest(&store, "a", messages);
+        store.write(|tx| Ok(tx.execute_batch(super::BACK_TO_0009)?)).expect("downgrade");
+    }
+    // A backlog from migration 0010, its top half already indexed.
+    let store = Store::open(&path).expect("migrate");
+    assert!(store.index_more(2).expect("index").is_some());
+    // A first import begins now: it must not stretch the backlog over the indexed rows.
+    store.defer_indexing().expect("defer");
+    ingest(&store, "a", vec![IncomingMessage { unsent: true, ..msg("g2", "", now + 2) }]);
+    ingest(&store, "a", vec![msg("g4", "gamma imported", now + 4)]);
+    store.end_deferral().expect("end");
+    while store.index_more(2).expect("index").is_some() {}
+    assert_eq!(indexed(&store, "messages_fts", "secret"), Vec::<i64>::new(), "the unsent text is gone");
+    assert_eq!(indexed(&store, "messages_fts", "gamma"), [1, 2, 4, 5]);
+}

@@ -44,6 +44,9 @@ fn spaceless_glob() -> String {
     format!("*[{ranges}]*")
 }
 
+/// The backlog's top while a first import defers its indexing: the largest rowid.
+const DEFERRED: i64 = i64::MAX;
+
 /// Terms this short are looked for by scanning `messages_cjk`: a trigram needs three.
 const TRIGRAM: usize = 3;
 
@@ -212,7 +215,8 @@ impl Store {
                 q.before.map(|t| ("m.sent_at < ", Value::from(t))),
                 q.after.map(|t| ("m.sent_at >= ", Value::from(t))),
             ];
-            let mut wheres = vec![matching, visible];
+            // The index never holds an unsent message; this holds even if it did.
+            let mut wheres = vec![matching, visible, "NOT m.unsent".to_owned()];
             for (column, v) in filters.into_iter().flatten() {
                 let p = plan.bind(v);
                 wheres.push(format!("{column}{p}"));
@@ -251,27 +255,31 @@ impl Store {
 
     /// Leaves the messages stored from now on to the backlog (a first import): the
     /// backlog's range is stretched to the largest rowid there is, so the triggers leave
-    /// new rows alone until [`Store::end_deferral`].
+    /// new rows alone until [`Store::end_deferral`]. Only when every row above the range is
+    /// a row to come: a backlog the indexer already worked down from the top (rows above
+    /// it are indexed) is left as it is, and the triggers index row by row meanwhile.
     pub fn defer_indexing(&self) -> Result<()> {
         self.write(|tx| {
             tx.execute(
                 "INSERT INTO search_backlog (id, lo, hi, total) \
-                 SELECT 1, coalesce(max(rowid), 0) + 1, 9223372036854775807, 0 FROM messages WHERE true \
-                 ON CONFLICT (id) DO UPDATE SET hi = 9223372036854775807",
-                [],
+                 SELECT 1, coalesce(max(rowid), 0) + 1, ?1, 0 FROM messages WHERE true \
+                 ON CONFLICT (id) DO UPDATE SET hi = ?1 \
+                 WHERE hi >= (SELECT coalesce(max(rowid), 0) FROM messages)",
+                [DEFERRED],
             )?;
             Ok(())
         })
     }
 
     /// Ends a deferral: the backlog reaches up to the newest message, and counts what it
-    /// holds.
+    /// holds. A backlog the indexer lowered meanwhile is left as it is.
     pub fn end_deferral(&self) -> Result<()> {
         self.write(|tx| {
             tx.execute(
                 "UPDATE search_backlog SET hi = (SELECT coalesce(max(rowid), 0) FROM messages), \
-                 total = done + (SELECT count(*) FROM messages WHERE rowid >= search_backlog.lo)",
-                [],
+                 total = done + (SELECT count(*) FROM messages WHERE rowid >= search_backlog.lo) \
+                 WHERE hi = ?1",
+                [DEFERRED],
             )?;
             tx.execute("DELETE FROM search_backlog WHERE hi < lo", [])?;
             Ok(())
