@@ -184,6 +184,12 @@ impl Shared {
         ok
     }
 
+    /// Whether the channel belongs to a server whose GUILD_CREATE this session applied:
+    /// its permissions then follow the gateway's events.
+    pub(crate) fn in_known_guild(&self, channel: ChannelId) -> bool {
+        lock(&self.guild_channels).values().any(|set| set.contains(&channel))
+    }
+
     /// The threads Discord listed in a channel (by the channel's platform id).
     pub(crate) fn threads_of(&self, channel: &str) -> Vec<ThreadSpec> {
         lock(&self.threads)
@@ -260,12 +266,15 @@ impl Shared {
 
     async fn register_channels(&self, guild: &str, channels: Vec<&GuildChannel>) {
         // A channel the bot cannot read is not offered; one already known is marked.
-        let (readable, hidden): (Vec<&GuildChannel>, Vec<&GuildChannel>) =
-            channels.into_iter().filter(|c| convert::is_text_channel(c.kind)).partition(|c| {
-                lock(&self.access)
-                    .get(&c.guild_id)
-                    .is_none_or(|a| convert::can_read(convert::permissions_in(a, &c.permission_overwrites)))
-            });
+        let channels: Vec<&GuildChannel> = channels.into_iter().filter(|c| convert::is_text_channel(c.kind)).collect();
+        for c in &channels {
+            lock(&self.guild_channels).entry(c.guild_id).or_default().insert(c.id);
+        }
+        let (readable, hidden): (Vec<&GuildChannel>, Vec<&GuildChannel>) = channels.into_iter().partition(|c| {
+            lock(&self.access)
+                .get(&c.guild_id)
+                .is_none_or(|a| convert::can_read(convert::permissions_in(a, &c.permission_overwrites)))
+        });
         if !hidden.is_empty() {
             self.gone(hidden.iter().map(|c| c.id).collect(), UNREADABLE.into()).await;
         }
@@ -274,7 +283,6 @@ impl Shared {
             .map(|c| {
                 let spec = convert::guild_channel(guild, c);
                 lock(&self.channel_names).insert(c.id, spec.name.clone());
-                lock(&self.guild_channels).entry(c.guild_id).or_default().insert(c.id);
                 (spec, Vec::new())
             })
             .collect();

@@ -157,7 +157,9 @@ async fn recheck(shared: &Shared, ch: &AllowedChannel, anchor: u64) -> bool {
             }
             Err(e) if discord_code(&e) == Some(WRONG_CHANNEL_TYPE) => return true,
             Err(e) if discord_code(&e) == Some(MISSING_ACCESS) => {
-                shared.gone(vec![channel], crate::gateway::UNREADABLE.into()).await;
+                if !shared.in_known_guild(channel) {
+                    shared.gone(vec![channel], crate::gateway::UNREADABLE.into()).await;
+                }
                 return true;
             }
             Err(e) => {
@@ -297,10 +299,12 @@ async fn walk(shared: &Shared, ch: &AllowedChannel, thread: Option<&ThreadSpec>,
                 if discord_code(&e) == Some(WRONG_CHANNEL_TYPE) {
                     return true;
                 }
-                // 50001 Missing Access: the bot may no longer read it (or left its server);
-                // nothing more can be read, and the channel says why.
+                // 50001 Missing Access: the bot may no longer read it; nothing more can be
+                // read. A channel of a server the bot is in now follows the gateway's
+                // permission events (an answer given before a change must not undo it);
+                // one of a server the bot left while away is marked here.
                 if discord_code(&e) == Some(MISSING_ACCESS) {
-                    if thread.is_none() {
+                    if thread.is_none() && !shared.in_known_guild(channel) {
                         shared.gone(vec![channel], crate::gateway::UNREADABLE.into()).await;
                     }
                     return true;
