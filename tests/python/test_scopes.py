@@ -17,9 +17,9 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client import NotificationBinding
 from mcp.client.stdio import stdio_client
-from pydantic import BaseModel
 
 from conftest import Daemon, amc_binary
+from test_push import ChannelEvent
 
 
 def amc(daemon: Daemon, *args: str) -> dict:
@@ -64,11 +64,6 @@ MARK = "kiwi"
 @pytest.fixture
 def anyio_backend():
     return "asyncio"
-
-
-class ChannelEvent(BaseModel):
-    content: str
-    meta: dict[str, str] = {}
 
 
 @asynccontextmanager

@@ -80,6 +80,9 @@ pub struct DiscordSettings {
     /// Discord's base URL: `https://discord.com` (or its canary and ptb hosts, the same
     /// API), or a stand-in on this machine.
     pub api_url: String,
+    /// Whether `api_url` is a stand-in for Discord on this machine (loopback) rather than
+    /// Discord itself.
+    pub stand_in: bool,
     /// An HTTP proxy for Discord's REST API and files (`http://host:port`), for networks
     /// that require one. The gateway's WebSocket connects directly.
     pub proxy: Option<String>,
@@ -434,6 +437,7 @@ fn discord_settings(
     Ok(Some(DiscordSettings {
         token,
         api_url: api_url.trim_end_matches('/').to_owned(),
+        stand_in: loopback,
         proxy: file.discord_proxy.clone(),
         ca_file,
         upload_limit: range("discord_upload_limit_mb", file.discord_upload_limit_mb, 10, 1, 500)? * 1024 * 1024,

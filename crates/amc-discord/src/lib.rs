@@ -40,15 +40,18 @@ pub struct Discord {
     settings: DiscordSettings,
     token: Secret,
     sender: Arc<DiscordSender>,
+    /// serenity's HTTPS client, made once (its proxy and roots).
+    client: reqwest::Client,
 }
 
 impl Discord {
     /// Prepares the source with a resolved token; fails when `discord_ca_file` cannot be
     /// read.
     pub fn new(settings: DiscordSettings, token: Secret) -> Result<Self, String> {
-        let client = web_client(&settings)?;
-        let sender = Arc::new(DiscordSender::new(&settings.api_url, &token, settings.upload_limit, client)?);
-        Ok(Self { settings, token, sender })
+        let sender =
+            Arc::new(DiscordSender::new(&settings.api_url, &token, settings.upload_limit, web_client(&settings)?)?);
+        let client = web_client(&settings)?.build().map_err(|e| format!("could not set up HTTPS for Discord: {e}"))?;
+        Ok(Self { settings, token, sender, client })
     }
 
     /// The sender agents' messages go through.
@@ -144,26 +147,13 @@ impl Discord {
     /// machine is reached otherwise, with the limiter off, since serenity's limiter ignores
     /// its proxy setting (config refuses any other host).
     fn http(&self) -> serenity::http::Http {
-        let mut builder = HttpBuilder::new(self.token.expose());
-        if let Ok(client) = web_client(&self.settings).and_then(|b| b.build().map_err(|e| e.to_string())) {
-            builder = builder.client(client);
-        }
-        if stand_in(&self.settings.api_url) {
+        let builder = HttpBuilder::new(self.token.expose()).client(self.client.clone());
+        if self.settings.stand_in {
             builder.proxy(self.settings.api_url.clone()).ratelimiter_disabled(true).build()
         } else {
             builder.build()
         }
     }
-}
-
-/// Whether `api_url` is a stand-in for Discord on this machine rather than Discord.
-fn stand_in(api_url: &str) -> bool {
-    url::Url::parse(api_url).is_ok_and(|u| match u.host() {
-        Some(url::Host::Domain(d)) => d == "localhost",
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-        None => false,
-    })
 }
 
 /// The HTTPS client for Discord's REST API and CDN: rustls, through `discord_proxy` if
