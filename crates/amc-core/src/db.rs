@@ -23,7 +23,7 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// The most reader connections open at once. More reads than this wait for one to be
 /// free: a hundred agents woken together reuse a few connections instead of opening a
 /// hundred (each with its own page cache).
-const MAX_READERS: usize = 8;
+pub const MAX_READERS: usize = 8;
 
 /// A cheap, cloneable handle on the database: one writer connection, and a pool of
 /// readers that WAL lets run beside it.

@@ -293,3 +293,31 @@ fn agents_queries_use_the_per_agent_condition() {
     assert_eq!(uses.len(), 3, "{{VISIBLE}} outside visible_to and the person's views: {uses:?}");
     assert!(uses.iter().all(|u| allowed.iter().any(|a| u.contains(a))), "{uses:?}");
 }
+
+/// The relay remembers which principals were admitted to which thread (`notify.rs`'s
+/// `Admitted`), which holds only while access never shrinks.
+#[test]
+fn relay_access_only_grows() {
+    let mut all = Vec::new();
+    files(&workspace().join("crates/amc-relay/src"), "rs", &mut all);
+    files(&workspace().join("crates/amc-relay/src/migrations"), "sql", &mut all);
+    for p in all {
+        let text = production(&p).to_uppercase();
+        for refused in ["DELETE FROM RELAY_MEMBERS", "DELETE FROM RELAY_THREADS", "DROP TABLE RELAY_MEMBERS"] {
+            assert!(!text.contains(refused), "{} runs {refused}: relay access must only grow", rel(&p));
+        }
+        for (at, _) in text.match_indices("UPDATE RELAY_MEMBERS") {
+            let statement = &text[at..text[at..].find(';').map_or(text.len(), |end| at + end)];
+            assert!(!statement.contains("ACCESS"), "{} changes a member's access in place", rel(&p));
+        }
+        // Joining again may raise a reader to a writer, never anything else.
+        for (at, _) in text.match_indices("DO UPDATE SET ACCESS") {
+            let rest = &text[at..text.len().min(at + 200)];
+            assert!(
+                rest.contains("WHERE RELAY_MEMBERS.ACCESS = 'READ'"),
+                "{} may lower a member's access when joining again",
+                rel(&p)
+            );
+        }
+    }
+}

@@ -1,7 +1,9 @@
 //! The relay's three figures: how fast a post wakes 1,000 waiting `wait_for_messages`
 //! calls, how many posts per second one thread takes (with search indexing), and search
 //! latency over 1,000,000 messages. `cargo bench -p amc-relay --bench relay`;
-//! `AMC_BENCH_MESSAGES` scales the search corpus.
+//! `AMC_BENCH_MESSAGES` scales the search corpus, `AMC_BENCH_SETTLE_MS` pauses between
+//! the waiters' start and the post (0 by default: a post landing while waiters start is
+//! the common case), and `AMC_BENCH_PARTS` picks parts (`wake,posts,search`).
 #![allow(clippy::print_stdout)] // a bench binary reports on stdout
 
 use std::sync::Arc;
@@ -42,8 +44,10 @@ const WORDS: &[&str] = &[
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let waiters: usize =
         std::env::var("AMC_BENCH_WAITERS").ok().and_then(|v| v.parse().ok()).unwrap_or(WAITERS_DEFAULT);
-    let settle: u64 = std::env::var("AMC_BENCH_SETTLE_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(500);
+    let settle: u64 = std::env::var("AMC_BENCH_SETTLE_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
     let corpus: usize = std::env::var("AMC_BENCH_MESSAGES").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000_000);
+    let parts = std::env::var("AMC_BENCH_PARTS").unwrap_or_else(|_| "wake,posts,search".into());
+    let part = |name: &str| parts.split(',').any(|p| p.trim() == name);
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let dir = tempfile::tempdir()?;
     let config = RawConfig { data_dir: Some(dir.path().to_owned()), ..Default::default() }.validate()?;
@@ -53,75 +57,83 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     rt.block_on(async {
         // 1. Wake latency with 1,000 waiters on one thread.
-        let thread = relay.create_thread(&owner, "wake".into(), "wake".into()).await?.thread_id;
-        let mut cursor = relay.read(&owner, thread.clone(), None, None).await?.next_cursor;
-        let mut samples = Vec::with_capacity(waiters * ROUNDS);
-        for round in 0..ROUNDS {
-            let mut waits = Vec::with_capacity(waiters);
-            for _ in 0..waiters {
-                let (relay, thread, cursor) = (relay.clone(), thread.clone(), cursor.clone());
-                waits.push(tokio::spawn(async move {
-                    let page =
-                        relay.wait(&Principal::Person, thread, cursor, Some(25), Some(1), std::future::pending()).await;
-                    (Instant::now(), page)
-                }));
+        if part("wake") {
+            let thread = relay.create_thread(&owner, "wake".into(), "wake".into()).await?.thread_id;
+            let mut cursor = relay.read(&owner, thread.clone(), None, None).await?.next_cursor;
+            let mut samples = Vec::with_capacity(waiters * ROUNDS);
+            for round in 0..ROUNDS {
+                let mut waits = Vec::with_capacity(waiters);
+                for _ in 0..waiters {
+                    let (relay, thread, cursor) = (relay.clone(), thread.clone(), cursor.clone());
+                    waits.push(tokio::spawn(async move {
+                        let page = relay
+                            .wait(&Principal::Person, thread, cursor, Some(25), Some(1), std::future::pending())
+                            .await;
+                        (Instant::now(), page)
+                    }));
+                }
+                // Every waiter has subscribed; give them time to finish their first read and
+                // park, so the figure is the wake itself, not the start of the waits.
+                while relay.waiters() < waiters {
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                }
+                tokio::time::sleep(Duration::from_millis(settle)).await;
+                let t0 = Instant::now();
+                relay.send(&owner, thread.clone(), format!("wake {round}"), None, format!("w{round}")).await?;
+                for w in waits {
+                    let (done, page) = w.await?;
+                    let page = page?;
+                    assert_eq!(page.messages.len(), 1);
+                    cursor = page.next_cursor;
+                    samples.push(done.saturating_duration_since(t0));
+                }
             }
-            // Every waiter has subscribed; give them time to finish their first read and
-            // park, so the figure is the wake itself, not the start of the waits.
-            while relay.waiters() < waiters {
-                tokio::time::sleep(Duration::from_millis(2)).await;
-            }
-            tokio::time::sleep(Duration::from_millis(settle)).await;
-            let t0 = Instant::now();
-            relay.send(&owner, thread.clone(), format!("wake {round}"), None, format!("w{round}")).await?;
-            for w in waits {
-                let (done, page) = w.await?;
-                let page = page?;
-                assert_eq!(page.messages.len(), 1);
-                cursor = page.next_cursor;
-                samples.push(done.saturating_duration_since(t0));
-            }
+            println!(
+                "{}",
+                amc_testkit::Latencies::of(samples).line(&format!("wait_for_messages wake latency, {waiters} waiters"))
+            );
         }
-        println!(
-            "{}",
-            amc_testkit::Latencies::of(samples).line(&format!("wait_for_messages wake latency, {waiters} waiters"))
-        );
 
         // 2. Sustained posts into one thread, with search indexing.
-        let thread = relay.create_thread(&owner, "firehose".into(), "firehose".into()).await?.thread_id;
-        let posts = 20_000;
-        let t0 = Instant::now();
-        for i in 0..posts {
-            let body = format!("{} {} note {i}", WORDS[i % WORDS.len()], WORDS[(i * 7) % WORDS.len()]);
-            relay.send(&owner, thread.clone(), body, None, format!("p{i}")).await?;
+        if part("posts") {
+            let thread = relay.create_thread(&owner, "firehose".into(), "firehose".into()).await?.thread_id;
+            let posts = 20_000;
+            let t0 = Instant::now();
+            for i in 0..posts {
+                let body = format!("{} {} note {i}", WORDS[i % WORDS.len()], WORDS[(i * 7) % WORDS.len()]);
+                relay.send(&owner, thread.clone(), body, None, format!("p{i}")).await?;
+            }
+            let one = t0.elapsed();
+            println!(
+                "send_message into one thread, one caller: {:.0} posts/s ({posts} posts)",
+                posts as f64 / one.as_secs_f64()
+            );
+            let t0 = Instant::now();
+            let callers = 8;
+            let mut tasks = Vec::new();
+            for c in 0..callers {
+                let (relay, thread) = (relay.clone(), thread.clone());
+                tasks.push(tokio::spawn(async move {
+                    for i in 0..posts / callers {
+                        let body = format!("{} parallel {c} {i}", WORDS[i % WORDS.len()]);
+                        relay.send(&Principal::Person, thread.clone(), body, None, format!("c{c}-{i}")).await?;
+                    }
+                    Ok::<_, amc_core::Error>(())
+                }));
+            }
+            for t in tasks {
+                t.await??;
+            }
+            println!(
+                "send_message into one thread, {callers} callers: {:.0} posts/s ({posts} posts)",
+                posts as f64 / t0.elapsed().as_secs_f64()
+            );
         }
-        let one = t0.elapsed();
-        println!(
-            "send_message into one thread, one caller: {:.0} posts/s ({posts} posts)",
-            posts as f64 / one.as_secs_f64()
-        );
-        let t0 = Instant::now();
-        let callers = 8;
-        let mut tasks = Vec::new();
-        for c in 0..callers {
-            let (relay, thread) = (relay.clone(), thread.clone());
-            tasks.push(tokio::spawn(async move {
-                for i in 0..posts / callers {
-                    let body = format!("{} parallel {c} {i}", WORDS[i % WORDS.len()]);
-                    relay.send(&Principal::Person, thread.clone(), body, None, format!("c{c}-{i}")).await?;
-                }
-                Ok::<_, amc_core::Error>(())
-            }));
-        }
-        for t in tasks {
-            t.await??;
-        }
-        println!(
-            "send_message into one thread, {callers} callers: {:.0} posts/s ({posts} posts)",
-            posts as f64 / t0.elapsed().as_secs_f64()
-        );
 
         // 3. Search over a large corpus: many threads, the searcher a member of all.
+        if !part("search") {
+            return Ok(());
+        }
         let store = relay.store().clone();
         let threads = 100;
         let t0 = Instant::now();

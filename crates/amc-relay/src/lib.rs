@@ -8,10 +8,14 @@
 //!
 //! # Layout
 //! - [`service`]: the rules: who may do what, cursors, paging, the long-poll.
+//! - `notify`: what lets waits park and wake without reading the store.
+//! - `commit`: group commit of posts.
 //! - `store`: the relay's tables and their SQL (crate-private), migrated as the `relay`
 //!   part of AMC's database.
 #![deny(missing_docs)]
 
+mod commit;
+mod notify;
 pub mod service;
 #[cfg(feature = "test-support")]
 pub mod store;

@@ -5,8 +5,7 @@
 //! the caller. Cursors are opaque, versioned and signed (HMAC-SHA256 with a key kept in
 //! the store), bound to one thread: they carry a position, never access.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use base64::Engine;
@@ -14,13 +13,15 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use hmac::{Hmac, Mac};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
-use tokio::sync::watch;
+use tokio::sync::Semaphore;
 
 use amc_core::error::{Error, ErrorCode, Result};
 use amc_core::service::Amc;
 use amc_core::time::{Millis, now_ms, serde_ms};
 
-use crate::store::{Access, PERSON, RelayMessage, RelayStore, SearchHit, ThreadMeta, TokenInfo};
+use crate::commit::Committer;
+use crate::notify::{Admitted, Notifier, Recent, Vetted};
+use crate::store::{Access, NewPost, PERSON, RelayMessage, RelayStore, SearchHit, ThreadMeta, TokenInfo};
 
 /// The most bytes a page's JSON (as sent, pretty-printed) may take.
 pub const PAGE_BUDGET_BYTES: usize = 32 * 1024;
@@ -124,75 +125,6 @@ pub struct Minted {
     pub expires_at: Option<Millis>,
 }
 
-/// The newest messages of a thread, as the notifier hands them to woken waiters so they
-/// need not read the store: a post wakes a thousand waiters without a thousand reads.
-#[derive(Debug, Default)]
-pub(crate) struct Recent {
-    latest_seq: i64,
-    /// Ascending by seq (posts may be announced out of order; they are put in place).
-    messages: std::collections::VecDeque<Arc<RelayMessage>>,
-}
-
-impl Recent {
-    /// The messages right after `after_seq`, if this buffer holds them without a gap.
-    fn after(&self, after_seq: i64, limit: usize) -> Option<Vec<RelayMessage>> {
-        let out: Vec<RelayMessage> =
-            self.messages.iter().filter(|m| m.seq > after_seq).take(limit).map(|m| (**m).clone()).collect();
-        let contiguous = !out.is_empty() && out.iter().zip(after_seq + 1..).all(|(m, want)| m.seq == want);
-        contiguous.then_some(out)
-    }
-}
-
-/// How many of a thread's newest messages the notifier keeps for its waiters.
-const RECENT: usize = 64;
-
-/// Wakes `wait_for_messages` callers when a thread gets a message: one watch channel
-/// per thread with waiters, so a waiter is a parked future, never a thread.
-#[derive(Default)]
-pub(super) struct Notifier {
-    threads: Mutex<HashMap<String, watch::Sender<Arc<Recent>>>>,
-}
-
-impl Notifier {
-    fn subscribe(&self, thread_id: &str) -> watch::Receiver<Arc<Recent>> {
-        let mut map = self.threads.lock().unwrap_or_else(|p| p.into_inner());
-        map.retain(|_, tx| tx.receiver_count() > 0);
-        map.entry(thread_id.to_owned()).or_insert_with(|| watch::channel(Arc::new(Recent::default())).0).subscribe()
-    }
-
-    fn waiters(&self) -> usize {
-        let map = self.threads.lock().unwrap_or_else(|p| p.into_inner());
-        map.values().map(watch::Sender::receiver_count).sum()
-    }
-
-    fn waiting_on(&self, thread_id: &str) -> usize {
-        let map = self.threads.lock().unwrap_or_else(|p| p.into_inner());
-        map.get(thread_id).map_or(0, watch::Sender::receiver_count)
-    }
-
-    fn notify(&self, thread_id: &str, message: RelayMessage) {
-        let sender = {
-            let map = self.threads.lock().unwrap_or_else(|p| p.into_inner());
-            match map.get(thread_id) {
-                Some(tx) => tx.clone(),
-                None => return,
-            }
-        };
-        let message = Arc::new(message);
-        sender.send_modify(|recent| {
-            let mut messages = recent.messages.clone();
-            let at = messages.partition_point(|m| m.seq < message.seq);
-            if messages.get(at).is_none_or(|m| m.seq != message.seq) {
-                messages.insert(at, message.clone());
-            }
-            while messages.len() > RECENT {
-                messages.pop_front();
-            }
-            *recent = Arc::new(Recent { latest_seq: recent.latest_seq.max(message.seq), messages });
-        });
-    }
-}
-
 /// Checks a UUID and returns it in the lower-case form thread ids are stored in.
 fn check_uuid(field: &str, s: &str) -> Result<String> {
     match uuid::Uuid::parse_str(s) {
@@ -235,11 +167,22 @@ type HmacSha256 = Hmac<Sha256>;
 /// Signs and checks cursors.
 pub(super) struct Cursors {
     key: Vec<u8>,
+    /// The length of the longest read cursor (thread ids are all as long).
+    longest: OnceLock<usize>,
 }
 
 impl Cursors {
     pub(crate) fn new(key: Vec<u8>) -> Self {
-        Self { key }
+        Self { key, longest: OnceLock::new() }
+    }
+
+    /// The length of a read cursor at the largest position: no cursor is longer.
+    fn longest_read_cursor(&self, thread_id: &str) -> Result<usize> {
+        if let Some(n) = self.longest.get() {
+            return Ok(*n);
+        }
+        let n = self.read_cursor(thread_id, i64::MAX)?.len();
+        Ok(*self.longest.get_or_init(|| n))
     }
 
     fn mac(&self, payload: &str) -> Result<Vec<u8>> {
@@ -320,7 +263,7 @@ fn build_page(
         latest_seq: latest,
     };
     // The final cursor is as long as any; measure with it in place.
-    let longest_cursor = cursors.read_cursor(&page.thread_id, i64::MAX)?.len();
+    let longest_cursor = cursors.longest_read_cursor(&page.thread_id)?;
     let mut size = pretty_len(&page) + longest_cursor;
     for RelayMessage { seq, author, body, reply_to_seq, created_at } in messages {
         let is_you = author == me;
@@ -350,6 +293,29 @@ fn build_page(
     Ok(page)
 }
 
+/// The page after `after_seq` from what the thread's waiters were told, when that is
+/// all there is (the thread's newest seq is known and no later) or a gapless run
+/// from there. The caller was admitted to the thread.
+fn page_from_memory(
+    who: &Principal,
+    cursors: &Cursors,
+    thread_id: &str,
+    rx: &tokio::sync::watch::Receiver<Arc<Recent>>,
+    after_seq: i64,
+    limit: u32,
+) -> Result<Option<Page>> {
+    let recent = rx.borrow().clone();
+    let messages = if recent.nothing_after(after_seq) {
+        Vec::new()
+    } else {
+        match recent.after(after_seq, limit as usize) {
+            Some(messages) => messages,
+            None => return Ok(None),
+        }
+    };
+    build_page(who, cursors, thread_id.to_owned(), after_seq, messages, recent.latest_seq).map(Some)
+}
+
 fn pretty_len<T: Serialize>(v: &T) -> usize {
     serde_json::to_string_pretty(v).map(|s| s.len()).unwrap_or(usize::MAX)
 }
@@ -372,7 +338,14 @@ pub struct Relay {
 struct Inner {
     amc: Amc,
     store: RelayStore,
-    notifier: Notifier,
+    notifier: Arc<Notifier>,
+    admitted: Admitted,
+    vetted: Vetted,
+    /// Store reads running at once: as many as the database has readers, so a thousand
+    /// callers starting together queue as futures, not as blocked threads.
+    reads: Semaphore,
+    /// Posts, committed in groups.
+    posts: Arc<Committer>,
     cursors: Mutex<Option<Arc<Cursors>>>,
 }
 
@@ -380,11 +353,17 @@ impl Relay {
     /// The relay on `amc`'s database, its tables migrated to this build.
     pub fn open(amc: &Amc) -> Result<Self> {
         let store = RelayStore::open(amc.database().clone())?;
+        let notifier = Arc::new(Notifier::default());
+        let posts = Arc::new(Committer::new(store.clone(), notifier.clone()));
         Ok(Self {
             inner: Arc::new(Inner {
                 amc: amc.clone(),
                 store,
-                notifier: Notifier::default(),
+                posts,
+                notifier,
+                admitted: Admitted::default(),
+                vetted: Vetted::default(),
+                reads: Semaphore::new(amc_core::db::MAX_READERS),
                 cursors: Mutex::new(None),
             }),
         })
@@ -396,13 +375,24 @@ impl Relay {
         &self.inner.store
     }
 
-    /// Runs store work off the async threads.
+    /// Runs a store write off the async threads. (Writes wait for the one writer
+    /// connection; posts, the frequent ones, go through [`Committer`] instead.)
     async fn blocking<T: Send + 'static>(
         &self,
         f: impl FnOnce(&RelayStore) -> Result<T> + Send + 'static,
     ) -> Result<T> {
         let store = self.inner.store.clone();
         tokio::task::spawn_blocking(move || f(&store)).await.map_err(Error::internal)?
+    }
+
+    /// Runs a store read off the async threads, once one of the database's readers is
+    /// free.
+    async fn read_store<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&RelayStore) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        let _permit = self.inner.reads.acquire().await.map_err(Error::internal)?;
+        self.blocking(f).await
     }
 
     fn cursors(&self) -> Result<Arc<Cursors>> {
@@ -481,26 +471,22 @@ impl Relay {
         hasher.update(body.as_bytes());
         hasher.update(format!("\0{reply_to:?}").as_bytes());
         let hash: [u8; 32] = hasher.finalize().into();
-        let p = who.as_string();
-        let tid = thread_id.clone();
-        let relay = self.clone();
-        // The post and its announcement run to the end together, even if the caller goes
-        // away: a waiter never misses a committed message.
-        let msg = self
-            .blocking(move |s| {
-                let (msg, replay) = s.post(&tid, &p, &body, reply_to, &key, &hash, now_ms())?;
-                if !replay {
-                    relay.inner.notifier.notify(&tid, msg.clone());
-                }
-                Ok(msg)
-            })
-            .await?;
+        let post = NewPost {
+            thread_id: thread_id.clone(),
+            author: who.as_string(),
+            body,
+            reply_to_seq: reply_to,
+            key,
+            hash,
+            now: now_ms(),
+        };
+        let msg = self.inner.posts.post(post).await?;
         Ok(Receipt { thread_id, seq: msg.seq, created_at: msg.created_at })
     }
 
     async fn access(&self, who: &Principal, thread_id: &str) -> Result<ThreadMeta> {
         let (p, t) = (who.as_string(), thread_id.to_owned());
-        self.blocking(move |s| s.thread(&t, &p)).await
+        self.read_store(move |s| s.thread(&t, &p)).await
     }
 
     /// A page of messages after `after` (from the start without one).
@@ -531,9 +517,23 @@ impl Relay {
         after_seq: i64,
         limit: u32,
     ) -> Result<Page> {
-        let (tid, p) = (thread_id.clone(), who.as_string());
-        let (messages, latest) = self.blocking(move |s| s.read_messages(&tid, &p, after_seq, limit)).await?;
+        let (messages, latest) = self.read_messages(who, &thread_id, after_seq, limit).await?;
         build_page(who, cursors, thread_id, after_seq, messages, latest)
+    }
+
+    /// Messages after `after_seq` and the thread's newest seq, from the store, which
+    /// checks `who` may read the thread in the same snapshot.
+    async fn read_messages(
+        &self,
+        who: &Principal,
+        thread_id: &str,
+        after_seq: i64,
+        limit: u32,
+    ) -> Result<(Vec<RelayMessage>, i64)> {
+        let (tid, p) = (thread_id.to_owned(), who.as_string());
+        let read = self.read_store(move |s| s.read_messages(&tid, &p, after_seq, limit)).await?;
+        self.inner.admitted.admit(thread_id, &who.as_string());
+        Ok(read)
     }
 
     /// Like [`Relay::read`], but when nothing is there yet, waits up to `timeout`
@@ -553,7 +553,7 @@ impl Relay {
         if !(0..=MAX_WAIT_SECONDS as i64).contains(&timeout) {
             return Err(Error::validation("timeout_seconds must be an integer from 0 to 25"));
         }
-        self.access(who, &thread_id).await?;
+        self.admit(who, &thread_id).await?;
         let cursors = self.cursors()?;
         let after_seq = match after.as_str() {
             "" => 0,
@@ -563,12 +563,29 @@ impl Relay {
         // still wakes us.
         let mut rx = self.inner.notifier.subscribe(&thread_id);
         let mut revocations = self.inner.amc.revocations();
-        let page = self.page(who, &cursors, thread_id.clone(), after_seq, limit).await?;
+        let page = match page_from_memory(who, &cursors, &thread_id, &rx, after_seq, limit)? {
+            Some(page) => page,
+            None => {
+                let permit = self.inner.reads.acquire().await.map_err(Error::internal)?;
+                // Another waiter may have read the thread while this one queued.
+                match page_from_memory(who, &cursors, &thread_id, &rx, after_seq, limit)? {
+                    Some(page) => page,
+                    None => {
+                        let (tid, p) = (thread_id.clone(), who.as_string());
+                        let (messages, latest) =
+                            self.blocking(move |s| s.read_messages(&tid, &p, after_seq, limit)).await?;
+                        drop(permit);
+                        self.inner.notifier.learned(&thread_id, &rx, latest);
+                        build_page(who, &cursors, thread_id.clone(), after_seq, messages, latest)?
+                    }
+                }
+            }
+        };
         if !page.messages.is_empty() || timeout == 0 {
             return Ok(page);
         }
         // A revocation between the request's authentication and the subscription.
-        self.check_not_revoked(who).await?;
+        self.check_not_revoked(who, &revocations).await?;
         let deadline = tokio::time::Instant::now() + Duration::from_secs(timeout as u64);
         tokio::pin!(cancelled);
         let woke = loop {
@@ -579,30 +596,55 @@ impl Relay {
                 posted = posted => break posted,
                 () = &mut cancelled => break false,
                 // Some agent was revoked: if it is this one, its wait ends now.
-                Ok(()) = revocations.changed() => self.check_not_revoked(who).await?,
+                Ok(()) = revocations.changed() => self.check_not_revoked(who, &revocations).await?,
             }
         };
         // A revocation that raced the post still wins.
         if revocations.has_changed().unwrap_or(false) {
-            self.check_not_revoked(who).await?;
+            self.check_not_revoked(who, &revocations).await?;
         }
         if !woke {
             return Ok(page);
         }
         // The notifier usually holds what came right after our position: no store read
         // needed. Anything less than a gapless run from there goes to the store.
-        let recent = rx.borrow().clone();
-        if let Some(messages) = recent.after(after_seq, limit as usize) {
-            return build_page(who, &cursors, thread_id, after_seq, messages, recent.latest_seq);
+        if let Some(page) = page_from_memory(who, &cursors, &thread_id, &rx, after_seq, limit)? {
+            return Ok(page);
         }
         self.page(who, &cursors, thread_id, after_seq, limit).await
     }
 
-    /// `UNAUTHORIZED` for an agent revoked since its request was let in.
-    async fn check_not_revoked(&self, who: &Principal) -> Result<()> {
+    /// Checks `who` may read the thread: from memory once a store read admitted them
+    /// (access only grows), else from the store.
+    async fn admit(&self, who: &Principal, thread_id: &str) -> Result<()> {
+        let p = who.as_string();
+        if self.inner.admitted.admits(thread_id, &p) {
+            return Ok(());
+        }
+        let _permit = self.inner.reads.acquire().await.map_err(Error::internal)?;
+        if self.inner.admitted.admits(thread_id, &p) {
+            return Ok(());
+        }
+        let (t, pp) = (thread_id.to_owned(), p.clone());
+        self.blocking(move |s| s.thread(&t, &pp)).await?;
+        self.inner.admitted.admit(thread_id, &p);
+        Ok(())
+    }
+
+    /// `UNAUTHORIZED` for an agent revoked since its request was let in. An agent found
+    /// not revoked is not asked about again until the next revocation of any agent.
+    async fn check_not_revoked(&self, who: &Principal, revocations: &tokio::sync::watch::Receiver<u64>) -> Result<()> {
         let Principal::Agent(id) = who else { return Ok(()) };
+        let generation = *revocations.borrow();
+        if self.inner.vetted.is_current(id, generation) {
+            return Ok(());
+        }
         let revoked = self.inner.amc.is_agent_revoked(id.clone()).await?;
-        if revoked { Err(Error::unauthorized("this agent was revoked")) } else { Ok(()) }
+        if revoked {
+            return Err(Error::unauthorized("this agent was revoked"));
+        }
+        self.inner.vetted.record(id, generation);
+        Ok(())
     }
 
     /// Searches titles and bodies of the threads the caller can see.
@@ -626,7 +668,7 @@ impl Relay {
             Some(c) => cursors.search_offset(&p, &query, c)?,
         };
         let pp = p.clone();
-        let mut hits = self.blocking(move |s| s.search(&pp, &fts, offset, limit + 1)).await?;
+        let mut hits = self.read_store(move |s| s.search(&pp, &fts, offset, limit + 1)).await?;
         let more = hits.len() > limit as usize;
         hits.truncate(limit as usize);
         // Keep the page under the byte budget, but never empty when there are hits.
@@ -696,7 +738,14 @@ impl Relay {
     pub async fn invites(&self, who: &Principal, thread_id: String) -> Result<Vec<TokenInfo>> {
         let thread_id = check_uuid("thread_id", &thread_id)?;
         self.owner(who, &thread_id).await?;
-        self.blocking(move |s| s.tokens(&thread_id)).await
+        self.read_store(move |s| s.tokens(&thread_id)).await
+    }
+
+    /// How many transactions the posts so far took (fewer than posts when they came
+    /// together), for tests and benches.
+    #[cfg(feature = "test-support")]
+    pub fn post_commits(&self) -> u64 {
+        self.inner.posts.commits()
     }
 
     /// How many `wait_for_messages` calls are waiting now.
@@ -715,7 +764,7 @@ impl Relay {
     /// The threads the caller can see.
     pub async fn threads(&self, who: &Principal) -> Result<Vec<ThreadMeta>> {
         let p = who.as_string();
-        self.blocking(move |s| s.threads(&p)).await
+        self.read_store(move |s| s.threads(&p)).await
     }
 }
 

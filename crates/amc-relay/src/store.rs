@@ -348,7 +348,8 @@ impl RelayStore {
             }
             tx.prepare_cached(
                 "INSERT INTO relay_members (thread_id, principal, access, joined_at) VALUES (?1, ?2, ?3, ?4) \
-                 ON CONFLICT (thread_id, principal) DO UPDATE SET access = excluded.access",
+                 ON CONFLICT (thread_id, principal) DO UPDATE SET access = excluded.access \
+                 WHERE relay_members.access = 'read'",
             )?
             .execute(params![thread_id, principal, access.as_str(), now])?;
             meta(tx, thread_id, principal)
@@ -357,7 +358,9 @@ impl RelayStore {
 
     /// Appends a message for `author`, or returns the one an earlier call with the same
     /// key posted (`true`). Sequence numbers are assigned in the transaction, so they have
-    /// no gaps whatever runs at the same time.
+    /// no gaps whatever runs at the same time. (The service posts through
+    /// [`RelayStore::post_many`]; this is for other crates' tests and benches.)
+    #[cfg(feature = "test-support")]
     #[allow(clippy::too_many_arguments)]
     pub fn post(
         &self,
@@ -369,49 +372,37 @@ impl RelayStore {
         hash: &[u8; 32],
         now: Millis,
     ) -> Result<(RelayMessage, bool)> {
+        let post = NewPost {
+            thread_id: thread_id.to_owned(),
+            author: author.to_owned(),
+            body: body.to_owned(),
+            reply_to_seq,
+            key: key.to_owned(),
+            hash: *hash,
+            now,
+        };
+        self.db.write(|tx| post_in(tx, &post))
+    }
+
+    /// Posts each of `posts` in one transaction (group commit), each in a savepoint of
+    /// its own, so one refused post leaves the others as if posted alone. The outer
+    /// error is the transaction's: none of the posts was stored.
+    pub fn post_many(&self, posts: &[NewPost]) -> Result<Vec<Result<(RelayMessage, bool)>>> {
+        if let [post] = posts {
+            return Ok(vec![self.db.write(|tx| post_in(tx, post))]);
+        }
         self.db.write(|tx| {
-            let access = access_in(tx, thread_id, author)?.ok_or_else(not_found)?;
-            let earlier: Option<(i64, Vec<u8>)> = tx
-                .prepare_cached(
-                    "SELECT seq, request_hash FROM relay_messages WHERE author = ?1 AND thread_id = ?2 AND idem_key = ?3",
-                )?
-                .query_row(params![author, thread_id, key], |r| Ok((r.get(0)?, r.get(1)?)))
-                .optional()?;
-            if let Some((seq, earlier_hash)) = earlier {
-                if earlier_hash != hash {
-                    return Err(Error::new(
-                        ErrorCode::IdempotencyKeyReuse,
-                        "this idempotency_key posted a different message to this thread",
-                    ));
+            let mut out = Vec::with_capacity(posts.len());
+            for post in posts {
+                tx.prepare_cached("SAVEPOINT post")?.execute([])?;
+                let result = post_in(tx, post);
+                if result.is_err() {
+                    tx.prepare_cached("ROLLBACK TO post")?.execute([])?;
                 }
-                let m = tx
-                    .prepare_cached(
-                        "SELECT seq, author, body, reply_to_seq, created_at FROM relay_messages WHERE thread_id = ?1 AND seq = ?2",
-                    )?
-                    .query_row(params![thread_id, seq], message_from_row)?;
-                return Ok((m, true));
+                tx.prepare_cached("RELEASE post")?.execute([])?;
+                out.push(result);
             }
-            if access < Access::Write {
-                return Err(Error::new(ErrorCode::Forbidden, "you have read-only access to this thread"));
-            }
-            let latest: i64 = tx
-                .prepare_cached("SELECT latest_seq FROM relay_threads WHERE id = ?1")?
-                .query_row([thread_id], |r| r.get(0))?;
-            if let Some(r) = reply_to_seq
-                && (r < 1 || r > latest)
-            {
-                return Err(Error::validation(format!("reply_to_seq {r} is not a message of this thread")));
-            }
-            let seq = latest + 1;
-            tx.prepare_cached("UPDATE relay_threads SET latest_seq = ?2 WHERE id = ?1")?.execute(params![thread_id, seq])?;
-            tx.prepare_cached(
-                "INSERT INTO relay_messages (thread_id, seq, author, body, reply_to_seq, created_at, idem_key, request_hash) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            )?
-            .execute(params![thread_id, seq, author, body, reply_to_seq, now, key, hash.as_slice()])?;
-            tx.prepare_cached("INSERT INTO relay_fts (thread_id, seq, text) VALUES (?1, ?2, ?3)")?
-                .execute(params![thread_id, seq, body])?;
-            Ok((RelayMessage { seq, author: author.to_owned(), body: body.to_owned(), reply_to_seq, created_at: now }, false))
+            Ok(out)
         })
     }
 
@@ -495,4 +486,73 @@ pub const RANK_UP_TO: u32 = 5_000;
 
 fn decode_hex(s: &str) -> Option<Vec<u8>> {
     (0..s.len()).step_by(2).map(|i| s.get(i..i + 2).and_then(|b| u8::from_str_radix(b, 16).ok())).collect()
+}
+
+/// One post, as [`RelayStore::post_many`] takes it.
+#[derive(Debug, Clone)]
+pub struct NewPost {
+    /// The thread.
+    pub thread_id: String,
+    /// The principal posting.
+    pub author: String,
+    /// The body, already checked.
+    pub body: String,
+    /// The message it replies to.
+    pub reply_to_seq: Option<i64>,
+    /// The idempotency key.
+    pub key: String,
+    /// The hash of what the key stands for (body and reply).
+    pub hash: [u8; 32],
+    /// When it is posted.
+    pub now: Millis,
+}
+
+/// Appends `post` in `tx`, or returns the message an earlier post with its key stored
+/// (`true`).
+fn post_in(tx: &Transaction<'_>, post: &NewPost) -> Result<(RelayMessage, bool)> {
+    let NewPost { thread_id, author, body, reply_to_seq, key, hash, now } = post;
+    let (thread_id, author, body, reply_to_seq, key, now) =
+        (thread_id.as_str(), author.as_str(), body.as_str(), *reply_to_seq, key.as_str(), *now);
+    let access = access_in(tx, thread_id, author)?.ok_or_else(not_found)?;
+    let earlier: Option<(i64, Vec<u8>)> = tx
+        .prepare_cached(
+            "SELECT seq, request_hash FROM relay_messages WHERE author = ?1 AND thread_id = ?2 AND idem_key = ?3",
+        )?
+        .query_row(params![author, thread_id, key], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?;
+    if let Some((seq, earlier_hash)) = earlier {
+        if earlier_hash != hash {
+            return Err(Error::new(
+                ErrorCode::IdempotencyKeyReuse,
+                "this idempotency_key posted a different message to this thread",
+            ));
+        }
+        let m = tx
+            .prepare_cached(
+                "SELECT seq, author, body, reply_to_seq, created_at FROM relay_messages WHERE thread_id = ?1 AND seq = ?2",
+            )?
+            .query_row(params![thread_id, seq], message_from_row)?;
+        return Ok((m, true));
+    }
+    if access < Access::Write {
+        return Err(Error::new(ErrorCode::Forbidden, "you have read-only access to this thread"));
+    }
+    let latest: i64 = tx
+        .prepare_cached("SELECT latest_seq FROM relay_threads WHERE id = ?1")?
+        .query_row([thread_id], |r| r.get(0))?;
+    if let Some(r) = reply_to_seq
+        && (r < 1 || r > latest)
+    {
+        return Err(Error::validation(format!("reply_to_seq {r} is not a message of this thread")));
+    }
+    let seq = latest + 1;
+    tx.prepare_cached("UPDATE relay_threads SET latest_seq = ?2 WHERE id = ?1")?.execute(params![thread_id, seq])?;
+    tx.prepare_cached(
+        "INSERT INTO relay_messages (thread_id, seq, author, body, reply_to_seq, created_at, idem_key, request_hash) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    )?
+    .execute(params![thread_id, seq, author, body, reply_to_seq, now, key, hash.as_slice()])?;
+    tx.prepare_cached("INSERT INTO relay_fts (thread_id, seq, text) VALUES (?1, ?2, ?3)")?
+        .execute(params![thread_id, seq, body])?;
+    Ok((RelayMessage { seq, author: author.to_owned(), body: body.to_owned(), reply_to_seq, created_at: now }, false))
 }

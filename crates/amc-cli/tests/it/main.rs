@@ -1,6 +1,7 @@
 //! The `amc` binary end to end: `amc serve` in a temporary data directory, driven by
 //! the admin commands as a person at a terminal would.
 
+mod crash;
 mod discord;
 mod imessage;
 

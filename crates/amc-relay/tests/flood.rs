@@ -1,0 +1,137 @@
+//! Posts arriving together share a commit yet each keeps its own outcome, and waiters
+//! at every position get exactly what follows them while posts flood in.
+
+use std::collections::BTreeMap;
+
+use amc_core::config::RawConfig;
+use amc_core::error::ErrorCode;
+use amc_core::sender::Senders;
+use amc_core::service::Amc;
+use amc_relay::{Principal, Relay};
+
+fn relay(dir: &std::path::Path) -> Relay {
+    let config = RawConfig { data_dir: Some(dir.to_owned()), ..Default::default() }.validate().expect("config");
+    let amc = Amc::start(config, Senders::default()).expect("start");
+    Relay::open(&amc).expect("relay")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn posts_sent_together_share_commits_and_keep_their_own_outcome() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let relay = relay(dir.path());
+    let person = Principal::Person;
+    let thread = relay.create_thread(&person, "flood".into(), "t".into()).await.expect("thread").thread_id;
+    let read = relay.mint(&person, thread.clone(), "read".into(), None).await.expect("mint").access_token;
+    let reader = Principal::Agent("reader".into());
+    relay.join(&reader, thread.clone(), read).await.expect("join");
+    relay.send(&person, thread.clone(), "first".into(), None, "taken".into()).await.expect("first");
+    let commits_before = relay.post_commits();
+
+    // 300 new posts, 40 repeats of one key with its body, 20 of it with another body,
+    // and 40 from a member who may only read: all at once.
+    let mut calls = Vec::new();
+    for i in 0..400 {
+        let (relay, thread) = (relay.clone(), thread.clone());
+        let (who, body, key) = match i % 10 {
+            0 => (Principal::Person, "first".to_owned(), "taken".to_owned()),
+            1 if i % 20 == 1 => (Principal::Person, format!("other {i}"), "taken".to_owned()),
+            2 => (Principal::Agent("reader".into()), format!("not mine {i}"), format!("r{i}")),
+            _ => (Principal::Person, format!("post {i}"), format!("k{i}")),
+        };
+        calls.push(tokio::spawn(async move { (i, body.clone(), relay.send(&who, thread, body, None, key).await) }));
+    }
+    let mut stored = BTreeMap::new();
+    let (mut replays, mut reused, mut forbidden) = (0, 0, 0);
+    for call in calls {
+        let (i, body, result) = call.await.expect("call");
+        match (i % 10, result) {
+            (0, Ok(r)) => {
+                assert_eq!(r.seq, 1, "a repeated key answers with the first post");
+                replays += 1;
+            }
+            (1, Err(e)) if i % 20 == 1 => {
+                assert_eq!(e.code, ErrorCode::IdempotencyKeyReuse);
+                reused += 1;
+            }
+            (2, Err(e)) => {
+                assert_eq!(e.code, ErrorCode::Forbidden);
+                forbidden += 1;
+            }
+            (_, Ok(r)) => assert!(stored.insert(r.seq, body).is_none(), "seq {} given twice", r.seq),
+            (_, Err(e)) => panic!("post {i} failed: {e}"),
+        }
+    }
+    assert_eq!((replays, reused, forbidden), (40, 20, 40));
+    assert_eq!(stored.len(), 300);
+    assert_eq!(stored.keys().copied().collect::<Vec<_>>(), (2..=301).collect::<Vec<_>>(), "seqs without gaps");
+    let commits = relay.post_commits() - commits_before;
+    assert!(commits < 400, "posts sent together share transactions: {commits} for 400");
+
+    // What was stored is what was answered, and nothing else.
+    let mut read = Vec::new();
+    let mut after = None;
+    loop {
+        let page = relay.read(&person, thread.clone(), after.clone(), Some(100)).await.expect("read");
+        if page.messages.is_empty() {
+            break;
+        }
+        after = Some(page.next_cursor.clone());
+        read.extend(page.messages.into_iter().map(|m| (m.seq, m.body)));
+    }
+    let mut want = vec![(1, "first".to_owned())];
+    want.extend(stored);
+    assert_eq!(read, want);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiters_at_every_position_get_exactly_what_follows_them_during_a_flood() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let relay = relay(dir.path());
+    let person = Principal::Person;
+    let thread = relay.create_thread(&person, "flood".into(), "t".into()).await.expect("thread").thread_id;
+    let total = 300;
+    let mut cursors = vec![relay.read(&person, thread.clone(), None, Some(1)).await.expect("read").next_cursor];
+    for i in 1..=5 {
+        relay.send(&person, thread.clone(), format!("m{i}"), None, format!("k{i}")).await.expect("post");
+        cursors.push(relay.read(&person, thread.clone(), None, Some(i)).await.expect("read").next_cursor);
+    }
+    let mut waiters = Vec::new();
+    for w in 0..60 {
+        let (relay, thread) = (relay.clone(), thread.clone());
+        let start = w % cursors.len();
+        let mut cursor = cursors[start].clone();
+        waiters.push(tokio::spawn(async move {
+            let mut seen = Vec::new();
+            while seen.last().copied().unwrap_or(start as i64) < total {
+                let limit = Some(1 + (w % 7) as i64);
+                let page = relay
+                    .wait(&Principal::Person, thread.clone(), cursor.clone(), Some(10), limit, std::future::pending())
+                    .await
+                    .expect("wait");
+                assert!(!page.messages.is_empty(), "waiter {w} timed out after {seen:?}");
+                seen.extend(page.messages.iter().map(|m| m.seq));
+                cursor = page.next_cursor;
+            }
+            (start as i64, seen)
+        }));
+    }
+    let posters: Vec<_> = (0..3)
+        .map(|p| {
+            let (relay, thread) = (relay.clone(), thread.clone());
+            tokio::spawn(async move {
+                for i in 0..(total - 5) / 3 + 1 {
+                    let key = format!("f{p}-{i}");
+                    relay.send(&Principal::Person, thread.clone(), key.clone(), None, key).await.expect("post");
+                }
+            })
+        })
+        .collect();
+    for p in posters {
+        p.await.expect("poster");
+    }
+    for w in waiters {
+        let (start, seen) = w.await.expect("waiter");
+        let want: Vec<i64> = (start + 1..=seen.last().copied().unwrap_or(start)).collect();
+        assert_eq!(seen, want, "a waiter from {start} saw every message after it once, in order");
+    }
+}
