@@ -182,7 +182,7 @@ impl ServerHandler for InboxServer {
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        tools::inbox_tools().into_iter().find(|t| t.name == name)
+        tools::inbox_tool(name)
     }
 
     async fn call_tool(
