@@ -36,9 +36,20 @@ use amc_core::service::Amc;
 pub use in_process::{BoxError, InProcess, ResponseBody};
 pub use listener::{ListenError, SocketGuard, SocketListener, bind_socket};
 
-/// What every handler gets.
+/// What every handler gets: one pointer, since every request clones it several times
+/// (each middleware and the handler).
 #[derive(Clone)]
-pub(crate) struct AppState {
+pub(crate) struct AppState(std::sync::Arc<Shared>);
+
+impl std::ops::Deref for AppState {
+    type Target = Shared;
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
+/// What the handlers share.
+pub(crate) struct Shared {
     /// The core.
     pub amc: Amc,
     /// The agent relay, on the core's database.
@@ -111,7 +122,13 @@ impl Daemon {
         let admin_token = load_or_create_admin_token(&amc.config().admin_token_path())?;
         let relay = amc_relay::Relay::open(&amc).map_err(io::Error::other)?;
         Ok(Self {
-            state: AppState { amc, relay, admin_token, shutdown: CancellationToken::new(), listen: Default::default() },
+            state: AppState(std::sync::Arc::new(Shared {
+                amc,
+                relay,
+                admin_token,
+                shutdown: CancellationToken::new(),
+                listen: Default::default(),
+            })),
         })
     }
 

@@ -75,7 +75,20 @@ struct Inner {
     indexing: std::sync::Mutex<Option<(Instant, crate::store::IndexProgress)>>,
     /// A first import is under way: indexing waits for its end.
     deferring: AtomicBool,
+    /// Tokens found valid, by hash (see [`Amc::authenticate`]).
+    tokens: std::sync::Mutex<std::collections::HashMap<[u8; 32], KnownToken>>,
 }
+
+/// A token found valid: its agent, the revocation count read before the lookup, and when.
+struct KnownToken {
+    agent_id: String,
+    generation: u64,
+    at: Instant,
+}
+
+/// How long a token found valid is taken on trust (no revocation in between) before the
+/// store is asked again, which also notes when the agent was last seen.
+const TOKEN_TRUST: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// An authenticated agent.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -118,6 +131,7 @@ impl Amc {
                 push_sessions: Default::default(),
                 indexing: Default::default(),
                 deferring: AtomicBool::new(false),
+                tokens: Default::default(),
             }),
         })
     }
@@ -172,11 +186,33 @@ impl Amc {
     }
 
     /// Checks an agent's bearer token, and the `X-Agent-ID` it came with, if any.
+    ///
+    /// A token the store found valid is taken on trust for [`TOKEN_TRUST`] while no agent
+    /// is revoked: a thousand agents' calls arriving together do not make a thousand
+    /// store reads, each on a thread of its own. Any revocation ends every such trust.
     pub async fn authenticate(&self, token: &str, claimed_agent: Option<&str>) -> Result<AgentCtx> {
-        let token = token.to_owned();
-        let found = self.blocking(move |s| s.authenticate_agent(&token)).await?;
-        let Some(agent_id) = found else {
-            return Err(Error::unauthorized("missing, unknown or revoked token"));
+        let hash = crate::token::hash_token(token);
+        let generation = *self.inner.revocations.borrow();
+        let known = {
+            let tokens = self.inner.tokens.lock().unwrap_or_else(|p| p.into_inner());
+            tokens
+                .get(&hash)
+                .filter(|k| k.generation == generation && k.at.elapsed() < TOKEN_TRUST)
+                .map(|k| k.agent_id.clone())
+        };
+        let agent_id = match known {
+            Some(agent_id) => agent_id,
+            None => {
+                let token = token.to_owned();
+                let found = self.blocking(move |s| s.authenticate_agent(&token)).await?;
+                let mut tokens = self.inner.tokens.lock().unwrap_or_else(|p| p.into_inner());
+                let Some(agent_id) = found else {
+                    tokens.remove(&hash);
+                    return Err(Error::unauthorized("missing, unknown or revoked token"));
+                };
+                tokens.insert(hash, KnownToken { agent_id: agent_id.clone(), generation, at: Instant::now() });
+                agent_id
+            }
         };
         if let Some(claimed) = claimed_agent
             && claimed != agent_id

@@ -157,8 +157,12 @@ async fn agent_tokens_do_not_open_the_admin_api_and_revocation_is_immediate() {
     assert_eq!(code(&r), "UNAUTHORIZED");
     let r = d.anon().await.with_bearer(&d.admin_token).get("/messages/unread").await.expect("get");
     assert_eq!(code(&r), "UNAUTHORIZED", "the admin token is not an agent token");
+    // The token worked a moment ago (and AMC trusts a token it just checked)...
+    let r = agent.get("/messages/unread").await.expect("get");
+    assert_eq!(r.status, 200, "{}", r.json());
     let r = d.admin().await.post("/admin/agents/claude/revoke", &json!({})).await.expect("post");
     assert!(r.json()["revoked_at"].is_string());
+    // ...and not a moment after its revocation.
     let mut again = d.anon().await.with_bearer(&token).with_header("x-agent-id", "claude");
     let r = again.get("/messages/unread").await.expect("get");
     assert_eq!(code(&r), "UNAUTHORIZED");
