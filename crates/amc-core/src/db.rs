@@ -17,6 +17,13 @@ use crate::error::{Error, Result};
 /// A migration: its name (for the log) and its SQL.
 pub type Migration = (&'static str, &'static str);
 
+/// How much of the database each connection reads through a memory map.
+const MMAP_BYTES: i64 = 268_435_456;
+
+/// SQLite's soft heap limit, for all connections of the process together (see
+/// <https://www.sqlite.org/pragma.html#pragma_soft_heap_limit>).
+const SOFT_HEAP_LIMIT: i64 = 32 * 1024 * 1024;
+
 /// How long a connection waits for a lock held by another before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -98,10 +105,15 @@ impl Database {
         // A panic inside an earlier closure dropped its transaction, which rolled back:
         // the connection is still sound.
         let mut conn = self.inner.writer.lock().unwrap_or_else(|p| p.into_inner());
+        let before = conn.total_changes();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let out = f(&tx)?;
         tx.commit()?;
-        *self.inner.last_write.lock().unwrap_or_else(|p| p.into_inner()) = Some(std::time::Instant::now());
+        // Only a transaction that changed rows counts: a source's poll that finds nothing
+        // new must not keep AMC from ever being idle.
+        if conn.total_changes() != before {
+            *self.inner.last_write.lock().unwrap_or_else(|p| p.into_inner()) = Some(std::time::Instant::now());
+        }
         Ok(out)
     }
 
@@ -116,7 +128,27 @@ impl Database {
         Ok(busy == 0)
     }
 
-    /// How long since the last write committed, if any did since the database was opened.
+    /// Lets go of memory a busy spell left behind: the idle readers are closed (the next
+    /// read opens one again) and the writer's page cache is emptied (`PRAGMA
+    /// shrink_memory`). A first import leaves well over 100 MB of cached pages that an
+    /// idle AMC has no use for.
+    pub fn release_memory(&self) -> Result<()> {
+        let idle = {
+            let mut readers = self.inner.readers.lock().unwrap_or_else(|p| p.into_inner());
+            let idle = std::mem::take(&mut readers.idle);
+            readers.open -= idle.len();
+            idle
+        };
+        drop(idle);
+        let conn = self.inner.writer.lock().unwrap_or_else(|p| p.into_inner());
+        // Emptying the cache, and unmapping the database (mapped again as used): an
+        // import touches every page of it.
+        conn.execute_batch(&format!("PRAGMA shrink_memory; PRAGMA mmap_size = 0; PRAGMA mmap_size = {MMAP_BYTES};"))?;
+        Ok(())
+    }
+
+    /// How long since the last write that changed rows committed, if any did since the
+    /// database was opened.
     pub fn idle_for(&self) -> Option<Duration> {
         self.inner.last_write.lock().unwrap_or_else(|p| p.into_inner()).map(|at| at.elapsed())
     }
@@ -198,9 +230,13 @@ fn open_connection(path: &Path, read_only: bool) -> Result<Connection> {
     conn.pragma_update(None, "foreign_keys", true)?;
     conn.pragma_update(None, "synchronous", "normal")?;
     // The hot indexes of a large inbox stay in memory: 64 MiB of page cache per
-    // connection (allocated as used), and reads through a memory map.
+    // connection (allocated as used), and reads through a memory map. All connections'
+    // caches together stay under SQLite's soft heap limit: past it, SQLite reuses its
+    // least recently used pages rather than asking for more memory, which the system's
+    // allocator would keep once freed.
     conn.pragma_update(None, "cache_size", -65_536)?;
-    conn.pragma_update(None, "mmap_size", 268_435_456)?;
+    conn.pragma_update(None, "mmap_size", MMAP_BYTES)?;
+    conn.pragma_update(None, "soft_heap_limit", SOFT_HEAP_LIMIT)?;
     conn.pragma_update(None, "temp_store", "memory")?;
     conn.set_prepared_statement_cache_capacity(64);
     Ok(conn)
@@ -268,11 +304,37 @@ mod tests {
             .expect("write");
         let wal = path.with_extension("db-wal");
         assert!(std::fs::metadata(&wal).expect("wal").len() > 100_000, "the write went to the log");
-        assert!(db.idle_for().is_some_and(|d| d < Duration::from_secs(60)));
+        let idle = db.idle_for().expect("a write was noted");
+        assert!(idle < Duration::from_secs(60));
+        // A transaction that changes nothing (a source's poll finding nothing new) is no
+        // write: AMC still becomes idle.
+        db.write(|tx| Ok(tx.execute("UPDATE t SET x = x WHERE 0", [])?)).expect("no-op");
+        assert!(db.idle_for().expect("still noted") >= idle, "a no-op is not a write");
         assert!(db.checkpoint().expect("checkpoint"));
         assert_eq!(std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0), 0);
         let n: i64 = db.read(|tx| Ok(tx.query_row("SELECT length(x) FROM t", [], |r| r.get(0))?)).expect("read");
         assert_eq!(n, 100_000, "nothing lost");
+    }
+
+    /// Releasing memory closes the idle readers; reads and writes go on as before, with
+    /// readers opened again as needed.
+    #[test]
+    fn released_memory_is_taken_again_when_needed() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = Database::open(&dir.path().join("amc.db"), &[]).expect("open");
+        db.write(|tx| Ok(tx.execute_batch("CREATE TABLE t (x); INSERT INTO t VALUES (randomblob(500000));")?))
+            .expect("write");
+        let len = |db: &Database| -> i64 {
+            db.read(|tx| Ok(tx.query_row("SELECT length(x) FROM t", [], |r| r.get(0))?)).expect("read")
+        };
+        assert_eq!(len(&db), 500_000);
+        assert_eq!(db.inner.readers.lock().expect("lock").open, 1);
+        db.release_memory().expect("release");
+        let readers = db.inner.readers.lock().expect("lock");
+        assert_eq!((readers.open, readers.idle.len()), (0, 0), "idle readers are closed");
+        drop(readers);
+        assert_eq!(len(&db), 500_000, "a read opens a reader again");
+        db.write(|tx| Ok(tx.execute_batch("INSERT INTO t VALUES (1);")?)).expect("the writer still writes");
     }
 
     #[test]
