@@ -80,16 +80,48 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     })?;
 
     // MCP through `amc mcp` on stdio, as a host launches it.
-    let mut bridge = Command::new(AMC)
-        .arg("mcp")
-        .env("AMC_DATA_DIR", &data)
-        .env("AMC_BEARER_TOKEN", &token)
-        .env("AMC_AGENT_ID", "bench")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()?;
-    let mut stdin = bridge.stdin.take().ok_or("no stdin")?;
-    let mut stdout = BufReader::new(bridge.stdout.take().ok_or("no stdout")?);
+    let mut bridge = Command::new(AMC);
+    bridge.arg("mcp").env("AMC_DATA_DIR", &data).env("AMC_BEARER_TOKEN", &token).env("AMC_AGENT_ID", "bench");
+    let (samples, reply) = stdio_calls(bridge)?;
+    let (bridge_p50, _) = report("MCP tools/call through `amc mcp` (stdio bridge)", samples);
+    println!(
+        "ratios of p50: bridge / REST = {:.2}, bridge / socket MCP = {:.2}, socket MCP / REST = {:.2}",
+        bridge_p50 / rest_p50,
+        bridge_p50 / direct_p50,
+        direct_p50 / rest_p50
+    );
+
+    // The peers: Python stdio MCP servers that do nothing but answer AMC's own reply,
+    // driven by the same client: one written against the JSON-RPC lines alone, one with
+    // the official MCP Python SDK (`AMC_BENCH_PYTHON` must then have it, as the tests'
+    // virtualenv does).
+    let python = std::env::var("AMC_BENCH_PYTHON").unwrap_or_else(|_| "python3".into());
+    let canned = dir.path().join("reply.json");
+    std::fs::write(&canned, serde_json::to_vec(&reply["result"])?)?;
+    for (script, name) in [
+        ("do_nothing_mcp.py", "a do-nothing Python stdio MCP server (plain JSON-RPC)"),
+        ("do_nothing_sdk_mcp.py", "a do-nothing Python stdio MCP server (official SDK)"),
+    ] {
+        let mut peer = Command::new(&python);
+        peer.arg(format!("{}/benches/{script}", env!("CARGO_MANIFEST_DIR"))).arg(&canned).stderr(Stdio::null());
+        match stdio_calls(peer) {
+            Ok((samples, _)) => {
+                let (peer_p50, _) = report(&format!("the same call to {name}"), samples);
+                println!("ratio of p50: bridge / {name} = {:.2}", bridge_p50 / peer_p50);
+            }
+            Err(e) => println!("{name} did not run ({python}: {e})"),
+        }
+    }
+    drop(serve);
+    Ok(())
+}
+
+/// `tools/call list_unread_messages` over stdio to the MCP server `cmd` starts, as a host
+/// makes it: the latencies after 50 warm-up calls, and the last reply.
+fn stdio_calls(mut cmd: Command) -> Result<(Vec<Duration>, Value), Box<dyn std::error::Error>> {
+    let mut server = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).spawn()?;
+    let mut stdin = server.stdin.take().ok_or("no stdin")?;
+    let mut stdout = BufReader::new(server.stdout.take().ok_or("no stdout")?);
     let mut line = String::new();
     let mut rpc = |msg: Value, expect_reply: bool| -> Result<Value, Box<dyn std::error::Error>> {
         writeln!(stdin, "{msg}")?;
@@ -98,7 +130,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             return Ok(Value::Null);
         }
         line.clear();
-        stdout.read_line(&mut line)?;
+        if stdout.read_line(&mut line)? == 0 {
+            return Err("the server closed its output".into());
+        }
         Ok(serde_json::from_str(&line)?)
     };
     rpc(
@@ -108,6 +142,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     )?;
     rpc(json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }), false)?;
     let mut samples = Vec::with_capacity(SAMPLES);
+    let mut last = Value::Null;
     for i in 0..SAMPLES + 50 {
         let t = Instant::now();
         let reply = rpc(
@@ -120,16 +155,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         if i >= 50 {
             samples.push(elapsed); // the first calls connect and warm up
         }
+        last = reply;
     }
-    let (bridge_p50, _) = report("MCP tools/call through `amc mcp` (stdio bridge)", samples);
-    println!(
-        "ratios of p50: bridge / REST = {:.2}, bridge / socket MCP = {:.2}, socket MCP / REST = {:.2}",
-        bridge_p50 / rest_p50,
-        bridge_p50 / direct_p50,
-        direct_p50 / rest_p50
-    );
     drop(stdin);
-    let _ = bridge.wait();
-    drop(serve);
-    Ok(())
+    let _ = server.wait();
+    Ok((samples, last))
 }

@@ -1,0 +1,155 @@
+//! A first import as a person meets it, side by side with imessage-exporter on the same
+//! file: `amc serve --chat-db` from its start to every message of chat.db stored, against
+//! `imessage-exporter -f txt` exporting the same chat.db, in alternating runs. Prints the
+//! median time and peak memory of each and their ratios.
+//!
+//! `AMC_BENCH_CHAT_DB` names the chat.db (the iMessage bench writes one with
+//! `AMC_BENCH_KEEP=DIR`), `AMC_BENCH_EXPORTER` the imessage-exporter binary (without it
+//! only AMC runs), and `AMC_BENCH_RUNS` the runs of each (5 by default).
+//! `scripts/bench` runs it with both.
+#![allow(clippy::print_stdout)] // a bench binary reports on stdout
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The `amc` binary under test.
+const AMC: &str = env!("CARGO_BIN_EXE_amc");
+
+/// A finished run: how long it took and the most memory it held.
+struct Run {
+    took: Duration,
+    peak_mib: f64,
+}
+
+/// The peak resident memory of a running process, in MiB (`VmHWM`).
+fn peak_mib(pid: u32) -> Option<f64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let kb: f64 = status.lines().find_map(|l| l.strip_prefix("VmHWM:"))?.split_whitespace().next()?.parse().ok()?;
+    Some(kb / 1024.0)
+}
+
+/// Waits for `child` to exit, noting its peak memory until then.
+fn watch_until_exit(mut child: Child) -> Result<f64, Box<dyn std::error::Error>> {
+    let mut peak = 0.0f64;
+    loop {
+        if let Some(p) = peak_mib(child.id()) {
+            peak = peak.max(p);
+        }
+        if let Some(status) = child.try_wait()? {
+            if !status.success() {
+                return Err(format!("exited with {status}").into());
+            }
+            return Ok(peak);
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn stored(db: &Path) -> i64 {
+    let Ok(conn) = rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY) else {
+        return 0;
+    };
+    conn.query_row("SELECT count(*) FROM messages", [], |r| r.get(0)).unwrap_or(0)
+}
+
+/// `amc serve` on a fresh data directory, until every message is stored.
+fn amc_run(chat_db: &Path, expected: i64, work: &Path) -> Result<Run, Box<dyn std::error::Error>> {
+    let data = work.join("amc");
+    let _ = std::fs::remove_dir_all(&data);
+    let t0 = Instant::now();
+    let child = Command::new(AMC)
+        .args(["serve", "--test-sender", "--chat-db"])
+        .arg(chat_db)
+        .env("AMC_DATA_DIR", &data)
+        .env("AMC_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()?;
+    let pid = child.id();
+    let guard = Stop(child);
+    let db = data.join("amc.db");
+    let mut peak = 0.0f64;
+    loop {
+        if let Some(p) = peak_mib(pid) {
+            peak = peak.max(p);
+        }
+        if db.exists() && stored(&db) >= expected {
+            break;
+        }
+        if t0.elapsed() > Duration::from_secs(600) {
+            return Err("amc serve did not store every message in 10 minutes".into());
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let took = t0.elapsed();
+    drop(guard);
+    Ok(Run { took, peak_mib: peak })
+}
+
+/// imessage-exporter exporting every conversation as text, into a fresh folder.
+fn exporter_run(exporter: &Path, chat_db: &Path, work: &Path) -> Result<Run, Box<dyn std::error::Error>> {
+    let out = work.join("export");
+    let _ = std::fs::remove_dir_all(&out);
+    let t0 = Instant::now();
+    let child = Command::new(exporter)
+        .args(["-f", "txt", "-p"])
+        .arg(chat_db)
+        .arg("-o")
+        .arg(&out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()?;
+    let peak = watch_until_exit(child)?;
+    Ok(Run { took: t0.elapsed(), peak_mib: peak })
+}
+
+/// Stops `amc serve` (SIGTERM, as a person quitting it would) when dropped.
+struct Stop(Child);
+
+impl Drop for Stop {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").args(["-TERM", &self.0.id().to_string()]).status();
+        let _ = self.0.wait();
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let runs: usize = std::env::var("AMC_BENCH_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(5);
+    let work = tempfile::tempdir()?;
+    let chat_db = PathBuf::from(std::env::var_os("AMC_BENCH_CHAT_DB").ok_or(
+        "set AMC_BENCH_CHAT_DB to a chat.db (AMC_BENCH_KEEP=DIR cargo bench -p amc-imessage --bench imessage writes one)",
+    )?);
+    let expected: i64 = rusqlite::Connection::open_with_flags(&chat_db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)?
+        .query_row("SELECT count(*) FROM message", [], |r| r.get(0))?;
+    let exporter = std::env::var_os("AMC_BENCH_EXPORTER").map(PathBuf::from);
+    let (mut amc, mut peer) = (Vec::new(), Vec::new());
+    for _ in 0..runs {
+        amc.push(amc_run(&chat_db, expected, work.path())?);
+        if let Some(e) = &exporter {
+            peer.push(exporter_run(e, &chat_db, work.path())?);
+        }
+    }
+    let amc_s = median(amc.iter().map(|r| r.took.as_secs_f64()).collect());
+    let amc_mib = median(amc.iter().map(|r| r.peak_mib).collect());
+    println!(
+        "first import of {expected} messages, amc serve to all stored: median {amc_s:.2} s ({:.0} msg/s), peak RSS {amc_mib:.0} MiB ({runs} runs)",
+        expected as f64 / amc_s
+    );
+    if !peer.is_empty() {
+        let peer_s = median(peer.iter().map(|r| r.took.as_secs_f64()).collect());
+        let peer_mib = median(peer.iter().map(|r| r.peak_mib).collect());
+        println!(
+            "imessage-exporter -f txt on the same file: median {peer_s:.2} s, peak RSS {peer_mib:.0} MiB ({runs} runs)"
+        );
+        println!("ratio AMC / imessage-exporter: time {:.2}, peak memory {:.2}", amc_s / peer_s, amc_mib / peer_mib);
+    } else {
+        println!("imessage-exporter: not run (set AMC_BENCH_EXPORTER to its binary)");
+    }
+    Ok(())
+}
