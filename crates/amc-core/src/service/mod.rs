@@ -75,6 +75,8 @@ struct Inner {
     indexing: std::sync::Mutex<Option<(Instant, crate::store::IndexProgress)>>,
     /// A first import is under way: indexing waits for its end.
     deferring: AtomicBool,
+    /// Store work running at once on the blocking pool (see [`Amc::blocking`]).
+    lanes: tokio::sync::Semaphore,
     /// Tokens found valid, by hash (see [`Amc::authenticate`]).
     tokens: std::sync::Mutex<std::collections::HashMap<[u8; 32], KnownToken>>,
 }
@@ -132,6 +134,7 @@ impl Amc {
                 indexing: Default::default(),
                 deferring: AtomicBool::new(false),
                 tokens: Default::default(),
+                lanes: tokio::sync::Semaphore::new(crate::db::MAX_READERS + 2),
             }),
         })
     }
@@ -179,8 +182,11 @@ impl Amc {
         self.inner.paused.load(Ordering::SeqCst)
     }
 
-    /// Runs store work off the async threads.
+    /// Runs store work off the async threads, a few at a time: as many as the database
+    /// has readers, and two more for writes. A hundred agents' waits woken together then
+    /// queue as futures rather than as a hundred threads waiting for eight readers.
     async fn blocking<T: Send + 'static>(&self, f: impl FnOnce(&Store) -> Result<T> + Send + 'static) -> Result<T> {
+        let _permit = self.inner.lanes.acquire().await.map_err(Error::internal)?;
         let store = self.inner.store.clone();
         tokio::task::spawn_blocking(move || f(&store)).await.map_err(Error::internal)?
     }
