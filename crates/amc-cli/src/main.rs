@@ -101,7 +101,13 @@ fn main() -> std::process::ExitCode {
     // bridge reports its own problems in one line; rmcp would repeat each one).
     let default_level = if matches!(cli.command, Command::Mcp(_)) { "warn,rmcp=error" } else { "info" };
     amc_runtime::init_logging(default_level);
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    // The daemon runs on every core; a client (the MCP bridge above all, between one host
+    // and the daemon) on one thread: each call then crosses no thread to be answered.
+    let runtime = match cli.command {
+        Command::Serve(_) | Command::Ui(_) => tokio::runtime::Builder::new_multi_thread().enable_all().build(),
+        _ => tokio::runtime::Builder::new_current_thread().enable_all().build(),
+    };
+    let runtime = match runtime {
         Ok(r) => r,
         Err(e) => {
             eprintln!("amc: cannot start: {e}");
