@@ -58,7 +58,7 @@ pub async fn run(raw: RawConfig, args: McpArgs) -> anyhow::Result<()> {
     };
     if let Some(problem) = fixed {
         eprintln!("amc mcp: {problem}");
-        Bridge::broken(cfg, problem).serve_stdio().await?;
+        Bridge::broken(cfg, problem).serve_stdio(host_stdio()).await?;
         return Ok(());
     }
     // Otherwise check now; a daemon started later is picked up by the next request.
@@ -69,6 +69,53 @@ pub async fn run(raw: RawConfig, args: McpArgs) -> anyhow::Result<()> {
             "amc mcp: AMC_AGENT_ID is not set: list_unread_messages, mark_read and get_message_context will answer AGENT_ID_REQUIRED"
         );
     }
-    Bridge::new(cfg).serve_stdio().await?;
+    Bridge::new(cfg).serve_stdio(host_stdio()).await?;
     Ok(())
+}
+
+/// This process's stdin and stdout, as the bridge speaks MCP on them. A pipe or a socket
+/// (what hosts give a server they start) is read and written by the runtime directly; a
+/// terminal or a file goes through tokio's stdin and stdout, which hand every read and
+/// write to a blocking thread: two thread hops per call that a host waits for.
+fn host_stdio() -> (Box<dyn tokio::io::AsyncRead + Send + Unpin>, Box<dyn tokio::io::AsyncWrite + Send + Unpin>) {
+    use std::os::fd::AsFd;
+    let input: Box<dyn tokio::io::AsyncRead + Send + Unpin> = match direct(std::io::stdin().as_fd()) {
+        Some(Direct::Pipe(fd)) => match tokio::net::unix::pipe::Receiver::from_owned_fd(fd) {
+            Ok(r) => Box::new(r),
+            Err(_) => Box::new(tokio::io::stdin()),
+        },
+        Some(Direct::Socket(s)) => Box::new(s),
+        None => Box::new(tokio::io::stdin()),
+    };
+    let output: Box<dyn tokio::io::AsyncWrite + Send + Unpin> = match direct(std::io::stdout().as_fd()) {
+        Some(Direct::Pipe(fd)) => match tokio::net::unix::pipe::Sender::from_owned_fd(fd) {
+            Ok(w) => Box::new(w),
+            Err(_) => Box::new(tokio::io::stdout()),
+        },
+        Some(Direct::Socket(s)) => Box::new(s),
+        None => Box::new(tokio::io::stdout()),
+    };
+    (input, output)
+}
+
+/// A standard stream the runtime can poll itself.
+enum Direct {
+    Pipe(std::os::fd::OwnedFd),
+    Socket(tokio::net::UnixStream),
+}
+
+/// `fd` (stdin or stdout) as a pipe or a socket of its own (a duplicate), if it is one.
+fn direct(fd: std::os::fd::BorrowedFd<'_>) -> Option<Direct> {
+    use std::os::unix::fs::FileTypeExt;
+    let owned = fd.try_clone_to_owned().ok()?;
+    let kind = std::fs::File::from(owned.try_clone().ok()?).metadata().ok()?.file_type();
+    if kind.is_fifo() {
+        return Some(Direct::Pipe(owned));
+    }
+    if kind.is_socket() {
+        let socket = std::os::unix::net::UnixStream::from(owned);
+        socket.set_nonblocking(true).ok()?;
+        return tokio::net::UnixStream::from_std(socket).ok().map(Direct::Socket);
+    }
+    None
 }

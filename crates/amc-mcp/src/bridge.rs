@@ -183,12 +183,17 @@ impl Bridge {
         Self { fixed_problem: Some(problem), ..Self::new(cfg) }
     }
 
-    /// Serves MCP on this process's stdin and stdout until the host closes them.
-    pub async fn serve_stdio(self) -> std::io::Result<()> {
+    /// Serves MCP on the host's stdin and stdout (`io`, which the binary opens) until the
+    /// host closes them.
+    pub async fn serve_stdio<R, W>(self, io: (R, W)) -> std::io::Result<()>
+    where
+        R: tokio::io::AsyncRead + Send + Unpin + 'static,
+        W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+    {
         let upstream = self.upstream.clone();
         let (stop_push, push, cfg, session) =
             (self.stop_push.clone(), self.push.clone(), self.cfg.clone(), self.session.clone());
-        let running = self.serve(rmcp::transport::stdio()).await.map_err(std::io::Error::other)?;
+        let running = self.serve(io).await.map_err(std::io::Error::other)?;
         let ended = running.waiting().await;
         // The push acknowledges what it wrote before it ends.
         stop_push.cancel();

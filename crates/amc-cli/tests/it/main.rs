@@ -4,6 +4,7 @@
 mod crash;
 mod discord;
 mod imessage;
+mod stdio;
 
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};

@@ -1,0 +1,93 @@
+//! `amc mcp` on the kinds of stdin and stdout hosts give it: pipes (Python's subprocess,
+//! the MCP Python SDK) and socket pairs (Node's child processes, which Claude Code and
+//! Codex CLI run on), read and written by the runtime itself, and a regular file, which
+//! goes through tokio's blocking stdio.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::process::{Command, Stdio};
+
+use super::{AMC, Serve, amc, json, stdout};
+
+const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+const LIST: &str = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+
+fn bridge(dir: &std::path::Path, token: &str) -> Command {
+    let mut c = Command::new(AMC);
+    c.args(["mcp", "--no-push"])
+        .env("AMC_DATA_DIR", dir)
+        .env("AMC_BEARER_TOKEN", token)
+        .env("AMC_AGENT_ID", "host")
+        .stderr(Stdio::null());
+    c
+}
+
+/// Reads answers until the one with `id`.
+fn answer(lines: &mut impl BufRead, id: i64) -> serde_json::Value {
+    loop {
+        let mut line = String::new();
+        assert!(lines.read_line(&mut line).expect("read") > 0, "the bridge closed its output");
+        let v: serde_json::Value = serde_json::from_str(&line).expect("a JSON-RPC line");
+        if v["id"] == id {
+            return v;
+        }
+    }
+}
+
+fn tool_names(v: &serde_json::Value) -> Vec<String> {
+    v["result"]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .map(|t| t["name"].as_str().unwrap_or("").to_owned())
+        .collect()
+}
+
+#[test]
+fn the_bridge_speaks_over_pipes_socket_pairs_and_files() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path();
+    let _serve = Serve::start(dir);
+    let token = json(&amc(dir, &["--json", "agent", "add", "host"]))["token"].as_str().expect("token").to_owned();
+
+    // Pipes.
+    let mut child = bridge(dir, &token).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("spawn");
+    let mut input = child.stdin.take().expect("stdin");
+    let mut output = BufReader::new(child.stdout.take().expect("stdout"));
+    writeln!(input, "{INIT}\n{INITIALIZED}\n{LIST}").expect("write");
+    assert!(answer(&mut output, 1)["result"]["serverInfo"].is_object());
+    let over_pipes = tool_names(&answer(&mut output, 2));
+    assert!(over_pipes.contains(&"list_unread_messages".to_owned()), "{over_pipes:?}");
+    drop(input);
+    assert!(child.wait().expect("wait").success(), "the bridge ends when the host closes its stdin");
+
+    // Socket pairs, one for each direction, as Node gives them.
+    let (host_in, bridge_in) = UnixStream::pair().expect("pair");
+    let (host_out, bridge_out) = UnixStream::pair().expect("pair");
+    let mut child = bridge(dir, &token)
+        .stdin(Stdio::from(std::os::fd::OwnedFd::from(bridge_in)))
+        .stdout(Stdio::from(std::os::fd::OwnedFd::from(bridge_out)))
+        .spawn()
+        .expect("spawn");
+    let mut input = host_in;
+    let mut output = BufReader::new(host_out);
+    writeln!(input, "{INIT}\n{INITIALIZED}\n{LIST}").expect("write");
+    assert!(answer(&mut output, 1)["result"]["serverInfo"].is_object());
+    assert_eq!(tool_names(&answer(&mut output, 2)), over_pipes);
+    drop(input);
+    assert!(child.wait().expect("wait").success());
+
+    // A file of requests in, a file of answers out.
+    let requests = dir.join("requests.jsonl");
+    std::fs::write(&requests, format!("{INIT}\n{INITIALIZED}\n{LIST}\n")).expect("write");
+    let answers = dir.join("answers.jsonl");
+    let status = bridge(dir, &token)
+        .stdin(std::fs::File::open(&requests).expect("open"))
+        .stdout(std::fs::File::create(&answers).expect("create"))
+        .status()
+        .expect("run");
+    assert!(status.success());
+    let text = stdout(&std::process::Output { status, stdout: std::fs::read(&answers).expect("read"), stderr: vec![] });
+    assert_eq!(tool_names(&answer(&mut text.as_bytes(), 2)), over_pipes);
+}
