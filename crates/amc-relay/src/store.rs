@@ -438,9 +438,15 @@ impl RelayStore {
     /// straight off the index.
     pub fn search(&self, principal: &str, fts_query: &str, offset: u32, limit: u32) -> Result<Vec<SearchHit>> {
         self.db.read(|tx| {
+            // Counted in the caller's threads only: how a search orders its hits must say
+            // nothing of threads the caller cannot see.
             let matches: u32 = tx
-                .prepare_cached("SELECT count(*) FROM (SELECT 1 FROM relay_fts WHERE relay_fts MATCH ?1 LIMIT ?2)")?
-                .query_row(params![fts_query, RANK_UP_TO + 1], |r| r.get(0))?;
+                .prepare_cached(
+                    "SELECT count(*) FROM (SELECT 1 FROM relay_fts f WHERE relay_fts MATCH ?2 \
+                     AND (?1 = 'person' OR f.thread_id IN (SELECT thread_id FROM relay_members \
+                       WHERE principal = ?1)) LIMIT ?3)",
+                )?
+                .query_row(params![principal, fts_query, RANK_UP_TO + 1], |r| r.get(0))?;
             let order = if matches > RANK_UP_TO { "f.rowid DESC" } else { "bm25(relay_fts), f.thread_id, f.seq" };
             let sql = format!(
                 "SELECT f.thread_id, t.title, f.seq, snippet(relay_fts, 2, '[', ']', '…', 16), \

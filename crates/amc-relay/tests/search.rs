@@ -1,5 +1,6 @@
 //! Search over a thread whose word is in more posts than are worth ranking: past 5,000
-//! matches the newest come first; below, bm25 ranks them.
+//! matches the newest come first; below, bm25 ranks them. The matches counted are the
+//! caller's own.
 
 use amc_core::config::RawConfig;
 use amc_core::sender::Senders;
@@ -30,4 +31,17 @@ async fn a_word_in_nearly_every_post_finds_the_newest_first() {
     assert_eq!(seqs, [Some(5_010), Some(5_009), Some(5_008)], "the newest first");
     let rare = relay.search(&who, "5003".into(), None, Some(3)).await.expect("search");
     assert_eq!(rare.hits.iter().map(|h| h.seq).collect::<Vec<_>>(), [Some(5_004)], "a rare word is ranked as before");
+
+    // An agent that sees only a small thread gets its few matches ranked: the thousands
+    // in a thread it cannot see change nothing of its answer.
+    let small = relay.create_thread(&who, "small".into(), "s".into()).await.expect("thread").thread_id;
+    for (i, body) in ["status status status, all of it", "a status", "the status"].into_iter().enumerate() {
+        relay.send(&who, small.clone(), body.into(), None, format!("s{i}")).await.expect("post");
+    }
+    let invite = relay.mint(&who, small.clone(), "read".into(), None).await.expect("mint").access_token;
+    let agent = Principal::Agent("reader".into());
+    relay.join(&agent, small.clone(), invite).await.expect("join");
+    let page = relay.search(&agent, "status".into(), None, Some(3)).await.expect("search");
+    let seqs: Vec<Option<i64>> = page.hits.iter().map(|h| h.seq).collect();
+    assert_eq!(seqs[0], Some(1), "ranked by bm25, as for any word with few matches in the agent's threads: {seqs:?}");
 }
