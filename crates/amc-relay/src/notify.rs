@@ -141,27 +141,3 @@ impl Admitted {
         threads.get(thread_id).is_some_and(|set| set.contains(principal))
     }
 }
-
-/// Agents found not revoked, with the revocation count (`Amc::revocations`) read before
-/// they were looked up: the finding holds until the next revocation of any agent.
-#[derive(Default)]
-pub(crate) struct Vetted {
-    agents: Mutex<HashMap<String, u64>>,
-}
-
-impl Vetted {
-    pub(crate) fn is_current(&self, agent_id: &str, generation: u64) -> bool {
-        let agents = self.agents.lock().unwrap_or_else(|p| p.into_inner());
-        agents.get(agent_id) == Some(&generation)
-    }
-
-    pub(crate) fn record(&self, agent_id: &str, generation: u64) {
-        let mut agents = self.agents.lock().unwrap_or_else(|p| p.into_inner());
-        match agents.get_mut(agent_id) {
-            Some(g) => *g = (*g).max(generation),
-            None => {
-                agents.insert(agent_id.to_owned(), generation);
-            }
-        }
-    }
-}

@@ -20,7 +20,7 @@ use amc_core::service::Amc;
 use amc_core::time::{Millis, now_ms, serde_ms};
 
 use crate::commit::Committer;
-use crate::notify::{Admitted, Notifier, Recent, Vetted};
+use crate::notify::{Admitted, Notifier, Recent};
 use crate::store::{Access, NewPost, PERSON, RelayMessage, RelayStore, SearchHit, ThreadMeta, TokenInfo};
 
 /// The most bytes a page's JSON (as sent, pretty-printed) may take.
@@ -340,7 +340,6 @@ struct Inner {
     store: RelayStore,
     notifier: Arc<Notifier>,
     admitted: Admitted,
-    vetted: Vetted,
     /// Store reads running at once: as many as the database has readers, so a thousand
     /// callers starting together queue as futures, not as blocked threads.
     reads: Semaphore,
@@ -362,7 +361,6 @@ impl Relay {
                 posts,
                 notifier,
                 admitted: Admitted::default(),
-                vetted: Vetted::default(),
                 reads: Semaphore::new(amc_core::db::MAX_READERS),
                 cursors: Mutex::new(None),
             }),
@@ -585,7 +583,7 @@ impl Relay {
             return Ok(page);
         }
         // A revocation between the request's authentication and the subscription.
-        self.check_not_revoked(who, &revocations).await?;
+        self.check_not_revoked(who).await?;
         let deadline = tokio::time::Instant::now() + Duration::from_secs(timeout as u64);
         tokio::pin!(cancelled);
         let woke = loop {
@@ -596,12 +594,12 @@ impl Relay {
                 posted = posted => break posted,
                 () = &mut cancelled => break false,
                 // Some agent was revoked: if it is this one, its wait ends now.
-                Ok(()) = revocations.changed() => self.check_not_revoked(who, &revocations).await?,
+                Ok(()) = revocations.changed() => self.check_not_revoked(who).await?,
             }
         };
         // A revocation that raced the post still wins.
         if revocations.has_changed().unwrap_or(false) {
-            self.check_not_revoked(who, &revocations).await?;
+            self.check_not_revoked(who).await?;
         }
         if !woke {
             return Ok(page);
@@ -631,20 +629,11 @@ impl Relay {
         Ok(())
     }
 
-    /// `UNAUTHORIZED` for an agent revoked since its request was let in. An agent found
-    /// not revoked is not asked about again until the next revocation of any agent.
-    async fn check_not_revoked(&self, who: &Principal, revocations: &tokio::sync::watch::Receiver<u64>) -> Result<()> {
+    /// `UNAUTHORIZED` for an agent revoked since its request was let in.
+    async fn check_not_revoked(&self, who: &Principal) -> Result<()> {
         let Principal::Agent(id) = who else { return Ok(()) };
-        let generation = *revocations.borrow();
-        if self.inner.vetted.is_current(id, generation) {
-            return Ok(());
-        }
         let revoked = self.inner.amc.is_agent_revoked(id.clone()).await?;
-        if revoked {
-            return Err(Error::unauthorized("this agent was revoked"));
-        }
-        self.inner.vetted.record(id, generation);
-        Ok(())
+        if revoked { Err(Error::unauthorized("this agent was revoked")) } else { Ok(()) }
     }
 
     /// Searches titles and bodies of the threads the caller can see.

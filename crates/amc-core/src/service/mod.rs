@@ -77,6 +77,9 @@ struct Inner {
     deferring: AtomicBool,
     /// Store work running at once on the blocking pool (see [`Amc::blocking`]).
     lanes: tokio::sync::Semaphore,
+    /// Agents found not revoked, with the revocation count read before they were looked
+    /// up: the finding holds until the next revocation of any agent.
+    vetted: std::sync::Mutex<std::collections::HashMap<String, u64>>,
     /// Tokens found valid, by hash (see [`Amc::authenticate`]).
     tokens: std::sync::Mutex<std::collections::HashMap<[u8; 32], KnownToken>>,
 }
@@ -134,6 +137,7 @@ impl Amc {
                 indexing: Default::default(),
                 deferring: AtomicBool::new(false),
                 tokens: Default::default(),
+                vetted: Default::default(),
                 lanes: tokio::sync::Semaphore::new(crate::db::MAX_READERS + 2),
             }),
         })
@@ -157,9 +161,30 @@ impl Amc {
         self.inner.revocations.subscribe()
     }
 
-    /// Whether `agent_id` was revoked (or never existed).
+    /// Whether `agent_id` was revoked (or never existed). An agent found not revoked is
+    /// not looked up again until the next revocation of any agent: a thousand waits of
+    /// one agent check once.
     pub async fn is_agent_revoked(&self, agent_id: String) -> Result<bool> {
-        self.blocking(move |s| s.is_agent_revoked(&agent_id)).await
+        let generation = *self.inner.revocations.borrow();
+        {
+            let vetted = self.inner.vetted.lock().unwrap_or_else(|p| p.into_inner());
+            if vetted.get(&agent_id) == Some(&generation) {
+                return Ok(false);
+            }
+        }
+        let id = agent_id.clone();
+        let revoked = self.blocking(move |s| s.is_agent_revoked(&id)).await?;
+        if !revoked {
+            self.vet(agent_id, generation);
+        }
+        Ok(revoked)
+    }
+
+    /// Notes that `agent_id` was found not revoked at revocation count `generation`.
+    fn vet(&self, agent_id: String, generation: u64) {
+        let mut vetted = self.inner.vetted.lock().unwrap_or_else(|p| p.into_inner());
+        let g = vetted.entry(agent_id).or_insert(generation);
+        *g = (*g).max(generation);
     }
 
     /// The change feed.
@@ -217,6 +242,8 @@ impl Amc {
                     return Err(Error::unauthorized("missing, unknown or revoked token"));
                 };
                 tokens.insert(hash, KnownToken { agent_id: agent_id.clone(), generation, at: Instant::now() });
+                drop(tokens);
+                self.vet(agent_id.clone(), generation);
                 agent_id
             }
         };
