@@ -44,6 +44,9 @@ struct Inner {
     writer: Mutex<Connection>,
     /// When the last write transaction committed (for the idle checkpoint).
     last_write: Mutex<Option<std::time::Instant>>,
+    /// The last write before the last [`Database::release_memory`], once it ran: memory
+    /// is let go once per quiet spell.
+    released_after: Mutex<Option<Option<std::time::Instant>>>,
     readers: Mutex<Readers>,
     /// Signalled when a reader goes back to the pool.
     returned: std::sync::Condvar,
@@ -89,6 +92,7 @@ impl Database {
                 path: path.to_owned(),
                 writer: Mutex::new(writer),
                 last_write: Mutex::new(None),
+                released_after: Mutex::new(None),
                 readers: Mutex::new(Readers::default()),
                 returned: std::sync::Condvar::new(),
             }),
@@ -131,8 +135,17 @@ impl Database {
     /// Lets go of memory a busy spell left behind: the idle readers are closed (the next
     /// read opens one again) and the writer's page cache is emptied (`PRAGMA
     /// shrink_memory`). A first import leaves well over 100 MB of cached pages that an
-    /// idle AMC has no use for.
-    pub fn release_memory(&self) -> Result<()> {
+    /// idle AMC has no use for. Once per quiet spell: false when nothing was written since
+    /// the last release.
+    pub fn release_memory(&self) -> Result<bool> {
+        let last_write = *self.inner.last_write.lock().unwrap_or_else(|p| p.into_inner());
+        {
+            let mut released = self.inner.released_after.lock().unwrap_or_else(|p| p.into_inner());
+            if *released == Some(last_write) {
+                return Ok(false);
+            }
+            *released = Some(last_write);
+        }
         let idle = {
             let mut readers = self.inner.readers.lock().unwrap_or_else(|p| p.into_inner());
             let idle = std::mem::take(&mut readers.idle);
@@ -144,7 +157,7 @@ impl Database {
         // Emptying the cache, and unmapping the database (mapped again as used): an
         // import touches every page of it.
         conn.execute_batch(&format!("PRAGMA shrink_memory; PRAGMA mmap_size = 0; PRAGMA mmap_size = {MMAP_BYTES};"))?;
-        Ok(())
+        Ok(true)
     }
 
     /// How long since the last write that changed rows committed, if any did since the
@@ -329,12 +342,14 @@ mod tests {
         };
         assert_eq!(len(&db), 500_000);
         assert_eq!(db.inner.readers.lock().expect("lock").open, 1);
-        db.release_memory().expect("release");
+        assert!(db.release_memory().expect("release"));
         let readers = db.inner.readers.lock().expect("lock");
         assert_eq!((readers.open, readers.idle.len()), (0, 0), "idle readers are closed");
         drop(readers);
         assert_eq!(len(&db), 500_000, "a read opens a reader again");
+        assert!(!db.release_memory().expect("release"), "once per quiet spell");
         db.write(|tx| Ok(tx.execute_batch("INSERT INTO t VALUES (1);")?)).expect("the writer still writes");
+        assert!(db.release_memory().expect("release"), "again after a write");
     }
 
     #[test]

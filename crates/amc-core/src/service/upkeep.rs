@@ -1,8 +1,8 @@
 //! AMC's housekeeping, run every minute while AMC runs: sends stuck in flight become
 //! `unknown` for the person to review, idempotency records older than a day are
 //! forgotten, and once AMC has been idle for 30 s, the write-ahead log is folded into the
-//! database and truncated and the database's caches are let go. At the start it also indexes for search the messages stored
-//! before the index.
+//! database and truncated and the database's caches are let go. At the start it also
+//! indexes for search the messages stored before the index.
 
 use std::future::Future;
 use std::time::Duration;
@@ -44,15 +44,17 @@ impl Amc {
         self.blocking(|s| s.checkpoint()).await
     }
 
-    /// Lets go of the database's caches once nothing was written for [`IDLE`]; true when
-    /// it did.
+    /// Lets go of the database's caches once nothing was written for [`IDLE`], once per
+    /// quiet spell; true when it did.
     pub async fn release_memory(&self) -> Result<bool> {
         if self.inner.store.idle_for().is_some_and(|d| d < IDLE) {
             return Ok(false);
         }
-        self.blocking(|s| s.release_memory()).await?;
-        tracing::debug!("released the database's caches");
-        Ok(true)
+        let released = self.blocking(|s| s.release_memory()).await?;
+        if released {
+            tracing::debug!("released the database's caches");
+        }
+        Ok(released)
     }
 
     /// Forgets idempotency records older than 24 hours; returns how many.
