@@ -107,8 +107,9 @@ enum Direct {
 /// `fd` (stdin or stdout) as a pipe or a socket of its own (a duplicate), if it is one.
 fn direct(fd: std::os::fd::BorrowedFd<'_>) -> Option<Direct> {
     use std::os::unix::fs::FileTypeExt;
-    let owned = fd.try_clone_to_owned().ok()?;
-    let kind = std::fs::File::from(owned.try_clone().ok()?).metadata().ok()?.file_type();
+    let file = std::fs::File::from(fd.try_clone_to_owned().ok()?);
+    let kind = file.metadata().ok()?.file_type();
+    let owned = std::os::fd::OwnedFd::from(file);
     if kind.is_fifo() {
         return Some(Direct::Pipe(owned));
     }
