@@ -200,12 +200,9 @@ impl Store {
                 let mut report = IngestReport { channel_id: channel_id.clone(), channel_created, ..Default::default() };
                 let mut newest: Option<Millis> = None;
                 for msg in messages {
-                    match ingest_one(tx, source, &channel_id, msg, now, || self.next_message_id(), &mut pending)? {
+                    let place = Place { channel_id: &channel_id, thread_id: thread.map(|t| t.platform_id.as_str()) };
+                    match ingest_one(tx, source, place, msg, now, || self.next_message_id(), &mut pending)? {
                         Ingested::Inserted(id) => {
-                            if let Some(t) = thread {
-                                tx.prepare_cached("UPDATE messages SET thread_id = ?2 WHERE id = ?1")?
-                                    .execute(params![id, t.platform_id])?;
-                            }
                             let sent_at = stored_sent_at(msg, now);
                             if lowest.as_ref().is_none_or(|(at, lid)| (sent_at, &id) < (*at, lid)) {
                                 lowest = Some((sent_at, id.clone()));
@@ -519,15 +516,23 @@ impl Pending {
     }
 }
 
+/// Where an ingested message goes: its channel, and the thread inside it, if any.
+#[derive(Clone, Copy)]
+struct Place<'a> {
+    channel_id: &'a str,
+    thread_id: Option<&'a str>,
+}
+
 fn ingest_one(
     tx: &Transaction<'_>,
     source: Source,
-    channel_id: &str,
+    place: Place<'_>,
     msg: &IncomingMessage,
     now: Millis,
     new_id: impl FnOnce() -> String,
     pending: &mut Pending,
 ) -> Result<Ingested> {
+    let Place { channel_id, thread_id } = place;
     let reactions = if msg.reactions.is_empty() {
         "[]".to_owned()
     } else {
@@ -595,8 +600,8 @@ fn ingest_one(
     };
     tx.prepare_cached(
         "INSERT INTO messages (id, channel_id, platform_id, source, sender_id, sender_name, is_self, text, sent_at, \
-         edited_at, unsent, reply_to, reply_to_platform_id, reactions, direction, agent_id, ingested_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, 'inbound', NULL, ?15)",
+         edited_at, unsent, reply_to, reply_to_platform_id, reactions, direction, agent_id, ingested_at, thread_id) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, 'inbound', NULL, ?15, ?16)",
     )?
     .execute(params![
         id,
@@ -613,7 +618,8 @@ fn ingest_one(
         reply_to,
         msg.reply_to_platform_id,
         reactions,
-        now
+        now,
+        thread_id
     ])?;
     if msg.reply_to_platform_id.is_some() && reply_to.is_none() {
         pending.orphans = true;
