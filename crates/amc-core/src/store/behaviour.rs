@@ -8,6 +8,7 @@ use crate::model::{
     ChannelKind, Direction, HistoryRelease, IncomingMessage, OutboxStatus, SendPolicy, SenderInfo, Source,
 };
 use crate::time::now_ms;
+use rusqlite::OptionalExtension;
 
 fn store() -> (tempfile::TempDir, Store) {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -325,4 +326,51 @@ fn a_deferral_never_reopens_rows_the_indexer_already_indexed() {
     while store.index_more(2).expect("index").is_some() {}
     assert_eq!(indexed(&store, "messages_fts", "secret"), Vec::<i64>::new(), "the unsent text is gone");
     assert_eq!(indexed(&store, "messages_fts", "gamma"), [1, 2, 4, 5]);
+}
+
+/// The insert trigger's text, if it is there.
+fn insert_trigger_sql(store: &Store) -> Option<String> {
+    store
+        .read(|tx| {
+            Ok(tx
+                .query_row(
+                    "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'messages_fts_insert'",
+                    [],
+                    |r| r.get(0),
+                )
+                .optional()?)
+        })
+        .expect("schema")
+}
+
+#[test]
+fn a_deferral_a_crash_never_ended_indexes_everything_after_a_restart() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("amc.db");
+    let now = now_ms();
+    let migrated = {
+        let store = Store::open(&path).expect("open");
+        let migrated = insert_trigger_sql(&store).expect("the migration's trigger");
+        ingest(&store, "a", vec![msg("g0", "delta before", now)]);
+        store.defer_indexing().expect("defer");
+        ingest(&store, "a", (1..=3).map(|i| msg(&format!("g{i}"), &format!("delta {i}"), now + i)).collect());
+        migrated
+        // Dropped here without end_deferral, as a crash would leave it.
+    };
+    let store = Store::open(&path).expect("reopen");
+    ingest(&store, "a", vec![msg("g4", "delta while the backlog waits", now + 4)]);
+    while store.index_more(2).expect("index").is_some() {}
+    ingest(&store, "a", vec![msg("g5", "delta after", now + 5)]);
+    assert_eq!(indexed(&store, "messages_fts", "delta"), [1, 2, 3, 4, 5, 6], "nothing missed, nothing twice");
+    assert_eq!(insert_trigger_sql(&store).as_deref(), Some(migrated.as_str()), "the same trigger is back");
+
+    // An ended deferral puts back the same trigger too.
+    store.defer_indexing().expect("defer");
+    ingest(&store, "a", vec![msg("g6", "delta imported", now + 6)]);
+    store.end_deferral().expect("end");
+    assert_eq!(insert_trigger_sql(&store).as_deref(), Some(migrated.as_str()));
+    ingest(&store, "a", vec![msg("g7", "delta new", now + 7)]);
+    assert_eq!(indexed(&store, "messages_fts", "delta"), [1, 2, 3, 4, 5, 6, 8], "the new one at once");
+    while store.index_more(2).expect("index").is_some() {}
+    assert_eq!(indexed(&store, "messages_fts", "delta"), [1, 2, 3, 4, 5, 6, 7, 8]);
 }

@@ -85,7 +85,9 @@ impl std::ops::Deref for Store {
 impl Store {
     /// Opens (creating if needed) the database at `path` and applies pending migrations.
     pub fn open(path: &Path) -> Result<Self> {
-        Ok(Self { db: Database::open(path, MIGRATIONS)?, ids: Arc::new(Mutex::new(ulid::Generator::new())) })
+        let store = Self { db: Database::open(path, MIGRATIONS)?, ids: Arc::new(Mutex::new(ulid::Generator::new())) };
+        store.write(search::restore_insert_trigger)?;
+        Ok(store)
     }
 
     /// The database under the store, for parts with their own tables (the relay).
