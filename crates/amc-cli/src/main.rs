@@ -21,7 +21,8 @@ mod ui;
 use std::path::PathBuf;
 
 /// mimalloc: with many threads allocating small objects it is several times faster than
-/// the system's allocator here, and it hands memory back once a burst is over.
+/// the system's allocator here, and it hands memory back once a burst is over. On Linux it
+/// serves SQLite's allocations too (`override`, in Cargo.toml).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
