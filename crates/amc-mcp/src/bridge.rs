@@ -17,7 +17,6 @@ use rmcp::model::{
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::common::unix_socket::UnixSocketHttpClient;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ErrorData as McpError, RoleClient, RoleServer, ServerHandler, ServiceExt};
 use tokio::sync::Mutex;
@@ -225,7 +224,13 @@ impl Bridge {
             .auth_header(self.cfg.token.clone().unwrap_or_default())
             .custom_headers(headers);
         let socket = self.cfg.socket.to_string_lossy().into_owned();
-        let transport = StreamableHttpClientTransport::with_client(UnixSocketHttpClient::new(&socket, &uri), config);
+        // One client per connection to the daemon: its requests reuse open connections
+        // to the socket rather than opening one each.
+        let client = reqwest_mcp::Client::builder()
+            .unix_socket(self.cfg.socket.as_path())
+            .build()
+            .map_err(|e| Problem::Other(e.to_string()))?;
+        let transport = StreamableHttpClientTransport::with_client(client, config);
         match tokio::time::timeout(CONNECT_TIMEOUT, ().serve(transport)).await {
             Ok(Ok(running)) => Ok(running),
             Ok(Err(e)) => Err(check(&self.cfg).await.err().unwrap_or(Problem::Other(e.to_string()))),
