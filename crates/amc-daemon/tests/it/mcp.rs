@@ -6,7 +6,6 @@ use std::collections::HashMap;
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::RunningService;
 use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::common::unix_socket::UnixSocketHttpClient;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
@@ -21,7 +20,7 @@ async fn connect(d: &Daemon, token: &str, agent_id: Option<&str>) -> RunningServ
         headers.insert("x-agent-id".parse().expect("name"), id.parse().expect("value"));
     }
     let config = StreamableHttpClientTransportConfig::with_uri(URI).auth_header(token).custom_headers(headers);
-    let client = UnixSocketHttpClient::new(d.socket().to_str().expect("utf8"), URI);
+    let client = reqwest_mcp::Client::builder().unix_socket(d.socket()).build().expect("client");
     ().serve(StreamableHttpClientTransport::with_client(client, config)).await.expect("mcp handshake")
 }
 
