@@ -55,7 +55,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         for i in 0..total {
             let (chat, handle) = chats[(i % CHATS) as usize];
             let m = FixtureMessage {
-                guid: format!("bench-{i:08}"),
+                guid: guid(i),
                 text: (i % 3 != 0).then(|| format!("message {i}: see you at the usual place around seven")),
                 attributed_body: (i % 3 == 0).then(|| body.clone()),
                 handle_id: handle,
@@ -67,10 +67,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         if std::env::var_os("AMC_BENCH_BAD_ROW").is_some() {
             let middle = total / 2;
-            w.connection().execute(
-                "UPDATE message SET date = NULL, is_from_me = NULL WHERE guid = ?1",
-                [format!("bench-{middle:08}")],
-            )?;
+            w.connection()
+                .execute("UPDATE message SET date = NULL, is_from_me = NULL WHERE guid = ?1", [guid(middle)])?;
             println!("row {} has NULL date and is_from_me", middle + 1);
         }
         w.connection().execute_batch("COMMIT")?;
@@ -246,4 +244,26 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Ok::<_, Box<dyn std::error::Error>>(())
     })?;
     Ok(())
+}
+
+/// Message `i`'s guid, shaped as Messages writes them: a random uppercase UUID (the real
+/// chat properties in imessage-database's test data name `87D5257D-6536-4067-A8A0-…`),
+/// so rows in ROWID order have guids in no order at all. The same `i` gives the same guid.
+fn guid(i: i64) -> String {
+    // splitmix64, twice: 128 well-mixed bits from the row's number.
+    let mix = |mut z: u64| {
+        z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    };
+    let (a, b) = (mix(i as u64), mix(!(i as u64)));
+    format!(
+        "{:08X}-{:04X}-4{:03X}-{:04X}-{:012X}",
+        a >> 32,
+        (a >> 16) & 0xFFFF,
+        a & 0xFFF,
+        0x8000 | ((b >> 48) & 0x3FFF),
+        b & 0xFFFF_FFFF_FFFF
+    )
 }
