@@ -85,9 +85,7 @@ impl std::ops::Deref for Store {
 impl Store {
     /// Opens (creating if needed) the database at `path` and applies pending migrations.
     pub fn open(path: &Path) -> Result<Self> {
-        let store = Self { db: Database::open(path, MIGRATIONS)?, ids: Arc::new(Mutex::new(ulid::Generator::new())) };
-        store.write(search::restore_insert_trigger)?;
-        Ok(store)
+        Ok(Self { db: Database::open(path, MIGRATIONS)?, ids: Arc::new(Mutex::new(ulid::Generator::new())) })
     }
 
     /// The database under the store, for parts with their own tables (the relay).

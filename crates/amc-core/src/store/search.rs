@@ -50,22 +50,17 @@ const DEFERRED: i64 = i64::MAX;
 /// The insert trigger, as migration 0013 last wrote it. A deferral drops it: while the
 /// backlog reaches the largest rowid it would index nothing, and its mere presence (a
 /// trigger program and a statement journal per insert, and a look at the backlog per
-/// row) costs a first import a third of its time. Every write that lowers the backlog's
-/// top from [`DEFERRED`] puts it back, in the same transaction.
+/// row) costs a first import a third of its time. The write that lowers the backlog's
+/// top from [`DEFERRED`] puts it back, in the same transaction: the end of the deferral,
+/// or the indexer's first batch after a crash that never ended it.
 fn insert_trigger() -> &'static str {
     let sql = include_str!("migrations/0013_defer_index.sql");
     sql.find("CREATE TRIGGER").map_or(sql, |at| sql[at..].trim_end())
 }
 
-/// Puts the insert trigger back unless the backlog is still deferred, in `tx`: after a
-/// deferral ends, and at every start (a deferral a crash never ended).
-pub(super) fn restore_insert_trigger(tx: &rusqlite::Transaction<'_>) -> Result<()> {
-    let deferred: bool =
-        tx.query_row("SELECT EXISTS (SELECT 1 FROM search_backlog WHERE hi = ?1)", [DEFERRED], |r| r.get(0))?;
-    if !deferred {
-        tx.execute_batch(&insert_trigger().replacen("CREATE TRIGGER", "CREATE TRIGGER IF NOT EXISTS", 1))?;
-    }
-    Ok(())
+/// Puts the insert trigger back in `tx`, if it is not there.
+fn put_back_insert_trigger(tx: &rusqlite::Transaction<'_>) -> Result<()> {
+    Ok(tx.execute_batch(&insert_trigger().replacen("CREATE TRIGGER", "CREATE TRIGGER IF NOT EXISTS", 1))?)
 }
 
 /// Terms this short are looked for by scanning `messages_cjk`: a trigram needs three.
@@ -308,7 +303,7 @@ impl Store {
                 [DEFERRED],
             )?;
             tx.execute("DELETE FROM search_backlog WHERE hi < lo", [])?;
-            restore_insert_trigger(tx)
+            put_back_insert_trigger(tx)
         })
     }
 
@@ -349,13 +344,14 @@ impl Store {
                 params![from, hi, glob],
             )?;
             let done = (done + rows).min(total);
+            if hi == DEFERRED {
+                put_back_insert_trigger(tx)?;
+            }
             if from <= lo {
                 tx.execute("DELETE FROM search_backlog", [])?;
-                restore_insert_trigger(tx)?;
                 return Ok(None);
             }
             tx.execute("UPDATE search_backlog SET hi = ?1, done = ?2", params![from - 1, done])?;
-            restore_insert_trigger(tx)?;
             Ok(Some(IndexProgress::from_rows(done, total)))
         })
     }
