@@ -110,6 +110,42 @@ fn a_message_that_arrives_late_with_an_older_time_is_still_unread() {
 }
 
 #[test]
+fn marking_read_moves_the_floor_only_over_what_was_read() {
+    let (_dir, store) = store();
+    store.create_agent("bot").expect("agent");
+    let now = now_ms() - 1_000;
+    let texts = ["one", "two", "three", "four", "five"];
+    let msgs = texts.iter().enumerate().map(|(i, t)| msg(&format!("g{i}"), t, now + i as i64)).collect();
+    let report = ingest(&store, "a", msgs);
+    store.approve_channel(&report.channel_id, HistoryRelease::All, None).expect("approve");
+    let ids = &report.inserted;
+    let floor = || -> (i64, String) {
+        store
+            .read(|tx| {
+                Ok(tx.query_row("SELECT floor_at, floor_id FROM agents WHERE id = 'bot'", [], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })?)
+            })
+            .expect("floor")
+    };
+    assert_eq!(unread(&store, "bot"), texts);
+    let start = floor();
+    // Read out of order: the oldest unread stays, and the floor does not pass it.
+    store.mark_read("bot", &ids[1..3]).expect("read");
+    assert_eq!(unread(&store, "bot"), ["one", "four", "five"]);
+    assert!(floor() <= (now, ids[0].clone()), "the floor passed an unread message");
+    // The oldest read too: the floor moves to the first message still unread.
+    store.mark_read("bot", &ids[..1]).expect("read");
+    assert_eq!(floor(), (now + 3, ids[3].clone()), "from {start:?}");
+    assert_eq!(unread(&store, "bot"), ["four", "five"]);
+    store.mark_read("bot", &ids[3..]).expect("read");
+    assert!(unread(&store, "bot").is_empty());
+    // A message that arrives late with an older time lowers it again.
+    ingest(&store, "a", vec![msg("late", "late", now - 1)]);
+    assert_eq!(unread(&store, "bot"), ["late"]);
+}
+
+#[test]
 fn context_stays_inside_the_channel() {
     let (_dir, store) = store();
     let now = now_ms();

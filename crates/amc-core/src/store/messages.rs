@@ -85,6 +85,44 @@ fn collect(tx: &Transaction<'_>, stmt_rows: rusqlite::Result<Vec<Envelope>>) -> 
     Ok(envelopes)
 }
 
+/// How many messages [`raise_floor_past_read`] looks at, at most: it runs in a write.
+const FLOOR_STEP: i64 = 2_000;
+
+/// Raises the agent's unread floor over the messages at it that it has now read (or may
+/// not see), so its next `list_unread` does not step over them again: an agent that
+/// marks each page read would otherwise have every call scan the page before. Looks at
+/// [`FLOOR_STEP`] messages at most; the floor then stops at the last one looked at.
+fn raise_floor_past_read(tx: &Transaction<'_>, agent_id: &str) -> Result<()> {
+    let Some(floor) = tx
+        .prepare_cached("SELECT floor_at, floor_id FROM agents WHERE id = ?1")?
+        .query_row([agent_id], |r| Ok((r.get::<_, Millis>(0)?, r.get::<_, String>(1)?)))
+        .optional()?
+    else {
+        return Ok(());
+    };
+    let sql = format!(
+        "SELECT m.sent_at, m.id, m.direction = 'inbound' AND NOT m.is_self AND {} \
+         AND NOT EXISTS (SELECT 1 FROM read_state r WHERE r.agent_id = ?1 AND r.message_id = m.id) \
+         FROM messages m INDEXED BY messages_by_time JOIN channels c ON c.id = m.channel_id \
+         WHERE (m.sent_at, m.id) >= (?2, ?3) ORDER BY m.sent_at, m.id LIMIT ?4",
+        visible_to("?1")
+    );
+    let mut stmt = tx.prepare_cached(&sql)?;
+    let mut rows = stmt.query(params![agent_id, floor.0, floor.1, FLOOR_STEP])?;
+    let mut raised = None;
+    while let Some(row) = rows.next()? {
+        raised = Some((row.get::<_, Millis>(0)?, row.get::<_, String>(1)?));
+        if row.get::<_, bool>(2)? {
+            break;
+        }
+    }
+    if let Some((at, id)) = raised.filter(|r| *r > floor) {
+        tx.prepare_cached("UPDATE agents SET floor_at = ?2, floor_id = ?3 WHERE id = ?1")?
+            .execute(params![agent_id, at, id])?;
+    }
+    Ok(())
+}
+
 /// What an ingest did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct IngestReport {
@@ -343,7 +381,7 @@ impl Store {
             for id in &unique {
                 stmt.execute(params![agent_id, id, now])?;
             }
-            Ok(())
+            raise_floor_past_read(tx, agent_id)
         })?;
         Ok(unique.len())
     }
