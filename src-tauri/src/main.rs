@@ -6,7 +6,7 @@
 //! # Layout
 //! - `main.rs`: flags, the async runtime, starting AMC, running the app, stopping AMC.
 //! - `tray.rs`: the tray icon and its menu, kept current from `amc_tray_model::follow`.
-//! - `window.rs`: the `amc:` scheme and the window (hidden, not closed, on close).
+//! - `window.rs`: the `amc:` scheme and the window (created when shown, destroyed on close).
 //! - `refused.rs`: what the person sees when AMC cannot start (another AMC runs).
 #![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
 
@@ -79,7 +79,10 @@ fn main() -> ExitCode {
             window::register(builder, daemon).setup(move |app| {
                 #[cfg(target_os = "macos")]
                 app.set_activation_policy(tauri::ActivationPolicy::Accessory);
-                window::create(app.handle(), !hidden)?;
+                // Started at login: in the menu bar only, no window (and no WebKit) yet.
+                if !hidden {
+                    window::create(app.handle())?;
+                }
                 tray::create(app.handle(), amc, stop)?;
                 Ok(())
             })

@@ -1,42 +1,35 @@
 //! The person's window: it loads `amc://localhost/ui/`, and the `amc:` scheme hands each
-//! of its requests to the daemon in this process. Closing it only hides it.
+//! of its requests to the daemon in this process. The window exists only while shown:
+//! closing it destroys it, and WebKit's web process with it (a quarter of a gigabyte on
+//! Linux), so AMC at rest in the menu bar is the daemon alone; showing it creates it again.
 
 use amc_tray_model::scheme::Scheme;
 use tauri::http::{HeaderValue, header};
-use tauri::{AppHandle, Manager, WebviewWindowBuilder, WindowEvent};
+use tauri::{AppHandle, Manager, WebviewWindowBuilder};
 
 /// The window's label in `tauri.conf.json`.
 pub const MAIN: &str = "main";
 
-/// Registers the `amc:` scheme, answered by `daemon` (the daemon in this process), and
-/// keeps the app alive when its window is closed.
+/// Registers the `amc:` scheme, answered by `daemon` (the daemon in this process). The
+/// app stays alive when its window is closed (see `main`'s run loop).
 pub fn register(builder: tauri::Builder<tauri::Wry>, daemon: amc_daemon::InProcess) -> tauri::Builder<tauri::Wry> {
     let scheme = Scheme::new(daemon);
-    builder
-        .register_asynchronous_uri_scheme_protocol(amc_tray_model::scheme::SCHEME, move |ctx, request, responder| {
-            let scheme = scheme.clone();
-            // Tauri applies the configured CSP to its own assets only: these pages get it too.
-            let csp = ctx.app_handle().config().app.security.csp.as_ref().map(|c| c.to_string());
-            tauri::async_runtime::spawn(async move {
-                let mut response = scheme.dispatch(request).await;
-                if let Some(value) = csp.and_then(|c| HeaderValue::from_str(&c).ok()) {
-                    response.headers_mut().entry(header::CONTENT_SECURITY_POLICY).or_insert(value);
-                }
-                responder.respond(response);
-            });
-        })
-        .on_window_event(|window, event| {
-            if let WindowEvent::CloseRequested { api, .. } = event {
-                api.prevent_close();
-                if let Err(e) = window.hide() {
-                    tracing::warn!(error = %e, "hiding the window failed");
-                }
+    builder.register_asynchronous_uri_scheme_protocol(amc_tray_model::scheme::SCHEME, move |ctx, request, responder| {
+        let scheme = scheme.clone();
+        // Tauri applies the configured CSP to its own assets only: these pages get it too.
+        let csp = ctx.app_handle().config().app.security.csp.as_ref().map(|c| c.to_string());
+        tauri::async_runtime::spawn(async move {
+            let mut response = scheme.dispatch(request).await;
+            if let Some(value) = csp.and_then(|c| HeaderValue::from_str(&c).ok()) {
+                response.headers_mut().entry(header::CONTENT_SECURITY_POLICY).or_insert(value);
             }
-        })
+            responder.respond(response);
+        });
+    })
 }
 
-/// Creates the window from its configuration, shown or not.
-pub fn create(app: &AppHandle, visible: bool) -> tauri::Result<()> {
+/// Creates the window from its configuration, and shows it.
+pub fn create(app: &AppHandle) -> tauri::Result<()> {
     let Some(config) = app.config().app.windows.iter().find(|w| w.label == MAIN).cloned() else {
         return Err(tauri::Error::WindowNotFound);
     };
@@ -46,20 +39,16 @@ pub fn create(app: &AppHandle, visible: bool) -> tauri::Result<()> {
             url.scheme() == amc_tray_model::scheme::SCHEME && url.host_str() == Some(amc_tray_model::scheme::HOST)
         })
         .build()?;
-    if visible {
-        window.show()?;
-        window.set_focus()?;
-    }
-    Ok(())
+    window.show()?;
+    window.set_focus()
 }
 
-/// Shows and focuses the window.
+/// Shows and focuses the window, creating it if it is closed.
 pub fn show(app: &AppHandle) {
-    let Some(window) = app.get_webview_window(MAIN) else {
-        tracing::warn!("the window is gone");
-        return;
+    let shown = match app.get_webview_window(MAIN) {
+        Some(window) => window.unminimize().and_then(|()| window.show()).and_then(|()| window.set_focus()),
+        None => create(app),
     };
-    let shown = window.unminimize().and_then(|()| window.show()).and_then(|()| window.set_focus());
     if let Err(e) = shown {
         tracing::warn!(error = %e, "showing the window failed");
     }
