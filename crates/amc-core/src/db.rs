@@ -24,6 +24,10 @@ const MMAP_BYTES: i64 = 268_435_456;
 /// <https://www.sqlite.org/pragma.html#pragma_soft_heap_limit>).
 const SOFT_HEAP_LIMIT: i64 = 32 * 1024 * 1024;
 
+/// The write-ahead log's length, in pages, past which it is folded into the database
+/// (SQLite's default for its automatic checkpoint).
+const CHECKPOINT_PAGES: i32 = 1000;
+
 /// How long a connection waits for a lock held by another before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -50,6 +54,73 @@ struct Inner {
     readers: Mutex<Readers>,
     /// Signalled when a reader goes back to the pool.
     returned: std::sync::Condvar,
+    /// Folds the log into the database beside the writer (see [`Checkpointer`]).
+    checkpointer: Arc<Checkpointer>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.checkpointer.ask(|s| s.stop = true);
+    }
+}
+
+/// Checkpoints off the write path. SQLite's automatic checkpoint runs inside the commit
+/// that takes the log past [`CHECKPOINT_PAGES`], so that one write (an agent's
+/// `mark_read`, a relay post) waits tens of milliseconds for pages copied on behalf of
+/// all. The writer turns it off, and its log hook instead asks a thread of the database's
+/// own to run a passive checkpoint on a connection of its own, as SQLite suggests for
+/// applications that care about write latency
+/// (<https://www.sqlite.org/wal.html#application_initiated_checkpoints>). The thread
+/// sleeps until asked: no timer, no wake-up at rest. A log that a steady stream of writes
+/// keeps past twice the mark is finished by the writer (see the hook in `open`).
+#[derive(Default)]
+struct Checkpointer {
+    state: Mutex<CheckpointState>,
+    asked: std::sync::Condvar,
+}
+
+#[derive(Default)]
+struct CheckpointState {
+    wanted: bool,
+    stop: bool,
+    /// Checkpoints run so far (for tests).
+    done: u64,
+}
+
+impl Checkpointer {
+    fn ask(&self, f: impl FnOnce(&mut CheckpointState)) {
+        f(&mut self.state.lock().unwrap_or_else(|p| p.into_inner()));
+        self.asked.notify_all();
+    }
+
+    /// Runs until the database is dropped: a passive checkpoint each time it is asked.
+    fn run(&self, path: &Path) {
+        let mut conn = None;
+        loop {
+            {
+                let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+                while !state.wanted && !state.stop {
+                    state = self.asked.wait(state).unwrap_or_else(|p| p.into_inner());
+                }
+                if state.stop {
+                    return;
+                }
+                state.wanted = false;
+            }
+            let checkpoint = |conn: &mut Option<Connection>| -> Result<()> {
+                let c = match conn {
+                    Some(c) => c,
+                    None => conn.insert(open_connection(path, false)?),
+                };
+                c.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))?;
+                Ok(())
+            };
+            if let Err(e) = checkpoint(&mut conn) {
+                tracing::warn!(error = %e, "checkpoint failed; the next commit asks again");
+            }
+            self.ask(|s| s.done += 1);
+        }
+    }
 }
 
 /// A reader connection on loan: back to the pool when dropped, or closed (freeing its
@@ -88,6 +159,28 @@ impl Database {
         writer.pragma_update(None, "journal_mode", "wal")?;
         migrate_core(&mut writer, migrations)?;
         let reader = warm_reader(path)?;
+        let checkpointer = Arc::new(Checkpointer::default());
+        // The pragma replaces any log hook: first the pragma, then the hook.
+        writer.pragma_update(None, "wal_autocheckpoint", 0)?;
+        let asked = Arc::downgrade(&checkpointer);
+        writer.wal_hook(Some(move |wal: &mut rusqlite::hooks::Wal, pages: std::ffi::c_int| {
+            if pages >= CHECKPOINT_PAGES
+                && let Some(c) = asked.upgrade()
+            {
+                c.ask(|s| s.wanted = true);
+            }
+            // Under a steady stream of writes the thread never catches up with the log's
+            // end, and SQLite starts the log over only once every frame is copied: past
+            // twice the mark, the writer copies what the thread has not (little by then).
+            // Passive: busy at once, and left to the next commit, while the thread is at it.
+            if pages >= 2 * CHECKPOINT_PAGES {
+                let _ = wal.checkpoint();
+            }
+            // An error here would fail a statement whose commit happened.
+            Ok(())
+        }))?;
+        let (run, at) = (checkpointer.clone(), path.to_owned());
+        std::thread::Builder::new().name("amc-checkpoint".into()).spawn(move || run.run(&at))?;
         Ok(Self {
             inner: Arc::new(Inner {
                 path: path.to_owned(),
@@ -96,6 +189,7 @@ impl Database {
                 released_after: Mutex::new(None),
                 readers: Mutex::new(Readers { idle: vec![reader], open: 1 }),
                 returned: std::sync::Condvar::new(),
+                checkpointer,
             }),
         })
     }
@@ -371,6 +465,40 @@ mod tests {
         assert!(!db.release_memory().expect("release"), "once per quiet spell");
         db.write(|tx| Ok(tx.execute_batch("INSERT INTO t VALUES (1);")?)).expect("the writer still writes");
         assert!(db.release_memory().expect("release"), "again after a write");
+    }
+
+    /// Waits until the checkpointer has run more than `after` checkpoints.
+    fn checkpointed_past(db: &Database, after: u64) {
+        let c = &db.inner.checkpointer;
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let mut state = c.state.lock().expect("lock");
+        while state.done <= after {
+            let left = deadline.checked_duration_since(std::time::Instant::now()).expect("a checkpoint within 10 s");
+            state = c.asked.wait_timeout(state, left).expect("wait").0;
+        }
+    }
+
+    /// The log is folded into the database beside the writer, not by a commit: it stays
+    /// short however much is written.
+    #[test]
+    fn the_log_is_checkpointed_beside_the_writer() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("amc.db");
+        let db = Database::open(&path, &[]).expect("open");
+        db.write(|tx| Ok(tx.execute_batch("CREATE TABLE t (x);")?)).expect("table");
+        let done = |db: &Database| db.inner.checkpointer.state.lock().expect("lock").done;
+        for round in 0..20 {
+            let before = done(&db);
+            // About 250 pages a round: the log passes CHECKPOINT_PAGES by the fifth.
+            db.write(|tx| Ok(tx.execute("INSERT INTO t VALUES (randomblob(1000000))", [])?)).expect("write");
+            if round % 5 == 4 {
+                checkpointed_past(&db, before);
+            }
+        }
+        let log = std::fs::metadata(path.with_extension("db-wal")).expect("wal").len();
+        assert!(log < 3 * CHECKPOINT_PAGES as u64 * 4096, "the log grew to {log} bytes");
+        let n: i64 = db.read(|tx| Ok(tx.query_row("SELECT count(*) FROM t", [], |r| r.get(0))?)).expect("read");
+        assert_eq!(n, 20, "nothing lost");
     }
 
     #[test]
