@@ -56,11 +56,21 @@ struct Inner {
     returned: std::sync::Condvar,
     /// Folds the log into the database beside the writer (see [`Checkpointer`]).
     checkpointer: Arc<Checkpointer>,
+    /// The checkpointer's thread, joined when the database is dropped.
+    checkpointing: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
 impl Drop for Inner {
     fn drop(&mut self) {
         self.checkpointer.ask(|s| s.stop = true);
+        // At most one passive checkpoint to wait for: after this, nothing of the
+        // database's is open or running.
+        let thread = self.checkpointing.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(t) = thread
+            && t.join().is_err()
+        {
+            tracing::warn!("the checkpoint thread panicked");
+        }
     }
 }
 
@@ -83,6 +93,10 @@ struct Checkpointer {
 struct CheckpointState {
     wanted: bool,
     stop: bool,
+    /// A checkpoint of the thread's is under way.
+    running: bool,
+    /// The writer's own checkpoint is under way: the thread waits.
+    paused: bool,
     /// Checkpoints run so far (for tests).
     done: u64,
 }
@@ -93,24 +107,39 @@ impl Checkpointer {
         self.asked.notify_all();
     }
 
+    /// Keeps the thread from checkpointing until the guard drops, once its checkpoint
+    /// under way (if any) is over: SQLite never waits for another connection's checkpoint,
+    /// so the writer's own (the truncating one at rest and at a clean stop) would fail.
+    fn pause(&self) -> Paused<'_> {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        state.paused = true;
+        self.asked.notify_all();
+        while state.running {
+            state = self.asked.wait(state).unwrap_or_else(|p| p.into_inner());
+        }
+        Paused(self)
+    }
+
     /// Runs until the database is dropped: a passive checkpoint each time it is asked.
     fn run(&self, path: &Path) {
         let mut conn = None;
         loop {
             {
                 let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-                while !state.wanted && !state.stop {
+                while (!state.wanted || state.paused) && !state.stop {
                     state = self.asked.wait(state).unwrap_or_else(|p| p.into_inner());
                 }
                 if state.stop {
                     return;
                 }
                 state.wanted = false;
+                state.running = true;
             }
             let checkpoint = |conn: &mut Option<Connection>| -> Result<()> {
                 let c = match conn {
                     Some(c) => c,
-                    None => conn.insert(open_connection(path, false)?),
+                    // The database exists by now: never create one where it was removed.
+                    None => conn.insert(open_connection(path, OpenFlags::SQLITE_OPEN_READ_WRITE)?),
                 };
                 c.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))?;
                 Ok(())
@@ -118,8 +147,20 @@ impl Checkpointer {
             if let Err(e) = checkpoint(&mut conn) {
                 tracing::warn!(error = %e, "checkpoint failed; the next commit asks again");
             }
-            self.ask(|s| s.done += 1);
+            self.ask(|s| {
+                s.running = false;
+                s.done += 1;
+            });
         }
+    }
+}
+
+/// The writer's checkpoint under way (see [`Checkpointer::pause`]).
+struct Paused<'a>(&'a Checkpointer);
+
+impl Drop for Paused<'_> {
+    fn drop(&mut self) {
+        self.0.ask(|s| s.paused = false);
     }
 }
 
@@ -154,7 +195,7 @@ impl Database {
     /// and applies the core's pending `migrations`.
     #[tracing::instrument(skip_all, fields(path = %path.display()), err)]
     pub(crate) fn open(path: &Path, migrations: &[Migration]) -> Result<Self> {
-        let mut writer = open_connection(path, false)?;
+        let mut writer = open_connection(path, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE)?;
         std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
         writer.pragma_update(None, "journal_mode", "wal")?;
         migrate_core(&mut writer, migrations)?;
@@ -180,7 +221,7 @@ impl Database {
             Ok(())
         }))?;
         let (run, at) = (checkpointer.clone(), path.to_owned());
-        std::thread::Builder::new().name("amc-checkpoint".into()).spawn(move || run.run(&at))?;
+        let checkpointing = std::thread::Builder::new().name("amc-checkpoint".into()).spawn(move || run.run(&at))?;
         Ok(Self {
             inner: Arc::new(Inner {
                 path: path.to_owned(),
@@ -190,6 +231,7 @@ impl Database {
                 readers: Mutex::new(Readers { idle: vec![reader], open: 1 }),
                 returned: std::sync::Condvar::new(),
                 checkpointer,
+                checkpointing: Mutex::new(Some(checkpointing)),
             }),
         })
     }
@@ -221,6 +263,7 @@ impl Database {
     /// database. Readers in the middle of a transaction make it stop short: it then
     /// returns false, and the log is truncated another time.
     pub fn checkpoint(&self) -> Result<bool> {
+        let _paused = self.inner.checkpointer.pause();
         let conn = self.inner.writer.lock().unwrap_or_else(|p| p.into_inner());
         // (busy, log frames, frames checkpointed): busy = 1 when it could not finish.
         let busy: i64 = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))?;
@@ -293,7 +336,7 @@ impl Database {
                 drop(readers);
                 // The lease gives the slot back if opening fails.
                 let mut lease = Lease { db: self, conn: None };
-                lease.conn = Some(open_connection(&self.inner.path, true)?);
+                lease.conn = Some(open_connection(&self.inner.path, OpenFlags::SQLITE_OPEN_READ_ONLY)?);
                 return Ok(lease);
             }
             readers = self.inner.returned.wait(readers).unwrap_or_else(|p| p.into_inner());
@@ -335,13 +378,10 @@ fn newer(part: &str, found: usize, known: usize) -> Error {
     Error::internal(format_args!("the database is from a newer AMC ({part} schema {found}, this build knows {known})"))
 }
 
-fn open_connection(path: &Path, read_only: bool) -> Result<Connection> {
-    let flags = if read_only {
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX
-    } else {
-        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX
-    };
-    let conn = Connection::open_with_flags(path, flags)?;
+/// A connection opened with `access` (read-only, read-write, creating or not), set up as
+/// every connection of AMC's is.
+fn open_connection(path: &Path, access: OpenFlags) -> Result<Connection> {
+    let conn = Connection::open_with_flags(path, access | OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
     conn.busy_timeout(BUSY_TIMEOUT)?;
     conn.pragma_update(None, "foreign_keys", true)?;
     conn.pragma_update(None, "synchronous", "normal")?;
@@ -361,7 +401,7 @@ fn open_connection(path: &Path, read_only: bool) -> Result<Connection> {
 /// A reader with the schema already parsed: the pool starts with one, so the first read
 /// after a start does not pay for opening a connection (a millisecond or more).
 fn warm_reader(path: &Path) -> Result<Connection> {
-    let conn = open_connection(path, true)?;
+    let conn = open_connection(path, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
     conn.query_row("SELECT count(*) FROM sqlite_schema", [], |_| Ok(()))?;
     Ok(conn)
 }
@@ -499,6 +539,37 @@ mod tests {
         assert!(log < 3 * CHECKPOINT_PAGES as u64 * 4096, "the log grew to {log} bytes");
         let n: i64 = db.read(|tx| Ok(tx.query_row("SELECT count(*) FROM t", [], |r| r.get(0))?)).expect("read");
         assert_eq!(n, 20, "nothing lost");
+    }
+
+    /// SQLite never waits for another connection's checkpoint: the writer's own (at rest,
+    /// at a clean stop) waits for the thread's to end, and the thread starts none meanwhile.
+    #[test]
+    fn the_writers_checkpoint_waits_for_the_threads() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("amc.db");
+        let db = Database::open(&path, &[]).expect("open");
+        db.write(|tx| Ok(tx.execute_batch("CREATE TABLE t (x); INSERT INTO t VALUES (zeroblob(100000));")?))
+            .expect("write");
+        let c = db.inner.checkpointer.clone();
+        c.ask(|s| s.running = true); // as if the thread were at it
+        let (done, finished) = std::sync::mpsc::channel();
+        let writer = db.clone();
+        let waiting = std::thread::spawn(move || done.send(writer.checkpoint().expect("checkpoint")));
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let mut state = c.state.lock().expect("lock");
+        while !state.paused {
+            let left =
+                deadline.checked_duration_since(std::time::Instant::now()).expect("the writer's checkpoint pauses");
+            state = c.asked.wait_timeout(state, left).expect("wait").0;
+        }
+        assert!(finished.try_recv().is_err(), "it did not wait");
+        state.running = false;
+        drop(state);
+        c.asked.notify_all();
+        assert!(finished.recv().expect("answer"), "the log is truncated");
+        waiting.join().expect("thread").expect("sent");
+        assert_eq!(std::fs::metadata(path.with_extension("db-wal")).map(|m| m.len()).unwrap_or(0), 0);
+        assert!(!c.state.lock().expect("lock").paused);
     }
 
     #[test]
