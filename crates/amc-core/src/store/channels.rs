@@ -28,6 +28,17 @@ pub(super) fn visible_to(agent: &str) -> String {
     format!("{VISIBLE} AND {}", open_to(agent))
 }
 
+/// The SQL condition under which message `m` of channel `c` is unread for the agent bound
+/// to the parameter `agent`: an inbound message from someone else, [`visible_to`] it, that
+/// it has not marked read. `list_unread`, the push and the unread floor all count with it.
+pub(super) fn unread_to(agent: &str) -> String {
+    format!(
+        "m.direction = 'inbound' AND NOT m.is_self AND {} \
+         AND NOT EXISTS (SELECT 1 FROM read_state r WHERE r.agent_id = {agent} AND r.message_id = m.id)",
+        visible_to(agent)
+    )
+}
+
 /// A channel's send policy for the agent bound to the parameter `agent`: its own on the
 /// channel, else the channel's.
 fn policy_for(agent: &str) -> String {

@@ -6,7 +6,7 @@ use std::collections::{BTreeSet, HashMap};
 use rusqlite::{OptionalExtension, Row, Transaction, params};
 
 use super::Store;
-use super::channels::{ChannelSpec, ThreadSpec, VISIBLE, lower_floors, parse_col, upsert, visible_to};
+use super::channels::{ChannelSpec, ThreadSpec, VISIBLE, lower_floors, parse_col, unread_to, upsert, visible_to};
 use crate::error::{Error, Result};
 use crate::model::{
     AttachmentInfo, ChannelKind, ChannelRef, Direction, Envelope, IncomingMessage, Reaction, SenderInfo, Source,
@@ -93,19 +93,14 @@ const FLOOR_STEP: i64 = 2_000;
 /// marks each page read would otherwise have every call scan the page before. Looks at
 /// [`FLOOR_STEP`] messages at most; the floor then stops at the last one looked at.
 fn raise_floor_past_read(tx: &Transaction<'_>, agent_id: &str) -> Result<()> {
-    let Some(floor) = tx
-        .prepare_cached("SELECT floor_at, floor_id FROM agents WHERE id = ?1")?
-        .query_row([agent_id], |r| Ok((r.get::<_, Millis>(0)?, r.get::<_, String>(1)?)))
-        .optional()?
-    else {
+    let Some(floor) = floor_of(tx, agent_id)? else {
         return Ok(());
     };
     let sql = format!(
-        "SELECT m.sent_at, m.id, m.direction = 'inbound' AND NOT m.is_self AND {} \
-         AND NOT EXISTS (SELECT 1 FROM read_state r WHERE r.agent_id = ?1 AND r.message_id = m.id) \
+        "SELECT m.sent_at, m.id, {} \
          FROM messages m INDEXED BY messages_by_time JOIN channels c ON c.id = m.channel_id \
          WHERE (m.sent_at, m.id) >= (?2, ?3) ORDER BY m.sent_at, m.id LIMIT ?4",
-        visible_to("?1")
+        unread_to("?1")
     );
     let mut stmt = tx.prepare_cached(&sql)?;
     let mut rows = stmt.query(params![agent_id, floor.0, floor.1, FLOOR_STEP])?;
@@ -121,6 +116,15 @@ fn raise_floor_past_read(tx: &Transaction<'_>, agent_id: &str) -> Result<()> {
             .execute(params![agent_id, at, id])?;
     }
     Ok(())
+}
+
+/// The agent's unread floor: no message before it is unread for the agent. None for an
+/// unknown agent.
+fn floor_of(tx: &Transaction<'_>, agent_id: &str) -> Result<Option<(Millis, String)>> {
+    Ok(tx
+        .prepare_cached("SELECT floor_at, floor_id FROM agents WHERE id = ?1")?
+        .query_row([agent_id], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?)
 }
 
 /// What an ingest did.
@@ -293,33 +297,25 @@ impl Store {
         }
         let (messages, advance) = self.read(|tx| {
             let generation: i64 = tx.query_row("SELECT value FROM unread_generation WHERE id = 1", [], |r| r.get(0))?;
-            let floor: (Millis, String) = tx
-                .prepare_cached("SELECT floor_at, floor_id FROM agents WHERE id = ?1")?
-                .query_row([agent_id], |r| Ok((r.get(0)?, r.get(1)?)))
-                .optional()?
-                .ok_or_else(|| Error::unauthorized("unknown agent"))?;
+            let floor = floor_of(tx, agent_id)?.ok_or_else(|| Error::unauthorized("unknown agent"))?;
             let since = q.since.unwrap_or(i64::MIN);
             // Message ids all have one length, so `id + " "` sorts after `id` and before
             // every id above it: a start inclusive of it is exclusive of `id`.
             let after = q.after.as_ref().map(|(at, id)| (*at, format!("{id} ")));
             let (start_at, start_id) =
                 [Some(floor.clone()), Some((since, String::new())), after].into_iter().flatten().max().unwrap_or(floor.clone());
-            let visible = visible_to("?1");
+            let unread = unread_to("?1");
             let sql = if q.channel_id.is_some() {
                 format!(
                     "SELECT {ENVELOPE_COLS} FROM messages m INDEXED BY messages_by_channel JOIN channels c ON c.id = m.channel_id \
-                     WHERE m.channel_id = ?5 AND (m.sent_at, m.id) >= (?2, ?3) AND m.direction = 'inbound' AND NOT m.is_self AND {visible} \
-                     AND (?4 IS NULL OR m.source = ?4) \
-                     AND NOT EXISTS (SELECT 1 FROM read_state r WHERE r.agent_id = ?1 AND r.message_id = m.id) \
-                     ORDER BY m.sent_at, m.id LIMIT ?6"
+                     WHERE m.channel_id = ?5 AND (m.sent_at, m.id) >= (?2, ?3) AND (?4 IS NULL OR m.source = ?4) \
+                     AND {unread} ORDER BY m.sent_at, m.id LIMIT ?6"
                 )
             } else {
                 format!(
                     "SELECT {ENVELOPE_COLS} FROM messages m INDEXED BY messages_by_time JOIN channels c ON c.id = m.channel_id \
-                     WHERE (m.sent_at, m.id) >= (?2, ?3) AND m.direction = 'inbound' AND NOT m.is_self AND {visible} \
-                     AND (?4 IS NULL OR m.source = ?4) AND (?5 IS NULL) \
-                     AND NOT EXISTS (SELECT 1 FROM read_state r WHERE r.agent_id = ?1 AND r.message_id = m.id) \
-                     ORDER BY m.sent_at, m.id LIMIT ?6"
+                     WHERE (m.sent_at, m.id) >= (?2, ?3) AND (?4 IS NULL OR m.source = ?4) AND (?5 IS NULL) \
+                     AND {unread} ORDER BY m.sent_at, m.id LIMIT ?6"
                 )
             };
             let mut stmt = tx.prepare_cached(&sql)?;

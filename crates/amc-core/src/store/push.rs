@@ -5,7 +5,7 @@
 use rusqlite::{OptionalExtension, params};
 
 use super::Store;
-use super::channels::visible_to;
+use super::channels::unread_to;
 use super::messages::{ENVELOPE_COLS, ENVELOPE_WIDTH, envelope_from_row, load_attachments};
 use crate::error::{Error, Result};
 use crate::model::Envelope;
@@ -62,11 +62,9 @@ impl Store {
             let sql = format!(
                 "SELECT {ENVELOPE_COLS}, m.rowid FROM messages m JOIN channels c ON c.id = m.channel_id \
                  LEFT JOIN push_channels p ON p.agent_id = ?1 AND p.channel_id = m.channel_id \
-                 WHERE m.rowid > ?2 AND m.rowid > coalesce(p.through, ?2) \
-                 AND m.direction = 'inbound' AND NOT m.is_self AND {} \
-                 AND NOT EXISTS (SELECT 1 FROM read_state r WHERE r.agent_id = ?1 AND r.message_id = m.id) \
+                 WHERE m.rowid > ?2 AND m.rowid > coalesce(p.through, ?2) AND {} \
                  ORDER BY m.rowid LIMIT ?3",
-                visible_to("?1")
+                unread_to("?1")
             );
             let mut stmt = tx.prepare_cached(&sql)?;
             let rows = stmt
