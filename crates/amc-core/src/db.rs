@@ -57,7 +57,7 @@ struct Inner {
     /// Folds the log into the database beside the writer (see [`Checkpointer`]).
     checkpointer: Arc<Checkpointer>,
     /// The checkpointer's thread, joined when the database is dropped.
-    checkpointing: Mutex<Option<std::thread::JoinHandle<()>>>,
+    checkpointing: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Drop for Inner {
@@ -65,8 +65,7 @@ impl Drop for Inner {
         self.checkpointer.ask(|s| s.stop = true);
         // At most one passive checkpoint to wait for: after this, nothing of the
         // database's is open or running.
-        let thread = self.checkpointing.lock().unwrap_or_else(|p| p.into_inner()).take();
-        if let Some(t) = thread
+        if let Some(t) = self.checkpointing.take()
             && t.join().is_err()
         {
             tracing::warn!("the checkpoint thread panicked");
@@ -231,7 +230,7 @@ impl Database {
                 readers: Mutex::new(Readers { idle: vec![reader], open: 1 }),
                 returned: std::sync::Condvar::new(),
                 checkpointer,
-                checkpointing: Mutex::new(Some(checkpointing)),
+                checkpointing: Some(checkpointing),
             }),
         })
     }
@@ -299,7 +298,9 @@ impl Database {
         if let Some(kept) = kept {
             // On loan while it shrinks: back in the pool when the lease drops.
             let lease = Lease { db: self, conn: Some(kept) };
-            lease.conn.as_ref().map(|c| c.execute_batch(&shrink)).transpose()?;
+            if let Some(c) = &lease.conn {
+                c.execute_batch(&shrink)?;
+            }
         }
         let conn = self.inner.writer.lock().unwrap_or_else(|p| p.into_inner());
         conn.execute_batch(&shrink)?;
@@ -507,15 +508,20 @@ mod tests {
         assert!(db.release_memory().expect("release"), "again after a write");
     }
 
-    /// Waits until the checkpointer has run more than `after` checkpoints.
-    fn checkpointed_past(db: &Database, after: u64) {
-        let c = &db.inner.checkpointer;
+    /// Waits (10 s at most, then panics naming `what`) until the checkpointer's state
+    /// satisfies `until`, and returns it locked.
+    fn wait_for<'a>(
+        c: &'a Checkpointer,
+        what: &str,
+        until: impl Fn(&CheckpointState) -> bool,
+    ) -> std::sync::MutexGuard<'a, CheckpointState> {
         let deadline = std::time::Instant::now() + Duration::from_secs(10);
         let mut state = c.state.lock().expect("lock");
-        while state.done <= after {
-            let left = deadline.checked_duration_since(std::time::Instant::now()).expect("a checkpoint within 10 s");
+        while !until(&state) {
+            let left = deadline.checked_duration_since(std::time::Instant::now()).unwrap_or_else(|| panic!("{what}"));
             state = c.asked.wait_timeout(state, left).expect("wait").0;
         }
+        state
     }
 
     /// The log is folded into the database beside the writer, not by a commit: it stays
@@ -532,7 +538,7 @@ mod tests {
             // About 250 pages a round: the log passes CHECKPOINT_PAGES by the fifth.
             db.write(|tx| Ok(tx.execute("INSERT INTO t VALUES (randomblob(1000000))", [])?)).expect("write");
             if round % 5 == 4 {
-                checkpointed_past(&db, before);
+                drop(wait_for(&db.inner.checkpointer, "a checkpoint within 10 s", |s| s.done > before));
             }
         }
         let log = std::fs::metadata(path.with_extension("db-wal")).expect("wal").len();
@@ -555,13 +561,7 @@ mod tests {
         let (done, finished) = std::sync::mpsc::channel();
         let writer = db.clone();
         let waiting = std::thread::spawn(move || done.send(writer.checkpoint().expect("checkpoint")));
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        let mut state = c.state.lock().expect("lock");
-        while !state.paused {
-            let left =
-                deadline.checked_duration_since(std::time::Instant::now()).expect("the writer's checkpoint pauses");
-            state = c.asked.wait_timeout(state, left).expect("wait").0;
-        }
+        let mut state = wait_for(&c, "the writer's checkpoint pauses", |s| s.paused);
         assert!(finished.try_recv().is_err(), "it did not wait");
         state.running = false;
         drop(state);
