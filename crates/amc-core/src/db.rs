@@ -384,6 +384,7 @@ fn newer(part: &str, found: usize, known: usize) -> Error {
 fn open_connection(path: &Path, access: OpenFlags) -> Result<Connection> {
     let conn = Connection::open_with_flags(path, access | OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
     conn.busy_timeout(BUSY_TIMEOUT)?;
+    register_functions(&conn)?;
     conn.pragma_update(None, "foreign_keys", true)?;
     conn.pragma_update(None, "synchronous", "normal")?;
     // The hot indexes of a large inbox stay in memory: 64 MiB of page cache per
@@ -399,6 +400,32 @@ fn open_connection(path: &Path, access: OpenFlags) -> Result<Connection> {
     Ok(conn)
 }
 
+/// How many platform keys SQLite computed in this process: a migration that rebuilds
+/// `messages` computes one per message, and says how far it is with this.
+static KEYS_COMPUTED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Registers AMC's SQL functions on `conn`: `amc_platform_key(source, platform_id)`.
+/// Every connection has them, and `messages`' generated column needs them to write.
+fn register_functions(conn: &Connection) -> Result<()> {
+    use rusqlite::functions::FunctionFlags;
+    use rusqlite::types::ValueRef;
+    let flags = FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC | FunctionFlags::SQLITE_INNOCUOUS;
+    conn.create_scalar_function("amc_platform_key", 2, flags, |ctx| {
+        KEYS_COMPUTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        // A column of text affinity holds numbers as text: a number is keyed as its text.
+        let text = |i: usize| -> rusqlite::Result<std::borrow::Cow<'_, [u8]>> {
+            match ctx.get_raw(i) {
+                ValueRef::Text(t) | ValueRef::Blob(t) => Ok(t.into()),
+                ValueRef::Integer(n) => Ok(n.to_string().into_bytes().into()),
+                ValueRef::Real(x) => Ok(x.to_string().into_bytes().into()),
+                ValueRef::Null => Err(rusqlite::Error::InvalidFunctionParameterType(i, rusqlite::types::Type::Null)),
+            }
+        };
+        Ok(crate::store::platform_key(&text(0)?, &text(1)?))
+    })?;
+    Ok(())
+}
+
 /// A reader with the schema already parsed: the pool starts with one, so the first read
 /// after a start does not pay for opening a connection (a millisecond or more).
 fn warm_reader(path: &Path) -> Result<Connection> {
@@ -408,21 +435,78 @@ fn warm_reader(path: &Path) -> Result<Connection> {
 }
 
 /// Applies every core migration newer than `PRAGMA user_version`, each in its own
-/// transaction.
+/// transaction. Foreign keys are off while one runs, so a migration can rebuild a table
+/// others refer to (SQLite's documented way to change a table's constraints), and checked
+/// before it commits: a migration that leaves a broken reference fails and changes
+/// nothing. A migration that takes more than a few seconds says how far it is.
 fn migrate_core(conn: &mut Connection, migrations: &[Migration]) -> Result<()> {
     let current: usize = conn.pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0))?.try_into().unwrap_or(0);
     if current > migrations.len() {
         return Err(newer("core", current, migrations.len()));
     }
-    for (i, (name, sql)) in migrations.iter().enumerate().skip(current) {
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        tx.execute_batch(sql).map_err(|e| Error::internal(format_args!("migration {name}: {e}")))?;
-        tx.pragma_update(None, "user_version", (i + 1) as i64)?;
-        tx.commit()?;
+    for (i, &(name, sql)) in migrations.iter().enumerate().skip(current) {
+        conn.pragma_update(None, "foreign_keys", false)?;
+        let log = progress_log(conn, name);
+        conn.progress_handler(PROGRESS_STEPS, Some(log))?;
+        let applied = apply_core(conn, name, sql, i + 1);
+        conn.progress_handler(0, None::<fn() -> bool>)?;
+        conn.pragma_update(None, "foreign_keys", true)?;
+        applied?;
         tracing::info!(migration = name, "applied");
     }
     Ok(())
 }
+
+/// Runs one core migration and records it as version `version`, in one transaction.
+fn apply_core(conn: &mut Connection, name: &str, sql: &str, version: usize) -> Result<()> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    tx.execute_batch(sql).map_err(|e| Error::internal(format_args!("migration {name}: {e}")))?;
+    let broken: Option<String> =
+        tx.query_row("SELECT \"table\" FROM pragma_foreign_key_check LIMIT 1", [], |r| r.get(0)).optional()?;
+    if let Some(table) = broken {
+        return Err(Error::internal(format_args!("migration {name}: it leaves a broken reference in {table}")));
+    }
+    tx.pragma_update(None, "user_version", version as i64)?;
+    Ok(tx.commit()?)
+}
+
+/// How many SQLite instructions run between two looks at a migration's progress.
+const PROGRESS_STEPS: std::ffi::c_int = 100_000;
+
+/// The progress handler of migration `name`: every few seconds it logs how long the
+/// migration has run and, for one that rewrites the messages, how many it has rewritten
+/// of how many.
+fn progress_log(conn: &Connection, name: &'static str) -> impl FnMut() -> bool + Send + 'static {
+    use std::sync::atomic::Ordering;
+    let messages: Option<i64> =
+        conn.query_row("SELECT count(*) FROM messages", [], |r| r.get(0)).optional().ok().flatten();
+    let keyed_before = KEYS_COMPUTED.load(Ordering::Relaxed);
+    let started = std::time::Instant::now();
+    let mut said = started;
+    move || {
+        if said.elapsed() >= PROGRESS_EVERY {
+            said = std::time::Instant::now();
+            let rewritten = KEYS_COMPUTED.load(Ordering::Relaxed).saturating_sub(keyed_before);
+            let seconds = started.elapsed().as_secs();
+            match messages {
+                Some(total) if rewritten > 0 => {
+                    tracing::info!(
+                        migration = name,
+                        seconds,
+                        rewritten,
+                        total,
+                        "updating the store: messages rewritten"
+                    )
+                }
+                _ => tracing::info!(migration = name, seconds, "updating the store"),
+            }
+        }
+        false
+    }
+}
+
+/// How often a long migration says how far it is.
+const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
 
 #[cfg(test)]
 mod tests {
@@ -432,6 +516,43 @@ mod tests {
         ("0001_notes", "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL);"),
         ("0002_tags", "ALTER TABLE notes ADD COLUMN tag TEXT;"),
     ];
+
+    /// A core migration may rebuild a table others refer to (foreign keys are off while it
+    /// runs), but one that leaves a broken reference changes nothing and is refused.
+    #[test]
+    fn a_migration_that_breaks_a_reference_changes_nothing() {
+        const CORE: &[Migration] = &[
+            (
+                "0001_pairs",
+                "CREATE TABLE parents (id TEXT PRIMARY KEY); \
+                 CREATE TABLE children (parent TEXT NOT NULL REFERENCES parents (id) ON DELETE CASCADE); \
+                 INSERT INTO parents VALUES ('a'), ('b'); INSERT INTO children VALUES ('a'), ('b');",
+            ),
+            (
+                "0002_rebuild",
+                "CREATE TABLE parents_rebuilt (id TEXT PRIMARY KEY, born INTEGER NOT NULL DEFAULT 0); \
+                 INSERT INTO parents_rebuilt (id) SELECT id FROM parents; DROP TABLE parents; \
+                 ALTER TABLE parents_rebuilt RENAME TO parents;",
+            ),
+            ("0003_orphans", "DELETE FROM parents WHERE id = 'a';"),
+        ];
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("amc.db");
+        drop(Database::open(&path, &CORE[..2]).expect("the rebuild runs"));
+        let count = |path: &Path| -> (i64, i64, i64) {
+            let conn = Connection::open(path).expect("open");
+            conn.query_row(
+                "SELECT (SELECT count(*) FROM parents), (SELECT count(*) FROM children), \
+                 (SELECT user_version FROM pragma_user_version)",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .expect("count")
+        };
+        assert_eq!(count(&path), (2, 2, 2), "dropping the old table deleted no child");
+        assert!(Database::open(&path, CORE).is_err(), "refused");
+        assert_eq!(count(&path), (2, 2, 2), "nothing changed");
+    }
 
     /// Reads beyond the pool's size wait for a reader instead of opening more, and a read
     /// that panics gives its slot back.

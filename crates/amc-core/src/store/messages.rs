@@ -573,7 +573,7 @@ fn ingest_one(
         serde_json::to_string(&msg.reactions).map_err(Error::internal)?
     };
     let existing: Option<String> = tx
-        .prepare_cached("SELECT id FROM messages WHERE source = ?1 AND platform_id = ?2")?
+        .prepare_cached("SELECT id FROM messages WHERE platform_key = amc_platform_key(?1, ?2) AND source = ?1 AND platform_id = ?2")?
         .query_row(params![source.as_str(), msg.platform_id], |r| r.get(0))
         .optional()?;
     // A part of an agent's send that the platform stored as a message of its own.
@@ -627,7 +627,7 @@ fn ingest_one(
     let id = new_id();
     let reply_to: Option<String> = match &msg.reply_to_platform_id {
         Some(parent) => tx
-            .prepare_cached("SELECT id FROM messages WHERE source = ?1 AND platform_id = ?2")?
+            .prepare_cached("SELECT id FROM messages WHERE platform_key = amc_platform_key(?1, ?2) AND source = ?1 AND platform_id = ?2")?
             .query_row(params![source.as_str(), parent], |r| r.get(0))
             .optional()?,
         None => None,
@@ -694,7 +694,7 @@ impl Store {
     pub fn has_platform_message(&self, source: Source, platform_id: &str) -> Result<bool> {
         self.read(|tx| {
             Ok(tx
-                .prepare_cached("SELECT EXISTS (SELECT 1 FROM messages WHERE source = ?1 AND platform_id = ?2)")?
+                .prepare_cached("SELECT EXISTS (SELECT 1 FROM messages WHERE platform_key = amc_platform_key(?1, ?2) AND source = ?1 AND platform_id = ?2)")?
                 .query_row(params![source.as_str(), platform_id], |r| r.get(0))?)
         })
     }
@@ -756,7 +756,7 @@ impl Store {
             for c in changes {
                 let found: Option<(String, String, String)> = tx
                     .prepare_cached(
-                        "SELECT id, channel_id, reactions FROM messages WHERE source = ?1 AND platform_id = ?2",
+                        "SELECT id, channel_id, reactions FROM messages WHERE platform_key = amc_platform_key(?1, ?2) AND source = ?1 AND platform_id = ?2",
                     )?
                     .query_row(params![source.as_str(), c.target_platform_id], |r| {
                         Ok((r.get(0)?, r.get(1)?, r.get(2)?))
@@ -797,7 +797,7 @@ impl Store {
         self.write(|tx| {
             let found: Option<(String, String, String)> = tx
                 .prepare_cached(
-                    "SELECT id, channel_id, reactions FROM messages WHERE source = ?1 AND platform_id = ?2",
+                    "SELECT id, channel_id, reactions FROM messages WHERE platform_key = amc_platform_key(?1, ?2) AND source = ?1 AND platform_id = ?2",
                 )?
                 .query_row(params![source.as_str(), platform_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
                 .optional()?;
@@ -823,7 +823,8 @@ impl Store {
             let mut changed = Vec::new();
             let mut stmt = tx.prepare_cached(
                 "UPDATE messages SET unsent = 1, reactions = '[]' \
-                 WHERE source = ?1 AND platform_id = ?2 AND unsent = 0 RETURNING id, channel_id",
+                 WHERE platform_key = amc_platform_key(?1, ?2) AND source = ?1 AND platform_id = ?2 AND unsent = 0 \
+                 RETURNING id, channel_id",
             )?;
             for pid in platform_ids {
                 if let Some(row) =

@@ -55,16 +55,31 @@ const MIGRATIONS: &[Migration] = &[
     ("0011_channel_gone", include_str!("migrations/0011_channel_gone.sql")),
     ("0012_threads", include_str!("migrations/0012_threads.sql")),
     ("0013_defer_index", include_str!("migrations/0013_defer_index.sql")),
+    ("0014_platform_key", include_str!("migrations/0014_platform_key.sql")),
 ];
 
 /// SQL that turns a database back into one from before migration 0010 (which started
 /// the search index over), undoing every later migration first, for tests of what 0010
 /// does to existing data. Keep it in step with each new migration.
 #[cfg(any(test, feature = "test-support"))]
-pub const BACK_TO_0009: &str = "DROP INDEX messages_by_thread; DROP TABLE threads; \
+pub const BACK_TO_0009: &str = "DROP INDEX messages_by_platform_key; ALTER TABLE messages DROP COLUMN platform_key; \
+     DROP INDEX messages_by_thread; DROP TABLE threads; \
      ALTER TABLE messages DROP COLUMN thread_id; \
      ALTER TABLE channels DROP COLUMN gone_at; ALTER TABLE channels DROP COLUMN gone_reason; \
      DROP TABLE messages_cjk; DROP TABLE search_backlog; PRAGMA user_version = 9;";
+
+/// The key a message's platform id is looked up by (`messages.platform_key`): FNV-1a,
+/// 64 bits, over the source, a unit separator and the platform id. SQLite computes it
+/// with `amc_platform_key` (see `db.rs`); it is stored, so it must never
+/// change. It is not unique, and it need not be: every lookup compares the source and the
+/// platform id too. Ids crafted to collide only make their own lookups walk a few more
+/// index entries.
+pub fn platform_key(source: &[u8], platform_id: &[u8]) -> i64 {
+    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    let bytes = source.iter().chain(&[0x1f]).chain(platform_id);
+    bytes.fold(OFFSET, |hash, b| (hash ^ u64::from(*b)).wrapping_mul(PRIME)) as i64
+}
 
 /// The core's typed store: the database, and the generator of message ids.
 #[derive(Clone)]
@@ -191,6 +206,98 @@ mod tests {
                 row("ch_g", "any;+;chat42", "blocked", None, "review", 6, 1),
             ]
         );
+    }
+
+    /// Migration 0014 rebuilds `messages` without its unique index on platform ids: every
+    /// message, rowid, file, read mark and alias stays, search still finds them, and a
+    /// message read again from its platform is still stored once.
+    #[test]
+    fn messages_keep_everything_through_the_platform_key_rebuild() {
+        use crate::model::{ChannelKind, IncomingMessage, SenderInfo, Source};
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("amc.db");
+        drop(Database::open(&path, &MIGRATIONS[..13]).expect("open"));
+        let conn = Connection::open(&path).expect("open");
+        conn.execute_batch(
+            "INSERT INTO channels (id, source, platform_id, name, kind, state, created_at, updated_at) VALUES
+               ('ch_a', 'imessage', 'iMessage;-;+15551234567', 'Ada', 'dm', 'allowed', 1, 1),
+               ('ch_d', 'discord', '123', 'Guild / #general', 'group', 'allowed', 2, 2);
+             INSERT INTO messages (rowid, id, channel_id, platform_id, source, sender_id, text, sent_at, reply_to,
+                                   reply_to_platform_id, reactions, direction, agent_id, ingested_at, thread_id) VALUES
+               (7, 'msg_1', 'ch_a', 'C0FFEE-1', 'imessage', '+15551234567', 'lunch at noon', 10, NULL, NULL, '[]', 'inbound', NULL, 10, NULL),
+               (9, 'msg_2', 'ch_a', 'C0FFEE-2', 'imessage', 'agent:bot', 'see you there', 20, 'msg_1', 'C0FFEE-1', '[]', 'outbound', 'bot', 20, NULL),
+               (12, 'msg_3', 'ch_d', '1234567890', 'discord', '42', 'ship it', 30, NULL, NULL, '[{\"emoji\":\"👍\"}]', 'inbound', NULL, 30, '555');
+             INSERT INTO attachments (id, message_id, filename, available) VALUES ('att_1', 'msg_1', 'menu.pdf', 1);
+             INSERT INTO agents (id, token_hash, created_at) VALUES ('bot', x'00', 1);
+             INSERT INTO read_state (agent_id, message_id, read_at) VALUES ('bot', 'msg_1', 5);
+             INSERT INTO platform_aliases (source, platform_id, message_id) VALUES ('imessage', 'C0FFEE-3', 'msg_2');",
+        )
+        .expect("a database from before the rebuild");
+        let rows = |conn: &Connection| -> Vec<Vec<rusqlite::types::Value>> {
+            let mut stmt = conn
+                .prepare(
+                    "SELECT rowid, id, channel_id, platform_id, source, sender_id, sender_name, is_self, text, sent_at, \
+                     edited_at, unsent, reply_to, reply_to_platform_id, reactions, direction, agent_id, ingested_at, \
+                     thread_id FROM messages ORDER BY rowid",
+                )
+                .expect("prepare");
+            let all = stmt.query_map([], |r| (0..19).map(|i| r.get(i)).collect()).expect("query");
+            all.collect::<rusqlite::Result<_>>().expect("rows")
+        };
+        let before = rows(&conn);
+        drop(conn);
+
+        let store = Store::open(&path).expect("migrated");
+        store
+            .read(|tx| {
+                assert_eq!(rows(tx), before, "every message, with its rowid");
+                let kept: (i64, i64, i64) = tx.query_row(
+                    "SELECT (SELECT count(*) FROM attachments), (SELECT count(*) FROM read_state), \
+                     (SELECT count(*) FROM platform_aliases)",
+                    [],
+                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                )?;
+                assert_eq!(kept, (1, 1, 1), "files, read marks and aliases");
+                let mut keys = tx.prepare("SELECT source, platform_id, platform_key FROM messages")?;
+                for key in keys.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get(2)?)))? {
+                    let (source, id, key): (String, String, i64) = key?;
+                    assert_eq!(key, platform_key(source.as_bytes(), id.as_bytes()), "{id}");
+                }
+                let found: String = tx.query_row(
+                    "SELECT m.id FROM messages_fts f JOIN messages m ON m.rowid = f.rowid WHERE messages_fts MATCH 'noon'",
+                    [],
+                    |r| r.get(0),
+                )?;
+                assert_eq!(found, "msg_1", "the search index still points at its messages");
+                let unique: i64 = tx.query_row(
+                    "SELECT count(*) FROM pragma_index_list('messages') WHERE \"unique\" AND origin = 'u'",
+                    [],
+                    |r| r.get(0),
+                )?;
+                assert_eq!(unique, 0, "no unique index on platform ids is left");
+                Ok(())
+            })
+            .expect("read");
+        assert!(store.has_platform_message(Source::Discord, "1234567890").expect("lookup"));
+        assert!(!store.has_platform_message(Source::Imessage, "1234567890").expect("lookup"));
+        let again = IncomingMessage {
+            platform_id: "C0FFEE-1".into(),
+            sender: SenderInfo { id: "+15551234567".into(), display_name: None, is_self: false },
+            text: "lunch at noon".into(),
+            sent_at: 10,
+            reply_to_platform_id: None,
+            attachments: Vec::new(),
+            edited_at: None,
+            unsent: false,
+            reactions: Vec::new(),
+        };
+        let chat =
+            ChannelSpec { platform_id: "iMessage;-;+15551234567".into(), name: "Ada".into(), kind: ChannelKind::Dm };
+        let report = store.ingest(Source::Imessage, &chat, &[again], None).expect("ingest");
+        assert!(report.inserted_platform_ids.is_empty(), "read again, it is not stored twice");
+        let count: i64 =
+            store.read(|tx| Ok(tx.query_row("SELECT count(*) FROM messages", [], |r| r.get(0))?)).expect("n");
+        assert_eq!(count, 3);
     }
 
     #[test]

@@ -302,7 +302,8 @@ fn alias_parts(tx: &Transaction<'_>, id: &str, parts: &[String]) -> Result<()> {
         let echo: Option<String> = tx
             .prepare_cached(
                 "SELECT m.id FROM messages m JOIN channels c ON c.id = m.channel_id JOIN outbox o ON o.id = ?1 \
-                 WHERE m.source = c.source AND c.id = o.channel_id AND m.platform_id = ?2 AND m.direction = 'inbound'",
+                 WHERE m.source = c.source AND c.id = o.channel_id AND m.platform_key = amc_platform_key(c.source, ?2) AND m.platform_id = ?2 \
+                 AND m.direction = 'inbound'",
             )?
             .query_row(params![id, part], |r| r.get(0))
             .optional()?;
@@ -327,7 +328,8 @@ fn store_outbound(tx: &Transaction<'_>, id: &str, platform_id: &str, sent_at: Mi
     let echo: Option<String> = tx
         .prepare_cached(
             "SELECT m.id FROM messages m JOIN outbox o ON o.id = ?1 JOIN channels c ON c.id = o.channel_id \
-             WHERE m.source = c.source AND m.platform_id = ?2 AND m.direction = 'inbound'",
+             WHERE m.source = c.source AND m.platform_key = amc_platform_key(c.source, ?2) AND m.platform_id = ?2 \
+                 AND m.direction = 'inbound'",
         )?
         .query_row(params![id, platform_id], |r| r.get(0))
         .optional()?;

@@ -47,15 +47,15 @@ fn spaceless_glob() -> String {
 /// The backlog's top while a first import defers its indexing: the largest rowid.
 const DEFERRED: i64 = i64::MAX;
 
-/// The insert trigger, as migration 0013 last wrote it. A deferral drops it: while the
+/// The insert trigger, as migration 0014 last wrote it. A deferral drops it: while the
 /// backlog reaches the largest rowid it would index nothing, and its mere presence (a
 /// trigger program and a statement journal per insert, and a look at the backlog per
 /// row) costs a first import a third of its time. The write that lowers the backlog's
 /// top from [`DEFERRED`] puts it back, in the same transaction: the end of the deferral,
 /// or the indexer's first batch after a crash that never ended it.
 fn insert_trigger() -> &'static str {
-    let sql = include_str!("migrations/0013_defer_index.sql");
-    sql.find("CREATE TRIGGER").map_or(sql, |at| sql[at..].trim_end())
+    let sql = include_str!("migrations/0014_platform_key.sql");
+    sql.find("CREATE TRIGGER messages_fts_insert").map_or(sql, |at| sql[at..].trim_end())
 }
 
 /// Puts the insert trigger back in `tx`, if it is not there.
