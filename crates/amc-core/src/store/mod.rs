@@ -227,6 +227,9 @@ mod tests {
                (7, 'msg_1', 'ch_a', 'C0FFEE-1', 'imessage', '+15551234567', 'lunch at noon', 10, NULL, NULL, '[]', 'inbound', NULL, 10, NULL),
                (9, 'msg_2', 'ch_a', 'C0FFEE-2', 'imessage', 'agent:bot', 'see you there', 20, 'msg_1', 'C0FFEE-1', '[]', 'outbound', 'bot', 20, NULL),
                (12, 'msg_3', 'ch_d', '1234567890', 'discord', '42', 'ship it', 30, NULL, NULL, '[{\"emoji\":\"👍\"}]', 'inbound', NULL, 30, '555');
+             WITH RECURSIVE n (i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2000)
+             INSERT INTO messages (id, channel_id, platform_id, source, sender_id, text, sent_at, direction, ingested_at)
+             SELECT 'msg_f' || i, 'ch_d', 'f' || i, 'discord', '42', printf('%.300c', 'x'), 100 + i, 'inbound', 100 + i FROM n;
              INSERT INTO attachments (id, message_id, filename, available) VALUES ('att_1', 'msg_1', 'menu.pdf', 1);
              INSERT INTO agents (id, token_hash, created_at) VALUES ('bot', x'00', 1);
              INSERT INTO read_state (agent_id, message_id, read_at) VALUES ('bot', 'msg_1', 5);
@@ -275,6 +278,8 @@ mod tests {
                     |r| r.get(0),
                 )?;
                 assert_eq!(unique, 0, "no unique index on platform ids is left");
+                let free: i64 = tx.query_row("SELECT freelist_count FROM pragma_freelist_count", [], |r| r.get(0))?;
+                assert_eq!(free, 0, "the old table's pages went back to the system");
                 Ok(())
             })
             .expect("read");
@@ -297,7 +302,7 @@ mod tests {
         assert!(report.inserted_platform_ids.is_empty(), "read again, it is not stored twice");
         let count: i64 =
             store.read(|tx| Ok(tx.query_row("SELECT count(*) FROM messages", [], |r| r.get(0))?)).expect("n");
-        assert_eq!(count, 3);
+        assert_eq!(count, 2003);
     }
 
     #[test]
