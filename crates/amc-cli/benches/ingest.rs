@@ -6,7 +6,9 @@
 //! `AMC_BENCH_CHAT_DB` names the chat.db (the iMessage bench writes one with
 //! `AMC_BENCH_KEEP=DIR`), `AMC_BENCH_EXPORTER` the imessage-exporter binary (without it
 //! only AMC runs), and `AMC_BENCH_RUNS` the runs of each (5 by default).
-//! `scripts/bench` runs it with both.
+//! `AMC_BENCH_BASELINE` names another build's `amc` (an earlier release, say), run in
+//! the same alternation, to see what a change did on the same machine the same hour.
+//! `scripts/bench` runs it with the exporter.
 #![allow(clippy::print_stdout)] // a bench binary reports on stdout
 
 use std::path::{Path, PathBuf};
@@ -54,11 +56,11 @@ fn stored(db: &Path) -> i64 {
 }
 
 /// `amc serve` on a fresh data directory, until every message is stored.
-fn amc_run(chat_db: &Path, expected: i64, work: &Path) -> Result<Run, Box<dyn std::error::Error>> {
+fn amc_run(amc: &Path, chat_db: &Path, expected: i64, work: &Path) -> Result<Run, Box<dyn std::error::Error>> {
     let data = work.join("amc");
     let _ = std::fs::remove_dir_all(&data);
     let t0 = Instant::now();
-    let child = Command::new(AMC)
+    let child = Command::new(amc)
         .args(["serve", "--test-sender", "--chat-db"])
         .arg(chat_db)
         .env("AMC_DATA_DIR", &data)
@@ -128,12 +130,25 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let expected: i64 = rusqlite::Connection::open_with_flags(&chat_db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)?
         .query_row("SELECT count(*) FROM message", [], |r| r.get(0))?;
     let exporter = std::env::var_os("AMC_BENCH_EXPORTER").map(PathBuf::from);
-    let (mut amc, mut peer) = (Vec::new(), Vec::new());
+    let baseline = std::env::var_os("AMC_BENCH_BASELINE").map(PathBuf::from);
+    let (mut amc, mut peer, mut before) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..runs {
-        amc.push(amc_run(&chat_db, expected, work.path())?);
+        amc.push(amc_run(Path::new(AMC), &chat_db, expected, work.path())?);
         if let Some(e) = &exporter {
             peer.push(exporter_run(e, &chat_db, work.path())?);
         }
+        if let Some(b) = &baseline {
+            before.push(amc_run(b, &chat_db, expected, work.path())?);
+        }
+    }
+    if !before.is_empty() {
+        let s = median(before.iter().map(|r| r.took.as_secs_f64()).collect());
+        let mib = median(before.iter().map(|r| r.peak_mib).collect());
+        let now = median(amc.iter().map(|r| r.took.as_secs_f64()).collect());
+        println!(
+            "baseline build, same runs: median {s:.2} s, peak RSS {mib:.0} MiB; this build / baseline: {:.2}",
+            now / s
+        );
     }
     let amc_s = median(amc.iter().map(|r| r.took.as_secs_f64()).collect());
     let amc_mib = median(amc.iter().map(|r| r.peak_mib).collect());
