@@ -454,29 +454,7 @@ fn migrate_core(conn: &mut Connection, migrations: &[Migration]) -> Result<()> {
         applied?;
         tracing::info!(migration = name, "applied");
     }
-    if current < migrations.len() {
-        compact_after_rebuild(conn)?;
-    }
     Ok(())
-}
-
-/// Gives the file back its free pages when a migration left many (a rebuilt table's old
-/// pages: 40 % of the file after 0014): SQLite would reuse them only as the store grows.
-/// VACUUM writes a copy of the database first: in a temporary file (not in memory, as
-/// other temporary tables are), then back over the database, in one transaction.
-fn compact_after_rebuild(conn: &Connection) -> Result<()> {
-    let (pages, free): (i64, i64) =
-        conn.query_row("SELECT page_count, freelist_count FROM pragma_page_count, pragma_freelist_count", [], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })?;
-    if free * 4 <= pages {
-        return Ok(());
-    }
-    tracing::info!(free_pages = free, pages, "compacting the store after its update");
-    conn.pragma_update(None, "temp_store", "file")?;
-    let vacuumed = conn.execute_batch("VACUUM");
-    conn.pragma_update(None, "temp_store", "memory")?;
-    Ok(vacuumed?)
 }
 
 /// Runs one core migration and records it as version `version`, in one transaction.
