@@ -34,9 +34,16 @@ pub(super) fn visible_to(agent: &str) -> String {
 pub(super) fn unread_to(agent: &str) -> String {
     format!(
         "m.direction = 'inbound' AND NOT m.is_self AND {} \
-         AND NOT EXISTS (SELECT 1 FROM read_state r WHERE r.agent_id = {agent} AND r.message_id = m.id)",
-        visible_to(agent)
+         AND NOT EXISTS (SELECT 1 FROM read_marks r WHERE r.agent = {} AND r.message = m.rowid)",
+        visible_to(agent),
+        agent_key(agent)
     )
+}
+
+/// The key of the agent bound to the parameter `agent` in `read_marks`: its rowid,
+/// looked up once per statement (SQLite runs a subquery that names no outer row once).
+pub(super) fn agent_key(agent: &str) -> String {
+    format!("(SELECT rowid FROM agents WHERE id = {agent})")
 }
 
 /// A channel's send policy for the agent bound to the parameter `agent`: its own on the

@@ -6,6 +6,7 @@ use std::collections::{BTreeSet, HashMap};
 use rusqlite::{OptionalExtension, Row, Transaction, params};
 
 use super::Store;
+use super::channels::agent_key;
 use super::channels::{ChannelSpec, ThreadSpec, VISIBLE, lower_floors, parse_col, unread_to, upsert, visible_to};
 use crate::error::{Error, Result};
 use crate::model::{
@@ -368,9 +369,10 @@ impl Store {
         let now = now_ms();
         self.write(|tx| {
             let sql = format!(
-                "INSERT INTO read_state (agent_id, message_id, read_at) \
-                 SELECT ?1, m.id, ?3 FROM messages m JOIN channels c ON c.id = m.channel_id WHERE m.id = ?2 AND {} \
-                 ON CONFLICT (agent_id, message_id) DO NOTHING",
+                "INSERT INTO read_marks (agent, message, read_at) \
+                 SELECT {}, m.rowid, ?3 FROM messages m JOIN channels c ON c.id = m.channel_id WHERE m.id = ?2 AND {} \
+                 ON CONFLICT (agent, message) DO NOTHING",
+                agent_key("?1"),
                 visible_to("?1")
             );
             let mut stmt = tx.prepare_cached(&sql)?;
@@ -430,8 +432,10 @@ impl Store {
     /// The agents that have read each of `ids`.
     pub fn readers(&self, ids: &[String]) -> Result<HashMap<String, Vec<String>>> {
         self.read(|tx| {
-            let mut stmt =
-                tx.prepare_cached("SELECT agent_id FROM read_state WHERE message_id = ?1 ORDER BY read_at")?;
+            let mut stmt = tx.prepare_cached(
+                "SELECT a.id FROM read_marks r JOIN agents a ON a.rowid = r.agent \
+                     WHERE r.message = (SELECT rowid FROM messages WHERE id = ?1) ORDER BY r.read_at",
+            )?;
             let mut out = HashMap::new();
             for id in ids {
                 let agents = stmt.query_map([id], |r| r.get(0))?.collect::<rusqlite::Result<Vec<String>>>()?;
@@ -906,8 +910,8 @@ impl Store {
         let now = now_ms();
         self.write(|tx| {
             let mut stmt = tx.prepare_cached(
-                "INSERT INTO read_state (agent_id, message_id, read_at) SELECT a.id, ?1, ?2 FROM agents a \
-                 WHERE EXISTS (SELECT 1 FROM messages WHERE id = ?1) ON CONFLICT (agent_id, message_id) DO NOTHING",
+                "INSERT INTO read_marks (agent, message, read_at) SELECT a.rowid, m.rowid, ?2 \
+                 FROM agents a JOIN messages m ON m.id = ?1 WHERE true ON CONFLICT (agent, message) DO NOTHING",
             )?;
             for id in ids {
                 stmt.execute(params![id, now])?;

@@ -56,13 +56,18 @@ const MIGRATIONS: &[Migration] = &[
     ("0012_threads", include_str!("migrations/0012_threads.sql")),
     ("0013_defer_index", include_str!("migrations/0013_defer_index.sql")),
     ("0014_platform_key", include_str!("migrations/0014_platform_key.sql")),
+    ("0015_read_marks", include_str!("migrations/0015_read_marks.sql")),
 ];
 
 /// SQL that turns a database back into one from before migration 0010 (which started
 /// the search index over), undoing every later migration first, for tests of what 0010
 /// does to existing data. Keep it in step with each new migration.
 #[cfg(any(test, feature = "test-support"))]
-pub const BACK_TO_0009: &str = "DROP INDEX messages_by_platform_key; ALTER TABLE messages DROP COLUMN platform_key; \
+pub const BACK_TO_0009: &str = "DROP TRIGGER read_marks_of_message; DROP TRIGGER read_marks_of_agent; \
+     DROP TABLE read_marks; CREATE TABLE read_state (agent_id TEXT NOT NULL REFERENCES agents (id) ON DELETE CASCADE, \
+     message_id TEXT NOT NULL REFERENCES messages (id) ON DELETE CASCADE, read_at INTEGER NOT NULL, \
+     PRIMARY KEY (agent_id, message_id)) WITHOUT ROWID; CREATE INDEX read_state_by_message ON read_state (message_id); \
+     DROP INDEX messages_by_platform_key; ALTER TABLE messages DROP COLUMN platform_key; \
      DROP INDEX messages_by_thread; DROP TABLE threads; \
      ALTER TABLE messages DROP COLUMN thread_id; \
      ALTER TABLE channels DROP COLUMN gone_at; ALTER TABLE channels DROP COLUMN gone_reason; \
@@ -208,11 +213,12 @@ mod tests {
         );
     }
 
-    /// Migration 0014 rebuilds `messages` without its unique index on platform ids: every
-    /// message, rowid, file, read mark and alias stays, search still finds them, and a
-    /// message read again from its platform is still stored once.
+    /// Migration 0014 rebuilds `messages` without its unique index on platform ids, and
+    /// 0015 keys read marks by rowids: every message, rowid, file, read mark and alias
+    /// stays, search still finds them, and a message read again from its platform is
+    /// still stored once.
     #[test]
-    fn messages_keep_everything_through_the_platform_key_rebuild() {
+    fn messages_and_read_marks_keep_everything_through_the_rebuilds() {
         use crate::model::{ChannelKind, IncomingMessage, SenderInfo, Source};
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("amc.db");
@@ -255,7 +261,7 @@ mod tests {
             .read(|tx| {
                 assert_eq!(rows(tx), before, "every message, with its rowid");
                 let kept: (i64, i64, i64) = tx.query_row(
-                    "SELECT (SELECT count(*) FROM attachments), (SELECT count(*) FROM read_state), \
+                    "SELECT (SELECT count(*) FROM attachments), (SELECT count(*) FROM read_marks), \
                      (SELECT count(*) FROM platform_aliases)",
                     [],
                     |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
@@ -281,6 +287,8 @@ mod tests {
                 Ok(())
             })
             .expect("read");
+        let readers = store.readers(&["msg_1".to_owned()]).expect("readers");
+        assert_eq!(readers["msg_1"], ["bot"], "the read mark names its agent and message (0015)");
         assert!(store.has_platform_message(Source::Discord, "1234567890").expect("lookup"));
         assert!(!store.has_platform_message(Source::Imessage, "1234567890").expect("lookup"));
         let again = IncomingMessage {
@@ -301,6 +309,11 @@ mod tests {
         let count: i64 =
             store.read(|tx| Ok(tx.query_row("SELECT count(*) FROM messages", [], |r| r.get(0))?)).expect("n");
         assert_eq!(count, 2003);
+        // A message's read marks go with it, as its foreign key's cascade took them.
+        store.write(|tx| Ok(tx.execute("DELETE FROM messages WHERE id = 'msg_1'", [])?)).expect("delete");
+        let marks: i64 =
+            store.read(|tx| Ok(tx.query_row("SELECT count(*) FROM read_marks", [], |r| r.get(0))?)).expect("n");
+        assert_eq!(marks, 0);
     }
 
     #[test]
@@ -319,7 +332,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = Store::open(&dir.path().join("amc.db")).expect("open");
         let res = store.write(|tx| {
-            tx.execute("INSERT INTO read_state (agent_id, message_id, read_at) VALUES ('a', 'msg_x', 0)", [])?;
+            tx.execute("INSERT INTO attachments (id, message_id) VALUES ('att_x', 'msg_x')", [])?;
             Ok(())
         });
         assert!(res.is_err());
