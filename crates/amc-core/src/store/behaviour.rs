@@ -211,6 +211,29 @@ fn a_held_send_is_claimed_once_and_settles_once() {
     assert_eq!((outbound[0].text.as_str(), outbound[0].agent_id.as_deref()), ("hi", Some("bot")));
 }
 
+/// No unique index keeps platform ids apart since migration 0014: a second send the
+/// platform reports under the first one's id fails instead of storing the message twice.
+#[test]
+fn two_sends_under_one_platform_id_store_one_message() {
+    let (_dir, store) = store();
+    store.create_agent("bot").expect("agent");
+    let ch = ingest(&store, "a", vec![msg("g1", "hello", now_ms())]).channel_id;
+    store.approve_channel(&ch, HistoryRelease::All, Some(SendPolicy::Auto)).expect("approve");
+    let sent = SendOutcome::Sent { platform_id: "p-1".into(), sent_at: now_ms(), other_parts: Vec::new() };
+    let mut results = Vec::new();
+    for _ in 0..2 {
+        let SendLookup::New(send) = store.record_send(&new_send(&ch, None, OutboxStatus::Sending)).expect("send")
+        else {
+            panic!("a new send")
+        };
+        results.push(store.finish_send(&send.id, &sent).map(|item| item.status));
+    }
+    assert_eq!(results[0].as_ref().ok(), Some(&OutboxStatus::Sent));
+    assert!(results[1].is_err(), "{:?}", results[1]);
+    let tail = store.channel_tail(&ch, 10).expect("tail");
+    assert_eq!(tail.iter().filter(|m| m.direction == Direction::Outbound).count(), 1);
+}
+
 #[test]
 fn a_send_in_flight_when_amc_stopped_becomes_unknown_and_is_never_retried() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -333,6 +333,19 @@ fn store_outbound(tx: &Transaction<'_>, id: &str, platform_id: &str, sent_at: Mi
         )?
         .query_row(params![id, platform_id], |r| r.get(0))
         .optional()?;
+    // A message is stored once per platform id (the ingest looks before it inserts; no
+    // unique index says so since migration 0014): a send whose platform id is already an
+    // outbound message fails here rather than store it twice.
+    let stored: bool = tx
+        .prepare_cached(
+            "SELECT EXISTS (SELECT 1 FROM messages m JOIN outbox o ON o.id = ?1 JOIN channels c ON c.id = o.channel_id \
+             WHERE m.source = c.source AND m.platform_key = amc_platform_key(c.source, ?2) AND m.platform_id = ?2 \
+                 AND m.direction = 'outbound')",
+        )?
+        .query_row(params![id, platform_id], |r| r.get(0))?;
+    if stored {
+        return Err(Error::internal(format_args!("send {id}: its platform id is stored already")));
+    }
     if let Some(echo) = &echo {
         tx.prepare_cached("UPDATE messages SET platform_id = platform_id || '#echo-' || id WHERE id = ?1")?
             .execute([echo])?;

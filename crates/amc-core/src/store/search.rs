@@ -363,9 +363,13 @@ mod tests {
 
     #[test]
     fn the_migration_spells_the_same_scripts() {
-        let sql = include_str!("migrations/0010_search_backlog.sql");
         let glob = format!("GLOB '{}'", spaceless_glob());
-        assert_eq!(sql.matches(&glob).count(), 2, "both triggers use {glob}");
+        for sql in
+            [include_str!("migrations/0010_search_backlog.sql"), include_str!("migrations/0014_platform_key.sql")]
+        {
+            assert_eq!(sql.matches(&glob).count(), 2, "the insert and update triggers use {glob}");
+        }
+        assert!(insert_trigger().contains(&glob), "the trigger put back after a first import");
         let conn = rusqlite::Connection::open_in_memory().expect("open");
         let in_sql = |c: char| -> bool {
             conn.query_row("SELECT ?1 GLOB ?2", params![c.to_string(), spaceless_glob()], |r| r.get(0)).expect("glob")

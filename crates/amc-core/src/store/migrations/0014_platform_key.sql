@@ -52,7 +52,8 @@ CREATE INDEX messages_by_thread ON messages (thread_id, sent_at) WHERE thread_id
 CREATE INDEX messages_by_platform_key ON messages (platform_key);
 
 -- The search index's triggers, as migrations 0010 and 0013 wrote them (a table's
--- triggers go with it).
+-- triggers go with it), both with 0010's script ranges (0013 had one range's first
+-- character wrong: U+8C48 for U+F900).
 CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages
 WHEN NOT old.unsent AND NOT EXISTS (SELECT 1 FROM search_backlog WHERE old.rowid BETWEEN lo AND hi) BEGIN
     INSERT INTO messages_fts (messages_fts, rowid, text) VALUES ('delete', old.rowid, old.text);
@@ -65,12 +66,12 @@ WHEN NOT EXISTS (SELECT 1 FROM search_backlog WHERE old.rowid BETWEEN lo AND hi)
     INSERT INTO messages_fts (rowid, text) SELECT new.rowid, new.text WHERE NOT new.unsent;
     DELETE FROM messages_cjk WHERE rowid = old.rowid;
     INSERT INTO messages_cjk (rowid, text) SELECT new.rowid, new.text
-        WHERE NOT new.unsent AND new.text GLOB '*[฀-໿က-႟ក-៿぀-ヿ㄀-㆏㐀-䶿一-鿿가-힯豈-﫿ｦ-ﾟ𠀀-𯿿]*';
+        WHERE NOT new.unsent AND new.text GLOB '*[฀-໿က-႟ក-៿぀-ヿ㄀-㆏㐀-䶿一-鿿가-힯豈-﫿ｦ-ﾟ𠀀-𯿿]*';
 END;
 
 CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages
 WHEN NOT new.unsent AND NOT EXISTS (SELECT 1 FROM search_backlog WHERE new.rowid BETWEEN lo AND hi) BEGIN
     INSERT INTO messages_fts (rowid, text) VALUES (new.rowid, new.text);
     INSERT INTO messages_cjk (rowid, text) SELECT new.rowid, new.text
-        WHERE new.text GLOB '*[฀-໿က-႟ក-៿぀-ヿ㄀-㆏㐀-䶿一-鿿가-힯豈-﫿ｦ-ﾟ𠀀-𯿿]*';
+        WHERE new.text GLOB '*[฀-໿က-႟ក-៿぀-ヿ㄀-㆏㐀-䶿一-鿿가-힯豈-﫿ｦ-ﾟ𠀀-𯿿]*';
 END;

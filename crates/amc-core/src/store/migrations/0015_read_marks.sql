@@ -1,9 +1,10 @@
 -- Read marks keyed by integers: the agent's rowid and the message's, instead of their
 -- text ids (`agent_id`, `msg_<ULID>`). A mark with its index entry took 48 bytes; with
--- ten agents that had read everything, read state was half the store. A rowid of either
--- table is never given twice (the tidy test `message_rowids_are_never_reused`), and
--- migration 0014 kept `messages`' own. Foreign keys cannot name a rowid: triggers take
--- a message's or an agent's marks with it, as `ON DELETE CASCADE` did.
+-- ten agents that had read everything, read state was half the store. A message's rowid
+-- is never given twice (the tidy test `message_rowids_are_never_reused`; migration 0014
+-- kept them), and agents are never deleted. Foreign keys cannot name a rowid: triggers
+-- take a deleted message's or agent's marks with it, as `ON DELETE CASCADE` did, so a
+-- rowid given again could not inherit marks either.
 CREATE TABLE read_marks (
     agent   INTEGER NOT NULL,  -- agents.rowid
     message INTEGER NOT NULL,  -- messages.rowid
