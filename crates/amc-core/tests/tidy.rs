@@ -243,9 +243,9 @@ fn the_envelope_is_built_in_one_place() {
 }
 
 /// Push positions, the search index and read marks name messages by rowid, so a rowid
-/// must never be given twice or changed: no `VACUUM`
-/// (it may renumber rowids), and messages are deleted only where an agent's send replaces
-/// the platform's echo of it, after the send's own row is in (see ARCHITECTURE.md).
+/// must never be given twice or changed: no `VACUUM` (it may renumber rowids), and
+/// messages are deleted only where an agent's send replaces the platform's echo of it,
+/// after the send's own row is in (see ARCHITECTURE.md).
 #[test]
 fn message_rowids_are_never_reused() {
     let mut all = sources();
