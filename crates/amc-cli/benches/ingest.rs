@@ -8,7 +8,8 @@
 //! only AMC runs), and `AMC_BENCH_RUNS` the runs of each (5 by default).
 //! `AMC_BENCH_BASELINE` names another build's `amc` (an earlier release, say), run in
 //! the same alternation, to see what a change did on the same machine the same hour.
-//! `scripts/bench` runs it with the exporter.
+//! Last, it runs AMC once more until its search index has caught up, and prints the
+//! store's bytes per message beside chat.db's. `scripts/bench` runs it with the exporter.
 #![allow(clippy::print_stdout)] // a bench binary reports on stdout
 
 use std::path::{Path, PathBuf};
@@ -89,6 +90,50 @@ fn amc_run(amc: &Path, chat_db: &Path, expected: i64, work: &Path) -> Result<Run
     Ok(Run { took, peak_mib: peak })
 }
 
+/// The bytes per message of the store `amc serve` left in `work` once its search index
+/// caught up (it indexes a first import in bulk after storing it), and of `chat_db`.
+fn sizes(amc: &Path, chat_db: &Path, expected: i64, work: &Path) -> Result<(f64, f64), Box<dyn std::error::Error>> {
+    let data = work.join("amc");
+    let _ = std::fs::remove_dir_all(&data);
+    let child = Command::new(amc)
+        .args(["serve", "--test-sender", "--chat-db"])
+        .arg(chat_db)
+        .env("AMC_DATA_DIR", &data)
+        .env("AMC_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()?;
+    let guard = Stop(child);
+    let db = data.join("amc.db");
+    let t0 = Instant::now();
+    let indexed = |db: &Path| -> bool {
+        let Ok(conn) = rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY) else {
+            return false;
+        };
+        conn.query_row(
+            "SELECT (SELECT count(*) FROM messages) >= ?1 AND NOT EXISTS (SELECT 1 FROM search_backlog)",
+            [expected],
+            |r| r.get(0),
+        )
+        .unwrap_or(false)
+    };
+    while !(db.exists() && indexed(&db)) {
+        if t0.elapsed() > Duration::from_secs(600) {
+            return Err("amc serve did not index every message in 10 minutes".into());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    drop(guard);
+    let conn = rusqlite::Connection::open_with_flags(&db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+    let used: i64 = conn.query_row(
+        "SELECT (page_count - freelist_count) * page_size FROM pragma_page_count, pragma_freelist_count, pragma_page_size",
+        [],
+        |r| r.get(0),
+    )?;
+    let chat = std::fs::metadata(chat_db)?.len() as f64;
+    Ok((used as f64 / expected as f64, chat / expected as f64))
+}
+
 /// imessage-exporter exporting every conversation as text, into a fresh folder.
 fn exporter_run(exporter: &Path, chat_db: &Path, work: &Path) -> Result<Run, Box<dyn std::error::Error>> {
     let out = work.join("export");
@@ -166,5 +211,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     } else {
         println!("imessage-exporter: not run (set AMC_BENCH_EXPORTER to its binary)");
     }
+    let (store, chat) = sizes(Path::new(AMC), &chat_db, expected, work.path())?;
+    println!(
+        "store after the import, search index included: {store:.0} bytes per message; chat.db {chat:.0}; ratio {:.2}",
+        store / chat
+    );
     Ok(())
 }
