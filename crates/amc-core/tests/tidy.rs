@@ -322,3 +322,14 @@ fn relay_access_only_grows() {
         }
     }
 }
+
+/// A message is looked up by platform id only through `at_platform_id!` (store/mod.rs),
+/// which compares the text after the key: keys of different ids may be equal.
+#[test]
+fn platform_ids_are_looked_up_through_one_condition() {
+    let store = workspace().join("crates/amc-core/src/store");
+    for p in sources().into_iter().filter(|p| p.starts_with(&store) && !p.ends_with("store/mod.rs")) {
+        let text = production(&p);
+        assert!(!text.contains("amc_platform_key("), "{} spells the platform key lookup itself", rel(&p));
+    }
+}

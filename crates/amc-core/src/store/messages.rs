@@ -577,7 +577,7 @@ fn ingest_one(
         serde_json::to_string(&msg.reactions).map_err(Error::internal)?
     };
     let existing: Option<String> = tx
-        .prepare_cached("SELECT id FROM messages WHERE platform_key = amc_platform_key(?1, ?2) AND source = ?1 AND platform_id = ?2")?
+        .prepare_cached(concat!("SELECT id FROM messages WHERE ", at_platform_id!("", "?1", "?2")))?
         .query_row(params![source.as_str(), msg.platform_id], |r| r.get(0))
         .optional()?;
     // A part of an agent's send that the platform stored as a message of its own.
@@ -631,7 +631,7 @@ fn ingest_one(
     let id = new_id();
     let reply_to: Option<String> = match &msg.reply_to_platform_id {
         Some(parent) => tx
-            .prepare_cached("SELECT id FROM messages WHERE platform_key = amc_platform_key(?1, ?2) AND source = ?1 AND platform_id = ?2")?
+            .prepare_cached(concat!("SELECT id FROM messages WHERE ", at_platform_id!("", "?1", "?2")))?
             .query_row(params![source.as_str(), parent], |r| r.get(0))
             .optional()?,
         None => None,
@@ -698,7 +698,11 @@ impl Store {
     pub fn has_platform_message(&self, source: Source, platform_id: &str) -> Result<bool> {
         self.read(|tx| {
             Ok(tx
-                .prepare_cached("SELECT EXISTS (SELECT 1 FROM messages WHERE platform_key = amc_platform_key(?1, ?2) AND source = ?1 AND platform_id = ?2)")?
+                .prepare_cached(concat!(
+                    "SELECT EXISTS (SELECT 1 FROM messages WHERE ",
+                    at_platform_id!("", "?1", "?2"),
+                    ")"
+                ))?
                 .query_row(params![source.as_str(), platform_id], |r| r.get(0))?)
         })
     }
@@ -759,9 +763,10 @@ impl Store {
             let mut changed: Vec<(String, String)> = Vec::new();
             for c in changes {
                 let found: Option<(String, String, String)> = tx
-                    .prepare_cached(
-                        "SELECT id, channel_id, reactions FROM messages WHERE platform_key = amc_platform_key(?1, ?2) AND source = ?1 AND platform_id = ?2",
-                    )?
+                    .prepare_cached(concat!(
+                        "SELECT id, channel_id, reactions FROM messages WHERE ",
+                        at_platform_id!("", "?1", "?2")
+                    ))?
                     .query_row(params![source.as_str(), c.target_platform_id], |r| {
                         Ok((r.get(0)?, r.get(1)?, r.get(2)?))
                     })
@@ -800,9 +805,10 @@ impl Store {
     ) -> Result<Option<(String, String)>> {
         self.write(|tx| {
             let found: Option<(String, String, String)> = tx
-                .prepare_cached(
-                    "SELECT id, channel_id, reactions FROM messages WHERE platform_key = amc_platform_key(?1, ?2) AND source = ?1 AND platform_id = ?2",
-                )?
+                .prepare_cached(concat!(
+                    "SELECT id, channel_id, reactions FROM messages WHERE ",
+                    at_platform_id!("", "?1", "?2")
+                ))?
                 .query_row(params![source.as_str(), platform_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
                 .optional()?;
             let Some((id, channel_id, json)) = found else { return Ok(None) };
@@ -825,11 +831,11 @@ impl Store {
     pub fn mark_unsent(&self, source: Source, platform_ids: &[String]) -> Result<Vec<(String, String)>> {
         self.write(|tx| {
             let mut changed = Vec::new();
-            let mut stmt = tx.prepare_cached(
-                "UPDATE messages SET unsent = 1, reactions = '[]' \
-                 WHERE platform_key = amc_platform_key(?1, ?2) AND source = ?1 AND platform_id = ?2 AND unsent = 0 \
-                 RETURNING id, channel_id",
-            )?;
+            let mut stmt = tx.prepare_cached(concat!(
+                "UPDATE messages SET unsent = 1, reactions = '[]' WHERE ",
+                at_platform_id!("", "?1", "?2"),
+                " AND unsent = 0 RETURNING id, channel_id"
+            ))?;
             for pid in platform_ids {
                 if let Some(row) =
                     stmt.query_row(params![source.as_str(), pid], |r| Ok((r.get(0)?, r.get(1)?))).optional()?

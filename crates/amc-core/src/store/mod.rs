@@ -13,6 +13,30 @@
 //! - `tools.rs`: hosts' requests to use a tool, and the person's decisions.
 //! - `search.rs`: full-text search of messages.
 
+/// The SQL condition that message `$m` (a table alias with its dot, or `""`) has the
+/// platform id `$id` of the source `$source` (both SQL expressions): found through the
+/// indexed `platform_key`, then compared as text, since keys of different ids may be
+/// equal (see [`platform_key`]). Every lookup by platform id goes through it.
+macro_rules! at_platform_id {
+    ($m:literal, $source:literal, $id:literal) => {
+        concat!(
+            $m,
+            "platform_key = amc_platform_key(",
+            $source,
+            ", ",
+            $id,
+            ") AND ",
+            $m,
+            "source = ",
+            $source,
+            " AND ",
+            $m,
+            "platform_id = ",
+            $id
+        )
+    };
+}
+
 mod agents;
 #[cfg(test)]
 mod behaviour;

@@ -300,11 +300,12 @@ impl Store {
 fn alias_parts(tx: &Transaction<'_>, id: &str, parts: &[String]) -> Result<()> {
     for part in parts {
         let echo: Option<String> = tx
-            .prepare_cached(
+            .prepare_cached(concat!(
                 "SELECT m.id FROM messages m JOIN channels c ON c.id = m.channel_id JOIN outbox o ON o.id = ?1 \
-                 WHERE m.source = c.source AND c.id = o.channel_id AND m.platform_key = amc_platform_key(c.source, ?2) AND m.platform_id = ?2 \
-                 AND m.direction = 'inbound'",
-            )?
+                     WHERE c.id = o.channel_id AND ",
+                at_platform_id!("m.", "c.source", "?2"),
+                " AND m.direction = 'inbound'"
+            ))?
             .query_row(params![id, part], |r| r.get(0))
             .optional()?;
         if let Some(echo) = echo {
@@ -325,27 +326,23 @@ fn alias_parts(tx: &Transaction<'_>, id: &str, parts: &[String]) -> Result<()> {
 /// its staged attachments. If the platform's echo of it was ingested first (as an
 /// inbound message), the echo is folded into it, so the message exists once.
 fn store_outbound(tx: &Transaction<'_>, id: &str, platform_id: &str, sent_at: Millis, now: Millis) -> Result<()> {
-    let echo: Option<String> = tx
-        .prepare_cached(
-            "SELECT m.id FROM messages m JOIN outbox o ON o.id = ?1 JOIN channels c ON c.id = o.channel_id \
-             WHERE m.source = c.source AND m.platform_key = amc_platform_key(c.source, ?2) AND m.platform_id = ?2 \
-                 AND m.direction = 'inbound'",
-        )?
-        .query_row(params![id, platform_id], |r| r.get(0))
-        .optional()?;
-    // A message is stored once per platform id (the ingest looks before it inserts; no
-    // unique index says so since migration 0014): a send whose platform id is already an
-    // outbound message fails here rather than store it twice.
-    let stored: bool = tx
-        .prepare_cached(
-            "SELECT EXISTS (SELECT 1 FROM messages m JOIN outbox o ON o.id = ?1 JOIN channels c ON c.id = o.channel_id \
-             WHERE m.source = c.source AND m.platform_key = amc_platform_key(c.source, ?2) AND m.platform_id = ?2 \
-                 AND m.direction = 'outbound')",
-        )?
-        .query_row(params![id, platform_id], |r| r.get(0))?;
-    if stored {
-        return Err(Error::internal(format_args!("send {id}: its platform id is stored already")));
+    // The messages already stored under the platform id: the platform's echo of the send
+    // (inbound), which it replaces; or, had the platform given one id twice, an outbound
+    // message, and the send fails here rather than store a second (the ingest looks before
+    // it inserts; no unique index says so since migration 0014).
+    let mut echo: Option<String> = None;
+    let mut stmt = tx.prepare_cached(concat!(
+        "SELECT m.id, m.direction = 'outbound' FROM messages m JOIN outbox o ON o.id = ?1 \
+         JOIN channels c ON c.id = o.channel_id WHERE ",
+        at_platform_id!("m.", "c.source", "?2")
+    ))?;
+    for row in stmt.query_map(params![id, platform_id], |r| Ok((r.get::<_, String>(0)?, r.get::<_, bool>(1)?)))? {
+        match row? {
+            (_, true) => return Err(Error::internal(format_args!("send {id}: its platform id is stored already"))),
+            (m, false) => echo = Some(m),
+        }
     }
+    drop(stmt);
     if let Some(echo) = &echo {
         tx.prepare_cached("UPDATE messages SET platform_id = platform_id || '#echo-' || id WHERE id = ?1")?
             .execute([echo])?;
