@@ -444,9 +444,15 @@ fn migrate_core(conn: &mut Connection, migrations: &[Migration]) -> Result<()> {
     if current > migrations.len() {
         return Err(newer("core", current, migrations.len()));
     }
+    // For the progress log: how many messages a migration that rewrites them has to do.
+    let messages: Option<i64> = if current < migrations.len() {
+        conn.query_row("SELECT count(*) FROM messages", [], |r| r.get(0)).ok()
+    } else {
+        None
+    };
     for (i, &(name, sql)) in migrations.iter().enumerate().skip(current) {
         conn.pragma_update(None, "foreign_keys", false)?;
-        let log = progress_log(conn, name);
+        let log = progress_log(name, messages);
         conn.progress_handler(PROGRESS_STEPS, Some(log))?;
         let applied = apply_core(conn, name, sql, i + 1);
         conn.progress_handler(0, None::<fn() -> bool>)?;
@@ -475,11 +481,9 @@ const PROGRESS_STEPS: std::ffi::c_int = 100_000;
 
 /// The progress handler of migration `name`: every few seconds it logs how long the
 /// migration has run and, for one that rewrites the messages, how many it has rewritten
-/// of how many.
-fn progress_log(conn: &Connection, name: &'static str) -> impl FnMut() -> bool + Send + 'static {
+/// of `messages`.
+fn progress_log(name: &'static str, messages: Option<i64>) -> impl FnMut() -> bool + Send + 'static {
     use std::sync::atomic::Ordering;
-    let messages: Option<i64> =
-        conn.query_row("SELECT count(*) FROM messages", [], |r| r.get(0)).optional().ok().flatten();
     let keyed_before = KEYS_COMPUTED.load(Ordering::Relaxed);
     let started = std::time::Instant::now();
     let mut said = started;
