@@ -49,18 +49,20 @@ fn watch_until_exit(mut child: Child) -> Result<f64, Box<dyn std::error::Error>>
     }
 }
 
-fn stored(db: &Path) -> i64 {
+/// The first column of `sql` (with `?1` bound to `n`) on the store at `db`, read-only;
+/// false while it cannot be read (not created yet, or being migrated).
+fn store_says(db: &Path, sql: &str, n: i64) -> bool {
     let Ok(conn) = rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY) else {
-        return 0;
+        return false;
     };
-    conn.query_row("SELECT count(*) FROM messages", [], |r| r.get(0)).unwrap_or(0)
+    conn.query_row(sql, [n], |r| r.get(0)).unwrap_or(false)
 }
 
-/// `amc serve` on a fresh data directory, until every message is stored.
-fn amc_run(amc: &Path, chat_db: &Path, expected: i64, work: &Path) -> Result<Run, Box<dyn std::error::Error>> {
+/// `amc serve` importing `chat_db` into a fresh data directory under `work`: the process,
+/// stopped when dropped, and its store.
+fn serve(amc: &Path, chat_db: &Path, work: &Path) -> Result<(Stop, PathBuf), Box<dyn std::error::Error>> {
     let data = work.join("amc");
     let _ = std::fs::remove_dir_all(&data);
-    let t0 = Instant::now();
     let child = Command::new(amc)
         .args(["serve", "--test-sender", "--chat-db"])
         .arg(chat_db)
@@ -69,15 +71,20 @@ fn amc_run(amc: &Path, chat_db: &Path, expected: i64, work: &Path) -> Result<Run
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()?;
-    let pid = child.id();
-    let guard = Stop(child);
-    let db = data.join("amc.db");
+    Ok((Stop(child), data.join("amc.db")))
+}
+
+/// `amc serve` on a fresh data directory, until every message is stored.
+fn amc_run(amc: &Path, chat_db: &Path, expected: i64, work: &Path) -> Result<Run, Box<dyn std::error::Error>> {
+    let t0 = Instant::now();
+    let (guard, db) = serve(amc, chat_db, work)?;
+    let pid = guard.0.id();
     let mut peak = 0.0f64;
     loop {
         if let Some(p) = peak_mib(pid) {
             peak = peak.max(p);
         }
-        if db.exists() && stored(&db) >= expected {
+        if store_says(&db, "SELECT count(*) >= ?1 FROM messages", expected) {
             break;
         }
         if t0.elapsed() > Duration::from_secs(600) {
@@ -90,34 +97,13 @@ fn amc_run(amc: &Path, chat_db: &Path, expected: i64, work: &Path) -> Result<Run
     Ok(Run { took, peak_mib: peak })
 }
 
-/// The bytes per message of the store `amc serve` left in `work` once its search index
-/// caught up (it indexes a first import in bulk after storing it), and of `chat_db`.
+/// The bytes per message of the store `amc serve` leaves once its search index caught
+/// up (it indexes a first import in bulk after storing it), and of `chat_db`.
 fn sizes(amc: &Path, chat_db: &Path, expected: i64, work: &Path) -> Result<(f64, f64), Box<dyn std::error::Error>> {
-    let data = work.join("amc");
-    let _ = std::fs::remove_dir_all(&data);
-    let child = Command::new(amc)
-        .args(["serve", "--test-sender", "--chat-db"])
-        .arg(chat_db)
-        .env("AMC_DATA_DIR", &data)
-        .env("AMC_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()?;
-    let guard = Stop(child);
-    let db = data.join("amc.db");
     let t0 = Instant::now();
-    let indexed = |db: &Path| -> bool {
-        let Ok(conn) = rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY) else {
-            return false;
-        };
-        conn.query_row(
-            "SELECT (SELECT count(*) FROM messages) >= ?1 AND NOT EXISTS (SELECT 1 FROM search_backlog)",
-            [expected],
-            |r| r.get(0),
-        )
-        .unwrap_or(false)
-    };
-    while !(db.exists() && indexed(&db)) {
+    let (guard, db) = serve(amc, chat_db, work)?;
+    let indexed = "SELECT (SELECT count(*) FROM messages) >= ?1 AND NOT EXISTS (SELECT 1 FROM search_backlog)";
+    while !store_says(&db, indexed, expected) {
         if t0.elapsed() > Duration::from_secs(600) {
             return Err("amc serve did not index every message in 10 minutes".into());
         }
