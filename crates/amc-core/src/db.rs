@@ -400,6 +400,18 @@ fn open_connection(path: &Path, access: OpenFlags) -> Result<Connection> {
     Ok(conn)
 }
 
+/// Runs `sql` on the database at `path` in one transaction with foreign keys off, as a
+/// migration runs (tables rebuilt while others refer to them): for tests that take a
+/// database back to an older layout.
+#[cfg(any(test, feature = "test-support"))]
+pub fn rewrite_without_foreign_keys(path: &Path, sql: &str) -> Result<()> {
+    let mut conn = Connection::open(path)?;
+    conn.pragma_update(None, "foreign_keys", false)?;
+    let tx = conn.transaction()?;
+    tx.execute_batch(sql)?;
+    Ok(tx.commit()?)
+}
+
 /// How many platform keys SQLite computed in this process: a migration that rebuilds
 /// `messages` computes one per message, and says how far it is with this.
 static KEYS_COMPUTED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);

@@ -294,7 +294,7 @@ fn messages_stored_before_the_index_are_indexed_newest_first_and_kept_right_mean
         let messages = texts.iter().enumerate().map(|(i, t)| msg(&format!("g{i}"), t, now + i as i64)).collect();
         ingest(&store, "a", messages);
         // As a database from before migration 0010: its index is started over.
-        store.write(|tx| Ok(tx.execute_batch(super::BACK_TO_0009)?)).expect("downgrade");
+        super::back_to_0009(&path).expect("downgrade");
     }
     let store = Store::open(&path).expect("migrate");
     assert_eq!(indexed(&store, "messages_fts", "alpha"), Vec::<i64>::new(), "nothing indexed yet");
@@ -327,7 +327,7 @@ fn the_envelope_width_is_the_number_of_envelope_columns() {
     let count = store
         .read(|tx| {
             let sql = format!(
-                "SELECT {} FROM messages m JOIN channels c ON c.id = m.channel_id",
+                "SELECT {} FROM messages m JOIN channels c ON c.key = m.channel",
                 super::messages::ENVELOPE_COLS
             );
             Ok(tx.prepare(&sql)?.column_count())
@@ -372,7 +372,7 @@ fn a_deferral_never_reopens_rows_the_indexer_already_indexed() {
         let texts = ["gamma one", "gamma two", "gamma secret three", "gamma four"];
         let messages = texts.iter().enumerate().map(|(i, t)| msg(&format!("g{i}"), t, now + i as i64)).collect();
         ingest(&store, "a", messages);
-        store.write(|tx| Ok(tx.execute_batch(super::BACK_TO_0009)?)).expect("downgrade");
+        super::back_to_0009(&path).expect("downgrade");
     }
     // A backlog from migration 0010, its top half already indexed.
     let store = Store::open(&path).expect("migrate");

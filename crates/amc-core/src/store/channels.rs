@@ -46,6 +46,12 @@ pub(super) fn agent_key(agent: &str) -> String {
     format!("(SELECT rowid FROM agents WHERE id = {agent})")
 }
 
+/// The key (`messages.channel`) of the channel whose `ch_` id is bound to the parameter
+/// `channel`, looked up once per statement.
+pub(super) fn channel_key(channel: &str) -> String {
+    format!("(SELECT key FROM channels WHERE id = {channel})")
+}
+
 /// A channel's send policy for the agent bound to the parameter `agent`: its own on the
 /// channel, else the channel's.
 fn policy_for(agent: &str) -> String {
@@ -124,8 +130,8 @@ pub(super) fn parse_col<T>(row: &Row<'_>, idx: usize, parse: fn(&str) -> Option<
 
 const ADMIN_COLS: &str = "c.id, c.source, c.platform_id, c.name, c.kind, c.state, c.send_policy, c.visible_from, \
      c.created_at, c.last_message_at, \
-     (SELECT count(*) FROM messages m WHERE m.channel_id = c.id), \
-     CASE WHEN c.state = 'allowed' THEN (SELECT count(*) FROM messages m WHERE m.channel_id = c.id \
+     (SELECT count(*) FROM messages m WHERE m.channel = c.key), \
+     CASE WHEN c.state = 'allowed' THEN (SELECT count(*) FROM messages m WHERE m.channel = c.key \
        AND (c.visible_from IS NULL OR m.sent_at >= c.visible_from) \
        AND (c.stored_from IS NULL OR m.ingested_at >= c.stored_from)) ELSE 0 END, c.audience, \
      (SELECT coalesce(json_group_array(json_array(ca.agent_id, ca.send_policy)), '[]') FROM \
@@ -178,7 +184,7 @@ pub(super) fn lower_floors(tx: &Transaction<'_>, at: Millis, id: &str) -> Result
 /// channels' read history is not walked again.
 fn lower_floors_for(tx: &Transaction<'_>, channel_id: &str, from: Option<Millis>) -> Result<()> {
     let oldest: Option<Millis> = tx
-        .prepare_cached("SELECT min(sent_at) FROM messages WHERE channel_id = ?1")?
+        .prepare_cached(&format!("SELECT min(sent_at) FROM messages WHERE channel = {}", channel_key("?1")))?
         .query_row([channel_id], |r| r.get(0))?;
     match oldest {
         Some(oldest) => lower_floors(tx, oldest.max(from.unwrap_or(i64::MIN)), ""),
@@ -196,13 +202,21 @@ fn display_name(spec: &ChannelSpec) -> &str {
     }
 }
 
-/// Finds or creates the channel; returns its id and whether it is new.
-pub(super) fn upsert(tx: &Transaction<'_>, source: Source, spec: &ChannelSpec, now: Millis) -> Result<(String, bool)> {
-    let existing: Option<(String, String, String)> = tx
-        .prepare_cached("SELECT id, name, kind FROM channels WHERE source = ?1 AND platform_id = ?2")?
-        .query_row(params![source.as_str(), spec.platform_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+/// A channel as ingest stores its messages: its `ch_` id, its key (`messages.channel`),
+/// and whether it is new.
+pub(super) struct Upserted {
+    pub id: String,
+    pub key: i64,
+    pub created: bool,
+}
+
+/// Finds or creates the channel.
+pub(super) fn upsert(tx: &Transaction<'_>, source: Source, spec: &ChannelSpec, now: Millis) -> Result<Upserted> {
+    let existing: Option<(String, i64, String, String)> = tx
+        .prepare_cached("SELECT id, key, name, kind FROM channels WHERE source = ?1 AND platform_id = ?2")?
+        .query_row(params![source.as_str(), spec.platform_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
         .optional()?;
-    if let Some((id, name, kind)) = existing {
+    if let Some((id, key, name, kind)) = existing {
         // The platform told of the channel: it is there (again).
         tx.prepare_cached(
             "UPDATE channels SET gone_at = NULL, gone_reason = NULL WHERE id = ?1 AND gone_at IS NOT NULL",
@@ -215,14 +229,14 @@ pub(super) fn upsert(tx: &Transaction<'_>, source: Source, spec: &ChannelSpec, n
             tx.prepare_cached("UPDATE channels SET name = ?2, kind = ?3, updated_at = ?4 WHERE id = ?1")?
                 .execute(params![id, name, spec.kind.as_str(), now])?;
         }
-        return Ok((id, false));
+        return Ok(Upserted { id, key, created: false });
     }
     let id = crate::ids::new_channel_id();
     tx.prepare_cached(
         "INSERT INTO channels (id, source, platform_id, name, kind, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)",
     )?
     .execute(params![id, source.as_str(), spec.platform_id, display_name(spec), spec.kind.as_str(), now])?;
-    Ok((id, true))
+    Ok(Upserted { key: tx.last_insert_rowid(), id, created: true })
 }
 
 impl Store {
@@ -261,7 +275,7 @@ impl Store {
     /// Finds or creates a channel (new channels start `pending`); returns its id and whether it is new.
     #[cfg(any(test, feature = "test-support"))]
     pub fn ensure_channel(&self, source: Source, spec: &ChannelSpec) -> Result<(String, bool)> {
-        self.write(|tx| upsert(tx, source, spec, now_ms()))
+        self.write(|tx| upsert(tx, source, spec, now_ms()).map(|c| (c.id, c.created)))
     }
 
     /// How many channels wait for the person's decision and how many sends for review.

@@ -6,8 +6,8 @@ use std::collections::{BTreeSet, HashMap};
 use rusqlite::{OptionalExtension, Row, Transaction, params};
 
 use super::Store;
-use super::channels::agent_key;
 use super::channels::{ChannelSpec, ThreadSpec, VISIBLE, lower_floors, parse_col, unread_to, upsert, visible_to};
+use super::channels::{agent_key, channel_key};
 use crate::error::{Error, Result};
 use crate::model::{
     AttachmentInfo, ChannelKind, ChannelRef, Direction, Envelope, IncomingMessage, Reaction, SenderInfo, Source,
@@ -21,10 +21,10 @@ pub(super) const ENVELOPE_WIDTH: usize = 17;
 /// The envelope's columns, for `FROM messages m JOIN channels c`.
 /// `reply_to` is shown only when the parent is inside the channel's released history, so
 /// an envelope never names a quarantined message.
-pub(super) const ENVELOPE_COLS: &str = "m.id, m.source, m.channel_id, c.name, c.kind, m.sender_id, m.sender_name, m.is_self, \
+pub(super) const ENVELOPE_COLS: &str = "m.id, m.source, c.id, c.name, c.kind, m.sender_id, m.sender_name, m.is_self, \
      m.text, m.sent_at, m.edited_at, m.unsent, \
      CASE WHEN m.reply_to IS NOT NULL AND EXISTS (SELECT 1 FROM messages p WHERE p.id = m.reply_to \
-       AND p.channel_id = m.channel_id AND (c.visible_from IS NULL OR p.sent_at >= c.visible_from) \
+       AND p.channel = m.channel AND (c.visible_from IS NULL OR p.sent_at >= c.visible_from) \
        AND (c.stored_from IS NULL OR p.ingested_at >= c.stored_from)) \
        THEN m.reply_to END, \
      m.reactions, m.direction, m.agent_id, \
@@ -99,7 +99,7 @@ fn raise_floor_past_read(tx: &Transaction<'_>, agent_id: &str) -> Result<()> {
     };
     let sql = format!(
         "SELECT m.sent_at, m.id, {} \
-         FROM messages m INDEXED BY messages_by_time JOIN channels c ON c.id = m.channel_id \
+         FROM messages m INDEXED BY messages_by_time JOIN channels c ON c.key = m.channel \
          WHERE (m.sent_at, m.id) >= (?2, ?3) ORDER BY m.sent_at, m.id LIMIT ?4",
         unread_to("?1")
     );
@@ -232,7 +232,8 @@ impl Store {
             let mut lowest: Option<(Millis, String)> = None;
             let mut pending = Pending::read(tx)?;
             for (channel, messages) in batches {
-                let (channel_id, channel_created) = upsert(tx, source, channel, now)?;
+                let stored = upsert(tx, source, channel, now)?;
+                let (channel_id, channel_created) = (stored.id, stored.created);
                 if let Some(t) = thread {
                     tx.prepare_cached(
                         "INSERT INTO threads (source, platform_id, channel_id, name) VALUES (?1, ?2, ?3, ?4) \
@@ -243,7 +244,7 @@ impl Store {
                 let mut report = IngestReport { channel_id: channel_id.clone(), channel_created, ..Default::default() };
                 let mut newest: Option<Millis> = None;
                 for msg in messages {
-                    let place = Place { channel_id: &channel_id, thread_id: thread.map(|t| t.platform_id.as_str()) };
+                    let place = Place { channel: stored.key, thread_id: thread.map(|t| t.platform_id.as_str()) };
                     match ingest_one(tx, source, place, msg, now, || self.next_message_id(), &mut pending)? {
                         Ingested::Inserted(id) => {
                             let sent_at = stored_sent_at(msg, now);
@@ -260,9 +261,9 @@ impl Store {
                 }
                 if let Some(newest) = newest {
                     tx.prepare_cached(
-                        "UPDATE channels SET last_message_at = max(coalesce(last_message_at, ?2), ?2) WHERE id = ?1",
+                        "UPDATE channels SET last_message_at = max(coalesce(last_message_at, ?2), ?2) WHERE key = ?1",
                     )?
-                    .execute(params![channel_id, newest])?;
+                    .execute(params![stored.key, newest])?;
                 }
                 reports.push(report);
             }
@@ -308,13 +309,14 @@ impl Store {
             let unread = unread_to("?1");
             let sql = if q.channel_id.is_some() {
                 format!(
-                    "SELECT {ENVELOPE_COLS} FROM messages m INDEXED BY messages_by_channel JOIN channels c ON c.id = m.channel_id \
-                     WHERE m.channel_id = ?5 AND (m.sent_at, m.id) >= (?2, ?3) AND (?4 IS NULL OR m.source = ?4) \
-                     AND {unread} ORDER BY m.sent_at, m.id LIMIT ?6"
+                    "SELECT {ENVELOPE_COLS} FROM messages m INDEXED BY messages_by_channel JOIN channels c ON c.key = m.channel \
+                     WHERE m.channel = {} AND (m.sent_at, m.id) >= (?2, ?3) AND (?4 IS NULL OR m.source = ?4) \
+                     AND {unread} ORDER BY m.sent_at, m.id LIMIT ?6",
+                    channel_key("?5")
                 )
             } else {
                 format!(
-                    "SELECT {ENVELOPE_COLS} FROM messages m INDEXED BY messages_by_time JOIN channels c ON c.id = m.channel_id \
+                    "SELECT {ENVELOPE_COLS} FROM messages m INDEXED BY messages_by_time JOIN channels c ON c.key = m.channel \
                      WHERE (m.sent_at, m.id) >= (?2, ?3) AND (?4 IS NULL OR m.source = ?4) AND (?5 IS NULL) \
                      AND {unread} ORDER BY m.sent_at, m.id LIMIT ?6"
                 )
@@ -370,7 +372,7 @@ impl Store {
         self.write(|tx| {
             let sql = format!(
                 "INSERT INTO read_marks (agent, message, read_at) \
-                 SELECT {}, m.rowid, ?3 FROM messages m JOIN channels c ON c.id = m.channel_id WHERE m.id = ?2 AND {} \
+                 SELECT {}, m.rowid, ?3 FROM messages m JOIN channels c ON c.key = m.channel WHERE m.id = ?2 AND {} \
                  ON CONFLICT (agent, message) DO NOTHING",
                 agent_key("?1"),
                 visible_to("?1")
@@ -402,14 +404,15 @@ impl Store {
         self.read(|tx| {
             let target = visible_one(tx, agent_id, around, Some(channel_id))?;
             let visible = visible_to("?5");
+            let channel = channel_key("?1");
             let older_sql = format!(
-                "SELECT {ENVELOPE_COLS} FROM messages m JOIN channels c ON c.id = m.channel_id \
-                 WHERE m.channel_id = ?1 AND (m.sent_at, m.id) < (?2, ?3) AND {visible} \
+                "SELECT {ENVELOPE_COLS} FROM messages m JOIN channels c ON c.key = m.channel \
+                 WHERE m.channel = {channel} AND (m.sent_at, m.id) < (?2, ?3) AND {visible} \
                  ORDER BY m.sent_at DESC, m.id DESC LIMIT ?4"
             );
             let newer_sql = format!(
-                "SELECT {ENVELOPE_COLS} FROM messages m JOIN channels c ON c.id = m.channel_id \
-                 WHERE m.channel_id = ?1 AND (m.sent_at, m.id) > (?2, ?3) AND {visible} \
+                "SELECT {ENVELOPE_COLS} FROM messages m JOIN channels c ON c.key = m.channel \
+                 WHERE m.channel = {channel} AND (m.sent_at, m.id) > (?2, ?3) AND {visible} \
                  ORDER BY m.sent_at, m.id LIMIT ?4"
             );
             let mut older: Vec<Envelope> = tx
@@ -449,7 +452,7 @@ impl Store {
     pub fn recent_visible(&self, limit: u32) -> Result<Vec<Envelope>> {
         self.read(|tx| {
             let sql = format!(
-                "SELECT {ENVELOPE_COLS} FROM messages m INDEXED BY messages_by_time JOIN channels c ON c.id = m.channel_id \
+                "SELECT {ENVELOPE_COLS} FROM messages m INDEXED BY messages_by_time JOIN channels c ON c.key = m.channel \
                  WHERE {VISIBLE} ORDER BY m.sent_at DESC, m.id DESC LIMIT ?1"
             );
             let rows = tx.prepare_cached(&sql)?.query_map([limit], envelope_from_row)?.collect();
@@ -462,8 +465,9 @@ impl Store {
     pub fn channel_tail(&self, channel_id: &str, limit: u32) -> Result<Vec<Envelope>> {
         self.read(|tx| {
             let sql = format!(
-                "SELECT {ENVELOPE_COLS} FROM messages m JOIN channels c ON c.id = m.channel_id \
-                 WHERE m.channel_id = ?1 ORDER BY m.sent_at DESC, m.id DESC LIMIT ?2"
+                "SELECT {ENVELOPE_COLS} FROM messages m JOIN channels c ON c.key = m.channel \
+                 WHERE m.channel = {} ORDER BY m.sent_at DESC, m.id DESC LIMIT ?2",
+                channel_key("?1")
             );
             let rows = tx.prepare_cached(&sql)?.query_map(params![channel_id, limit], envelope_from_row)?.collect();
             let mut out = collect(tx, rows)?;
@@ -478,7 +482,7 @@ impl Store {
             let sql = format!(
                 "SELECT a.local_path, a.filename, a.mime_type, a.available, a.size_bytes, a.remote_url, a.platform_id, \
                  m.platform_id, c.platform_id, m.source FROM attachments a \
-                 JOIN messages m ON m.id = a.message_id JOIN channels c ON c.id = m.channel_id WHERE a.id = ?1 AND {}",
+                 JOIN messages m ON m.id = a.message_id JOIN channels c ON c.key = m.channel WHERE a.id = ?1 AND {}",
                 visible_to("?2")
             );
             tx.prepare_cached(&sql)?
@@ -510,8 +514,8 @@ impl Store {
 
 fn visible_one(tx: &Transaction<'_>, agent_id: &str, id: &str, channel_id: Option<&str>) -> Result<Envelope> {
     let sql = format!(
-        "SELECT {ENVELOPE_COLS} FROM messages m JOIN channels c ON c.id = m.channel_id \
-         WHERE m.id = ?1 AND (?2 IS NULL OR m.channel_id = ?2) AND {}",
+        "SELECT {ENVELOPE_COLS} FROM messages m JOIN channels c ON c.key = m.channel \
+         WHERE m.id = ?1 AND (?2 IS NULL OR c.id = ?2) AND {}",
         visible_to("?3")
     );
     let found = tx.prepare_cached(&sql)?.query_row(params![id, channel_id, agent_id], envelope_from_row).optional()?;
@@ -554,10 +558,10 @@ impl Pending {
     }
 }
 
-/// Where an ingested message goes: its channel, and the thread inside it, if any.
+/// Where an ingested message goes: its channel (its key), and the thread inside it, if any.
 #[derive(Clone, Copy)]
 struct Place<'a> {
-    channel_id: &'a str,
+    channel: i64,
     thread_id: Option<&'a str>,
 }
 
@@ -570,7 +574,7 @@ fn ingest_one(
     new_id: impl FnOnce() -> String,
     pending: &mut Pending,
 ) -> Result<Ingested> {
-    let Place { channel_id, thread_id } = place;
+    let Place { channel, thread_id } = place;
     let reactions = if msg.reactions.is_empty() {
         "[]".to_owned()
     } else {
@@ -637,13 +641,13 @@ fn ingest_one(
         None => None,
     };
     tx.prepare_cached(
-        "INSERT INTO messages (id, channel_id, platform_id, source, sender_id, sender_name, is_self, text, sent_at, \
+        "INSERT INTO messages (id, channel, platform_id, source, sender_id, sender_name, is_self, text, sent_at, \
          edited_at, unsent, reply_to, reply_to_platform_id, reactions, direction, agent_id, ingested_at, thread_id) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, 'inbound', NULL, ?15, ?16)",
     )?
     .execute(params![
         id,
-        channel_id,
+        channel,
         msg.platform_id,
         source.as_str(),
         msg.sender.id,
@@ -764,7 +768,7 @@ impl Store {
             for c in changes {
                 let found: Option<(String, String, String)> = tx
                     .prepare_cached(concat!(
-                        "SELECT id, channel_id, reactions FROM messages WHERE ",
+                        "SELECT id, (SELECT c.id FROM channels c WHERE c.key = channel), reactions FROM messages WHERE ",
                         at_platform_id!("", "?1", "?2")
                     ))?
                     .query_row(params![source.as_str(), c.target_platform_id], |r| {
@@ -806,7 +810,7 @@ impl Store {
         self.write(|tx| {
             let found: Option<(String, String, String)> = tx
                 .prepare_cached(concat!(
-                    "SELECT id, channel_id, reactions FROM messages WHERE ",
+                    "SELECT id, (SELECT c.id FROM channels c WHERE c.key = channel), reactions FROM messages WHERE ",
                     at_platform_id!("", "?1", "?2")
                 ))?
                 .query_row(params![source.as_str(), platform_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
@@ -834,7 +838,7 @@ impl Store {
             let mut stmt = tx.prepare_cached(concat!(
                 "UPDATE messages SET unsent = 1, reactions = '[]' WHERE ",
                 at_platform_id!("", "?1", "?2"),
-                " AND unsent = 0 RETURNING id, channel_id"
+                " AND unsent = 0 RETURNING id, (SELECT c.id FROM channels c WHERE c.key = channel)"
             ))?;
             for pid in platform_ids {
                 if let Some(row) =
@@ -858,18 +862,19 @@ impl Store {
     /// sender's) and not in a thread, for a source that fetches history from there.
     pub fn message_bounds(&self, channel_id: &str) -> Result<Option<(String, String)>> {
         self.read(|tx| {
+            let channel = channel_key("?1");
             let newest: Option<String> = tx
-                .prepare_cached(
-                    "SELECT platform_id FROM messages WHERE channel_id = ?1 AND platform_id NOT GLOB '*[^0-9]*' \
+                .prepare_cached(&format!(
+                    "SELECT platform_id FROM messages WHERE channel = {channel} AND platform_id NOT GLOB '*[^0-9]*' \
                      AND thread_id IS NULL ORDER BY sent_at DESC, length(platform_id) DESC, platform_id DESC LIMIT 1",
-                )?
+                ))?
                 .query_row([channel_id], |r| r.get(0))
                 .optional()?;
             let oldest: Option<String> = tx
-                .prepare_cached(
-                    "SELECT platform_id FROM messages WHERE channel_id = ?1 AND platform_id NOT GLOB '*[^0-9]*' \
+                .prepare_cached(&format!(
+                    "SELECT platform_id FROM messages WHERE channel = {channel} AND platform_id NOT GLOB '*[^0-9]*' \
                      AND thread_id IS NULL ORDER BY sent_at, length(platform_id), platform_id LIMIT 1",
-                )?
+                ))?
                 .query_row([channel_id], |r| r.get(0))
                 .optional()?;
             Ok(newest.zip(oldest))
@@ -882,10 +887,11 @@ impl Store {
     /// edits, deletions and reaction changes made while AMC was away.
     pub fn stored_since(&self, channel_id: &str, since: Millis) -> Result<Vec<(String, Vec<Reaction>)>> {
         self.read(|tx| {
-            let mut stmt = tx.prepare_cached(
-                "SELECT platform_id, reactions FROM messages WHERE channel_id = ?1 AND sent_at >= ?2 \
+            let mut stmt = tx.prepare_cached(&format!(
+                "SELECT platform_id, reactions FROM messages WHERE channel = {} AND sent_at >= ?2 \
                  AND NOT unsent AND platform_id IS NOT NULL AND thread_id IS NULL",
-            )?;
+                channel_key("?1")
+            ))?;
             let rows = stmt.query_map(params![channel_id, since], |r| {
                 let reactions: String = r.get(1)?;
                 Ok((r.get::<_, String>(0)?, serde_json::from_str(&reactions).unwrap_or_default()))

@@ -81,21 +81,60 @@ const MIGRATIONS: &[Migration] = &[
     ("0013_defer_index", include_str!("migrations/0013_defer_index.sql")),
     ("0014_platform_key", include_str!("migrations/0014_platform_key.sql")),
     ("0015_read_marks", include_str!("migrations/0015_read_marks.sql")),
+    ("0016_channel_keys", include_str!("migrations/0016_channel_keys.sql")),
 ];
 
-/// SQL that turns a database back into one from before migration 0010 (which started
+/// Turns the database at `path` back into one from before migration 0010 (which started
 /// the search index over), undoing every later migration first, for tests of what 0010
-/// does to existing data. Keep it in step with each new migration.
+/// does to existing data. `messages` and `channels` go back to their layout of then
+/// (migration 0016 rebuilt them), with their rowids. Keep it in step with each new
+/// migration.
 #[cfg(any(test, feature = "test-support"))]
-pub const BACK_TO_0009: &str = "DROP TRIGGER read_marks_of_message; DROP TRIGGER read_marks_of_agent; \
-     DROP TABLE read_marks; CREATE TABLE read_state (agent_id TEXT NOT NULL REFERENCES agents (id) ON DELETE CASCADE, \
+pub fn back_to_0009(path: &Path) -> Result<()> {
+    crate::db::rewrite_without_foreign_keys(path, BACK_TO_0009)
+}
+
+#[cfg(any(test, feature = "test-support"))]
+const BACK_TO_0009: &str = "DROP TRIGGER read_marks_of_agent; DROP TABLE read_marks; \
+     CREATE TABLE read_state (agent_id TEXT NOT NULL REFERENCES agents (id) ON DELETE CASCADE, \
      message_id TEXT NOT NULL REFERENCES messages (id) ON DELETE CASCADE, read_at INTEGER NOT NULL, \
      PRIMARY KEY (agent_id, message_id)) WITHOUT ROWID; CREATE INDEX read_state_by_message ON read_state (message_id); \
-     DROP INDEX messages_by_platform_key; ALTER TABLE messages DROP COLUMN platform_key; \
-     DROP INDEX messages_by_thread; DROP TABLE threads; \
-     ALTER TABLE messages DROP COLUMN thread_id; \
-     ALTER TABLE channels DROP COLUMN gone_at; ALTER TABLE channels DROP COLUMN gone_reason; \
-     DROP TABLE messages_cjk; DROP TABLE search_backlog; PRAGMA user_version = 9;";
+     CREATE TABLE messages_then (id TEXT PRIMARY KEY, channel_id TEXT NOT NULL REFERENCES channels (id), \
+     platform_id TEXT NOT NULL, source TEXT NOT NULL, sender_id TEXT NOT NULL, sender_name TEXT, \
+     is_self INTEGER NOT NULL DEFAULT 0, text TEXT NOT NULL DEFAULT '', sent_at INTEGER NOT NULL, edited_at INTEGER, \
+     unsent INTEGER NOT NULL DEFAULT 0, reply_to TEXT, reply_to_platform_id TEXT, reactions TEXT NOT NULL DEFAULT '[]', \
+     direction TEXT NOT NULL CHECK (direction IN ('inbound', 'outbound')), agent_id TEXT, ingested_at INTEGER NOT NULL, \
+     UNIQUE (source, platform_id)); \
+     INSERT INTO messages_then (rowid, id, channel_id, platform_id, source, sender_id, sender_name, is_self, text, \
+     sent_at, edited_at, unsent, reply_to, reply_to_platform_id, reactions, direction, agent_id, ingested_at) \
+     SELECT m.rowid, m.id, c.id, m.platform_id, m.source, m.sender_id, m.sender_name, m.is_self, m.text, m.sent_at, \
+     m.edited_at, m.unsent, m.reply_to, m.reply_to_platform_id, m.reactions, m.direction, m.agent_id, m.ingested_at \
+     FROM messages m JOIN channels c ON c.key = m.channel; \
+     DROP TABLE messages; ALTER TABLE messages_then RENAME TO messages; \
+     CREATE INDEX messages_by_channel ON messages (channel_id, sent_at, id); \
+     CREATE INDEX messages_by_time ON messages (sent_at, id, channel_id, direction); \
+     CREATE INDEX messages_by_reply_platform_id ON messages (reply_to_platform_id) \
+     WHERE reply_to IS NULL AND reply_to_platform_id IS NOT NULL; \
+     CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages WHEN NOT new.unsent BEGIN \
+     INSERT INTO messages_fts (rowid, text) VALUES (new.rowid, new.text); END; \
+     CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages WHEN NOT old.unsent BEGIN \
+     INSERT INTO messages_fts (messages_fts, rowid, text) VALUES ('delete', old.rowid, old.text); END; \
+     CREATE TRIGGER messages_fts_update AFTER UPDATE OF text, unsent ON messages BEGIN \
+     INSERT INTO messages_fts (messages_fts, rowid, text) SELECT 'delete', old.rowid, old.text WHERE NOT old.unsent; \
+     INSERT INTO messages_fts (rowid, text) SELECT new.rowid, new.text WHERE NOT new.unsent; END; \
+     CREATE TABLE channels_then (id TEXT PRIMARY KEY, \
+     source TEXT NOT NULL CHECK (source IN ('imessage', 'discord')), platform_id TEXT NOT NULL, name TEXT NOT NULL, \
+     kind TEXT NOT NULL CHECK (kind IN ('dm', 'group')), \
+     state TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'allowed', 'blocked')), visible_from INTEGER, \
+     send_policy TEXT NOT NULL DEFAULT 'review' CHECK (send_policy IN ('read_only', 'review', 'auto')), \
+     created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, last_message_at INTEGER, stored_from INTEGER, \
+     audience TEXT NOT NULL DEFAULT 'all' CHECK (audience IN ('all', 'some')), UNIQUE (source, platform_id)); \
+     INSERT INTO channels_then (rowid, id, source, platform_id, name, kind, state, visible_from, send_policy, \
+     created_at, updated_at, last_message_at, stored_from, audience) \
+     SELECT key, id, source, platform_id, name, kind, state, visible_from, send_policy, \
+     created_at, updated_at, last_message_at, stored_from, audience FROM channels; \
+     DROP TABLE channels; ALTER TABLE channels_then RENAME TO channels; \
+     DROP TABLE threads; DROP TABLE messages_cjk; DROP TABLE search_backlog; PRAGMA user_version = 9;";
 
 /// The key a message's platform id is looked up by (`messages.platform_key`): FNV-1a,
 /// 64 bits, over the source, a unit separator and the platform id. SQLite computes it
@@ -216,7 +255,7 @@ mod tests {
             .read(|tx| {
                 let mut stmt = tx.prepare(
                     "SELECT c.id, c.platform_id, c.state, c.visible_from, c.send_policy, c.last_message_at, \
-                     (SELECT count(*) FROM messages m WHERE m.channel_id = c.id) FROM channels c ORDER BY c.id",
+                     (SELECT count(*) FROM messages m WHERE m.channel = c.key) FROM channels c ORDER BY c.id",
                 )?;
                 let rows = stmt.query_map([], |r| {
                     Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?))
@@ -237,10 +276,10 @@ mod tests {
         );
     }
 
-    /// Migration 0014 rebuilds `messages` without its unique index on platform ids, and
-    /// 0015 keys read marks by rowids: every message, rowid, file, read mark and alias
-    /// stays, search still finds them, and a message read again from its platform is
-    /// still stored once.
+    /// Migration 0014 rebuilds `messages` without its unique index on platform ids, 0015
+    /// keys read marks by rowids, and 0016 names each message's channel by its key: every
+    /// message (in its channel), rowid, channel, file, read mark and alias stays, search
+    /// still finds them, and a message read again from its platform is still stored once.
     #[test]
     fn messages_and_read_marks_keep_everything_through_the_rebuilds() {
         use crate::model::{ChannelKind, IncomingMessage, SenderInfo, Source};
@@ -266,24 +305,34 @@ mod tests {
              INSERT INTO platform_aliases (source, platform_id, message_id) VALUES ('imessage', 'C0FFEE-3', 'msg_2');",
         )
         .expect("a database from before the rebuild");
-        let rows = |conn: &Connection| -> Vec<Vec<rusqlite::types::Value>> {
+        let rows = |conn: &Connection, channel: &str| -> Vec<Vec<rusqlite::types::Value>> {
             let mut stmt = conn
-                .prepare(
-                    "SELECT rowid, id, channel_id, platform_id, source, sender_id, sender_name, is_self, text, sent_at, \
+                .prepare(&format!(
+                    "SELECT rowid, id, {channel}, platform_id, source, sender_id, sender_name, is_self, text, sent_at, \
                      edited_at, unsent, reply_to, reply_to_platform_id, reactions, direction, agent_id, ingested_at, \
-                     thread_id FROM messages ORDER BY rowid",
-                )
+                     thread_id FROM messages ORDER BY rowid"
+                ))
                 .expect("prepare");
             let all = stmt.query_map([], |r| (0..19).map(|i| r.get(i)).collect()).expect("query");
             all.collect::<rusqlite::Result<_>>().expect("rows")
         };
-        let before = rows(&conn);
+        let before = rows(&conn, "channel_id");
+        let channels_before: Vec<(i64, String)> = conn
+            .prepare("SELECT rowid, id FROM channels ORDER BY rowid")
+            .and_then(|mut s| s.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect())
+            .expect("channels");
         drop(conn);
 
         let store = Store::open(&path).expect("migrated");
         store
             .read(|tx| {
-                assert_eq!(rows(tx), before, "every message, with its rowid");
+                let channel = "(SELECT c.id FROM channels c WHERE c.key = channel)";
+                assert_eq!(rows(tx, channel), before, "every message, with its rowid, in its channel");
+                let channels: Vec<(i64, String)> = tx
+                    .prepare("SELECT key, id FROM channels ORDER BY key")?
+                    .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+                    .collect::<rusqlite::Result<_>>()?;
+                assert_eq!(channels, channels_before, "each channel's key is its rowid of before");
                 let kept: (i64, i64, i64) = tx.query_row(
                     "SELECT (SELECT count(*) FROM attachments), (SELECT count(*) FROM read_marks), \
                      (SELECT count(*) FROM platform_aliases)",

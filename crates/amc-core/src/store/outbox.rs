@@ -301,7 +301,7 @@ fn alias_parts(tx: &Transaction<'_>, id: &str, parts: &[String]) -> Result<()> {
     for part in parts {
         let echo: Option<String> = tx
             .prepare_cached(concat!(
-                "SELECT m.id FROM messages m JOIN channels c ON c.id = m.channel_id JOIN outbox o ON o.id = ?1 \
+                "SELECT m.id FROM messages m JOIN channels c ON c.key = m.channel JOIN outbox o ON o.id = ?1 \
                      WHERE c.id = o.channel_id AND ",
                 at_platform_id!("m.", "c.source", "?2"),
                 " AND m.direction = 'inbound'"
@@ -348,9 +348,9 @@ fn store_outbound(tx: &Transaction<'_>, id: &str, platform_id: &str, sent_at: Mi
             .execute([echo])?;
     }
     tx.prepare_cached(
-        "INSERT INTO messages (id, channel_id, platform_id, source, sender_id, sender_name, is_self, text, \
+        "INSERT INTO messages (id, channel, platform_id, source, sender_id, sender_name, is_self, text, \
          sent_at, reply_to, direction, agent_id, ingested_at, thread_id) \
-         SELECT o.id, o.channel_id, ?2, c.source, 'agent:' || o.agent_id, o.agent_id, 1, o.text, ?3, o.reply_to, \
+         SELECT o.id, c.key, ?2, c.source, 'agent:' || o.agent_id, o.agent_id, 1, o.text, ?3, o.reply_to, \
          'outbound', o.agent_id, ?4, (SELECT p.thread_id FROM messages p WHERE p.id = o.reply_to) \
          FROM outbox o JOIN channels c ON c.id = o.channel_id WHERE o.id = ?1",
     )?

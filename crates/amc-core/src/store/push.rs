@@ -60,8 +60,8 @@ impl Store {
                 .ok_or_else(|| Error::unauthorized("unknown agent"))?;
             let newest: i64 = tx.query_row("SELECT coalesce(max(rowid), 0) FROM messages", [], |r| r.get(0))?;
             let sql = format!(
-                "SELECT {ENVELOPE_COLS}, m.rowid FROM messages m JOIN channels c ON c.id = m.channel_id \
-                 LEFT JOIN push_channels p ON p.agent_id = ?1 AND p.channel_id = m.channel_id \
+                "SELECT {ENVELOPE_COLS}, m.rowid FROM messages m JOIN channels c ON c.key = m.channel \
+                 LEFT JOIN push_channels p ON p.agent_id = ?1 AND p.channel_id = c.id \
                  WHERE m.rowid > ?2 AND m.rowid > coalesce(p.through, ?2) AND {} \
                  ORDER BY m.rowid LIMIT ?3",
                 unread_to("?1")

@@ -47,14 +47,14 @@ fn spaceless_glob() -> String {
 /// The backlog's top while a first import defers its indexing: the largest rowid.
 const DEFERRED: i64 = i64::MAX;
 
-/// The insert trigger, as migration 0014 last wrote it. A deferral drops it: while the
+/// The insert trigger, as migration 0016 last wrote it. A deferral drops it: while the
 /// backlog reaches the largest rowid it would index nothing, and its mere presence (a
 /// trigger program and a statement journal per insert, and a look at the backlog per
 /// row) costs a first import a third of its time. The write that lowers the backlog's
 /// top from [`DEFERRED`] puts it back, in the same transaction: the end of the deferral,
 /// or the indexer's first batch after a crash that never ended it.
 fn insert_trigger() -> &'static str {
-    let sql = include_str!("migrations/0014_platform_key.sql");
+    let sql = include_str!("migrations/0016_channel_keys.sql");
     sql.find("CREATE TRIGGER messages_fts_insert").map_or(sql, |at| sql[at..].trim_end())
 }
 
@@ -227,7 +227,7 @@ impl Store {
             };
             let filters = [
                 q.source.map(|s| ("m.source = ", Value::from(s.as_str().to_owned()))),
-                q.channel_id.clone().map(|c| ("m.channel_id = ", Value::from(c))),
+                q.channel_id.clone().map(|c| ("c.id = ", Value::from(c))),
                 q.before.map(|t| ("m.sent_at < ", Value::from(t))),
                 q.after.map(|t| ("m.sent_at >= ", Value::from(t))),
             ];
@@ -244,7 +244,7 @@ impl Store {
             let (limit, offset) = (plan.bind(i64::from(q.limit)), plan.bind(i64::from(q.offset)));
             let sql = format!(
                 "SELECT {ENVELOPE_COLS}, {} FROM {driver} JOIN messages m ON m.rowid = {driver}.rowid \
-                 JOIN channels c ON c.id = m.channel_id \
+                 JOIN channels c ON c.key = m.channel \
                  WHERE {} ORDER BY {order} LIMIT {limit} OFFSET {offset}",
                 plan.excerpt,
                 wheres.join(" AND "),
@@ -364,9 +364,11 @@ mod tests {
     #[test]
     fn the_migration_spells_the_same_scripts() {
         let glob = format!("GLOB '{}'", spaceless_glob());
-        for sql in
-            [include_str!("migrations/0010_search_backlog.sql"), include_str!("migrations/0014_platform_key.sql")]
-        {
+        for sql in [
+            include_str!("migrations/0010_search_backlog.sql"),
+            include_str!("migrations/0014_platform_key.sql"),
+            include_str!("migrations/0016_channel_keys.sql"),
+        ] {
             assert_eq!(sql.matches(&glob).count(), 2, "the insert and update triggers use {glob}");
         }
         assert!(insert_trigger().contains(&glob), "the trigger put back after a first import");

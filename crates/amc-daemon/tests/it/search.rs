@@ -206,9 +206,9 @@ async fn messages_stored_before_the_index_are_found_once_indexed() {
     let (ch, _) = d.ingest(Source::Imessage, "a", vec![msg("old", "the boarding pass 搭乗券", now_ms())]).await;
     d.approve(&ch, json!({ "history": "all" })).await;
     // As a database written before search existed (migration 0010 starts its index over).
-    let downgrade = amc_core::store::BACK_TO_0009;
-    d.amc.store().write(|tx| Ok(tx.execute_batch(downgrade)?)).expect("downgrade");
+    let db = d.config.db_path();
     let dir = d.stop().await;
+    amc_core::store::back_to_0009(&db).expect("downgrade");
 
     let d = Daemon::start_in(dir, |_| {}, None).await;
     let (mut agent, _) = d.agent("claude").await;
