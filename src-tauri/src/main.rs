@@ -1,10 +1,10 @@
-//! `amc-tray`: AMC in the menu bar. It starts AMC (the core, its sources and the daemon,
-//! with the same data directory and socket as `amc serve`) inside its own process, shows
-//! the tray menu, and opens the person's window on `amc://localhost/ui/`, whose requests
+//! `amc-tray`: AMC in the menu bar. It shows its tray icon, starts AMC (the core, its
+//! sources and the daemon, with the same data directory and socket as `amc serve`) inside
+//! its own process, then shows the tray menu, and opens the person's window on `amc://localhost/ui/`, whose requests
 //! the daemon answers in-process. Glue only: the logic is in `amc-runtime` and `amc-tray-model`.
 //!
 //! # Layout
-//! - `main.rs`: flags, the async runtime, starting AMC, running the app, stopping AMC.
+//! - `main.rs`: flags, the async runtime, running the app, starting AMC in it, stopping AMC.
 //! - `tray.rs`: the tray icon and its menu, kept current from `amc_tray_model::follow`.
 //! - `window.rs`: the `amc:` scheme and the window (created when shown, destroyed on close).
 //! - `refused.rs`: what the person sees when AMC cannot start (another AMC runs).
@@ -16,9 +16,12 @@ mod window;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
+use amc_tray_model::scheme::Scheme;
 use clap::Parser;
-use tauri::RunEvent;
+use tauri::{AppHandle, RunEvent};
 use tokio_util::sync::CancellationToken;
 
 use amc_core::config::RawConfig;
@@ -58,12 +61,10 @@ fn main() -> ExitCode {
     // Tauri's tasks (notifications, dialogs) and AMC's share one runtime.
     tauri::async_runtime::set(runtime.handle().clone());
     let raw = flags.start.apply(RawConfig { data_dir: flags.data_dir, ..Default::default() });
-    let started = runtime.block_on(amc_runtime::start(raw));
-    if let Err(e) = &started {
-        // The person may have started the app from a terminal: say it there too.
-        eprintln!("amc-tray: {e:#}");
-    }
     let stop = CancellationToken::new();
+    let (scheme, scheme_rx) = tokio::sync::watch::channel(None);
+    let running: Arc<Mutex<Option<amc_runtime::Running>>> = Arc::default();
+    let failed = Arc::new(AtomicBool::new(false));
     let builder = tauri::Builder::default();
     // First, so that a second launch hands over to the first before anything else.
     let builder =
@@ -72,38 +73,30 @@ fn main() -> ExitCode {
         .plugin(tauri_plugin_dialog::init())
         .plugin(tauri_plugin_notification::init())
         .plugin(tauri_plugin_autostart::init(tauri_plugin_autostart::MacosLauncher::LaunchAgent, Some(vec![AT_LOGIN])));
-    let builder = match &started {
-        Ok(running) => {
-            let amc = running.amc().clone();
-            let (daemon, stop, hidden) = (running.in_process(), stop.clone(), flags.hidden);
-            window::register(builder, daemon).setup(move |app| {
-                #[cfg(target_os = "macos")]
-                app.set_activation_policy(tauri::ActivationPolicy::Accessory);
-                // Started at login: in the menu bar only, no window (and no WebKit) yet.
-                if !hidden {
-                    window::create(app.handle())?;
-                }
-                tray::create(app.handle(), amc, stop)?;
-                Ok(())
-            })
-        }
-        Err(e) => {
-            let message = format!("{e:#}");
-            builder.setup(move |app| {
-                refused::show(app.handle(), message);
-                Ok(())
-            })
-        }
+    let start = Start {
+        raw,
+        runtime: runtime.handle().clone(),
+        scheme,
+        running: running.clone(),
+        failed: failed.clone(),
+        stop: stop.clone(),
+        hidden: flags.hidden,
     };
+    let builder = window::register(builder, scheme_rx).setup(move |app| {
+        #[cfg(target_os = "macos")]
+        app.set_activation_policy(tauri::ActivationPolicy::Accessory);
+        start.spawn(app.handle())
+    });
     let app = match builder.build(tauri::generate_context!()) {
         Ok(app) => app,
         Err(e) => {
             eprintln!("amc-tray: cannot open its window: {e}");
-            return stop_amc(&runtime, started.ok(), ExitCode::FAILURE);
+            return ExitCode::FAILURE;
         }
     };
-    let failed = started.is_err();
-    runtime.spawn(quit_on_signal(app.handle().clone(), if failed { 1 } else { 0 }));
+    runtime.spawn(quit_on_signal(app.handle().clone(), failed.clone()));
+    #[cfg(target_os = "macos")]
+    let reopened = failed.clone();
     let code = app.run_return(move |_app, event| match event {
         RunEvent::ExitRequested { code: None, api, .. } => {
             // The last window went away: a tray app keeps running until Quit.
@@ -111,12 +104,73 @@ fn main() -> ExitCode {
         }
         // Opened again while running (a double-click in Finder, `open -a AMC`): show the window.
         #[cfg(target_os = "macos")]
-        RunEvent::Reopen { .. } if !failed => window::show(_app),
+        RunEvent::Reopen { .. } if !reopened.load(Ordering::SeqCst) => window::show(_app),
         _ => {}
     });
     stop.cancel();
-    let code = if failed { ExitCode::FAILURE } else { ExitCode::from(u8::try_from(code).unwrap_or(1)) };
-    stop_amc(&runtime, started.ok(), code)
+    let code =
+        if failed.load(Ordering::SeqCst) { ExitCode::FAILURE } else { ExitCode::from(u8::try_from(code).unwrap_or(1)) };
+    // Quit while AMC was still starting (a long store update): the update's transaction
+    // is rolled back with the process, and runs again at the next launch.
+    let running = running.lock().ok().and_then(|mut r| r.take());
+    stop_amc(&runtime, running, code)
+}
+
+/// Starting AMC once the app runs, so that its tray icon is there at once and says how
+/// far the start is (a new release may update the store first, which can take a while).
+struct Start {
+    raw: RawConfig,
+    runtime: tokio::runtime::Handle,
+    scheme: tokio::sync::watch::Sender<Option<Scheme>>,
+    running: Arc<Mutex<Option<amc_runtime::Running>>>,
+    failed: Arc<AtomicBool>,
+    stop: CancellationToken,
+    hidden: bool,
+}
+
+impl Start {
+    /// Shows the tray, then starts AMC on a thread of its own (opening the store may
+    /// update it for seconds): once it runs, the tray gets its menu and the window opens
+    /// (unless started hidden, as at login); if it cannot start, the person is told why.
+    fn spawn(self, app: &AppHandle) -> Result<(), Box<dyn std::error::Error>> {
+        let started = CancellationToken::new();
+        let tray = tray::starting(app, started.clone())?;
+        let app = app.clone();
+        std::thread::Builder::new().name("amc-start".into()).spawn(move || {
+            let result = self.runtime.block_on(amc_runtime::start(self.raw));
+            started.cancel();
+            let on_main = match result {
+                Ok(running) => {
+                    let amc = running.amc().clone();
+                    self.scheme.send_replace(Some(Scheme::new(running.in_process())));
+                    if let Ok(mut slot) = self.running.lock() {
+                        *slot = Some(running);
+                    }
+                    let (handle, stop, hidden) = (app.clone(), self.stop, self.hidden);
+                    app.run_on_main_thread(move || {
+                        if let Err(e) = tray::create(&handle, &tray, amc, stop) {
+                            tracing::error!(error = %e, "the tray menu could not be built");
+                        }
+                        // Started at login: in the menu bar only, no window (and no WebKit) yet.
+                        if !hidden && let Err(e) = window::create(&handle) {
+                            tracing::error!(error = %e, "the window could not be opened");
+                        }
+                    })
+                }
+                Err(e) => {
+                    // The person may have started the app from a terminal: say it there too.
+                    eprintln!("amc-tray: {e:#}");
+                    self.failed.store(true, Ordering::SeqCst);
+                    let (handle, message) = (app.clone(), format!("{e:#}"));
+                    app.run_on_main_thread(move || refused::show(&handle, message))
+                }
+            };
+            if let Err(e) = on_main {
+                tracing::error!(error = %e, "the app stopped before AMC started");
+            }
+        })?;
+        Ok(())
+    }
 }
 
 /// Stops AMC (its socket is removed) and passes `code` on.
@@ -138,8 +192,8 @@ fn single_instance() -> tauri::plugin::TauriPlugin<tauri::Wry> {
     })
 }
 
-/// SIGTERM and SIGINT quit the app as its Quit item does.
-async fn quit_on_signal(app: tauri::AppHandle, code: i32) {
+/// SIGTERM and SIGINT quit the app as its Quit item does (status 1 if AMC could not start).
+async fn quit_on_signal(app: AppHandle, failed: Arc<AtomicBool>) {
     amc_runtime::shutdown_signal().await;
-    app.exit(code);
+    app.exit(i32::from(failed.load(Ordering::SeqCst)));
 }

@@ -1,10 +1,12 @@
 //! The tray icon and its menu: open AMC, what waits (channels, sends to review), the pause
 //! switch, launch at login, quit. `amc_tray_model::follow` keeps the counts and the pause check
-//! current and raises the notices.
+//! current and raises the notices. The icon is there from the app's first moment: while
+//! AMC starts (and a new release updates the store, which can take a while) its menu says
+//! so, with Quit.
 
 use tauri::image::Image;
 use tauri::menu::{CheckMenuItem, Menu, MenuEvent, MenuItem, PredefinedMenuItem};
-use tauri::tray::TrayIconBuilder;
+use tauri::tray::{TrayIcon, TrayIconBuilder};
 use tauri::{AppHandle, Wry};
 use tauri_plugin_autostart::ManagerExt as _;
 use tauri_plugin_notification::NotificationExt as _;
@@ -21,7 +23,49 @@ struct Live {
     sends: MenuItem<Wry>,
     tools: MenuItem<Wry>,
     pause: CheckMenuItem<Wry>,
-    tray: tauri::tray::TrayIcon<Wry>,
+    tray: TrayIcon<Wry>,
+}
+
+/// How often the menu says again how far AMC's start is.
+const STARTING_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// The tray icon, with a menu that says AMC is starting (how far a store update is) and
+/// Quit, kept current until `started` is cancelled. [`create`] then gives it its menu.
+pub fn starting(app: &AppHandle, started: CancellationToken) -> tauri::Result<TrayIcon<Wry>> {
+    let label = amc_tray_model::view::starting_label(amc_core::db::update_progress().as_ref());
+    let status = MenuItem::with_id(app, "starting", &label, false, None::<&str>)?;
+    let quit = MenuItem::with_id(app, "quit-starting", "Quit AMC", true, None::<&str>)?;
+    let menu = Menu::with_items(app, &[&status, &PredefinedMenuItem::separator(app)?, &quit])?;
+    let tray = TrayIconBuilder::with_id("amc")
+        .icon(icon()?)
+        .icon_as_template(cfg!(target_os = "macos"))
+        .tooltip(&label)
+        .menu(&menu)
+        .show_menu_on_left_click(true)
+        .build(app)?;
+    app.on_menu_event(|app, event| {
+        if event.id().as_ref() == "quit-starting" {
+            // Safe while the store updates: its transaction is rolled back, and the
+            // update starts over at the next launch.
+            app.exit(0);
+        }
+    });
+    let shown = tray.clone();
+    tauri::async_runtime::spawn(async move {
+        let mut said = label;
+        loop {
+            tokio::select! {
+                () = started.cancelled() => break,
+                () = tokio::time::sleep(STARTING_EVERY) => {}
+            }
+            let label = amc_tray_model::view::starting_label(amc_core::db::update_progress().as_ref());
+            if label != said {
+                let _ = status.set_text(&label).and_then(|()| shown.set_tooltip(Some(&label)));
+                said = label;
+            }
+        }
+    });
+    Ok(tray)
 }
 
 /// The icon: a template image on macOS (the menu bar tints it), the app icon elsewhere.
@@ -33,8 +77,8 @@ fn icon() -> tauri::Result<Image<'static>> {
     }
 }
 
-/// Builds the tray and starts following AMC until `stop` is cancelled.
-pub fn create(app: &AppHandle, amc: Amc, stop: CancellationToken) -> tauri::Result<()> {
+/// Gives the tray its menu and follows AMC until `stop` is cancelled.
+pub fn create(app: &AppHandle, tray: &TrayIcon<Wry>, amc: Amc, stop: CancellationToken) -> tauri::Result<()> {
     let view = tauri::async_runtime::block_on(TrayView::read(&amc)).unwrap_or_else(|e| {
         tracing::warn!(error = %e, "reading the counts failed");
         TrayView { paused: amc.paused(), ..TrayView::default() }
@@ -64,14 +108,9 @@ pub fn create(app: &AppHandle, amc: Amc, stop: CancellationToken) -> tauri::Resu
             &quit,
         ],
     )?;
-    let tray = TrayIconBuilder::with_id("amc")
-        .icon(icon()?)
-        .icon_as_template(cfg!(target_os = "macos"))
-        .tooltip(view.tooltip())
-        .menu(&menu)
-        .show_menu_on_left_click(true)
-        .build(app)?;
-    let live = Live { channels, sends, tools, pause: pause.clone(), tray };
+    tray.set_menu(Some(menu))?;
+    tray.set_tooltip(Some(view.tooltip()))?;
+    let live = Live { channels, sends, tools, pause: pause.clone(), tray: tray.clone() };
     {
         let amc = amc.clone();
         let login = login.clone();

@@ -464,9 +464,12 @@ fn migrate_core(conn: &mut Connection, migrations: &[Migration]) -> Result<()> {
     };
     for (i, &(name, sql)) in migrations.iter().enumerate().skip(current) {
         conn.pragma_update(None, "foreign_keys", false)?;
+        let total = messages.and_then(|n| u64::try_from(n).ok());
+        set_update_progress(Some(UpdateProgress { migration: name, rewritten: 0, total }));
         let log = progress_log(name, messages);
         conn.progress_handler(PROGRESS_STEPS, Some(log))?;
         let applied = apply_core(conn, name, sql, i + 1);
+        set_update_progress(None);
         conn.progress_handler(0, None::<fn() -> bool>)?;
         conn.pragma_update(None, "foreign_keys", true)?;
         applied?;
@@ -488,6 +491,32 @@ fn apply_core(conn: &mut Connection, name: &str, sql: &str, version: usize) -> R
     Ok(tx.commit()?)
 }
 
+/// How far an update of the store is, while one runs: the tray shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UpdateProgress {
+    /// The migration running, such as `0016_channel_keys`.
+    pub migration: &'static str,
+    /// Messages rewritten so far, for a migration that rewrites them (else 0).
+    pub rewritten: u64,
+    /// The messages stored, if known.
+    pub total: Option<u64>,
+}
+
+/// The update under way in this process, if any (see [`update_progress`]).
+static UPDATING: Mutex<Option<UpdateProgress>> = Mutex::new(None);
+
+/// How far the store's update is, while a migration of AMC's runs in this process:
+/// `None` the rest of the time.
+pub fn update_progress() -> Option<UpdateProgress> {
+    UPDATING.lock().map(|u| u.clone()).unwrap_or(None)
+}
+
+fn set_update_progress(progress: Option<UpdateProgress>) {
+    if let Ok(mut u) = UPDATING.lock() {
+        *u = progress;
+    }
+}
+
 /// How many SQLite instructions run between two looks at a migration's progress.
 const PROGRESS_STEPS: std::ffi::c_int = 100_000;
 
@@ -499,10 +528,12 @@ fn progress_log(name: &'static str, messages: Option<i64>) -> impl FnMut() -> bo
     let keyed_before = KEYS_COMPUTED.load(Ordering::Relaxed);
     let started = std::time::Instant::now();
     let mut said = started;
+    let total = messages.and_then(|n| u64::try_from(n).ok());
     move || {
+        let rewritten = KEYS_COMPUTED.load(Ordering::Relaxed).saturating_sub(keyed_before);
+        set_update_progress(Some(UpdateProgress { migration: name, rewritten, total }));
         if said.elapsed() >= PROGRESS_EVERY {
             said = std::time::Instant::now();
-            let rewritten = KEYS_COMPUTED.load(Ordering::Relaxed).saturating_sub(keyed_before);
             let seconds = started.elapsed().as_secs();
             match messages {
                 Some(total) if rewritten > 0 => {

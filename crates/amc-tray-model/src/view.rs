@@ -1,5 +1,6 @@
 //! The tray menu's state and the words it shows.
 
+use amc_core::db::UpdateProgress;
 use amc_core::model::Waiting;
 use amc_core::service::Amc;
 
@@ -60,6 +61,24 @@ fn count(n: u64, one: &str, many: &str, tail: &str) -> String {
     }
 }
 
+/// What the tray says while AMC starts, before its menu is ready: that it starts, or,
+/// while a new release updates the store (`amc_core::db::update_progress`), how far that is.
+pub fn starting_label(update: Option<&UpdateProgress>) -> String {
+    match update {
+        None => "Starting AMC…".to_owned(),
+        // Every message rewritten: the indexes are built and the store checked (about as
+        // long again), which says nothing of how far it is.
+        Some(UpdateProgress { rewritten, total: Some(total), .. }) if *rewritten >= *total && *total > 0 => {
+            "Updating your stored messages… almost done".to_owned()
+        }
+        Some(UpdateProgress { rewritten, total: Some(total), .. }) if *rewritten > 0 && *total > 0 => {
+            let percent = rewritten.saturating_mul(100) / total;
+            format!("Updating your stored messages… {percent}%")
+        }
+        Some(_) => "Updating your stored messages…".to_owned(),
+    }
+}
+
 /// Pauses all agents if they run, resumes them if paused (the menu's switch). The switch
 /// shows AMC's state once it changed, through the `pause_changed` event.
 pub async fn toggle_pause(amc: Amc) {
@@ -74,6 +93,20 @@ mod tests {
 
     fn view(channels: u64, sends: u64, paused: bool) -> TrayView {
         TrayView { waiting: Waiting { channels, sends, tools: 0 }, paused }
+    }
+
+    #[test]
+    fn starting_says_how_far_an_update_is() {
+        let update = |rewritten, total| UpdateProgress { migration: "0016_channel_keys", rewritten, total };
+        assert_eq!(starting_label(None), "Starting AMC…");
+        assert_eq!(starting_label(Some(&update(0, Some(250_000)))), "Updating your stored messages…");
+        assert_eq!(starting_label(Some(&update(5, None))), "Updating your stored messages…");
+        assert_eq!(starting_label(Some(&update(100_000, Some(250_000)))), "Updating your stored messages… 40%");
+        assert_eq!(starting_label(Some(&update(249_999, Some(250_000)))), "Updating your stored messages… 99%");
+        let done = "Updating your stored messages… almost done";
+        assert_eq!(starting_label(Some(&update(250_000, Some(250_000)))), done);
+        assert_eq!(starting_label(Some(&update(300_000, Some(250_000)))), done);
+        assert_eq!(starting_label(Some(&update(1, Some(0)))), "Updating your stored messages…");
     }
 
     #[test]
