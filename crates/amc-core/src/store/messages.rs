@@ -436,8 +436,10 @@ impl Store {
     pub fn readers(&self, ids: &[String]) -> Result<HashMap<String, Vec<String>>> {
         self.read(|tx| {
             let mut stmt = tx.prepare_cached(
-                "SELECT a.id FROM read_marks r JOIN agents a ON a.rowid = r.agent \
-                     WHERE r.message = (SELECT rowid FROM messages WHERE id = ?1) ORDER BY r.read_at",
+                // Agent by agent, through the marks' primary key (CROSS JOIN keeps that
+                // order; read marks have no index by message since migration 0017).
+                "SELECT a.id FROM agents a CROSS JOIN read_marks r ON r.agent = a.rowid \
+                     AND r.message = (SELECT rowid FROM messages WHERE id = ?1) ORDER BY r.read_at",
             )?;
             let mut out = HashMap::new();
             for id in ids {

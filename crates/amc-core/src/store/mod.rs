@@ -82,6 +82,7 @@ const MIGRATIONS: &[Migration] = &[
     ("0014_platform_key", include_str!("migrations/0014_platform_key.sql")),
     ("0015_read_marks", include_str!("migrations/0015_read_marks.sql")),
     ("0016_channel_keys", include_str!("migrations/0016_channel_keys.sql")),
+    ("0017_read_marks_by_agent", include_str!("migrations/0017_read_marks_by_agent.sql")),
 ];
 
 /// Turns the database at `path` back into one from before migration 0010 (which started

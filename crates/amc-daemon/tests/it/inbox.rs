@@ -89,14 +89,16 @@ async fn two_agents_keep_independent_read_state() {
     one.post("/messages/mark_read", &json!({ "message_ids": sent[..3] })).await.expect("post");
     assert_eq!(ids(&one.get("/messages/unread").await.expect("get").json()), sent[3..].to_vec());
     assert_eq!(ids(&two.get("/messages/unread").await.expect("get").json()), sent);
+    two.post("/messages/mark_read", &json!({ "message_ids": [sent[1]] })).await.expect("post");
 
-    // The person's inbox view shows who read what.
+    // The person's inbox view shows who read what, in the order they read it.
     let v = d.admin().await.get("/admin/inbox").await.expect("get").json();
     let read_by = |id: &str| -> Vec<String> {
         let m = v["messages"].as_array().expect("list").iter().find(|m| m["id"] == id).expect("listed");
         serde_json::from_value(m["read_by"].clone()).expect("read_by")
     };
     assert_eq!(read_by(&sent[0]), vec!["one"]);
+    assert_eq!(read_by(&sent[1]), vec!["one", "two"]);
     assert!(read_by(&sent[3]).is_empty());
 }
 
