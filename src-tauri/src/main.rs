@@ -73,12 +73,16 @@ fn main() -> ExitCode {
         .plugin(tauri_plugin_dialog::init())
         .plugin(tauri_plugin_notification::init())
         .plugin(tauri_plugin_autostart::init(tauri_plugin_autostart::MacosLauncher::LaunchAgent, Some(vec![AT_LOGIN])));
+    let started = CancellationToken::new();
+    let start_thread: Arc<Mutex<Option<std::thread::JoinHandle<()>>>> = Arc::default();
     let start = Start {
         raw,
         runtime: runtime.handle().clone(),
         scheme,
         running: running.clone(),
         failed: failed.clone(),
+        started: started.clone(),
+        thread: start_thread.clone(),
         stop: stop.clone(),
         hidden: flags.hidden,
     };
@@ -108,12 +112,22 @@ fn main() -> ExitCode {
         _ => {}
     });
     stop.cancel();
+    // A start that has ended has put AMC in its slot (or failed): wait for its thread to
+    // be done with it. One still under way (a long store update) is left behind: the
+    // update's transaction goes with the process, and runs again at the next launch.
+    if started.is_cancelled()
+        && let Some(thread) = start_thread.lock().ok().and_then(|mut t| t.take())
+    {
+        let _ = thread.join();
+    }
     let code =
         if failed.load(Ordering::SeqCst) { ExitCode::FAILURE } else { ExitCode::from(u8::try_from(code).unwrap_or(1)) };
-    // Quit while AMC was still starting (a long store update): the update's transaction
-    // is rolled back with the process, and runs again at the next launch.
     let running = running.lock().ok().and_then(|mut r| r.take());
-    stop_amc(&runtime, running, code)
+    let code = stop_amc(&runtime, running, code);
+    // Nothing left running may hold the process: a task waiting on the app's main thread
+    // after its event loop ended would never be answered.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(2));
+    code
 }
 
 /// Starting AMC once the app runs, so that its tray icon is there at once and says how
@@ -124,6 +138,9 @@ struct Start {
     scheme: tokio::sync::watch::Sender<Option<Scheme>>,
     running: Arc<Mutex<Option<amc_runtime::Running>>>,
     failed: Arc<AtomicBool>,
+    /// Cancelled once the start has ended, AMC in `running` or `failed` set.
+    started: CancellationToken,
+    thread: Arc<Mutex<Option<std::thread::JoinHandle<()>>>>,
     stop: CancellationToken,
     hidden: bool,
 }
@@ -133,12 +150,14 @@ impl Start {
     /// update it for seconds): once it runs, the tray gets its menu and the window opens
     /// (unless started hidden, as at login); if it cannot start, the person is told why.
     fn spawn(self, app: &AppHandle) -> Result<(), Box<dyn std::error::Error>> {
-        let started = CancellationToken::new();
-        let tray = tray::starting(app, started.clone())?;
+        let tray = tray::starting(app, self.started.clone())?;
         let app = app.clone();
-        std::thread::Builder::new().name("amc-start".into()).spawn(move || {
-            let result = self.runtime.block_on(amc_runtime::start(self.raw));
-            started.cancel();
+        let thread = self.thread.clone();
+        let handle = std::thread::Builder::new().name("amc-start".into()).spawn(move || {
+            let (runtime, raw) = (self.runtime, self.raw);
+            let result =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| runtime.block_on(amc_runtime::start(raw))))
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("AMC stopped while starting (see the log)")));
             let on_main = match result {
                 Ok(running) => {
                     let amc = running.amc().clone();
@@ -146,14 +165,16 @@ impl Start {
                     if let Ok(mut slot) = self.running.lock() {
                         *slot = Some(running);
                     }
+                    self.started.cancel();
                     let (handle, stop, hidden) = (app.clone(), self.stop, self.hidden);
                     app.run_on_main_thread(move || {
-                        if let Err(e) = tray::create(&handle, &tray, amc, stop) {
+                        if let Err(e) = tray::create(&handle, &tray.icon, amc, stop) {
                             tracing::error!(error = %e, "the tray menu could not be built");
                         }
-                        // Started at login: in the menu bar only, no window (and no WebKit) yet.
-                        if !hidden && let Err(e) = window::create(&handle) {
-                            tracing::error!(error = %e, "the window could not be opened");
+                        // Started at login: in the menu bar only, no window (and no WebKit)
+                        // yet. A window a second launch opened meanwhile is brought forward.
+                        if !hidden {
+                            window::show(&handle);
                         }
                     })
                 }
@@ -161,14 +182,21 @@ impl Start {
                     // The person may have started the app from a terminal: say it there too.
                     eprintln!("amc-tray: {e:#}");
                     self.failed.store(true, Ordering::SeqCst);
+                    self.started.cancel();
                     let (handle, message) = (app.clone(), format!("{e:#}"));
-                    app.run_on_main_thread(move || refused::show(&handle, message))
+                    app.run_on_main_thread(move || {
+                        tray.failed();
+                        refused::show(&handle, message);
+                    })
                 }
             };
             if let Err(e) = on_main {
                 tracing::error!(error = %e, "the app stopped before AMC started");
             }
         })?;
+        if let Ok(mut slot) = thread.lock() {
+            *slot = Some(handle);
+        }
         Ok(())
     }
 }

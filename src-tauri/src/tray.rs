@@ -29,14 +29,28 @@ struct Live {
 /// How often the menu says again how far AMC's start is.
 const STARTING_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
 
+/// The tray icon while AMC starts, and the menu item that says how far.
+pub struct Starting {
+    pub icon: TrayIcon<Wry>,
+    status: MenuItem<Wry>,
+}
+
+impl Starting {
+    /// Says that AMC could not start (a dialog says why).
+    pub fn failed(&self) {
+        let said = "AMC could not start";
+        let _ = self.status.set_text(said).and_then(|()| self.icon.set_tooltip(Some(said)));
+    }
+}
+
 /// The tray icon, with a menu that says AMC is starting (how far a store update is) and
 /// Quit, kept current until `started` is cancelled. [`create`] then gives it its menu.
-pub fn starting(app: &AppHandle, started: CancellationToken) -> tauri::Result<TrayIcon<Wry>> {
+pub fn starting(app: &AppHandle, started: CancellationToken) -> tauri::Result<Starting> {
     let label = amc_tray_model::view::starting_label(amc_core::db::update_progress().as_ref());
     let status = MenuItem::with_id(app, "starting", &label, false, None::<&str>)?;
     let quit = MenuItem::with_id(app, "quit-starting", "Quit AMC", true, None::<&str>)?;
     let menu = Menu::with_items(app, &[&status, &PredefinedMenuItem::separator(app)?, &quit])?;
-    let tray = TrayIconBuilder::with_id("amc")
+    let icon = TrayIconBuilder::with_id("amc")
         .icon(icon()?)
         .icon_as_template(cfg!(target_os = "macos"))
         .tooltip(&label)
@@ -50,7 +64,7 @@ pub fn starting(app: &AppHandle, started: CancellationToken) -> tauri::Result<Tr
             app.exit(0);
         }
     });
-    let shown = tray.clone();
+    let (app, shown, item) = (app.clone(), icon.clone(), status.clone());
     tauri::async_runtime::spawn(async move {
         let mut said = label;
         loop {
@@ -60,12 +74,20 @@ pub fn starting(app: &AppHandle, started: CancellationToken) -> tauri::Result<Tr
             }
             let label = amc_tray_model::view::starting_label(amc_core::db::update_progress().as_ref());
             if label != said {
-                let _ = status.set_text(&label).and_then(|()| shown.set_tooltip(Some(&label)));
-                said = label;
+                said.clone_from(&label);
+                let (shown, item, started) = (shown.clone(), item.clone(), started.clone());
+                // Run on the main thread, not waited for: a setter called here would wait
+                // for it, and after the app's event loop ended (Quit during an update)
+                // nothing answers on macOS. The real menu, once there, is never overwritten.
+                let _ = app.run_on_main_thread(move || {
+                    if !started.is_cancelled() {
+                        let _ = item.set_text(&label).and_then(|()| shown.set_tooltip(Some(&label)));
+                    }
+                });
             }
         }
     });
-    Ok(tray)
+    Ok(Starting { icon, status })
 }
 
 /// The icon: a template image on macOS (the menu bar tints it), the app icon elsewhere.
@@ -118,7 +140,9 @@ pub fn create(app: &AppHandle, tray: &TrayIcon<Wry>, amc: Amc, stop: Cancellatio
     }
     let handle = app.clone();
     tauri::async_runtime::spawn(follow(amc, NoticePolicy::default(), stop.cancelled_owned(), move |update| {
-        apply(&handle, &live, update)
+        // On the main thread, not waited for (see `starting`).
+        let (app, live) = (handle.clone(), live.clone());
+        let _ = handle.run_on_main_thread(move || apply(&app, &live, update));
     }));
     Ok(())
 }
