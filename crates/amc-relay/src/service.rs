@@ -561,6 +561,8 @@ impl Relay {
         // still wakes us.
         let mut rx = self.inner.notifier.subscribe(&thread_id);
         let mut revocations = self.inner.amc.revocations();
+        // A revocation between the request's authentication and the subscription.
+        self.check_not_revoked(who).await?;
         let page = match page_from_memory(who, &cursors, &thread_id, &rx, after_seq, limit)? {
             Some(page) => page,
             None => {
@@ -580,10 +582,12 @@ impl Relay {
             }
         };
         if !page.messages.is_empty() || timeout == 0 {
+            // A revocation since the subscription wins over what was read meanwhile.
+            if revocations.has_changed().unwrap_or(false) {
+                self.check_not_revoked(who).await?;
+            }
             return Ok(page);
         }
-        // A revocation between the request's authentication and the subscription.
-        self.check_not_revoked(who).await?;
         let deadline = tokio::time::Instant::now() + Duration::from_secs(timeout as u64);
         tokio::pin!(cancelled);
         let woke = loop {

@@ -186,8 +186,19 @@ impl Amc {
         // Listen before looking, so a message stored in between still wakes the wait.
         let mut events = self.events().subscribe();
         let mut revocations = self.revocations();
+        // A revocation wins over messages read at the same time: between the request's
+        // authentication and the subscription, or since it.
+        let revoked = async |revocations: &mut tokio::sync::watch::Receiver<u64>, since: bool| -> Result<()> {
+            let changed = revocations.has_changed().unwrap_or(false);
+            if (!since || changed) && self.is_agent_revoked(agent.agent_id.clone()).await? {
+                return Err(Error::unauthorized("this agent was revoked"));
+            }
+            Ok(())
+        };
+        revoked(&mut revocations, false).await?;
         let page = self.list_unread(agent, params.clone()).await?;
         if !page.messages.is_empty() {
+            revoked(&mut revocations, true).await?;
             return Ok(page);
         }
         let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(u64::from(timeout));
@@ -229,6 +240,7 @@ impl Amc {
             if look {
                 let fresh = self.list_unread(agent, params.clone()).await?;
                 if !fresh.messages.is_empty() {
+                    revoked(&mut revocations, true).await?;
                     return Ok(fresh);
                 }
             }
