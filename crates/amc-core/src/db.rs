@@ -472,16 +472,15 @@ fn migrate_core(conn: &mut Connection, migrations: &[Migration]) -> Result<()> {
         return Err(newer("core", current, migrations.len()));
     }
     // For the progress log: how many messages a migration that rewrites them has to do.
-    let messages: Option<i64> = if current < migrations.len() {
-        conn.query_row("SELECT count(*) FROM messages", [], |r| r.get(0)).ok()
+    let total: Option<u64> = if current < migrations.len() {
+        conn.query_row("SELECT count(*) FROM messages", [], |r| r.get::<_, i64>(0)).ok().and_then(|n| n.try_into().ok())
     } else {
         None
     };
     for (i, &(name, sql)) in migrations.iter().enumerate().skip(current) {
         conn.pragma_update(None, "foreign_keys", false)?;
-        let total = messages.and_then(|n| u64::try_from(n).ok());
         set_update_progress(Some(UpdateProgress { migration: name, rewritten: 0, total }));
-        let log = progress_log(name, messages);
+        let log = progress_log(name, total);
         conn.progress_handler(PROGRESS_STEPS, Some(log))?;
         let applied = apply_core(conn, name, sql, i + 1);
         set_update_progress(None);
@@ -537,20 +536,19 @@ const PROGRESS_STEPS: std::ffi::c_int = 100_000;
 
 /// The progress handler of migration `name`: every few seconds it logs how long the
 /// migration has run and, for one that rewrites the messages, how many it has rewritten
-/// of `messages`.
-fn progress_log(name: &'static str, messages: Option<i64>) -> impl FnMut() -> bool + Send + 'static {
+/// of `total`.
+fn progress_log(name: &'static str, total: Option<u64>) -> impl FnMut() -> bool + Send + 'static {
     use std::sync::atomic::Ordering;
     let keyed_before = KEYS_COMPUTED.load(Ordering::Relaxed);
     let started = std::time::Instant::now();
     let mut said = started;
-    let total = messages.and_then(|n| u64::try_from(n).ok());
     move || {
         let rewritten = KEYS_COMPUTED.load(Ordering::Relaxed).saturating_sub(keyed_before);
         set_update_progress(Some(UpdateProgress { migration: name, rewritten, total }));
         if said.elapsed() >= PROGRESS_EVERY {
             said = std::time::Instant::now();
             let seconds = started.elapsed().as_secs();
-            match messages {
+            match total {
                 Some(total) if rewritten > 0 => {
                     tracing::info!(
                         migration = name,
