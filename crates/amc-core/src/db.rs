@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction, TransactionBehavior};
 
 use crate::error::{Error, Result};
@@ -411,6 +412,13 @@ fn open_connection(path: &Path, access: OpenFlags) -> Result<Connection> {
     conn.pragma_update(None, "mmap_size", if reader { 0 } else { MMAP_BYTES })?;
     conn.pragma_update(None, "soft_heap_limit", SOFT_HEAP_LIMIT)?;
     conn.pragma_update(None, "temp_store", "memory")?;
+    // Plans that never depend on bound values. Without this, SQLite marks a statement
+    // whose plan looked at a parameter (`LIMIT ?`, a `column = ?` no index serves) to be
+    // compiled again when that parameter is bound anew, and rusqlite clears the bindings
+    // of every statement it puts back in its cache: such statements, the unread list
+    // among them, were parsed and planned on every call (sqlite3.c: `sqlite3ExprIsInteger`,
+    // `whereLoopOutputAdjust`, `sqlite3_clear_bindings`; rusqlite's `cache.rs`).
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
     conn.set_prepared_statement_cache_capacity(64);
     Ok(conn)
 }
@@ -654,6 +662,28 @@ mod tests {
             db.write(|tx| Ok(tx.execute_batch("CREATE TABLE IF NOT EXISTS t (x); INSERT INTO t VALUES (1);")?))
                 .expect("write");
             assert!(db.release_memory().expect("release"));
+        }
+    }
+
+    /// A cached statement is compiled once, whatever its parameters: SQLite would
+    /// otherwise compile again, on every use, each statement whose plan looked at a bound
+    /// value (a `LIMIT ?`, a `column = ?` no index serves), since rusqlite clears a cached
+    /// statement's bindings when it is put back.
+    #[test]
+    fn a_cached_statement_is_compiled_once() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = Database::open(&dir.path().join("amc.db"), &[]).expect("open");
+        db.write(|tx| Ok(tx.execute_batch("CREATE TABLE t (k INTEGER PRIMARY KEY, tag TEXT, n INTEGER);")?))
+            .expect("table");
+        let sql = "SELECT k FROM t WHERE k > ?1 AND tag = ?2 AND (?3 IS NULL OR n = ?3) ORDER BY k LIMIT ?4";
+        let use_it = |tx: &Transaction<'_>, limit: i64| -> Result<i32> {
+            let mut stmt = tx.prepare_cached(sql)?;
+            stmt.query_map(rusqlite::params![0, "a", None::<i64>, limit], |r| r.get::<_, i64>(0))?.for_each(drop);
+            Ok(stmt.get_status(rusqlite::StatementStatus::RePrepare))
+        };
+        for limit in [20, 20, 100] {
+            assert_eq!(db.read(|tx| use_it(tx, limit)).expect("reader"), 0, "a reader compiled it again");
+            assert_eq!(db.write(|tx| use_it(tx, limit)).expect("writer"), 0, "the writer compiled it again");
         }
     }
 

@@ -157,6 +157,9 @@ impl ChatDb {
             Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
                 .map_err(|e| cannot(&e))?;
         conn.busy_timeout(Duration::from_secs(5)).map_err(|e| cannot(&e))?;
+        // Cached statements compiled once, not again on every poll (see `open_connection`
+        // in amc-core's db.rs).
+        conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true).map_err(|e| cannot(&e))?;
         let caps = Capabilities::determine(&conn).map_err(|e| match e {
             imessage_database::error::table::TableError::CannotConnect(_) => {
                 SourceError::NotMessages(path.display().to_string())
