@@ -52,18 +52,18 @@ fn pretty(v: &Value) -> String {
 
 /// A successful call: the pretty-printed JSON as text, and the same as structured content.
 pub fn success(v: Value) -> CallToolResult {
-    let mut r = CallToolResult::structured(v);
-    if let Some(v) = &r.structured_content {
-        r.content = vec![ContentBlock::text(pretty(v))];
-    }
+    // Built here rather than by `CallToolResult::structured`, which writes a compact text
+    // of `v` only for it to be replaced.
+    let mut r = CallToolResult::success(vec![ContentBlock::text(pretty(&v))]);
+    r.structured_content = Some(v);
     r
 }
 
 /// A failed call: `isError`, with the envelope as text and as structured content.
 pub fn failure(e: &Error) -> CallToolResult {
     let env = e.envelope_json();
-    let mut r = CallToolResult::structured_error(env.clone());
-    r.content = vec![ContentBlock::text(pretty(&env))];
+    let mut r = CallToolResult::error(vec![ContentBlock::text(pretty(&env))]);
+    r.structured_content = Some(env);
     r
 }
 
