@@ -298,7 +298,8 @@ impl Store {
             return Ok((Vec::new(), q.since));
         }
         let (messages, advance) = self.read(|tx| {
-            let generation: i64 = tx.query_row("SELECT value FROM unread_generation WHERE id = 1", [], |r| r.get(0))?;
+            let generation: i64 =
+                tx.prepare_cached("SELECT value FROM unread_generation WHERE id = 1")?.query_row([], |r| r.get(0))?;
             let floor = floor_of(tx, agent_id)?.ok_or_else(|| Error::unauthorized("unknown agent"))?;
             let since = q.since.unwrap_or(i64::MIN);
             // Message ids all have one length, so `id + " "` sorts after `id` and before
@@ -336,7 +337,8 @@ impl Store {
                 let candidate = match messages.first() {
                     Some(m) => Some((m.sent_at, m.id.clone())),
                     None => tx
-                        .query_row("SELECT max(sent_at) FROM messages", [], |r| r.get::<_, Option<Millis>>(0))?
+                        .prepare_cached("SELECT max(sent_at) FROM messages")?
+                        .query_row([], |r| r.get::<_, Option<Millis>>(0))?
                         .map(|max| (max.saturating_add(1), String::new())),
                 };
                 candidate.filter(|c| *c > floor).map(|c| (generation, floor, c))

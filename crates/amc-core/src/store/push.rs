@@ -58,7 +58,8 @@ impl Store {
                 .query_row([agent_id], |r| r.get(0))
                 .optional()?
                 .ok_or_else(|| Error::unauthorized("unknown agent"))?;
-            let newest: i64 = tx.query_row("SELECT coalesce(max(rowid), 0) FROM messages", [], |r| r.get(0))?;
+            let newest: i64 =
+                tx.prepare_cached("SELECT coalesce(max(rowid), 0) FROM messages")?.query_row([], |r| r.get(0))?;
             let sql = format!(
                 "SELECT {ENVELOPE_COLS}, m.rowid FROM messages m JOIN channels c ON c.key = m.channel \
                  LEFT JOIN push_channels p ON p.agent_id = ?1 AND p.channel_id = c.id \
