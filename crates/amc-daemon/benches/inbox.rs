@@ -9,6 +9,8 @@
 //! written in Japanese (every tenth) for a rare word and a common two-character one. It
 //! prints the search indexes' size per message, and ingest throughput with the indexes
 //! against without them, side by side on the same messages (the first 10% of the load).
+//! Last, the unread lists again once all but 5 of the 500 channels are blocked, as in a
+//! store where the person allowed a few of many conversations.
 //! `AMC_BENCH_MESSAGES` scales the data down.
 
 #![allow(clippy::print_stdout)] // a bench binary reports on stdout
@@ -263,6 +265,57 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         amc_testkit::Latencies::of(cold)
             .line(&format!("first GET /messages/unread?limit=100 of each agent after a restart ({RESTARTS} restarts)"))
     );
+
+    // A store where the person allowed few of many channels, as with most of a chat.db:
+    // all but one channel in a hundred blocked, and the same lists again.
+    let amc = Amc::start(config.clone(), Senders::default())?;
+    for (_, (ch, _)) in by_channel.iter().enumerate().filter(|(c, _)| c % 100 != 7) {
+        amc.store().block_channel(ch)?;
+    }
+    rt.block_on(async {
+        let socket = amc_daemon::bind_socket(&config.run_dir(), &config.socket_path())?;
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(amc_daemon::serve(amc.clone(), socket, None, async move {
+            let _ = stopped.await;
+        }));
+        let mut conns = Vec::new();
+        for (id, token) in &agents {
+            let c = Connection::connect(&config.socket_path()).await?;
+            conns.push(c.with_bearer(token).with_header("x-agent-id", id));
+        }
+        let (mut listed, mut marking) = (Vec::with_capacity(SAMPLES), Vec::new());
+        for i in 0..SAMPLES {
+            let c = &mut conns[i % AGENTS];
+            let t = Instant::now();
+            let r = c.get("/messages/unread?limit=100").await?;
+            listed.push(t.elapsed());
+            assert_eq!(r.status, 200);
+        }
+        // Then each agent reads its way through, a page at a time, marking each page read.
+        for i in 0..SAMPLES {
+            let c = &mut conns[i % AGENTS];
+            let t = Instant::now();
+            let r = c.get("/messages/unread?limit=100").await?;
+            marking.push(t.elapsed());
+            let ids: Vec<Value> = r.json()["messages"]
+                .as_array()
+                .map(|m| m.iter().map(|m| m["id"].clone()).collect())
+                .unwrap_or_default();
+            if ids.is_empty() {
+                break;
+            }
+            assert_eq!(c.post("/messages/mark_read", &json!({ "message_ids": ids })).await?.status, 200);
+        }
+        let few = "channels allowed: 5 of 500";
+        println!("{}", amc_testkit::Latencies::of(listed).line(&format!("GET /messages/unread?limit=100, {few}")));
+        println!(
+            "{}",
+            amc_testkit::Latencies::of(marking).line(&format!("the same, each page then marked read, {few}"))
+        );
+        let _ = stop.send(());
+        server.await??;
+        Ok::<_, Box<dyn std::error::Error>>(())
+    })?;
     Ok(())
 }
 

@@ -76,6 +76,63 @@ fn nothing_of_a_pending_or_blocked_channel_is_unread() {
     assert!(store.send_target("bot", &report.channel_id).expect("target").is_none(), "no sends to a blocked channel");
 }
 
+/// The unread list walks messages in time order with the channels open to the agent as a
+/// list built once (`visible_in_scan_to`); it must select exactly what the per-message
+/// test (`visible_to`) does, for every kind of channel and every agent.
+#[test]
+fn both_forms_of_visibility_select_the_same_messages() {
+    let (_dir, store) = store();
+    let now = now_ms();
+    for agent in ["a1", "a2", "a3"] {
+        store.create_agent(agent).expect("agent");
+    }
+    let mut channels = Vec::new();
+    for chat in ["all", "listed", "nobody", "pending", "blocked", "from-now", "last-day", "listed-blocked"] {
+        let old = msg(&format!("{chat}-old"), "old", now - 3 * 86_400_000);
+        let new = msg(&format!("{chat}-new"), "new", now - 60_000);
+        channels.push((chat, ingest(&store, chat, vec![old, new]).channel_id));
+    }
+    let listed = ["a1".to_owned(), "a2".to_owned()];
+    for (chat, id) in &channels {
+        let release = match *chat {
+            "pending" => continue,
+            "from-now" => HistoryRelease::FromNow,
+            "last-day" => HistoryRelease::LastDays(1),
+            _ => HistoryRelease::All,
+        };
+        store.approve_channel(id, release, None).expect("approve");
+        match *chat {
+            "listed" | "listed-blocked" => drop(store.set_channel_agents(id, Some(&listed)).expect("agents")),
+            "nobody" => drop(store.set_channel_agents(id, Some(&[])).expect("agents")),
+            _ => {}
+        }
+        if chat.ends_with("blocked") {
+            store.block_channel(id).expect("block");
+        }
+    }
+    ingest(&store, "from-now", vec![msg("from-now-later", "later", now + 1)]);
+    let selected = |agent: &str, condition: String| -> Vec<i64> {
+        store
+            .read(|tx| {
+                let sql = format!(
+                    "SELECT m.rowid FROM messages m JOIN channels c ON c.key = m.channel WHERE {condition} ORDER BY 1"
+                );
+                let rows = tx.prepare(&sql)?.query_map([agent], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;
+                Ok(rows)
+            })
+            .expect("select")
+    };
+    let mut seen = 0;
+    for agent in ["a1", "a2", "a3", "nobody-at-all"] {
+        let per_message = selected(agent, channels::visible_to("?1"));
+        assert_eq!(selected(agent, channels::visible_in_scan_to("?1")), per_message, "{agent}");
+        seen += per_message.len();
+    }
+    // Four agents (one unknown) see all's 2, from-now's 1 and last-day's 1; a1 and a2 see
+    // listed's 2 too: 4 × 4 + 2 × 2.
+    assert_eq!(seen, 20, "the store holds what the comparison needs");
+}
+
 #[test]
 fn from_now_hides_what_was_stored_before_the_approval() {
     let (_dir, store) = store();

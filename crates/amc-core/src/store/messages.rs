@@ -6,6 +6,7 @@ use std::collections::{BTreeSet, HashMap};
 use rusqlite::{OptionalExtension, Row, Transaction, params};
 
 use super::Store;
+use super::channels::unread_in_scan_to;
 use super::channels::{ChannelSpec, ThreadSpec, VISIBLE, lower_floors, parse_col, unread_to, upsert, visible_to};
 use super::channels::{agent_key, channel_key};
 use crate::error::{Error, Result};
@@ -101,7 +102,7 @@ fn raise_floor_past_read(tx: &Transaction<'_>, agent_id: &str) -> Result<()> {
         "SELECT m.sent_at, m.id, {} \
          FROM messages m INDEXED BY messages_by_time JOIN channels c ON c.key = m.channel \
          WHERE (m.sent_at, m.id) >= (?2, ?3) ORDER BY m.sent_at, m.id LIMIT ?4",
-        unread_to("?1")
+        unread_in_scan_to("?1")
     );
     let mut stmt = tx.prepare_cached(&sql)?;
     let mut rows = stmt.query(params![agent_id, floor.0, floor.1, FLOOR_STEP])?;
@@ -307,8 +308,8 @@ impl Store {
             let after = q.after.as_ref().map(|(at, id)| (*at, format!("{id} ")));
             let (start_at, start_id) =
                 [Some(floor.clone()), Some((since, String::new())), after].into_iter().flatten().max().unwrap_or(floor.clone());
-            let unread = unread_to("?1");
             let sql = if q.channel_id.is_some() {
+                let unread = unread_to("?1");
                 format!(
                     "SELECT {ENVELOPE_COLS} FROM messages m INDEXED BY messages_by_channel JOIN channels c ON c.key = m.channel \
                      WHERE m.channel = {} AND (m.sent_at, m.id) >= (?2, ?3) AND (?4 IS NULL OR m.source = ?4) \
@@ -316,6 +317,7 @@ impl Store {
                     channel_key("?5")
                 )
             } else {
+                let unread = unread_in_scan_to("?1");
                 format!(
                     "SELECT {ENVELOPE_COLS} FROM messages m INDEXED BY messages_by_time JOIN channels c ON c.key = m.channel \
                      WHERE (m.sent_at, m.id) >= (?2, ?3) AND (?4 IS NULL OR m.source = ?4) AND (?5 IS NULL) \

@@ -83,6 +83,7 @@ const MIGRATIONS: &[Migration] = &[
     ("0015_read_marks", include_str!("migrations/0015_read_marks.sql")),
     ("0016_channel_keys", include_str!("migrations/0016_channel_keys.sql")),
     ("0017_read_marks_by_agent", include_str!("migrations/0017_read_marks_by_agent.sql")),
+    ("0018_channels_by_state", include_str!("migrations/0018_channels_by_state.sql")),
 ];
 
 /// Turns the database at `path` back into one from before migration 0010 (which started
