@@ -676,14 +676,17 @@ mod tests {
         db.write(|tx| Ok(tx.execute_batch("CREATE TABLE t (k INTEGER PRIMARY KEY, tag TEXT, n INTEGER);")?))
             .expect("table");
         let sql = "SELECT k FROM t WHERE k > ?1 AND tag = ?2 AND (?3 IS NULL OR n = ?3) ORDER BY k LIMIT ?4";
-        let use_it = |tx: &Transaction<'_>, limit: i64| -> Result<i32> {
+        // (times compiled again, times run): the cache hands back the same statement.
+        let use_it = |tx: &Transaction<'_>, limit: i64| -> Result<(i32, i32)> {
             let mut stmt = tx.prepare_cached(sql)?;
             stmt.query_map(rusqlite::params![0, "a", None::<i64>, limit], |r| r.get::<_, i64>(0))?.for_each(drop);
-            Ok(stmt.get_status(rusqlite::StatementStatus::RePrepare))
+            use rusqlite::StatementStatus::{RePrepare, Run};
+            Ok((stmt.get_status(RePrepare), stmt.get_status(Run)))
         };
-        for limit in [20, 20, 100] {
-            assert_eq!(db.read(|tx| use_it(tx, limit)).expect("reader"), 0, "a reader compiled it again");
-            assert_eq!(db.write(|tx| use_it(tx, limit)).expect("writer"), 0, "the writer compiled it again");
+        for (n, limit) in [20, 20, 100].into_iter().enumerate() {
+            let runs = n as i32 + 1;
+            assert_eq!(db.read(|tx| use_it(tx, limit)).expect("reader"), (0, runs), "a reader compiled it again");
+            assert_eq!(db.write(|tx| use_it(tx, limit)).expect("writer"), (0, runs), "the writer compiled it again");
         }
     }
 
