@@ -133,6 +133,45 @@ fn both_forms_of_visibility_select_the_same_messages() {
     assert_eq!(seen, 20, "the store holds what the comparison needs");
 }
 
+/// Without statistics, SQLite's plans depend on the schema and the query alone, so a plan
+/// here is the plan at a million messages. A query of messages an agent may see must walk
+/// its own index, never start at the allowed channels (`channels_by_state`) and sort all
+/// their messages: a search for a two-character Japanese word did, and took 650 ms.
+#[test]
+fn queries_of_visible_messages_never_start_at_the_allowed_channels() {
+    let (_dir, store) = store();
+    let plan = |sql: String| -> String {
+        store
+            .read(|tx| {
+                let mut stmt = tx.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?;
+                let steps = stmt.query_map(["a1"], |r| r.get::<_, String>(3))?.collect::<rusqlite::Result<Vec<_>>>()?;
+                Ok(steps.join("\n"))
+            })
+            .expect("plan")
+    };
+    let shapes = [
+        // The search for short terms: the indexed texts, newest first.
+        format!(
+            "SELECT m.rowid FROM messages_cjk JOIN messages m ON m.rowid = messages_cjk.rowid \
+             JOIN channels c ON c.key = m.channel WHERE instr(lower(messages_cjk.text), 'ab') > 0 AND {} \
+             AND NOT m.unsent ORDER BY messages_cjk.rowid DESC LIMIT 20",
+            channels::visible_to("?1")
+        ),
+        // The unread list's walk in time order.
+        format!(
+            "SELECT m.rowid FROM messages m INDEXED BY messages_by_time JOIN channels c ON c.key = m.channel \
+             WHERE (m.sent_at, m.id) >= (0, '') AND {} ORDER BY m.sent_at, m.id LIMIT 100",
+            channels::unread_in_scan_to("?1")
+        ),
+    ];
+    for sql in shapes {
+        let plan = plan(sql);
+        let first = plan.lines().next().unwrap_or_default();
+        assert!(first.contains("messages_cjk") || first.contains(" m "), "starts elsewhere:\n{plan}");
+        assert!(!plan.contains("TEMP B-TREE"), "sorts:\n{plan}");
+    }
+}
+
 #[test]
 fn from_now_hides_what_was_stored_before_the_approval() {
     let (_dir, store) = store();

@@ -18,8 +18,11 @@ macro_rules! released {
 }
 
 /// The SQL condition under which message `m` of channel `c` is released to agents: the
-/// person's view of what agents may read. Agents' queries use [`visible_to`].
-pub(super) const VISIBLE: &str = concat!("c.state = 'allowed' AND ", released!());
+/// person's view of what agents may read. Agents' queries use [`visible_to`]. The unary
+/// `+` keeps SQLite from starting such a query at `channels_by_state` (every allowed
+/// channel, then all their messages, sorted): a search for a two-character Japanese word
+/// took 650 ms at 1,000,000 messages that way, against 0.4 ms walking the index newest first.
+pub(super) const VISIBLE: &str = concat!("+c.state = 'allowed' AND ", released!());
 
 /// The SQL condition under which channel `c` is open to the agent bound to the parameter
 /// `agent` (for example `?1`): every agent, or the ones the person listed.
