@@ -6,9 +6,8 @@ use std::collections::{BTreeSet, HashMap};
 use rusqlite::{OptionalExtension, Row, Transaction, params};
 
 use super::Store;
-use super::channels::unread_in_scan_to;
 use super::channels::{ChannelSpec, ThreadSpec, VISIBLE, lower_floors, parse_col, unread_to, upsert, visible_to};
-use super::channels::{agent_key, channel_key};
+use super::channels::{agent_key, channel_key, unread_in_scan_to};
 use crate::error::{Error, Result};
 use crate::model::{
     AttachmentInfo, ChannelKind, ChannelRef, Direction, Envelope, IncomingMessage, Reaction, SenderInfo, Source,
