@@ -8,8 +8,9 @@
 //! only AMC runs), and `AMC_BENCH_RUNS` the runs of each (5 by default).
 //! `AMC_BENCH_BASELINE` names another build's `amc` (an earlier release, say), run in
 //! the same alternation, to see what a change did on the same machine the same hour.
-//! Last, it runs AMC once more until its search index has caught up, and prints the
-//! store's bytes per message beside chat.db's. `scripts/bench` runs it with the exporter.
+//! Last, it runs AMC once more until its search index has caught up and it went idle, and
+//! prints its memory and wake-ups at rest, and the store's bytes per message beside
+//! chat.db's. `scripts/bench` runs it with the exporter.
 #![allow(clippy::print_stdout)] // a bench binary reports on stdout
 
 use std::path::{Path, PathBuf};
@@ -97,18 +98,74 @@ fn amc_run(amc: &Path, chat_db: &Path, expected: i64, work: &Path) -> Result<Run
     Ok(Run { took, peak_mib: peak })
 }
 
-/// The bytes per message of the store `amc serve` leaves once its search index caught
-/// up (it indexes a first import in bulk after storing it), and of `chat_db`.
-fn sizes(amc: &Path, chat_db: &Path, expected: i64, work: &Path) -> Result<(f64, f64), Box<dyn std::error::Error>> {
+/// What a first import leaves: the store's bytes per message once its search index caught
+/// up, chat.db's, and the daemon at rest after it.
+struct AfterImport {
+    store_bytes: f64,
+    chat_bytes: f64,
+    rest_mib: f64,
+    wakeups_per_s: f64,
+}
+
+/// How long the wake-ups at rest are counted.
+const REST_WINDOW: Duration = Duration::from_secs(60);
+
+/// The context switches of every thread of `pid` so far, by thread id.
+fn switches(pid: u32, seen: &mut std::collections::HashMap<String, u64>) {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return };
+    for task in tasks.flatten() {
+        let Ok(status) = std::fs::read_to_string(task.path().join("status")) else { continue };
+        let n: u64 = status
+            .lines()
+            .filter(|l| l.contains("ctxt_switches:"))
+            .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+            .sum();
+        let tid = task.file_name().to_string_lossy().into_owned();
+        let e = seen.entry(tid).or_default();
+        *e = (*e).max(n);
+    }
+}
+
+/// `amc serve` importing `chat_db` until its search index caught up and it went idle
+/// (the write-ahead log folded and truncated, which the same housekeeping tick follows by
+/// letting the caches go); then its wake-ups over a minute at rest (context switches,
+/// summed over its threads, sampled every second so that a thread that ends is counted)
+/// and its resident memory at the end of it; then the store's bytes per message, and
+/// chat.db's.
+fn after_import(
+    amc: &Path,
+    chat_db: &Path,
+    expected: i64,
+    work: &Path,
+) -> Result<AfterImport, Box<dyn std::error::Error>> {
     let t0 = Instant::now();
     let (guard, db) = serve(amc, chat_db, work)?;
+    let pid = guard.0.id();
     let indexed = "SELECT (SELECT count(*) FROM messages) >= ?1 AND NOT EXISTS (SELECT 1 FROM search_backlog)";
-    while !store_says(&db, indexed, expected) {
+    let wal = db.with_extension("db-wal");
+    while !(store_says(&db, indexed, expected) && std::fs::metadata(&wal).is_ok_and(|m| m.len() == 0)) {
         if t0.elapsed() > Duration::from_secs(600) {
-            return Err("amc serve did not index every message in 10 minutes".into());
+            return Err("amc serve did not index every message and go idle in 10 minutes".into());
         }
-        std::thread::sleep(Duration::from_millis(50));
+        std::thread::sleep(Duration::from_millis(200));
     }
+    let mut before = std::collections::HashMap::new();
+    switches(pid, &mut before);
+    let mut during = before.clone();
+    let began = Instant::now();
+    while began.elapsed() < REST_WINDOW {
+        std::thread::sleep(Duration::from_secs(1));
+        switches(pid, &mut during);
+    }
+    let woke: u64 = during.iter().map(|(tid, n)| n - before.get(tid).copied().unwrap_or(0)).sum();
+    // At the end of the minute: the housekeeping tick in it has handed back what threads
+    // that ended since the caches were let go had freed.
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let rest_kb: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .ok_or("no VmRSS")?;
     drop(guard);
     let conn = rusqlite::Connection::open_with_flags(&db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)?;
     let used: i64 = conn.query_row(
@@ -117,7 +174,12 @@ fn sizes(amc: &Path, chat_db: &Path, expected: i64, work: &Path) -> Result<(f64,
         |r| r.get(0),
     )?;
     let chat = std::fs::metadata(chat_db)?.len() as f64;
-    Ok((used as f64 / expected as f64, chat / expected as f64))
+    Ok(AfterImport {
+        store_bytes: used as f64 / expected as f64,
+        chat_bytes: chat / expected as f64,
+        rest_mib: rest_kb / 1024.0,
+        wakeups_per_s: woke as f64 / REST_WINDOW.as_secs_f64(),
+    })
 }
 
 /// imessage-exporter exporting every conversation as text, into a fresh folder.
@@ -197,10 +259,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     } else {
         println!("imessage-exporter: not run (set AMC_BENCH_EXPORTER to its binary)");
     }
-    let (store, chat) = sizes(Path::new(AMC), &chat_db, expected, work.path())?;
+    let after = after_import(Path::new(AMC), &chat_db, expected, work.path())?;
     println!(
-        "store after the import, search index included: {store:.0} bytes per message; chat.db {chat:.0}; ratio {:.2}",
-        store / chat
+        "daemon at rest after the import: RSS {:.1} MiB, {:.2} wake-ups/s (context switches over {} s)",
+        after.rest_mib,
+        after.wakeups_per_s,
+        REST_WINDOW.as_secs()
+    );
+    println!(
+        "store after the import, search index included: {:.0} bytes per message; chat.db {:.0}; ratio {:.2}",
+        after.store_bytes,
+        after.chat_bytes,
+        after.store_bytes / after.chat_bytes
     );
     Ok(())
 }

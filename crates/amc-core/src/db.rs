@@ -322,6 +322,13 @@ impl Database {
         Ok(true)
     }
 
+    /// Whether a write committed since the last [`Database::release_memory`], which would
+    /// then have something to let go.
+    pub fn release_due(&self) -> bool {
+        let last_write = *self.inner.last_write.lock().unwrap_or_else(|p| p.into_inner());
+        *self.inner.released_after.lock().unwrap_or_else(|p| p.into_inner()) != Some(last_write)
+    }
+
     /// How long since the last write that changed rows committed, if any did since the
     /// database was opened.
     pub fn idle_for(&self) -> Option<Duration> {
@@ -727,7 +734,9 @@ mod tests {
         // Two reads at once: a second reader.
         assert_eq!(db.read(|_| Ok(len(&db))).expect("read"), 500_000);
         assert_eq!(db.inner.readers.lock().expect("lock").open, 2);
+        assert!(db.release_due(), "a write since the start: something to let go");
         assert!(db.release_memory().expect("release"));
+        assert!(!db.release_due(), "nothing written since");
         let readers = db.inner.readers.lock().expect("lock");
         assert_eq!((readers.open, readers.idle.len()), (1, 1), "idle readers but one are closed");
         drop(readers);
@@ -735,6 +744,7 @@ mod tests {
         assert_eq!(db.read(|_| Ok(len(&db))).expect("read"), 500_000, "a read opens a reader again");
         assert!(!db.release_memory().expect("release"), "once per quiet spell");
         db.write(|tx| Ok(tx.execute_batch("INSERT INTO t VALUES (1);")?)).expect("the writer still writes");
+        assert!(db.release_due(), "due again after a write");
         assert!(db.release_memory().expect("release"), "again after a write");
     }
 

@@ -50,7 +50,9 @@ impl Amc {
         if self.inner.store.idle_for().is_some_and(|d| d < IDLE) {
             return Ok(false);
         }
-        let released = self.blocking(|s| s.release_memory()).await?;
+        // Without a thread of the blocking pool when there is nothing to let go: at
+        // rest, each one is a wake-up.
+        let released = self.inner.store.release_due() && self.blocking(|s| s.release_memory()).await?;
         if released {
             tracing::debug!("released the database's caches");
         }
