@@ -173,6 +173,25 @@ fn queries_of_visible_messages_never_start_at_the_allowed_channels() {
 }
 
 #[test]
+fn marking_read_starts_at_the_ids() {
+    let (_dir, store) = store();
+    let plan = store
+        .read(|tx| {
+            let mut stmt = tx.prepare(&format!("EXPLAIN QUERY PLAN {}", super::messages::mark_read_sql()))?;
+            let steps =
+                stmt.query_map(["a1", "[]", "0"], |r| r.get::<_, String>(3))?.collect::<rusqlite::Result<Vec<_>>>()?;
+            Ok(steps.join("\n"))
+        })
+        .expect("plan");
+    let first = plan.lines().find(|l| l.contains("SCAN") || l.contains("SEARCH")).unwrap_or_default();
+    assert!(first.contains("SCAN j"), "starts elsewhere:\n{plan}");
+    assert!(
+        plan.contains("SEARCH m USING INDEX sqlite_autoindex_messages_1 (id=?)"),
+        "finds messages otherwise:\n{plan}"
+    );
+}
+
+#[test]
 fn from_now_hides_what_was_stored_before_the_approval() {
     let (_dir, store) = store();
     store.create_agent("bot").expect("agent");

@@ -119,6 +119,21 @@ fn raise_floor_past_read(tx: &Transaction<'_>, agent_id: &str) -> Result<()> {
     Ok(())
 }
 
+/// Marks read, for the agent bound to `?1`, the messages of the JSON array of ids bound
+/// to `?2` that it may see, at the time bound to `?3`: the ids are read first, each message
+/// then found through the id index (`CROSS JOIN` keeps that order; test
+/// `marking_read_starts_at_the_ids`).
+pub(super) fn mark_read_sql() -> String {
+    format!(
+        "INSERT INTO read_marks (agent, message, read_at) \
+         SELECT {}, m.rowid, ?3 FROM json_each(?2) j CROSS JOIN messages m ON m.id = j.value \
+         JOIN channels c ON c.key = m.channel WHERE {} \
+         ON CONFLICT (agent, message) DO NOTHING",
+        agent_key("?1"),
+        visible_to("?1")
+    )
+}
+
 /// The agent's unread floor: no message before it is unread for the agent. None for an
 /// unknown agent.
 fn floor_of(tx: &Transaction<'_>, agent_id: &str) -> Result<Option<(Millis, String)>> {
@@ -371,19 +386,11 @@ impl Store {
     /// Unknown and hidden ids are skipped but counted, so the count reveals nothing.
     pub fn mark_read(&self, agent_id: &str, ids: &[String]) -> Result<usize> {
         let unique: BTreeSet<&str> = ids.iter().map(String::as_str).collect();
+        // One statement for all of them, the ids as one JSON array.
+        let listed = serde_json::to_string(&unique).map_err(Error::internal)?;
         let now = now_ms();
         self.write(|tx| {
-            let sql = format!(
-                "INSERT INTO read_marks (agent, message, read_at) \
-                 SELECT {}, m.rowid, ?3 FROM messages m JOIN channels c ON c.key = m.channel WHERE m.id = ?2 AND {} \
-                 ON CONFLICT (agent, message) DO NOTHING",
-                agent_key("?1"),
-                visible_to("?1")
-            );
-            let mut stmt = tx.prepare_cached(&sql)?;
-            for id in &unique {
-                stmt.execute(params![agent_id, id, now])?;
-            }
+            tx.prepare_cached(&mark_read_sql())?.execute(params![agent_id, listed, now])?;
             raise_floor_past_read(tx, agent_id)
         })?;
         Ok(unique.len())
