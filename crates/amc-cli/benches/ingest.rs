@@ -110,6 +110,9 @@ struct AfterImport {
 /// How long the wake-ups at rest are counted.
 const REST_WINDOW: Duration = Duration::from_secs(60);
 
+/// How often AMC's housekeeping runs (`amc_core::service::upkeep`).
+const HOUSEKEEPING: Duration = Duration::from_secs(60);
+
 /// The context switches of every thread of `pid` so far, by thread id.
 fn switches(pid: u32, seen: &mut std::collections::HashMap<String, u64>) {
     let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return };
@@ -128,10 +131,10 @@ fn switches(pid: u32, seen: &mut std::collections::HashMap<String, u64>) {
 
 /// `amc serve` importing `chat_db` until its search index caught up and it went idle
 /// (the write-ahead log folded and truncated, which the same housekeeping tick follows by
-/// letting the caches go); then its wake-ups over a minute at rest (context switches,
-/// summed over its threads, sampled every second so that a thread that ends is counted)
-/// and its resident memory at the end of it; then the store's bytes per message, and
-/// chat.db's.
+/// letting the caches go); then, from half a housekeeping tick later, its wake-ups over a
+/// minute at rest (context switches, summed over its threads, sampled every second so that
+/// a thread that ends is counted) and its resident memory at the end of it; then the
+/// store's bytes per message, and chat.db's.
 fn after_import(
     amc: &Path,
     chat_db: &Path,
@@ -149,6 +152,9 @@ fn after_import(
         }
         std::thread::sleep(Duration::from_millis(200));
     }
+    // Half a tick on, so that the minute counted holds the next housekeeping tick in its
+    // middle, whole, and begins after the caches were let go.
+    std::thread::sleep(HOUSEKEEPING / 2);
     let mut before = std::collections::HashMap::new();
     switches(pid, &mut before);
     let mut during = before.clone();
@@ -157,9 +163,9 @@ fn after_import(
         std::thread::sleep(Duration::from_secs(1));
         switches(pid, &mut during);
     }
+    switches(pid, &mut during);
+    let counted = began.elapsed();
     let woke: u64 = during.iter().map(|(tid, n)| n - before.get(tid).copied().unwrap_or(0)).sum();
-    // At the end of the minute: the housekeeping tick in it has handed back what threads
-    // that ended since the caches were let go had freed.
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
     let rest_kb: f64 = status
         .lines()
@@ -178,7 +184,7 @@ fn after_import(
         store_bytes: used as f64 / expected as f64,
         chat_bytes: chat / expected as f64,
         rest_mib: rest_kb / 1024.0,
-        wakeups_per_s: woke as f64 / REST_WINDOW.as_secs_f64(),
+        wakeups_per_s: woke as f64 / counted.as_secs_f64(),
     })
 }
 

@@ -50,8 +50,8 @@ impl Amc {
         if self.inner.store.idle_for().is_some_and(|d| d < IDLE) {
             return Ok(false);
         }
-        // Without a thread of the blocking pool when there is nothing to let go: at
-        // rest, each one is a wake-up.
+        // No hand-off to the blocking pool when there is nothing to let go: at rest, each
+        // hand-off is a few context switches.
         let released = self.inner.store.release_due() && self.blocking(|s| s.release_memory()).await?;
         if released {
             tracing::debug!("released the database's caches");
