@@ -26,11 +26,23 @@ struct Run {
     peak_mib: f64,
 }
 
-/// The peak resident memory of a running process, in MiB (`VmHWM`).
-fn peak_mib(pid: u32) -> Option<f64> {
+/// A memory figure of a running process from `/proc/PID/status` (`field` is `VmHWM`,
+/// the peak, or `VmRSS`, now), in MiB.
+fn status_mib(pid: u32, field: &str) -> Option<f64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let kb: f64 = status.lines().find_map(|l| l.strip_prefix("VmHWM:"))?.split_whitespace().next()?.parse().ok()?;
+    let kb: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
     Some(kb / 1024.0)
+}
+
+/// The peak resident memory of a running process, in MiB.
+fn peak_mib(pid: u32) -> Option<f64> {
+    status_mib(pid, "VmHWM")
 }
 
 /// Waits for `child` to exit, noting its peak memory until then.
@@ -166,12 +178,7 @@ fn after_import(
     switches(pid, &mut during);
     let counted = began.elapsed();
     let woke: u64 = during.iter().map(|(tid, n)| n - before.get(tid).copied().unwrap_or(0)).sum();
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    let rest_kb: f64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .ok_or("no VmRSS")?;
+    let rest_mib = status_mib(pid, "VmRSS").ok_or("no VmRSS")?;
     drop(guard);
     let conn = rusqlite::Connection::open_with_flags(&db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)?;
     let used: i64 = conn.query_row(
@@ -183,7 +190,7 @@ fn after_import(
     Ok(AfterImport {
         store_bytes: used as f64 / expected as f64,
         chat_bytes: chat / expected as f64,
-        rest_mib: rest_kb / 1024.0,
+        rest_mib,
         wakeups_per_s: woke as f64 / counted.as_secs_f64(),
     })
 }

@@ -15,6 +15,7 @@
 
 #![allow(clippy::print_stdout)] // a bench binary reports on stdout
 
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use amc_client::Connection;
@@ -125,9 +126,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
         let mut conns = Vec::new();
         for (id, token) in &agents {
-            conns.push(
-                Connection::connect(&config.socket_path()).await?.with_bearer(token).with_header("x-agent-id", id),
-            );
+            conns.push(connect_as(&config.socket_path(), id, token).await?);
         }
         // Warm up: each agent's first call moves its unread floor past what it has read.
         for c in conns.iter_mut() {
@@ -157,10 +156,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let r = c.get("/messages/unread?limit=100").await?;
             listed.push(t.elapsed());
             assert_eq!(r.status, 200);
-            let ids: Vec<Value> = r.json()["messages"]
-                .as_array()
-                .map(|m| m.iter().map(|m| m["id"].clone()).collect())
-                .unwrap_or_default();
+            let ids = page_ids(&r);
             assert_eq!(ids.len(), 100);
             assert_ne!(last_first[i % AGENTS].as_ref(), ids.first(), "the page marked read came back");
             last_first[i % AGENTS] = ids.first().cloned();
@@ -247,8 +243,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 let _ = stopped.await;
             }));
             for (id, token) in &agents {
-                let mut c = Connection::connect(&config.socket_path()).await?;
-                c = c.with_bearer(token).with_header("x-agent-id", id);
+                let mut c = connect_as(&config.socket_path(), id, token).await?;
                 let t = Instant::now();
                 let r = c.get("/messages/unread?limit=100").await?;
                 cold.push(t.elapsed());
@@ -280,8 +275,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }));
         let mut conns = Vec::new();
         for (id, token) in &agents {
-            let c = Connection::connect(&config.socket_path()).await?;
-            conns.push(c.with_bearer(token).with_header("x-agent-id", id));
+            conns.push(connect_as(&config.socket_path(), id, token).await?);
         }
         let (mut listed, mut marking) = (Vec::with_capacity(SAMPLES), Vec::new());
         for i in 0..SAMPLES {
@@ -297,10 +291,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let t = Instant::now();
             let r = c.get("/messages/unread?limit=100").await?;
             marking.push(t.elapsed());
-            let ids: Vec<Value> = r.json()["messages"]
-                .as_array()
-                .map(|m| m.iter().map(|m| m["id"].clone()).collect())
-                .unwrap_or_default();
+            let ids = page_ids(&r);
             if ids.is_empty() {
                 break;
             }
@@ -322,6 +313,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// Channel `c` and its messages: message j is sent at base + (j * CHANNELS + c) seconds, so
 /// the channels interleave in time as real conversations do. Every tenth channel is in
 /// Japanese.
+/// A connection to the daemon's socket as the agent `id`.
+async fn connect_as(socket: &Path, id: &str, token: &str) -> Result<Connection, Box<dyn std::error::Error>> {
+    Ok(Connection::connect(socket).await?.with_bearer(token).with_header("x-agent-id", id))
+}
+
+/// The ids of the messages of a page of `GET /messages/unread`.
+fn page_ids(page: &amc_client::Response) -> Vec<Value> {
+    page.json()["messages"].as_array().map(|m| m.iter().map(|m| m["id"].clone()).collect()).unwrap_or_default()
+}
+
 fn channel(c: usize, per_channel: usize, base: i64) -> (ChannelSpec, Vec<IncomingMessage>) {
     let spec = ChannelSpec { platform_id: format!("chat-{c}"), name: format!("Chat {c}"), kind: ChannelKind::Group };
     let japanese = c % 10 == 9;

@@ -133,6 +133,19 @@ fn both_forms_of_visibility_select_the_same_messages() {
     assert_eq!(seen, 20, "the store holds what the comparison needs");
 }
 
+/// SQLite's plan for `sql` with `params` bound, one step a line.
+fn query_plan(store: &Store, sql: &str, params: &[&str]) -> String {
+    store
+        .read(|tx| {
+            let mut stmt = tx.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?;
+            let steps = stmt
+                .query_map(rusqlite::params_from_iter(params), |r| r.get::<_, String>(3))?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            Ok(steps.join("\n"))
+        })
+        .expect("plan")
+}
+
 /// Without statistics, SQLite's plans depend on the schema and the query alone, so a plan
 /// here is the plan at a million messages. A query of messages an agent may see must walk
 /// its own index, never start at the allowed channels (`channels_by_state`) and sort all
@@ -140,15 +153,6 @@ fn both_forms_of_visibility_select_the_same_messages() {
 #[test]
 fn queries_of_visible_messages_never_start_at_the_allowed_channels() {
     let (_dir, store) = store();
-    let plan = |sql: String| -> String {
-        store
-            .read(|tx| {
-                let mut stmt = tx.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?;
-                let steps = stmt.query_map(["a1"], |r| r.get::<_, String>(3))?.collect::<rusqlite::Result<Vec<_>>>()?;
-                Ok(steps.join("\n"))
-            })
-            .expect("plan")
-    };
     let shapes = [
         // The search for short terms: the indexed texts, newest first.
         format!(
@@ -165,7 +169,7 @@ fn queries_of_visible_messages_never_start_at_the_allowed_channels() {
         ),
     ];
     for sql in shapes {
-        let plan = plan(sql);
+        let plan = query_plan(&store, &sql, &["a1"]);
         let first = plan.lines().next().unwrap_or_default();
         assert!(first.contains("messages_cjk") || first.contains(" m "), "starts elsewhere:\n{plan}");
         assert!(!plan.contains("TEMP B-TREE"), "sorts:\n{plan}");
@@ -175,14 +179,7 @@ fn queries_of_visible_messages_never_start_at_the_allowed_channels() {
 #[test]
 fn marking_read_starts_at_the_ids() {
     let (_dir, store) = store();
-    let plan = store
-        .read(|tx| {
-            let mut stmt = tx.prepare(&format!("EXPLAIN QUERY PLAN {}", super::messages::mark_read_sql()))?;
-            let steps =
-                stmt.query_map(["a1", "[]", "0"], |r| r.get::<_, String>(3))?.collect::<rusqlite::Result<Vec<_>>>()?;
-            Ok(steps.join("\n"))
-        })
-        .expect("plan");
+    let plan = query_plan(&store, &super::messages::mark_read_sql(), &["a1", "[]", "0"]);
     let first = plan.lines().find(|l| l.contains("SCAN") || l.contains("SEARCH")).unwrap_or_default();
     assert!(first.contains("SCAN j"), "starts elsewhere:\n{plan}");
     assert!(
