@@ -9,6 +9,7 @@
 //! - [`sender`]: the interface sources implement to deliver an agent's send.
 //! - [`attach`]: checks on the files and URLs an agent asks to send.
 //! - [`events`]: the change feed the UI follows.
+//! - [`every`]: periodic work kept by threads of its own, so an idle AMC rarely wakes.
 //! - [`config`]: validated configuration.
 //! - [`token`]: the secrets AMC hands out, and their hashes.
 //! - [`model`], [`ids`], [`time`], [`error`]: shared types.
@@ -19,6 +20,7 @@ pub mod config;
 pub mod db;
 pub mod error;
 pub mod events;
+pub mod every;
 pub mod ids;
 pub mod model;
 pub mod ratelimit;

@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use amc_core::every::Ticks;
 use amc_core::model::Source;
 use amc_core::service::{Amc, SourceState, SourceStatus};
 use notify::{EventKind, RecursiveMode, Watcher};
@@ -189,8 +190,9 @@ pub async fn run(amc: Amc, cfg: WatchConfig, shutdown: CancellationToken) {
     .ok();
     let mut armed = file_watcher.as_mut().map(|w| arm_files(w, &cfg.chat_db));
     let mut open: Option<Open> = None;
-    let mut tick = tokio::time::interval(cfg.poll);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // Kept by a thread of its own: tokio's timer would wake the runtime on the way to a
+    // far deadline, and an idle AMC wakes for nothing but this check.
+    let mut tick = Ticks::new("amc-chatdb-check", cfg.poll);
     // The quick checks still to make after the last event, and when the next is due.
     let mut recheck: Option<(usize, tokio::time::Instant)> = None;
     loop {
@@ -209,7 +211,7 @@ pub async fn run(amc: Amc, cfg: WatchConfig, shutdown: CancellationToken) {
                 Look::Event
             }
             () = async { tokio::time::sleep_until(due.unwrap_or_else(tokio::time::Instant::now)).await }, if due.is_some() => Look::Quick,
-            _ = tick.tick() => {
+            () = tick.tick() => {
                 // A file made again since it was watched (or not there then) is watched anew.
                 if let Some(w) = file_watcher.as_mut()
                     && armed.is_some_and(|a| a != file_identities(&cfg.chat_db) || a.contains(&None))
@@ -270,9 +272,17 @@ async fn step(amc: &Amc, path: &Path, contacts: &[PathBuf], open: &mut Option<Op
         // Has anything been written since the last look? A file event says so; the
         // checks ask `data_version`, and an event's read remembers it too.
         let Some(o) = open.as_mut() else { return };
-        // A pragma that reads shared memory and takes no lock: asked in place, it costs an
-        // idle AMC no thread hand-off (each one a wake-up).
-        let version = tokio::task::block_in_place(|| o.db.lock().unwrap_or_else(|p| p.into_inner()).data_version());
+        // A pragma that reads chat.db's shared memory and waits on no lock: asked in place
+        // on this thread, it costs an idle AMC no hand-off to another thread (each a
+        // round of wake-ups; `block_in_place` would hand the runtime's work to one). Only
+        // when a read of chat.db holds the connection is the wait taken off the runtime.
+        let version = match o.db.try_lock() {
+            Ok(db) => db.data_version(),
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner().data_version(),
+            Err(std::sync::TryLockError::WouldBlock) => {
+                tokio::task::block_in_place(|| o.db.lock().unwrap_or_else(|p| p.into_inner()).data_version())
+            }
+        };
         match (version, look) {
             (Ok(v), Look::Slow) if v == o.slow_version => return,
             (Ok(v), Look::Slow) => (o.data_version, o.slow_version) = (v, v),

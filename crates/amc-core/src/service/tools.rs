@@ -16,7 +16,7 @@ use super::{AgentCtx, Amc};
 use crate::error::{Error, Result};
 use crate::events::Event;
 use crate::model::{ToolRequest, ToolRequestStatus};
-use crate::store::NewToolRequest;
+use crate::store::{NewToolRequest, Store};
 
 /// How long a session may go without asking for its push before it counts as ended: the
 /// longest push wait and the bridge's slowest retry, with room to spare.
@@ -139,26 +139,35 @@ impl Amc {
 
     /// Ends the sessions that stopped asking for their push: their pending requests go.
     pub(super) async fn expire_tool_sessions(&self) -> Result<()> {
-        if self.inner.started.elapsed() < SESSION_GONE_AFTER {
-            // Bridges are still reconnecting to a daemon that just started.
+        if self.just_started() {
             return Ok(());
         }
-        let waiting = self.blocking(|s| s.tool_sessions_waiting()).await?;
+        let amc = self.clone();
+        self.blocking(move |s| amc.end_silent_sessions(s)).await
+    }
+
+    /// The same, on the calling thread (it makes store calls).
+    pub(super) fn end_silent_sessions(&self, store: &Store) -> Result<()> {
+        if self.just_started() {
+            return Ok(());
+        }
+        let waiting = store.tool_sessions_waiting()?;
         let now = crate::time::now_ms();
         // A session that asked lately counts as alive even before its push first asks.
-        let ended: Vec<(String, String)> = waiting
-            .into_iter()
-            .filter(|(agent, session, newest)| {
-                let asked_lately = now.saturating_sub(*newest) < SESSION_GONE_AFTER.as_millis() as i64;
-                !asked_lately && !self.session_alive(agent, session, SESSION_GONE_AFTER)
-            })
-            .map(|(agent, session, _)| (agent, session))
-            .collect();
-        for (agent_id, session) in ended {
-            let gone = self.blocking(move |s| s.end_tool_session(&agent_id, &session)).await?;
-            self.announce_gone(gone);
+        let ended = waiting.into_iter().filter(|(agent, session, newest)| {
+            let asked_lately = now.saturating_sub(*newest) < SESSION_GONE_AFTER.as_millis() as i64;
+            !asked_lately && !self.session_alive(agent, session, SESSION_GONE_AFTER)
+        });
+        for (agent_id, session, _) in ended {
+            self.announce_gone(store.end_tool_session(&agent_id, &session)?);
         }
         Ok(())
+    }
+
+    /// Bridges are still reconnecting to a daemon that just started: no session counts
+    /// as ended yet.
+    fn just_started(&self) -> bool {
+        self.inner.started.elapsed() < SESSION_GONE_AFTER
     }
 }
 

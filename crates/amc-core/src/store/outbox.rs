@@ -267,6 +267,12 @@ impl Store {
         })
     }
 
+    /// Moves a send's last change back to `at`, as if it had waited since then.
+    #[cfg(test)]
+    pub(crate) fn backdate_send(&self, id: &str, at: Millis) -> Result<()> {
+        self.write(|tx| Ok(tx.execute("UPDATE outbox SET updated_at = ?2 WHERE id = ?1", params![id, at]).map(drop)?))
+    }
+
     /// One send.
     pub fn outbox_item(&self, id: &str) -> Result<OutboxItem> {
         self.read(|tx| item(tx, id)?.ok_or_else(|| Error::not_found("send")))
