@@ -322,11 +322,13 @@ impl ChatDb {
     /// The rows at or below `up_to` edited or unsent after `since` (Apple nanoseconds),
     /// as (ROWID, when), earliest change first. Messages records an edit or an unsend in
     /// the message's own row, wherever it lies; chat.db has no index on these columns,
-    /// so this reads the table once.
+    /// so this reads the table once. A change time of 0 is a row never changed, even
+    /// when `since` is below 0 (a look reaching back before the first change).
     pub fn changed_since(&self, since: i64, up_to: i64) -> Result<Vec<(i64, i64)>, SourceError> {
         let Some(change) = &self.change_time else { return Ok(Vec::new()) };
         let mut stmt = self.conn.prepare_cached(&format!(
-            "SELECT ROWID, {change} AS changed FROM message WHERE ROWID <= ?1 AND changed > ?2 ORDER BY changed, ROWID"
+            "SELECT ROWID, {change} AS changed FROM message WHERE ROWID <= ?1 AND changed > max(?2, 0) \
+             ORDER BY changed, ROWID"
         ))?;
         let rows = stmt.query_map([up_to, since], |r| Ok((r.get(0)?, r.get(1)?)))?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)

@@ -622,6 +622,35 @@ async fn edits_and_unsends_of_old_messages_are_applied_wherever_the_row_lies() {
     assert_eq!(msgs[1].edited_at, None, "an unsend is not an edit");
 }
 
+/// With nothing ever edited or unsent, the look for edits reads no row again: every row's
+/// change time is 0, which is no change, however far back the look reaches (it reaches
+/// ten minutes before the last change applied, and before the first that is below 0).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_look_for_edits_reads_nothing_when_nothing_was_edited() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (path, w, ada, chat) = dm_chat(dir.path(), "iMessage;-;+15551234567");
+    w.connection().execute_batch("BEGIN").expect("begin");
+    for i in 0..300 {
+        w.add_message(chat, &text_msg(&format!("m{i}"), &format!("m {i}"), ada, T0 + i)).expect("m");
+    }
+    w.connection().execute_batch("COMMIT").expect("commit");
+    let amc = amc(dir.path());
+    let db = shared(&path);
+    assert_eq!(sync_once(&amc, &db).await.expect("sync").inserted, 300);
+    for look in 0..2 {
+        let report = amc_imessage::sync::apply_edits(&amc, &db).await.expect("edits");
+        assert_eq!((report.rows, report.updated), (0, 0), "look {look}: no row was edited");
+    }
+    // One edit later: that row alone is read again, and then nothing.
+    w.connection()
+        .execute(
+            "UPDATE message SET date_edited = ?1 WHERE guid = 'm7'",
+            [amc_imessage::fixture::apple_ns(T0 + 60_000)],
+        )
+        .expect("edit");
+    assert_eq!(amc_imessage::sync::apply_edits(&amc, &db).await.expect("edits").rows, 1);
+}
+
 /// U+FFFC stands for an attachment only where there is one: in a plain text it is what
 /// the sender typed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
