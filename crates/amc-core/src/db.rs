@@ -7,6 +7,7 @@
 //! relay) keeps its version in `schema_parts`, so parts migrate independently.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -51,6 +52,35 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// hundred (each with its own page cache).
 pub const MAX_READERS: usize = 8;
 
+thread_local! {
+    /// Whether this thread's transactions are left out of [`Inner::uses`].
+    static UNCOUNTED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// While alive, the transactions of the thread that made it are no use of the database
+/// for [`Database::release_memory`]: the housekeeping's own minute's look at the store
+/// must not make a release due every minute at rest.
+#[derive(Debug)]
+pub struct Uncounted {
+    /// What the thread was before, restored on drop.
+    was: bool,
+    /// Tied to its thread.
+    _not_send: std::marker::PhantomData<*const ()>,
+}
+
+impl Uncounted {
+    /// Leaves this thread's transactions uncounted until the guard drops.
+    pub fn enter() -> Self {
+        Self { was: UNCOUNTED.replace(true), _not_send: std::marker::PhantomData }
+    }
+}
+
+impl Drop for Uncounted {
+    fn drop(&mut self) {
+        UNCOUNTED.set(self.was);
+    }
+}
+
 /// A cheap, cloneable handle on the database: one writer connection, and a pool of
 /// readers that WAL lets run beside it.
 #[derive(Clone)]
@@ -63,9 +93,12 @@ struct Inner {
     writer: Mutex<Connection>,
     /// When the last write transaction committed (for the idle checkpoint).
     last_write: Mutex<Option<std::time::Instant>>,
-    /// The last write before the last [`Database::release_memory`], once it ran: memory
-    /// is let go once per quiet spell.
-    released_after: Mutex<Option<Option<std::time::Instant>>>,
+    /// Read and write transactions so far, but those of [`Uncounted`] threads: what a
+    /// release compares with, so that caches any use filled are let go.
+    uses: AtomicU64,
+    /// [`Inner::uses`] at the last [`Database::release_memory`], once it ran: memory is
+    /// let go once per quiet spell.
+    released_at: Mutex<Option<u64>>,
     readers: Mutex<Readers>,
     /// Signalled when a reader goes back to the pool.
     returned: std::sync::Condvar,
@@ -241,7 +274,8 @@ impl Database {
                 path: path.to_owned(),
                 writer: Mutex::new(writer),
                 last_write: Mutex::new(None),
-                released_after: Mutex::new(None),
+                uses: AtomicU64::new(0),
+                released_at: Mutex::new(None),
                 readers: Mutex::new(Readers { idle: vec![reader], open: 1 }),
                 returned: std::sync::Condvar::new(),
                 checkpointer,
@@ -257,6 +291,7 @@ impl Database {
 
     /// Runs `f` in one write transaction (`BEGIN IMMEDIATE`), committing if it returns `Ok`.
     pub fn write<T>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
+        self.count_use();
         // A panic inside an earlier closure dropped its transaction, which rolled back:
         // the connection is still sound.
         let mut conn = self.inner.writer.lock().unwrap_or_else(|p| p.into_inner());
@@ -289,15 +324,17 @@ impl Database {
     /// emptied (`PRAGMA shrink_memory`). A first import leaves well over 100 MB of cached
     /// pages that an idle AMC has no use for. The reader kept keeps the schema it parsed,
     /// so the first read after a quiet spell does not pay for opening a connection. Once
-    /// per quiet spell: false when nothing was written since the last release.
+    /// per quiet spell: false when nothing read or wrote since the last release (reads
+    /// fill the readers' caches, and a write transaction's lookups the writer's map, even
+    /// when it changes nothing).
     pub fn release_memory(&self) -> Result<bool> {
-        let last_write = *self.inner.last_write.lock().unwrap_or_else(|p| p.into_inner());
+        let uses = self.inner.uses.load(Ordering::Acquire);
         {
-            let mut released = self.inner.released_after.lock().unwrap_or_else(|p| p.into_inner());
-            if *released == Some(last_write) {
+            let mut released = self.inner.released_at.lock().unwrap_or_else(|p| p.into_inner());
+            if *released == Some(uses) {
                 return Ok(false);
             }
-            *released = Some(last_write);
+            *released = Some(uses);
         }
         // Emptying a cache, and unmapping the writer's map of the database (mapped again
         // as used): an import touches every page of it.
@@ -322,11 +359,18 @@ impl Database {
         Ok(true)
     }
 
-    /// Whether a write committed since the last [`Database::release_memory`], which would
-    /// then have something to let go.
+    /// Whether anything read or wrote since the last [`Database::release_memory`], which
+    /// would then have something to let go.
     pub fn release_due(&self) -> bool {
-        let last_write = *self.inner.last_write.lock().unwrap_or_else(|p| p.into_inner());
-        *self.inner.released_after.lock().unwrap_or_else(|p| p.into_inner()) != Some(last_write)
+        let uses = self.inner.uses.load(Ordering::Acquire);
+        *self.inner.released_at.lock().unwrap_or_else(|p| p.into_inner()) != Some(uses)
+    }
+
+    /// Counts a transaction as a use, unless this thread is [`Uncounted`].
+    fn count_use(&self) {
+        if !UNCOUNTED.get() {
+            self.inner.uses.fetch_add(1, Ordering::AcqRel);
+        }
     }
 
     /// How long since the last write that changed rows committed, if any did since the
@@ -338,6 +382,7 @@ impl Database {
     /// Runs `f` in one read transaction on a pooled reader: every query in it sees the
     /// same snapshot.
     pub fn read<T>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
+        self.count_use();
         let mut lease = self.take_reader()?;
         let conn = lease.conn.as_mut().ok_or_else(|| Error::internal("reader lease without a connection"))?;
         let tx = conn.transaction_with_behavior(TransactionBehavior::Deferred)?;
@@ -734,18 +779,31 @@ mod tests {
         // Two reads at once: a second reader.
         assert_eq!(db.read(|_| Ok(len(&db))).expect("read"), 500_000);
         assert_eq!(db.inner.readers.lock().expect("lock").open, 2);
-        assert!(db.release_due(), "a write since the start: something to let go");
+        assert!(db.release_due(), "reads and a write since the start: something to let go");
         assert!(db.release_memory().expect("release"));
-        assert!(!db.release_due(), "nothing written since");
+        assert!(!db.release_due(), "nothing used since");
+        assert!(!db.release_memory().expect("release"), "once per quiet spell");
         let readers = db.inner.readers.lock().expect("lock");
         assert_eq!((readers.open, readers.idle.len()), (1, 1), "idle readers but one are closed");
         drop(readers);
         assert_eq!(len(&db), 500_000, "the reader kept still reads");
+        assert!(db.release_due(), "a read fills a cache: due again with no write");
+        assert!(db.release_memory().expect("release"), "again after a read");
         assert_eq!(db.read(|_| Ok(len(&db))).expect("read"), 500_000, "a read opens a reader again");
-        assert!(!db.release_memory().expect("release"), "once per quiet spell");
-        db.write(|tx| Ok(tx.execute_batch("INSERT INTO t VALUES (1);")?)).expect("the writer still writes");
+        assert!(db.release_memory().expect("release"), "the second reader's cache goes too");
+        // A write transaction that changes nothing still looks pages up.
+        db.write(|tx| Ok(tx.execute_batch("UPDATE t SET x = x WHERE 0;")?)).expect("the writer still writes");
         assert!(db.release_due(), "due again after a write");
         assert!(db.release_memory().expect("release"), "again after a write");
+        // The housekeeping's own look at the store is no use.
+        {
+            let _housekeeping = Uncounted::enter();
+            assert_eq!(len(&db), 500_000);
+            db.write(|tx| Ok(tx.execute_batch("DELETE FROM t WHERE 0;")?)).expect("write");
+        }
+        assert!(!db.release_due(), "nothing but the housekeeping used it");
+        assert_eq!(len(&db), 500_000);
+        assert!(db.release_due(), "counted again once the guard dropped");
     }
 
     /// Waits (10 s at most, then panics naming `what`) until the checkpointer's state

@@ -66,6 +66,8 @@ impl Amc {
     /// One round of the housekeeping, on the calling thread (it makes store calls): each
     /// step's failure is logged and the others still run.
     fn housekeep(&self) {
+        // Its own reads and writes are no use that a release should follow.
+        let _own = crate::db::Uncounted::enter();
         let store = &self.inner.store;
         if let Err(e) = self.expire_stale_sends(store) {
             tracing::warn!(error = %e, "could not check for stuck sends");
@@ -81,6 +83,9 @@ impl Amc {
         if let Err(e) = fold_wal(store, false) {
             tracing::warn!(error = %e, "could not checkpoint the database");
         }
+        // Due once anything read or wrote since the last release: a spell of reads fills
+        // the readers' caches, and a look at chat.db that finds nothing new still maps
+        // the pages its lookups touched.
         if store.idle_for().is_none_or(|d| d >= IDLE) && store.release_due() {
             // On a thread that ends with the release: what the caches held is returned to
             // the system when a thread's allocator heap goes with it, and not while this
