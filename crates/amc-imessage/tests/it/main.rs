@@ -511,12 +511,16 @@ async fn rows_written_below_the_checkpoint_of_a_chat_db_rebuilt_in_place_are_rea
         dir_events: amc_imessage::watch::DirEvents::All,
     };
     let watcher = tokio::spawn(amc_imessage::watch::run(amc.clone(), watch, stop.clone()));
-    // The rebuild fills the gaps with ten messages restored from elsewhere.
+    // The rebuild fills the gaps with ten messages restored from elsewhere, in one
+    // transaction, as a rebuild writes: the watcher never sees a row at its first ROWID,
+    // nor a row moved while its chat's join is not.
+    w.connection().execute_batch("PRAGMA foreign_keys = OFF; BEGIN").expect("begin");
     for i in 0..10 {
         w.add_message(chat, &text_msg(&format!("restored-{i}"), &format!("restored {i}"), ada, T0 + i * 10 + 5))
             .expect("m");
     }
     move_rowids(&w, "(x - 61) * 3 + 1", "x > 60");
+    w.connection().execute_batch("COMMIT; PRAGMA foreign_keys = ON").expect("commit");
     assert_eq!(
         w.connection().query_row("SELECT max(ROWID) FROM message", [], |r| r.get::<_, i64>(0)).expect("max"),
         60
