@@ -16,7 +16,9 @@ use std::time::Duration;
 #[derive(Debug)]
 pub struct Every {
     /// Dropped to stop the thread: its wait then ends with `Disconnected`.
-    _stop: mpsc::Sender<()>,
+    stop: mpsc::Sender<()>,
+    /// The thread, joined by [`Every::stop`].
+    thread: std::thread::JoinHandle<()>,
 }
 
 impl Every {
@@ -30,15 +32,31 @@ impl Every {
         mut run: impl FnMut() -> bool + Send + 'static,
     ) -> std::io::Result<Self> {
         let (stop, stopped) = mpsc::channel::<()>();
-        std::thread::Builder::new().name(name.to_owned()).spawn(move || {
-            while run() {
+        let thread = std::thread::Builder::new().name(name.to_owned()).spawn(move || {
+            loop {
+                // A run that panics is logged and the next still comes: periodic work
+                // that stopped for good would go unnoticed.
+                let go = std::panic::catch_unwind(std::panic::AssertUnwindSafe(&mut run)).unwrap_or_else(|_| {
+                    tracing::error!("a periodic task panicked; running it again at its next period");
+                    true
+                });
+                if !go {
+                    break;
+                }
                 match stopped.recv_timeout(period) {
                     Err(RecvTimeoutError::Timeout) => {}
                     Ok(()) | Err(RecvTimeoutError::Disconnected) => break,
                 }
             }
         })?;
-        Ok(Self { _stop: stop })
+        Ok(Self { stop, thread })
+    }
+
+    /// Stops the thread and waits for it: a run under way finishes first. Blocks.
+    pub fn stop(self) {
+        let Self { stop, thread } = self;
+        drop(stop);
+        let _ = thread.join();
     }
 }
 
@@ -146,6 +164,26 @@ mod tests {
         })
         .expect("a thread");
         assert_eq!(dropped.recv_timeout(Duration::from_secs(10)), Err(RecvTimeoutError::Disconnected));
+    }
+
+    #[test]
+    fn a_run_that_panics_is_followed_by_the_next_and_stop_waits_for_the_thread() {
+        let (ran, runs) = mpsc::channel();
+        let mut n = 0;
+        let every = Every::spawn("amc-test-every", Duration::from_millis(1), move || {
+            n += 1;
+            let _ = ran.send(n);
+            assert!(n != 1, "the first run panics");
+            true
+        })
+        .expect("a thread");
+        for want in 1..=3 {
+            assert_eq!(runs.recv_timeout(Duration::from_secs(10)), Ok(want));
+        }
+        every.stop();
+        // Joined: the closure, and its sender, are gone.
+        while runs.try_recv().is_ok() {}
+        assert_eq!(runs.recv_timeout(Duration::from_secs(10)), Err(RecvTimeoutError::Disconnected));
     }
 
     #[tokio::test]

@@ -81,6 +81,8 @@ pub struct Running {
     in_process: amc_daemon::InProcess,
     stop: CancellationToken,
     daemon: JoinHandle<std::io::Result<()>>,
+    /// The housekeeping, awaited at a stop before the last fold of the log.
+    upkeep: JoinHandle<()>,
 }
 
 /// Validates the configuration, takes the data directory's lock and socket, starts the
@@ -166,16 +168,16 @@ pub async fn start(raw: RawConfig) -> anyhow::Result<Running> {
     } else if let Some(why) = discord_problem {
         amc.set_source_status(Source::Discord, SourceStatus::new(SourceState::Degraded, Some(why.to_string())));
     }
-    {
+    let upkeep = {
         let (amc, stop) = (amc.clone(), stop.clone());
-        tokio::spawn(async move { amc.upkeep(stop.cancelled()).await });
-    }
+        tokio::spawn(async move { amc.upkeep(stop.cancelled()).await })
+    };
     let in_process = daemon.in_process();
     let served = {
         let stop = stop.clone();
         tokio::spawn(daemon.serve(socket, tcp, async move { stop.cancelled().await }))
     };
-    Ok(Running { amc, in_process, stop, daemon: served })
+    Ok(Running { amc, in_process, stop, daemon: served, upkeep })
 }
 
 impl Running {
@@ -192,7 +194,7 @@ impl Running {
     /// Runs until `shutdown` resolves (or the daemon stops by itself), then stops
     /// everything and waits for requests in flight.
     pub async fn run_until(self, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
-        let Self { amc, stop, mut daemon, .. } = self;
+        let Self { amc, stop, mut daemon, upkeep, .. } = self;
         let served = tokio::select! {
             () = shutdown => {
                 stop.cancel();
@@ -203,7 +205,9 @@ impl Running {
                 r
             }
         };
-        // A clean stop leaves no write-ahead log beside the database.
+        // A clean stop leaves no write-ahead log beside the database: folded once the
+        // housekeeping's last round, which may write, is over.
+        let _ = upkeep.await;
         if let Err(e) = amc.fold_wal(true).await {
             tracing::warn!(error = %e, "could not checkpoint the database at stop");
         }

@@ -42,7 +42,7 @@ impl Amc {
             released = amc.housekeep(released);
             true
         });
-        let (_every, mut fallback) = match every {
+        let (every, mut fallback) = match every {
             Ok(every) => (Some(every), None),
             Err(e) => {
                 tracing::warn!(error = %e, "no thread for the housekeeping; running it on the runtime");
@@ -54,7 +54,14 @@ impl Amc {
         let (mut indexing, mut released) = (true, false);
         loop {
             tokio::select! {
-                () = &mut stop => return,
+                () = &mut stop => {
+                    // A round under way ends before the upkeep does: the caller's last
+                    // fold of the log comes after that round's writes.
+                    if let Some(every) = every {
+                        let _ = tokio::task::spawn_blocking(move || every.stop()).await;
+                    }
+                    return;
+                }
                 () = &mut index, if indexing => indexing = false,
                 () = tick(&mut fallback) => {
                     let amc = self.clone();
