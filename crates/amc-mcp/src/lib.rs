@@ -7,10 +7,12 @@
 //! - [`relay`]: the relay toolset (threads between agents), its own server at `/mcp/relay`.
 //! - [`bridge`]: stdio ⇄ the daemon's socket, for hosts that cannot dial a socket.
 //! - [`channel`]: Claude Code channel notifications, for the bridge's push.
+//! - [`direct`]: relay calls answered without rmcp's per-request service.
 #![deny(missing_docs)]
 
 pub mod bridge;
 pub mod channel;
+pub mod direct;
 mod push;
 pub mod relay;
 pub mod server;
@@ -18,6 +20,9 @@ pub mod tools;
 
 use std::sync::Arc;
 
+use bytes::Bytes;
+use http_body_util::combinators::BoxBody;
+use rmcp::ServerHandler;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
@@ -33,18 +38,48 @@ pub const MAX_MCP_REQUEST_BYTES: usize = 1024 * 1024;
 /// The inbox toolset as a tower service for `/mcp`: streamable HTTP, stateless, plain
 /// JSON replies. The daemon authenticates each request and puts an [`McpCaller`] in its
 /// extensions before it reaches this service.
-pub fn inbox_service(amc: Amc, shutdown: CancellationToken) -> StreamableHttpService<InboxServer, NeverSessionManager> {
+pub fn inbox_service(amc: Amc, shutdown: CancellationToken) -> Shared<InboxServer> {
     let factory = move || Ok(InboxServer::new(amc.clone()));
-    StreamableHttpService::new(factory, Arc::new(NeverSessionManager::default()), config(shutdown))
+    Shared(Arc::new(StreamableHttpService::new(factory, Arc::new(NeverSessionManager::default()), config(shutdown))))
 }
 
 /// The relay toolset as a tower service for `/mcp/relay`, set up like [`inbox_service`].
-pub fn relay_service(
-    relay: amc_relay::Relay,
-    shutdown: CancellationToken,
-) -> StreamableHttpService<RelayServer, NeverSessionManager> {
+pub fn relay_service(relay: amc_relay::Relay, shutdown: CancellationToken) -> Shared<RelayServer> {
     let factory = move || Ok(RelayServer::new(relay.clone()));
-    StreamableHttpService::new(factory, Arc::new(NeverSessionManager::default()), config(shutdown))
+    Shared(Arc::new(StreamableHttpService::new(factory, Arc::new(NeverSessionManager::default()), config(shutdown))))
+}
+
+/// An MCP toolset's service, shared by every request. A router clones a route's service
+/// for each request; rmcp's `StreamableHttpService` clones its whole configuration with
+/// it, cancellation token included (a lock on the token's tree, taken again when the
+/// clone is dropped), which showed in the daemon's profile with a thousand agents
+/// waiting on a thread. This one clones an `Arc`.
+pub struct Shared<H: ServerHandler>(Arc<StreamableHttpService<H, NeverSessionManager>>);
+
+impl<H: ServerHandler> Clone for Shared<H> {
+    fn clone(&self) -> Self {
+        Self(self.0.clone())
+    }
+}
+
+impl<H, B> tower::Service<http::Request<B>> for Shared<H>
+where
+    H: ServerHandler + Send + 'static,
+    B: http_body::Body + Send + 'static,
+    B::Error: std::fmt::Display,
+{
+    type Response = http::Response<BoxBody<Bytes, std::convert::Infallible>>;
+    type Error = std::convert::Infallible;
+    type Future = std::pin::Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send>>;
+
+    fn poll_ready(&mut self, _cx: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: http::Request<B>) -> Self::Future {
+        let service = self.0.clone();
+        Box::pin(async move { Ok(service.handle(req).await) })
+    }
 }
 
 fn config(shutdown: CancellationToken) -> StreamableHttpServerConfig {

@@ -230,6 +230,11 @@ pub fn relay_tools() -> Vec<Tool> {
     RELAY_TOOLS.clone()
 }
 
+/// Whether the relay toolset has a tool of this name.
+pub(crate) fn is_relay_tool(name: &str) -> bool {
+    RELAY_TOOLS.iter().any(|t| t.name == name)
+}
+
 /// The relay tools, built once: building their schemas for every call cost a fifth of
 /// a call's time.
 static RELAY_TOOLS: std::sync::LazyLock<Vec<Tool>> = std::sync::LazyLock::new(|| {
@@ -338,12 +343,29 @@ impl RelayServer {
         Self { relay }
     }
 
-    async fn dispatch(&self, name: &str, a: Value, ctx: &RequestContext<RoleServer>) -> Result<Value, Error> {
-        let caller = ctx
-            .extensions
-            .get::<http::request::Parts>()
-            .and_then(|p| p.extensions.get::<McpCaller>())
-            .ok_or_else(|| Error::unauthorized("missing, unknown or revoked token"))?;
+    /// A `tools/call` for `caller`, answered as [`ServerHandler::call_tool`] answers it
+    /// (see [`crate::direct`]). A wait ends when the returned future is dropped.
+    pub async fn call_directly(
+        &self,
+        caller: &McpCaller,
+        request: CallToolRequestParams,
+    ) -> Result<CallToolResponse, McpError> {
+        let known = is_relay_tool(&request.name);
+        crate::server::call_with(request, known, async |name, arguments| {
+            self.dispatch(Some(caller), &name, arguments, std::future::pending()).await
+        })
+        .await
+    }
+
+    /// Runs a relay tool for `caller`. `cancelled` ends a wait early (the client went).
+    async fn dispatch(
+        &self,
+        caller: Option<&McpCaller>,
+        name: &str,
+        a: Value,
+        cancelled: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<Value, Error> {
+        let caller = caller.ok_or_else(|| Error::unauthorized("missing, unknown or revoked token"))?;
         let who = Principal::Agent(caller.agent.agent_id.clone());
         let relay = &self.relay;
         match name {
@@ -372,19 +394,7 @@ impl RelayServer {
             "wait_for_messages" => {
                 let a: WaitArgs = args(a)?;
                 check_len("after", Some(&a.after), 1024)?;
-                let ct = ctx.ct.clone();
-                to_value(
-                    relay
-                        .wait(
-                            &who,
-                            a.thread_id,
-                            a.after,
-                            a.timeout_seconds,
-                            a.limit,
-                            async move { ct.cancelled().await },
-                        )
-                        .await?,
-                )
+                to_value(relay.wait(&who, a.thread_id, a.after, a.timeout_seconds, a.limit, cancelled).await?)
             }
             "create_thread_invite" => {
                 let a: InviteArgs = args(a)?;
@@ -435,9 +445,11 @@ impl ServerHandler for RelayServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let known = self.get_tool(&request.name).is_some();
+        let known = is_relay_tool(&request.name);
+        let caller = context.extensions.get::<http::request::Parts>().and_then(|p| p.extensions.get::<McpCaller>());
+        let ct = context.ct.clone();
         crate::server::call_with(request, known, async |name, arguments| {
-            self.dispatch(&name, arguments, &context).await
+            self.dispatch(caller, &name, arguments, async move { ct.cancelled().await }).await
         })
         .await
     }

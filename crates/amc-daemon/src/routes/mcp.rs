@@ -13,6 +13,7 @@ use crate::extract::Agent;
 use amc_core::{Error, ErrorCode};
 use amc_mcp::MAX_MCP_REQUEST_BYTES;
 use amc_mcp::McpCaller;
+use amc_mcp::direct::DirectCall;
 use serde_json::{Value, json};
 
 /// Whether an `Origin` is this machine's loopback (any port).
@@ -121,6 +122,9 @@ async fn read_capped(mut body: axum::body::Body, limit: usize) -> Read {
     Read::TooLarge
 }
 
+/// What a call cut short by AMC's stop is told.
+const STOPPING: &str = "AMC is stopping; call again once it is back";
+
 /// JSON-RPC's codes for a body that is not JSON and for JSON that is not a request.
 const PARSE_ERROR: i64 = -32700;
 const INVALID_REQUEST: i64 = -32600;
@@ -128,9 +132,10 @@ const INTERNAL: i64 = -32603;
 
 /// What the MCP endpoints take and give is JSON-RPC, whatever the client sends: a body
 /// over [`MAX_MCP_REQUEST_BYTES`], one that is not UTF-8 JSON (or nests too deep), or JSON that
-/// is not a JSON-RPC 2.0 message gets a JSON-RPC error here, before rmcp sees it; and
-/// any error rmcp answers in plain text (a wrong media type, a request cut short by
-/// shutdown) is turned into one on the way out.
+/// is not a JSON-RPC 2.0 message gets a JSON-RPC error here, before rmcp sees it; a
+/// relay `tools/call` rmcp would take as it is is answered here (see
+/// [`amc_mcp::direct`]); and any error rmcp answers in plain text (a wrong media type, a
+/// request cut short by shutdown) is turned into one on the way out.
 pub async fn json_rpc_only(State(st): State<AppState>, req: Request, next: Next) -> Response {
     let (parts, body) = req.into_parts();
     let mut id = Value::Null;
@@ -158,6 +163,16 @@ pub async fn json_rpc_only(State(st): State<AppState>, req: Request, next: Next)
             return json_rpc_error(Value::Null, INVALID_REQUEST, &Error::validation(why));
         }
         id = message.get("id").cloned().unwrap_or(Value::Null);
+        if parts.uri.path() == "/mcp/relay"
+            && let Some(caller) = parts.extensions.get::<McpCaller>()
+            && let Some(call) = DirectCall::of(&parts.headers, &message)
+        {
+            let server = amc_mcp::RelayServer::new(st.relay.clone());
+            return tokio::select! {
+                body = call.answer(&server, caller) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
+                () = st.shutdown.cancelled() => json_rpc_error(id, INTERNAL, &Error::new(ErrorCode::InternalError, STOPPING)),
+            };
+        }
         Request::from_parts(parts, axum::body::Body::from(bytes))
     } else {
         Request::from_parts(parts, body)
@@ -180,11 +195,7 @@ pub async fn json_rpc_only(State(st): State<AppState>, req: Request, next: Next)
         _ => (ErrorCode::InternalError, INTERNAL),
     };
     let message = if code == ErrorCode::InternalError {
-        if st.shutdown.is_cancelled() {
-            "AMC is stopping; call again once it is back".to_owned()
-        } else {
-            "internal error; see AMC's log".to_owned()
-        }
+        if st.shutdown.is_cancelled() { STOPPING.to_owned() } else { "internal error; see AMC's log".to_owned() }
     } else {
         let text = axum::body::to_bytes(resp.into_body(), 4096).await.unwrap_or_default();
         let text = String::from_utf8_lossy(&text).chars().take(300).collect::<String>();

@@ -327,3 +327,61 @@ async fn a_wait_in_flight_at_shutdown_gets_a_json_rpc_answer() {
     assert_eq!(v["id"], 9, "{v}");
     assert!(v["result"].is_object() || v["error"]["data"]["error"]["code"].is_string(), "{v}");
 }
+
+/// The whole answer to a JSON-RPC request to `/mcp/relay`: status, content type, body.
+async fn answer(c: &mut Connection, id: Value, params: Value) -> (u16, Option<String>, Value) {
+    let body = json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params }).to_string();
+    let headers = [("accept", "application/json, text/event-stream"), ("mcp-protocol-version", "2025-11-25")];
+    let r = c.request(hyper::Method::POST, "/mcp/relay", &headers, Some(body.into_bytes())).await.expect("post");
+    let content_type = r.headers.get("content-type").and_then(|v| v.to_str().ok()).map(str::to_owned);
+    (r.status.as_u16(), content_type, r.json())
+}
+
+/// A relay call the daemon answers itself (see `amc_mcp::direct`) is answered exactly as
+/// rmcp answers it: the same request with an empty `_meta` goes through rmcp's
+/// per-request service, and the two answers agree in status, media type and every byte
+/// of meaning, for results, tool errors and refused arguments alike.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn relay_calls_answered_directly_are_what_rmcp_answers() {
+    let d = Daemon::start().await;
+    let (_, owner) = d.agent("owner").await;
+    let (_, stranger) = d.agent("stranger").await;
+    let mut o = relay_conn(&d, &owner).await;
+    let t = tool(&mut o, "create_thread", json!({ "title": "same answers", "idempotency_key": "s" })).await;
+    let thread = t["thread_id"].as_str().expect("id").to_owned();
+    for (i, body) in ["the first", "the second <b>with</b> \"quotes\" and é"].iter().enumerate() {
+        tool(&mut o, "send_message", json!({ "thread_id": thread, "body": body, "idempotency_key": format!("m{i}") }))
+            .await;
+    }
+    let mut s = relay_conn(&d, &stranger).await;
+    let calls = [
+        (false, json!("read-all"), json!({ "name": "read_messages", "arguments": { "thread_id": thread } })),
+        (false, json!(1), json!({ "name": "read_messages", "arguments": { "thread_id": thread, "limit": 1 } })),
+        (false, json!(2), json!({ "name": "wait_for_messages", "arguments": { "thread_id": thread, "after": "" } })),
+        (false, json!(3), json!({ "name": "list_threads" })),
+        (false, json!(4), json!({ "name": "search_threads", "arguments": { "query": "quotes" } })),
+        (false, json!(5), json!({ "name": "read_messages", "arguments": { "thread_id": thread, "after": "forged" } })),
+        (false, json!(6), json!({ "name": "read_messages", "arguments": { "thread_id": thread, "limit": 0 } })),
+        (false, json!(7), json!({ "name": "read_messages", "arguments": { "thread": thread } })),
+        (false, json!(8), json!({ "name": "read_messages", "arguments": {} })),
+        (true, json!(9), json!({ "name": "read_messages", "arguments": { "thread_id": thread } })),
+        (
+            true,
+            json!(10),
+            json!({ "name": "send_message",
+            "arguments": { "thread_id": thread, "body": "x", "idempotency_key": "k" } }),
+        ),
+    ];
+    let mut errors = 0;
+    for (as_stranger, id, params) in calls {
+        let c = if as_stranger { &mut s } else { &mut o };
+        let direct = answer(c, id.clone(), params.clone()).await;
+        let mut through_rmcp = params.clone();
+        through_rmcp["_meta"] = json!({});
+        let rmcp = answer(c, id, through_rmcp).await;
+        assert_eq!(direct, rmcp, "{params}");
+        assert_eq!(direct.0, 200, "{params}");
+        errors += usize::from(direct.2["result"]["isError"] == true);
+    }
+    assert!(errors >= 5, "the errors are compared too: {errors}");
+}

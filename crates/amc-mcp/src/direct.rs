@@ -1,0 +1,230 @@
+//! A relay `tools/call` answered without rmcp's per-request service.
+//!
+//! rmcp's stateless streamable HTTP server builds a service for every request: a
+//! one-shot transport, three channels of 32 message slots each, a spawned task and
+//! cancellation tokens, about 105 KB and half of the daemon's CPU per answer while a
+//! thousand agents wait on a thread. The relay's calls are plain request and answer, so a
+//! request that rmcp would take as it is goes straight to the same handler
+//! ([`RelayServer`]'s dispatch, through the same `call_with`) and its answer is the
+//! JSON-RPC message rmcp would write, serialised from rmcp's own types.
+//!
+//! "As it is" is narrow on purpose: a POST to this machine's name (one `Host`:
+//! localhost, 127.0.0.1 or ::1, rmcp's default guard against DNS rebinding) with no
+//! `Origin`, that accepts both JSON and SSE, sends JSON, names a protocol version before
+//! 2026-07-28 (or none, which rmcp takes as 2025-03-26) and no session, whose body is a
+//! `tools/call` request with an integer or string id and only `name` and `arguments`
+//! (no `_meta`: no progress token, no per-request version, no task). Under those, rmcp's
+//! checks (`handle`, `handle_post` in rmcp's `streamable_http_server/tower.rs`:
+//! `validate_dns_rebinding_headers`, the media types, `validate_protocol_version_header`,
+//! `validate_standard_headers`, which starts at 2026-07-28, and the request `_meta`
+//! rules) all pass, and its JSON answer is one `Response` message with status 200.
+//! The result is then shaped as rmcp's `handle_request` shapes it for such a peer. Anything
+//! else, an initialize, `tools/list`, an unknown tool, goes to rmcp. The daemon's test
+//! `relay_calls_answered_directly_are_what_rmcp_answers` sends each kind of call both
+//! ways and compares the answers, so an rmcp release that answers otherwise is caught.
+
+use http::HeaderMap;
+use rmcp::model::{
+    CallToolRequestParams, JsonObject, NumberOrString, ProtocolVersion, ServerJsonRpcMessage, ServerResult,
+};
+use serde_json::Value;
+
+use crate::relay::RelayServer;
+use crate::server::McpCaller;
+
+/// A relay `tools/call` that can be answered directly.
+#[derive(Debug)]
+pub struct DirectCall {
+    id: NumberOrString,
+    params: CallToolRequestParams,
+}
+
+/// Whether the media types in `headers`' `name` include `want` (as rmcp reads `Accept`).
+fn lists_media_type(headers: &HeaderMap, name: http::header::HeaderName, want: &str) -> bool {
+    headers.get_all(name).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(',')).any(|item| {
+        let essence = item.split_once(';').map_or(item, |(essence, _)| essence);
+        essence.trim().eq_ignore_ascii_case(want)
+    })
+}
+
+/// Whether rmcp would take these headers as they are for a stateless `tools/call`.
+fn plain_headers(headers: &HeaderMap) -> bool {
+    let accepts = lists_media_type(headers, http::header::ACCEPT, "application/json")
+        && lists_media_type(headers, http::header::ACCEPT, "text/event-stream");
+    let content_type = headers.get_all(http::header::CONTENT_TYPE).iter().count() == 1
+        && headers.get(http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| {
+            let essence = v.split_once(';').map_or(v, |(essence, _)| essence);
+            essence.trim().eq_ignore_ascii_case("application/json")
+        });
+    let mut versions = headers.get_all("mcp-protocol-version").iter();
+    let version = match (versions.next(), versions.next()) {
+        (None, _) => true,
+        (Some(v), None) => v.to_str().is_ok_and(|v| {
+            v < ProtocolVersion::STANDARD_HEADERS.as_str()
+                && v < ProtocolVersion::V_2026_07_28.as_str()
+                && ProtocolVersion::KNOWN_VERSIONS.iter().any(|known| known.as_str() == v)
+        }),
+        _ => false,
+    };
+    // The standard headers (Mcp-Method, Mcp-Name, Mcp-Param-*) and a session id are
+    // rmcp's to judge.
+    let other_mcp_headers = headers.keys().any(|k| {
+        let k = k.as_str();
+        k.starts_with("mcp-") && k != "mcp-protocol-version"
+    });
+    // rmcp's guard against DNS rebinding: one Host, naming this machine (its default
+    // allowed hosts); an Origin (checked by the daemon already) is left to rmcp too.
+    let mut hosts = headers.get_all(http::header::HOST).iter();
+    let host = match (hosts.next(), hosts.next()) {
+        (Some(h), None) => h.to_str().ok().and_then(|h| h.parse::<http::uri::Authority>().ok()).is_some_and(|a| {
+            let host = a.host().trim_matches('[').trim_matches(']').to_ascii_lowercase();
+            matches!(host.as_str(), "localhost" | "127.0.0.1" | "::1")
+        }),
+        _ => false,
+    };
+    let origin = headers.contains_key(http::header::ORIGIN);
+    accepts && content_type && version && !other_mcp_headers && host && !origin
+}
+
+impl DirectCall {
+    /// The call in `message`, if rmcp would take it as it is and `server` has the tool.
+    pub fn of(headers: &HeaderMap, message: &Value) -> Option<Self> {
+        let obj = message.as_object()?;
+        if obj.len() != 4 || obj.get("jsonrpc")?.as_str()? != "2.0" || obj.get("method")?.as_str()? != "tools/call" {
+            return None;
+        }
+        let id = match obj.get("id")? {
+            Value::String(s) => NumberOrString::String(s.as_str().into()),
+            Value::Number(n) => NumberOrString::Number(n.as_i64()?),
+            _ => return None,
+        };
+        let params = obj.get("params")?.as_object()?;
+        if params.keys().any(|k| k != "name" && k != "arguments") {
+            return None;
+        }
+        let name = params.get("name")?.as_str()?;
+        let arguments: Option<JsonObject> = match params.get("arguments") {
+            None => None,
+            Some(Value::Object(a)) => Some(a.clone()),
+            Some(_) => return None,
+        };
+        if !crate::relay::is_relay_tool(name) || !plain_headers(headers) {
+            return None;
+        }
+        let params = CallToolRequestParams::new(name.to_owned());
+        Some(Self { id, params: if let Some(a) = arguments { params.with_arguments(a) } else { params } })
+    }
+
+    /// Runs the call for `caller` and gives the JSON-RPC answer's body, as rmcp writes it.
+    pub async fn answer(self, server: &RelayServer, caller: &McpCaller) -> Vec<u8> {
+        let message = match server.call_directly(caller, self.params).await {
+            Ok(response) => {
+                // What rmcp's `handle_request` does to a result for a peer before 2026-07-28.
+                let mut result = ServerResult::from(response);
+                result.strip_result_type_for_legacy_peer();
+                result.strip_non_object_output_for_legacy_peer();
+                ServerJsonRpcMessage::response(result, self.id)
+            }
+            Err(e) => ServerJsonRpcMessage::error(e, Some(self.id)),
+        };
+        // rmcp's own types, serialised as rmcp does (`serde_json::to_vec`): a failure is
+        // not possible for them, but an empty body would still be answered as an error.
+        serde_json::to_vec(&message).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.append(*k, http::HeaderValue::from_static(v));
+        }
+        h
+    }
+
+    /// What `amc_client` and the MCP SDKs send.
+    const PLAIN: [(&str, &str); 4] = [
+        ("host", "localhost"),
+        ("accept", "application/json, text/event-stream"),
+        ("content-type", "application/json"),
+        ("mcp-protocol-version", "2025-11-25"),
+    ];
+
+    fn call(params: Value) -> Value {
+        json!({ "jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": params })
+    }
+
+    fn read() -> Value {
+        call(json!({ "name": "read_messages", "arguments": { "thread_id": "x" } }))
+    }
+
+    #[test]
+    fn a_plain_relay_call_is_answered_directly() {
+        assert!(DirectCall::of(&headers(&PLAIN), &read()).is_some());
+        let mut named = PLAIN;
+        named[0] = ("host", "127.0.0.1:8080");
+        assert!(DirectCall::of(&headers(&named), &read()).is_some());
+        let mut old = PLAIN.to_vec();
+        old.pop();
+        assert!(DirectCall::of(&headers(&old), &read()).is_some(), "no version is 2025-03-26 to rmcp");
+        let no_arguments = call(json!({ "name": "list_threads" }));
+        assert!(DirectCall::of(&headers(&PLAIN), &no_arguments).is_some());
+        let string_id =
+            json!({ "jsonrpc": "2.0", "id": "a", "method": "tools/call", "params": { "name": "list_threads" } });
+        assert!(DirectCall::of(&headers(&PLAIN), &string_id).is_some());
+    }
+
+    #[test]
+    fn anything_rmcp_would_judge_goes_to_rmcp() {
+        let with = |extra: (&'static str, &'static str)| {
+            let mut h = PLAIN.to_vec();
+            h.push(extra);
+            headers(&h)
+        };
+        let replace = |at: usize, pair: (&'static str, &'static str)| {
+            let mut h = PLAIN;
+            h[at] = pair;
+            headers(&h)
+        };
+        let refused = [
+            ("a foreign Host", replace(0, ("host", "evil.example"))),
+            ("two Hosts", with(("host", "localhost"))),
+            ("an Origin", with(("origin", "http://localhost"))),
+            ("JSON only", replace(1, ("accept", "application/json"))),
+            ("not JSON", replace(2, ("content-type", "text/plain"))),
+            ("a later version", replace(3, ("mcp-protocol-version", "2026-07-28"))),
+            ("an unknown version", replace(3, ("mcp-protocol-version", "1999-01-01"))),
+            ("a session", with(("mcp-session-id", "s"))),
+            ("a standard header", with(("mcp-method", "tools/call"))),
+        ];
+        for (why, h) in refused {
+            assert!(DirectCall::of(&h, &read()).is_none(), "{why}");
+        }
+        let plain = headers(&PLAIN);
+        let bodies = [
+            ("a _meta", call(json!({ "name": "list_threads", "_meta": { "progressToken": 1 } }))),
+            ("an unknown tool", call(json!({ "name": "list_unread_messages" }))),
+            ("arguments not an object", call(json!({ "name": "list_threads", "arguments": [] }))),
+            ("tools/list", json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list" })),
+            (
+                "a null id",
+                json!({ "jsonrpc": "2.0", "id": null, "method": "tools/call", "params": { "name": "list_threads" } }),
+            ),
+            (
+                "a notification",
+                json!({ "jsonrpc": "2.0", "method": "tools/call", "params": { "name": "list_threads" } }),
+            ),
+            (
+                "an extra member",
+                json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "list_threads" }, "x": 1 }),
+            ),
+        ];
+        for (why, body) in bodies {
+            assert!(DirectCall::of(&plain, &body).is_none(), "{why}");
+        }
+    }
+}
