@@ -133,6 +133,66 @@ fn both_forms_of_visibility_select_the_same_messages() {
     assert_eq!(seen, 20, "the store holds what the comparison needs");
 }
 
+/// The unread list of an agent with few open channels merges each channel's own walk
+/// (`unread_merged_sql`); it must list exactly what the walk of every message in time
+/// order lists, page by page, for every agent, filter and cursor, ties in time included.
+#[test]
+fn merging_the_channels_lists_what_the_walk_in_time_order_lists() {
+    let (_dir, store) = store();
+    let now = now_ms();
+    for agent in ["a1", "a2", "a3"] {
+        store.create_agent(agent).expect("agent");
+    }
+    let listed = ["a1".to_owned(), "a2".to_owned()];
+    let mut ids = Vec::new();
+    for (n, chat) in ["all", "listed", "nobody", "pending", "blocked", "from-now", "other"].iter().enumerate() {
+        // Five messages each, two of them at the same times in every channel.
+        let mut messages: Vec<IncomingMessage> =
+            (0..3i64).map(|i| msg(&format!("{chat}-{i}"), "x", now - 3 * 86_400_000 + i * 1000 + n as i64)).collect();
+        messages.push(msg(&format!("{chat}-tie-a"), "x", now - 60_000));
+        messages.push(msg(&format!("{chat}-tie-b"), "x", now - 60_000));
+        let mut own = msg(&format!("{chat}-own"), "x", now - 30_000);
+        own.sender.is_self = true;
+        messages.push(own);
+        let report = ingest(&store, chat, messages);
+        ids.extend(report.inserted.iter().cloned());
+        let id = report.channel_id;
+        if *chat == "pending" {
+            continue;
+        }
+        let release = if *chat == "from-now" { HistoryRelease::FromNow } else { HistoryRelease::All };
+        store.approve_channel(&id, release, None).expect("approve");
+        match *chat {
+            "listed" => drop(store.set_channel_agents(&id, Some(&listed)).expect("agents")),
+            "nobody" => drop(store.set_channel_agents(&id, Some(&[])).expect("agents")),
+            "blocked" => drop(store.block_channel(&id).expect("block")),
+            _ => {}
+        }
+    }
+    ingest(&store, "from-now", vec![msg("from-now-later", "later", now + 1)]);
+    store.mark_read("a2", &ids[1..4]).expect("marks");
+    let mut listed_total = 0;
+    for agent in ["a1", "a2", "a3"] {
+        for (source, since, limit) in
+            [(None, None, 100), (None, None, 2), (Some(Source::Imessage), None, 3), (None, Some(now - 60_000), 1)]
+        {
+            let mut q = UnreadQuery { since, after: None, source, channel_id: None, limit };
+            loop {
+                let (merged, merged_since) = store.unread_merging(agent, &q, 16).expect("merged");
+                let (walked, walked_since) = store.unread_merging(agent, &q, 0).expect("walked");
+                let list = |v: &[crate::model::Envelope]| v.iter().map(|m| m.id.clone()).collect::<Vec<_>>();
+                assert_eq!(list(&merged), list(&walked), "{agent} {q:?}");
+                assert_eq!(merged_since, walked_since, "{agent} {q:?}");
+                let Some(last) = merged.last() else { break };
+                listed_total += merged.len();
+                q.after = Some((last.sent_at, last.id.clone()));
+            }
+        }
+    }
+    // all (5 unread, 2 of them a2's read), listed (a1, a2), other, from-now's later one.
+    assert!(listed_total > 40, "the comparison covered pages: {listed_total}");
+}
+
 /// SQLite's plan for `sql` with `params` bound, one step a line.
 fn query_plan(store: &Store, sql: &str, params: &[&str]) -> String {
     store

@@ -47,11 +47,16 @@ pub(super) fn visible_to(agent: &str) -> String {
 /// does with the per-message test. Building the list costs a search of
 /// `channels_by_state` per run, so queries that look at one message keep [`visible_to`].
 pub(super) fn visible_in_scan_to(agent: &str) -> String {
+    format!("m.channel IN ({}) AND {}", open_channels_to(agent), released!())
+}
+
+/// A query of the keys of the channels allowed and open to the agent bound to the
+/// parameter `agent`.
+pub(super) fn open_channels_to(agent: &str) -> String {
     format!(
-        "m.channel IN (SELECT key FROM channels WHERE state = 'allowed' AND audience = 'all' \
+        "SELECT key FROM channels WHERE state = 'allowed' AND audience = 'all' \
          UNION ALL SELECT o.key FROM channel_agents oa JOIN channels o ON o.id = oa.channel_id \
-         WHERE oa.agent_id = {agent} AND o.state = 'allowed' AND o.audience <> 'all') AND {}",
-        released!()
+         WHERE oa.agent_id = {agent} AND o.state = 'allowed' AND o.audience <> 'all'"
     )
 }
 
