@@ -169,11 +169,22 @@ pub(super) struct Cursors {
     key: Vec<u8>,
     /// The length of the longest read cursor (thread ids are all as long).
     longest: OnceLock<usize>,
+    /// The last read cursor signed, by its payload: the waiters a post wakes all end
+    /// their page at the same position, and each signature is an HMAC.
+    last_read: Mutex<Option<(String, String)>>,
 }
 
 impl Cursors {
     pub(crate) fn new(key: Vec<u8>) -> Self {
-        Self { key, longest: OnceLock::new() }
+        Self { key, longest: OnceLock::new(), last_read: Mutex::new(None) }
+    }
+
+    /// The length of the read cursor of `thread_id` at `seq`, without signing it.
+    fn read_cursor_len(thread_id: &str, seq: i64) -> usize {
+        let payload = "r:".len() + thread_id.len() + 1 + seq.to_string().len();
+        let base64 = |bytes: usize| (4 * bytes).div_ceil(3);
+        // "v1.", the payload and the SHA-256 tag, both in unpadded base64, a dot between.
+        3 + base64(payload) + 1 + base64(32)
     }
 
     /// The length of a read cursor at the largest position: no cursor is longer.
@@ -212,7 +223,15 @@ impl Cursors {
 
     /// A read cursor: a position in one thread.
     pub(crate) fn read_cursor(&self, thread_id: &str, seq: i64) -> Result<String> {
-        self.sign(&format!("r:{thread_id}:{seq}"))
+        let payload = format!("r:{thread_id}:{seq}");
+        if let Some((signed, cursor)) = self.last_read.lock().unwrap_or_else(|p| p.into_inner()).as_ref()
+            && *signed == payload
+        {
+            return Ok(cursor.clone());
+        }
+        let cursor = self.sign(&payload)?;
+        *self.last_read.lock().unwrap_or_else(|p| p.into_inner()) = Some((payload, cursor.clone()));
+        Ok(cursor)
     }
 
     fn read_position(&self, thread_id: &str, cursor: &str) -> Result<i64> {
@@ -256,8 +275,10 @@ fn build_page(
     latest: i64,
 ) -> Result<Page> {
     let me = who.as_string();
+    // The cursor is signed once the page's end is known; until then a stand-in as long
+    // as the cursor at `after_seq` takes its place in the size.
     let mut page = Page {
-        next_cursor: cursors.read_cursor(&thread_id, after_seq)?,
+        next_cursor: "x".repeat(Cursors::read_cursor_len(&thread_id, after_seq)),
         thread_id,
         messages: Vec::new(),
         latest_seq: latest,
@@ -281,9 +302,10 @@ fn build_page(
             break;
         }
         size += add;
-        page.next_cursor = cursors.read_cursor(&page.thread_id, seq)?;
         page.messages.push(m);
     }
+    let last = page.messages.last().map_or(after_seq, |m| m.seq);
+    page.next_cursor = cursors.read_cursor(&page.thread_id, last)?;
     // The estimate is exact for this layout; check it, and never send an over-budget page.
     while page.messages.len() > 1 && pretty_len(&page) > PAGE_BUDGET_BYTES {
         page.messages.pop();
@@ -774,6 +796,21 @@ mod tests {
         );
         assert_eq!(fts_query("café über").expect("q"), "\"café\" \"über\"");
         assert!(fts_query("*** ()").is_err());
+    }
+
+    #[test]
+    fn a_read_cursor_is_as_long_as_said_and_signed_once_for_many() {
+        let c = Cursors::new(b"0123456789abcdef0123456789abcdef".to_vec());
+        let t = "7a1c1f6e-3c1b-4c8e-9d47-0d7c8b2f5a10";
+        for seq in [0, 1, 9, 10, 99, 100, 12_345, 1_000_000, i64::MAX] {
+            let cursor = c.read_cursor(t, seq).expect("cursor");
+            assert_eq!(Cursors::read_cursor_len(t, seq), cursor.len(), "{seq}");
+            assert_eq!(c.read_cursor(t, seq).expect("again"), cursor, "the same position, the same cursor");
+            assert_eq!(c.read_position(t, &cursor).expect("valid"), seq);
+        }
+        let other = "0b8f4a86-2d7e-4b36-8f0e-6f0a4b8b1c22";
+        assert_eq!(c.read_position(other, &c.read_cursor(other, 5).expect("other")).expect("valid"), 5);
+        assert!(c.read_position(t, &c.read_cursor(other, 5).expect("other")).is_err(), "kept apart by thread");
     }
 
     #[test]
