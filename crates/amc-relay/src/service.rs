@@ -275,6 +275,27 @@ fn build_page(
     latest: i64,
 ) -> Result<Page> {
     let me = who.as_string();
+    let as_page_message = |RelayMessage { seq, author, body, reply_to_seq, created_at }: RelayMessage| {
+        let is_you = author == me;
+        PageMessage { seq, untrusted_content: !is_you, author_is_you: is_you, author, body, reply_to_seq, created_at }
+    };
+    if fits_for_sure(&thread_id, cursors.longest_read_cursor(&thread_id)?, &messages) {
+        let messages: Vec<PageMessage> = messages.into_iter().map(as_page_message).collect();
+        let last = messages.last().map_or(after_seq, |m| m.seq);
+        let next_cursor = cursors.read_cursor(&thread_id, last)?;
+        return Ok(Page { thread_id, messages, next_cursor, latest_seq: latest });
+    }
+    cut_page(cursors, thread_id, after_seq, messages.into_iter().map(as_page_message), latest)
+}
+
+/// A page cut to the byte budget by measuring each message.
+fn cut_page(
+    cursors: &Cursors,
+    thread_id: String,
+    after_seq: i64,
+    messages: impl Iterator<Item = PageMessage>,
+    latest: i64,
+) -> Result<Page> {
     // The cursor is signed once the page's end is known; until then a stand-in as long
     // as the cursor at `after_seq` takes its place in the size.
     let mut page = Page {
@@ -286,17 +307,7 @@ fn build_page(
     // The final cursor is as long as any; measure with it in place.
     let longest_cursor = cursors.longest_read_cursor(&page.thread_id)?;
     let mut size = pretty_len(&page) + longest_cursor;
-    for RelayMessage { seq, author, body, reply_to_seq, created_at } in messages {
-        let is_you = author == me;
-        let m = PageMessage {
-            seq,
-            untrusted_content: !is_you,
-            author_is_you: is_you,
-            author,
-            body,
-            reply_to_seq,
-            created_at,
-        };
+    for m in messages {
         let add = nested_len(&m);
         if !page.messages.is_empty() && size + add > PAGE_BUDGET_BYTES {
             break;
@@ -313,6 +324,17 @@ fn build_page(
         page.next_cursor = cursors.read_cursor(&page.thread_id, last)?;
     }
     Ok(page)
+}
+
+/// Whether a page of all of `messages` is under the budget by a bound that needs no
+/// serialising: JSON writes a byte of a string as at most six (`\u001f`), and the rest of
+/// a pretty-printed message (its keys, indent, numbers, flags and time) takes under 512
+/// bytes, the page's own fields under 512 more. The pages a post wakes its waiters with
+/// are a message or a few; cutting a page to the budget measures each message instead.
+fn fits_for_sure(thread_id: &str, longest_cursor: usize, messages: &[RelayMessage]) -> bool {
+    let page = 512 + 6 * thread_id.len() + longest_cursor;
+    let most = messages.iter().map(|m| 512 + 6 * (m.author.len() + m.body.len())).fold(page, usize::saturating_add);
+    most <= PAGE_BUDGET_BYTES
 }
 
 /// The page after `after_seq` from what the thread's waiters were told, when that is
@@ -811,6 +833,56 @@ mod tests {
         let other = "0b8f4a86-2d7e-4b36-8f0e-6f0a4b8b1c22";
         assert_eq!(c.read_position(other, &c.read_cursor(other, 5).expect("other")).expect("valid"), 5);
         assert!(c.read_position(t, &c.read_cursor(other, 5).expect("other")).is_err(), "kept apart by thread");
+    }
+
+    /// Where the bound says a page fits, it does, and it is the page that measuring each
+    /// message gives; bodies of the worst kind for JSON (control characters, six bytes
+    /// each), of every size up to past the budget.
+    #[test]
+    fn a_page_that_fits_for_sure_is_the_measured_page_and_fits() {
+        let c = Cursors::new(b"0123456789abcdef0123456789abcdef".to_vec());
+        let t = "7a1c1f6e-3c1b-4c8e-9d47-0d7c8b2f5a10";
+        let who = Principal::Agent("reader".into());
+        let message = |seq: i64, body: String| RelayMessage {
+            seq,
+            author: if seq % 2 == 0 { "agent:reader".into() } else { "person".into() },
+            body,
+            reply_to_seq: (seq > 1).then_some(seq - 1),
+            created_at: 1_700_000_000_000 + seq,
+        };
+        let mut sure = 0;
+        for size in (0..6_000).step_by(97) {
+            for n in [1i64, 2, 5] {
+                let messages: Vec<RelayMessage> =
+                    (1..=n).map(|seq| message(seq, "\u{1}\"é".repeat(size / 4))).collect();
+                let longest = c.longest_read_cursor(t).expect("longest");
+                if !fits_for_sure(t, longest, &messages) {
+                    continue;
+                }
+                sure += 1;
+                let built = build_page(&who, &c, t.into(), 0, messages.clone(), n).expect("built");
+                assert!(pretty_len(&built) <= PAGE_BUDGET_BYTES, "{size} × {n}");
+                let me = who.as_string();
+                let measured = cut_page(
+                    &c,
+                    t.into(),
+                    0,
+                    messages.into_iter().map(|m| PageMessage {
+                        author_is_you: m.author == me,
+                        untrusted_content: m.author != me,
+                        seq: m.seq,
+                        author: m.author,
+                        body: m.body,
+                        reply_to_seq: m.reply_to_seq,
+                        created_at: m.created_at,
+                    }),
+                    n,
+                )
+                .expect("measured");
+                assert_eq!(built, measured, "{size} × {n}");
+            }
+        }
+        assert!(sure > 20, "the bound let pages through: {sure}");
     }
 
     #[test]
