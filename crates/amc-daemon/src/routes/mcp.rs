@@ -167,9 +167,14 @@ pub async fn json_rpc_only(State(st): State<AppState>, req: Request, next: Next)
             && let Some(caller) = parts.extensions.get::<McpCaller>()
             && let Some(call) = DirectCall::of(&parts.headers, &message)
         {
+            // The request is let go now, not when a post wakes a waiting call: a post that
+            // wakes a thousand calls then frees a thousand requests' headers and bodies
+            // no more.
+            let caller = caller.clone();
+            drop((parts, bytes, message));
             let server = amc_mcp::RelayServer::new(st.relay.clone());
             return tokio::select! {
-                body = call.answer(&server, caller) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
+                body = call.answer(&server, &caller) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
                 () = st.shutdown.cancelled() => json_rpc_error(id, INTERNAL, &Error::new(ErrorCode::InternalError, STOPPING)),
             };
         }
