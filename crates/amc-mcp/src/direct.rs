@@ -10,11 +10,12 @@
 //!
 //! "As it is" is narrow on purpose: a POST to this machine's name (one `Host`:
 //! localhost, 127.0.0.1 or ::1, rmcp's default guard against DNS rebinding) with no
-//! `Origin`, that accepts both JSON and SSE, sends JSON, names a protocol version before
-//! 2026-07-28 (or none, which rmcp takes as 2025-03-26) and no session, whose body is a
-//! `tools/call` request with an integer or string id and only `name` and `arguments`
-//! (no `_meta`: no progress token, no per-request version, no task). Under those, rmcp's
-//! checks (`handle`, `handle_post` in rmcp's `streamable_http_server/tower.rs`:
+//! `Origin`, whose `Accept` is a plain list (no parameters, no quotes) naming both JSON
+//! and SSE, that sends JSON, names a protocol version before 2026-07-28 (or none, which
+//! rmcp takes as 2025-03-26) and no session, whose body is a `tools/call` request with an
+//! integer or string id, each member once, and only `name` and `arguments` (no `_meta`:
+//! no progress token, no per-request version, no task). Under those, rmcp's checks
+//! (`handle`, `handle_post` in rmcp's `streamable_http_server/tower.rs`:
 //! `validate_dns_rebinding_headers`, the media types, `validate_protocol_version_header`,
 //! `validate_standard_headers`, which starts at 2026-07-28, and the request `_meta`
 //! rules) all pass, and its JSON answer is one `Response` message with status 200.
@@ -27,6 +28,7 @@ use http::HeaderMap;
 use rmcp::model::{
     CallToolRequestParams, JsonObject, NumberOrString, ProtocolVersion, ServerJsonRpcMessage, ServerResult,
 };
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::relay::RelayServer;
@@ -39,18 +41,36 @@ pub struct DirectCall {
     params: CallToolRequestParams,
 }
 
-/// Whether the media types in `headers`' `name` include `want` (as rmcp reads `Accept`).
-fn lists_media_type(headers: &HeaderMap, name: http::header::HeaderName, want: &str) -> bool {
-    headers.get_all(name).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(',')).any(|item| {
-        let essence = item.split_once(';').map_or(item, |(essence, _)| essence);
-        essence.trim().eq_ignore_ascii_case(want)
-    })
+/// Whether `Accept` lists `want`. Only a plain list is read: one with parameters (a
+/// `q=0` refuses a type to rmcp) or quotes is left to rmcp.
+fn lists_media_type(headers: &HeaderMap, want: &str) -> bool {
+    let values = || headers.get_all(http::header::ACCEPT).iter().map(|v| v.to_str().ok());
+    values().all(|v| v.is_some_and(|v| !v.contains([';', '"'])))
+        && values().flatten().flat_map(|v| v.split(',')).any(|item| item.trim().eq_ignore_ascii_case(want))
+}
+
+/// A request's body as a relay call may have it: exactly these members, each once (a
+/// repeated member is an error to rmcp's types and to these).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Body {
+    jsonrpc: String,
+    id: Value,
+    method: String,
+    params: Params,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Params {
+    name: String,
+    #[serde(default)]
+    arguments: Option<JsonObject>,
 }
 
 /// Whether rmcp would take these headers as they are for a stateless `tools/call`.
 fn plain_headers(headers: &HeaderMap) -> bool {
-    let accepts = lists_media_type(headers, http::header::ACCEPT, "application/json")
-        && lists_media_type(headers, http::header::ACCEPT, "text/event-stream");
+    let accepts = lists_media_type(headers, "application/json") && lists_media_type(headers, "text/event-stream");
     let content_type = headers.get_all(http::header::CONTENT_TYPE).iter().count() == 1
         && headers.get(http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| {
             let essence = v.split_once(';').map_or(v, |(essence, _)| essence);
@@ -87,31 +107,21 @@ fn plain_headers(headers: &HeaderMap) -> bool {
 }
 
 impl DirectCall {
-    /// The call in `message`, if rmcp would take it as it is and `server` has the tool.
-    pub fn of(headers: &HeaderMap, message: &Value) -> Option<Self> {
-        let obj = message.as_object()?;
-        if obj.len() != 4 || obj.get("jsonrpc")?.as_str()? != "2.0" || obj.get("method")?.as_str()? != "tools/call" {
+    /// The call in `body`, if rmcp would take it as it is and the relay has the tool.
+    pub fn of(headers: &HeaderMap, body: &[u8]) -> Option<Self> {
+        let Body { jsonrpc, id, method, params: Params { name, arguments } } = serde_json::from_slice(body).ok()?;
+        if jsonrpc != "2.0" || method != "tools/call" {
             return None;
         }
-        let id = match obj.get("id")? {
-            Value::String(s) => NumberOrString::String(s.as_str().into()),
+        let id = match id {
+            Value::String(s) => NumberOrString::String(s.into()),
             Value::Number(n) => NumberOrString::Number(n.as_i64()?),
             _ => return None,
         };
-        let params = obj.get("params")?.as_object()?;
-        if params.keys().any(|k| k != "name" && k != "arguments") {
+        if !crate::relay::is_relay_tool(&name) || !plain_headers(headers) {
             return None;
         }
-        let name = params.get("name")?.as_str()?;
-        let arguments: Option<JsonObject> = match params.get("arguments") {
-            None => None,
-            Some(Value::Object(a)) => Some(a.clone()),
-            Some(_) => return None,
-        };
-        if !crate::relay::is_relay_tool(name) || !plain_headers(headers) {
-            return None;
-        }
-        let params = CallToolRequestParams::new(name.to_owned());
+        let params = CallToolRequestParams::new(name);
         Some(Self { id, params: if let Some(a) = arguments { params.with_arguments(a) } else { params } })
     }
 
@@ -154,6 +164,10 @@ mod tests {
         ("mcp-protocol-version", "2025-11-25"),
     ];
 
+    fn bytes(v: &Value) -> Vec<u8> {
+        serde_json::to_vec(v).expect("JSON")
+    }
+
     fn call(params: Value) -> Value {
         json!({ "jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": params })
     }
@@ -164,18 +178,18 @@ mod tests {
 
     #[test]
     fn a_plain_relay_call_is_answered_directly() {
-        assert!(DirectCall::of(&headers(&PLAIN), &read()).is_some());
+        assert!(DirectCall::of(&headers(&PLAIN), &bytes(&read())).is_some());
         let mut named = PLAIN;
         named[0] = ("host", "127.0.0.1:8080");
-        assert!(DirectCall::of(&headers(&named), &read()).is_some());
+        assert!(DirectCall::of(&headers(&named), &bytes(&read())).is_some());
         let mut old = PLAIN.to_vec();
         old.pop();
-        assert!(DirectCall::of(&headers(&old), &read()).is_some(), "no version is 2025-03-26 to rmcp");
+        assert!(DirectCall::of(&headers(&old), &bytes(&read())).is_some(), "no version is 2025-03-26 to rmcp");
         let no_arguments = call(json!({ "name": "list_threads" }));
-        assert!(DirectCall::of(&headers(&PLAIN), &no_arguments).is_some());
+        assert!(DirectCall::of(&headers(&PLAIN), &bytes(&no_arguments)).is_some());
         let string_id =
             json!({ "jsonrpc": "2.0", "id": "a", "method": "tools/call", "params": { "name": "list_threads" } });
-        assert!(DirectCall::of(&headers(&PLAIN), &string_id).is_some());
+        assert!(DirectCall::of(&headers(&PLAIN), &bytes(&string_id)).is_some());
     }
 
     #[test]
@@ -195,6 +209,8 @@ mod tests {
             ("two Hosts", with(("host", "localhost"))),
             ("an Origin", with(("origin", "http://localhost"))),
             ("JSON only", replace(1, ("accept", "application/json"))),
+            ("SSE refused by q=0", replace(1, ("accept", "application/json, text/event-stream;q=0"))),
+            ("a quoted Accept", replace(1, ("accept", "application/json, text/event-stream, x/y;a=\"b,c\""))),
             ("not JSON", replace(2, ("content-type", "text/plain"))),
             ("a later version", replace(3, ("mcp-protocol-version", "2026-07-28"))),
             ("an unknown version", replace(3, ("mcp-protocol-version", "1999-01-01"))),
@@ -202,7 +218,7 @@ mod tests {
             ("a standard header", with(("mcp-method", "tools/call"))),
         ];
         for (why, h) in refused {
-            assert!(DirectCall::of(&h, &read()).is_none(), "{why}");
+            assert!(DirectCall::of(&h, &bytes(&read())).is_none(), "{why}");
         }
         let plain = headers(&PLAIN);
         let bodies = [
@@ -224,7 +240,15 @@ mod tests {
             ),
         ];
         for (why, body) in bodies {
-            assert!(DirectCall::of(&plain, &body).is_none(), "{why}");
+            assert!(DirectCall::of(&plain, &bytes(&body)).is_none(), "{why}");
+        }
+        let repeated = [
+            r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/call","params":{"name":"list_threads"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_threads","name":"read_messages"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","method":"tools/call","params":{"name":"list_threads"}}"#,
+        ];
+        for body in repeated {
+            assert!(DirectCall::of(&plain, body.as_bytes()).is_none(), "{body}");
         }
     }
 }

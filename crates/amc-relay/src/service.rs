@@ -831,8 +831,11 @@ mod tests {
             assert_eq!(c.read_position(t, &cursor).expect("valid"), seq);
         }
         let other = "0b8f4a86-2d7e-4b36-8f0e-6f0a4b8b1c22";
-        assert_eq!(c.read_position(other, &c.read_cursor(other, 5).expect("other")).expect("valid"), 5);
-        assert!(c.read_position(t, &c.read_cursor(other, 5).expect("other")).is_err(), "kept apart by thread");
+        let (here, there) = (c.read_cursor(t, 5).expect("here"), c.read_cursor(other, 5).expect("there"));
+        assert_ne!(here, there, "the same position in another thread is another cursor");
+        assert_eq!(c.read_position(other, &there).expect("valid"), 5);
+        assert!(c.read_position(t, &there).is_err(), "kept apart by thread");
+        assert_eq!(c.read_cursor(t, 5).expect("again"), here);
     }
 
     /// Where the bound says a page fits, it does, and it is the page that measuring each
@@ -851,10 +854,11 @@ mod tests {
             created_at: 1_700_000_000_000 + seq,
         };
         let mut sure = 0;
-        for size in (0..6_000).step_by(97) {
+        // Control characters take six bytes each in JSON, the most any byte takes; a bound
+        // that counted fewer would let through pages past the budget.
+        for size in (0..12_000).step_by(97) {
             for n in [1i64, 2, 5] {
-                let messages: Vec<RelayMessage> =
-                    (1..=n).map(|seq| message(seq, "\u{1}\"é".repeat(size / 4))).collect();
+                let messages: Vec<RelayMessage> = (1..=n).map(|seq| message(seq, "\u{1}".repeat(size))).collect();
                 let longest = c.longest_read_cursor(t).expect("longest");
                 if !fits_for_sure(t, longest, &messages) {
                     continue;

@@ -176,17 +176,37 @@ fn merging_the_channels_lists_what_the_walk_in_time_order_lists() {
         for (source, since, limit) in
             [(None, None, 100), (None, None, 2), (Some(Source::Imessage), None, 3), (None, Some(now - 60_000), 1)]
         {
+            // What is unread, by the per-message condition alone: no floor, no paging.
+            let expected: Vec<String> = store
+                .read(|tx| {
+                    let sql = format!(
+                        "SELECT m.id FROM messages m JOIN channels c ON c.key = m.channel WHERE {} \
+                         AND m.sent_at >= ?2 ORDER BY m.sent_at, m.id",
+                        channels::unread_to("?1")
+                    );
+                    let rows = tx
+                        .prepare(&sql)?
+                        .query_map(rusqlite::params![agent, since.unwrap_or(i64::MIN)], |r| r.get(0))?
+                        .collect::<rusqlite::Result<_>>()?;
+                    Ok(rows)
+                })
+                .expect("expected");
             let mut q = UnreadQuery { since, after: None, source, channel_id: None, limit };
+            let mut paged = Vec::new();
             loop {
-                let (merged, merged_since) = store.unread_merging(agent, &q, 16).expect("merged");
+                // The walk first: a page raises the agent's unread floor to its first
+                // message, so a merge that skipped an older one would not be hidden.
                 let (walked, walked_since) = store.unread_merging(agent, &q, 0).expect("walked");
+                let (merged, merged_since) = store.unread_merging(agent, &q, 16).expect("merged");
                 let list = |v: &[crate::model::Envelope]| v.iter().map(|m| m.id.clone()).collect::<Vec<_>>();
                 assert_eq!(list(&merged), list(&walked), "{agent} {q:?}");
                 assert_eq!(merged_since, walked_since, "{agent} {q:?}");
                 let Some(last) = merged.last() else { break };
                 listed_total += merged.len();
+                paged.extend(list(&merged));
                 q.after = Some((last.sent_at, last.id.clone()));
             }
+            assert_eq!(paged, expected, "{agent} {since:?}: every unread message, once, in order");
         }
     }
     // all (5 unread, 2 of them a2's read), listed (a1, a2), other, from-now's later one.

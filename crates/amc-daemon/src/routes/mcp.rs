@@ -165,7 +165,7 @@ pub async fn json_rpc_only(State(st): State<AppState>, req: Request, next: Next)
         id = message.get("id").cloned().unwrap_or(Value::Null);
         if parts.uri.path() == "/mcp/relay"
             && let Some(caller) = parts.extensions.get::<McpCaller>()
-            && let Some(call) = DirectCall::of(&parts.headers, &message)
+            && let Some(call) = DirectCall::of(&parts.headers, &bytes)
         {
             // The request is let go now, not when a post wakes a waiting call: a post that
             // wakes a thousand calls then frees a thousand requests' headers and bodies

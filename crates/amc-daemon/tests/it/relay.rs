@@ -328,13 +328,23 @@ async fn a_wait_in_flight_at_shutdown_gets_a_json_rpc_answer() {
     assert!(v["result"].is_object() || v["error"]["data"]["error"]["code"].is_string(), "{v}");
 }
 
-/// The whole answer to a JSON-RPC request to `/mcp/relay`: status, content type, body.
-async fn answer(c: &mut Connection, id: Value, params: Value) -> (u16, Option<String>, Value) {
+/// The whole answer to a JSON-RPC request to `/mcp/relay`: status, content type, body;
+/// and whether the daemon answers such a request itself (`amc_mcp::direct`), judged on
+/// the headers and body `amc_client` sends.
+async fn answer(c: &mut Connection, id: Value, params: Value) -> ((u16, Option<String>, Value), bool) {
     let body = json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params }).to_string();
     let headers = [("accept", "application/json, text/event-stream"), ("mcp-protocol-version", "2025-11-25")];
+    let mut sent = http::HeaderMap::new();
+    for (k, v) in [("host", "localhost"), ("authorization", "Bearer t"), ("content-type", "application/json")]
+        .iter()
+        .chain(&headers)
+    {
+        sent.append(*k, http::HeaderValue::from_static(v));
+    }
+    let direct = amc_mcp::direct::DirectCall::of(&sent, body.as_bytes()).is_some();
     let r = c.request(hyper::Method::POST, "/mcp/relay", &headers, Some(body.into_bytes())).await.expect("post");
     let content_type = r.headers.get("content-type").and_then(|v| v.to_str().ok()).map(str::to_owned);
-    (r.status.as_u16(), content_type, r.json())
+    ((r.status.as_u16(), content_type, r.json()), direct)
 }
 
 /// A relay call the daemon answers itself (see `amc_mcp::direct`) is answered exactly as
@@ -359,6 +369,7 @@ async fn relay_calls_answered_directly_are_what_rmcp_answers() {
         (false, json!(1), json!({ "name": "read_messages", "arguments": { "thread_id": thread, "limit": 1 } })),
         (false, json!(2), json!({ "name": "wait_for_messages", "arguments": { "thread_id": thread, "after": "" } })),
         (false, json!(3), json!({ "name": "list_threads" })),
+        (false, json!(33), json!({ "name": "list_threads", "arguments": null })),
         (false, json!(4), json!({ "name": "search_threads", "arguments": { "query": "quotes" } })),
         (false, json!(5), json!({ "name": "read_messages", "arguments": { "thread_id": thread, "after": "forged" } })),
         (false, json!(6), json!({ "name": "read_messages", "arguments": { "thread_id": thread, "limit": 0 } })),
@@ -375,10 +386,11 @@ async fn relay_calls_answered_directly_are_what_rmcp_answers() {
     let mut errors = 0;
     for (as_stranger, id, params) in calls {
         let c = if as_stranger { &mut s } else { &mut o };
-        let direct = answer(c, id.clone(), params.clone()).await;
+        let (direct, answered_directly) = answer(c, id.clone(), params.clone()).await;
         let mut through_rmcp = params.clone();
         through_rmcp["_meta"] = json!({});
-        let rmcp = answer(c, id, through_rmcp).await;
+        let (rmcp, not_by_rmcp) = answer(c, id, through_rmcp).await;
+        assert!(answered_directly && !not_by_rmcp, "one each way: {params}");
         assert_eq!(direct, rmcp, "{params}");
         assert_eq!(direct.0, 200, "{params}");
         errors += usize::from(direct.2["result"]["isError"] == true);
