@@ -24,6 +24,8 @@
 //! `relay_calls_answered_directly_are_what_rmcp_answers` sends each kind of call both
 //! ways and compares the answers, so an rmcp release that answers otherwise is caught.
 
+use std::sync::{Arc, Mutex};
+
 use http::HeaderMap;
 use rmcp::model::{
     CallToolRequestParams, JsonObject, NumberOrString, ProtocolVersion, ServerJsonRpcMessage, ServerResult,
@@ -31,7 +33,9 @@ use rmcp::model::{
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::relay::RelayServer;
+use amc_relay::Page;
+
+use crate::relay::{Direct, RelayServer};
 use crate::server::McpCaller;
 
 /// A relay `tools/call` that can be answered directly.
@@ -127,20 +131,62 @@ impl DirectCall {
 
     /// Runs the call for `caller` and gives the JSON-RPC answer's body, as rmcp writes it.
     pub async fn answer(self, server: &RelayServer, caller: &McpCaller) -> Vec<u8> {
-        let message = match server.call_directly(caller, self.params).await {
-            Ok(response) => {
-                // What rmcp's `handle_request` does to a result for a peer before 2026-07-28.
-                let mut result = ServerResult::from(response);
-                result.strip_result_type_for_legacy_peer();
-                result.strip_non_object_output_for_legacy_peer();
-                ServerJsonRpcMessage::response(result, self.id)
-            }
+        let response = match server.call_directly(caller, self.params).await {
+            Direct::Page(page) => return answer_with_page(&self.id, page),
+            Direct::Response(response) => response,
+        };
+        let message = match response {
+            Ok(response) => ServerJsonRpcMessage::response(result_of(response), self.id),
             Err(e) => ServerJsonRpcMessage::error(e, Some(self.id)),
         };
         // rmcp's own types, serialised as rmcp does (`serde_json::to_vec`): a failure is
         // not possible for them, but an empty body would still be answered as an error.
         serde_json::to_vec(&message).unwrap_or_default()
     }
+}
+
+/// What rmcp's `handle_request` makes of a tool's response for a peer before 2026-07-28.
+fn result_of(response: rmcp::model::CallToolResponse) -> ServerResult {
+    let mut result = ServerResult::from(response);
+    result.strip_result_type_for_legacy_peer();
+    result.strip_non_object_output_for_legacy_peer();
+    result
+}
+
+/// The last page answered and its `result`, as written. The waiters a post wakes are
+/// mostly given the same page (the same messages, cursor and flags): each of them then
+/// writes its id around the same bytes instead of turning the page into JSON three times
+/// (as a value, as pretty text, and the answer around both). Keyed by the whole page, so
+/// only an equal page ever gets these bytes.
+static LAST_PAGE: Mutex<Option<(Page, Arc<[u8]>)>> = Mutex::new(None);
+
+/// The answer to `id` with `page` as its tool result: `{"jsonrpc":"2.0","id":…,"result":…}`,
+/// rmcp's `JsonRpcResponse` in its field order.
+fn answer_with_page(id: &NumberOrString, page: Page) -> Vec<u8> {
+    let cached = LAST_PAGE
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .as_ref()
+        .filter(|(p, _)| *p == page)
+        .map(|(_, r)| r.clone());
+    let result = match cached {
+        Some(result) => result,
+        None => {
+            let value = serde_json::to_value(&page).unwrap_or_default();
+            let response = rmcp::model::CallToolResponse::from(crate::server::success(value));
+            let result: Arc<[u8]> = serde_json::to_vec(&result_of(response)).unwrap_or_default().into();
+            *LAST_PAGE.lock().unwrap_or_else(|p| p.into_inner()) = Some((page, result.clone()));
+            result
+        }
+    };
+    let id = serde_json::to_vec(id).unwrap_or_default();
+    let mut body = Vec::with_capacity(result.len() + id.len() + 32);
+    body.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    body.extend_from_slice(&id);
+    body.extend_from_slice(br#","result":"#);
+    body.extend_from_slice(&result);
+    body.push(b'}');
+    body
 }
 
 #[cfg(test)]
@@ -174,6 +220,43 @@ mod tests {
 
     fn read() -> Value {
         call(json!({ "name": "read_messages", "arguments": { "thread_id": "x" } }))
+    }
+
+    /// A page answered again is the same bytes around another id; a page that differs in
+    /// anything, a flag of one message included, is written for itself.
+    #[test]
+    fn only_an_equal_page_gets_the_last_pages_bytes() {
+        let message = amc_relay::PageMessage {
+            seq: 1,
+            author: "agent:a".into(),
+            author_is_you: true,
+            untrusted_content: false,
+            body: "hi \"there\"".into(),
+            reply_to_seq: None,
+            created_at: 1_700_000_000_000,
+        };
+        let page = Page {
+            thread_id: "7a1c1f6e-3c1b-4c8e-9d47-0d7c8b2f5a10".into(),
+            messages: vec![message.clone()],
+            next_cursor: "v1.x.y".into(),
+            latest_seq: 1,
+        };
+        let parse = |b: Vec<u8>| serde_json::from_slice::<Value>(&b).expect("JSON");
+        let first = parse(answer_with_page(&NumberOrString::Number(1), page.clone()));
+        let again = parse(answer_with_page(&NumberOrString::String("b".into()), page.clone()));
+        assert_eq!((first["id"].clone(), again["id"].clone()), (json!(1), json!("b")));
+        assert_eq!(first["result"], again["result"]);
+        assert_eq!(first["result"]["structuredContent"]["messages"][0]["author_is_you"], true);
+        let mut theirs = page;
+        theirs.messages[0].author_is_you = false;
+        theirs.messages[0].untrusted_content = true;
+        let other = parse(answer_with_page(&NumberOrString::Number(2), theirs));
+        assert_eq!(other["result"]["structuredContent"]["messages"][0]["author_is_you"], false);
+        assert_eq!(other["result"]["structuredContent"]["messages"][0]["untrusted_content"], true);
+        let text: Value =
+            serde_json::from_str(other["result"]["content"][0]["text"].as_str().expect("text")).expect("JSON");
+        assert_eq!(text, other["result"]["structuredContent"], "the text is the same page");
+        assert!(other["result"].get("resultType").is_none(), "as rmcp writes it for a peer before 2026-07-28");
     }
 
     #[test]

@@ -345,16 +345,25 @@ impl RelayServer {
 
     /// A `tools/call` for `caller`, answered as [`ServerHandler::call_tool`] answers it
     /// (see [`crate::direct`]). A wait ends when the returned future is dropped.
-    pub async fn call_directly(
-        &self,
-        caller: &McpCaller,
-        request: CallToolRequestParams,
-    ) -> Result<CallToolResponse, McpError> {
+    /// A page (of `read_messages` or `wait_for_messages`) comes back as it is, for the
+    /// caller to write; any other outcome as the tool's result.
+    pub(crate) async fn call_directly(&self, caller: &McpCaller, request: CallToolRequestParams) -> Direct {
         let known = is_relay_tool(&request.name);
-        crate::server::call_with(request, known, async |name, arguments| {
-            self.dispatch(Some(caller), &name, arguments, std::future::pending()).await
+        let mut page = None;
+        let response = crate::server::call_with(request, known, async |name, arguments| {
+            match self.dispatch_typed(Some(caller), &name, arguments, std::future::pending()).await? {
+                Answer::Page(p) => {
+                    page = Some(p);
+                    Ok(Value::Null)
+                }
+                Answer::Value(v) => Ok(v),
+            }
         })
-        .await
+        .await;
+        match page {
+            Some(p) => Direct::Page(p),
+            None => Direct::Response(response),
+        }
     }
 
     /// Runs a relay tool for `caller`. `cancelled` ends a wait early (the client went).
@@ -365,10 +374,24 @@ impl RelayServer {
         a: Value,
         cancelled: impl Future<Output = ()> + Send + 'static,
     ) -> Result<Value, Error> {
+        match self.dispatch_typed(caller, name, a, cancelled).await? {
+            Answer::Page(p) => to_value(p),
+            Answer::Value(v) => Ok(v),
+        }
+    }
+
+    /// [`RelayServer::dispatch`], with a page kept as it is.
+    async fn dispatch_typed(
+        &self,
+        caller: Option<&McpCaller>,
+        name: &str,
+        a: Value,
+        cancelled: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<Answer, Error> {
         let caller = caller.ok_or_else(|| Error::unauthorized("missing, unknown or revoked token"))?;
         let who = Principal::Agent(caller.agent.agent_id.clone());
         let relay = &self.relay;
-        match name {
+        let value = match name {
             "create_thread" => {
                 let a: CreateArgs = args(a)?;
                 to_value(relay.create_thread(&who, a.title, a.idempotency_key).await?)
@@ -384,7 +407,7 @@ impl RelayServer {
             "read_messages" => {
                 let a: ReadArgs = args(a)?;
                 check_len("after", a.after.as_deref(), 1024)?;
-                to_value(relay.read(&who, a.thread_id, a.after, a.limit).await?)
+                return Ok(Answer::Page(relay.read(&who, a.thread_id, a.after, a.limit).await?));
             }
             "search_threads" => {
                 let a: SearchArgs = args(a)?;
@@ -394,7 +417,8 @@ impl RelayServer {
             "wait_for_messages" => {
                 let a: WaitArgs = args(a)?;
                 check_len("after", Some(&a.after), 1024)?;
-                to_value(relay.wait(&who, a.thread_id, a.after, a.timeout_seconds, a.limit, cancelled).await?)
+                let page = relay.wait(&who, a.thread_id, a.after, a.timeout_seconds, a.limit, cancelled).await?;
+                return Ok(Answer::Page(page));
             }
             "create_thread_invite" => {
                 let a: InviteArgs = args(a)?;
@@ -410,8 +434,23 @@ impl RelayServer {
                 Ok(json!({ "threads": relay.threads(&who).await? }))
             }
             _ => Err(Error::not_found("tool")),
-        }
+        };
+        value.map(Answer::Value)
     }
+}
+
+/// What a relay tool gives: a page of messages, or any other result as JSON.
+enum Answer {
+    Page(amc_relay::Page),
+    Value(Value),
+}
+
+/// A call answered directly: a page for the caller to write, or the tool's result.
+pub(crate) enum Direct {
+    /// A page of `read_messages` or `wait_for_messages`.
+    Page(amc_relay::Page),
+    /// Anything else.
+    Response(Result<CallToolResponse, McpError>),
 }
 
 fn check_len(field: &str, v: Option<&str>, max: usize) -> Result<(), Error> {
