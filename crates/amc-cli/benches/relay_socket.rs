@@ -30,13 +30,15 @@ async fn call(c: &mut Connection, name: &str, arguments: Value) -> Result<Value,
 }
 
 /// A `tools/call` on `/mcp/relay` over a kept-alive connection: the time the answer
-/// began to arrive, and its `structuredContent`.
+/// began to arrive, and its body, read whole. The body is parsed once every client has
+/// its answer: the clients share one thread, and parsing one answer there would delay
+/// the next client's reading of its own.
 async fn raw_call(
     c: &mut tokio::net::UnixStream,
     authorization: &str,
     name: &str,
     arguments: &Value,
-) -> Result<(Instant, Value), Box<dyn std::error::Error + Send + Sync>> {
+) -> Result<(Instant, Vec<u8>), Box<dyn std::error::Error + Send + Sync>> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call",
                        "params": { "name": name, "arguments": arguments } })
@@ -68,18 +70,23 @@ async fn raw_call(
         if !complete {
             continue;
         }
-        let text = String::from_utf8_lossy(body);
-        // A JSON body, or server-sent events whose `data:` line holds it.
-        let json_text = text.lines().find_map(|l| l.strip_prefix("data:")).unwrap_or(&text).trim().to_owned();
-        let json_text = if json_text.starts_with('{') {
-            json_text
-        } else {
-            text.lines().filter(|l| l.starts_with('{')).collect::<String>()
-        };
-        let v: Value = serde_json::from_str(&json_text)?;
         let first = first.ok_or("no answer")?;
-        return Ok((first, v["result"]["structuredContent"].clone()));
+        return Ok((first, body.to_vec()));
     }
+}
+
+/// The `structuredContent` of an answer's body: JSON, or server-sent events whose `data:`
+/// line holds it.
+fn structured(body: &[u8]) -> Result<Value, Box<dyn std::error::Error>> {
+    let text = String::from_utf8_lossy(body);
+    let json_text = text.lines().find_map(|l| l.strip_prefix("data:")).unwrap_or(&text).trim().to_owned();
+    let json_text = if json_text.starts_with('{') {
+        json_text
+    } else {
+        text.lines().filter(|l| l.starts_with('{')).collect::<String>()
+    };
+    let v: Value = serde_json::from_str(&json_text)?;
+    Ok(v["result"]["structuredContent"].clone())
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -138,9 +145,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let t0 = Instant::now();
             let post = json!({ "body": format!("wake {round}"), "idempotency_key": format!("w{round}") });
             admin.post(&format!("/admin/relay/threads/{thread}/messages"), &post).await?;
+            let mut answers = Vec::with_capacity(waiters);
             for t in tasks {
-                let (answer, c) = t.await?;
-                let (done, page) = answer?;
+                answers.push(t.await?);
+            }
+            for (answer, c) in answers {
+                let (done, body) = answer?;
+                let page = structured(&body)?;
                 assert_eq!(page["messages"].as_array().map(Vec::len), Some(1), "{page}");
                 cursor = page["next_cursor"].as_str().ok_or("no cursor")?.to_owned();
                 samples.push(done.saturating_duration_since(t0));
