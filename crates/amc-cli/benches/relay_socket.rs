@@ -149,14 +149,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             for t in tasks {
                 answers.push(t.await?);
             }
+            let mut next_cursor: Option<String> = None;
             for (answer, c) in answers {
                 let (done, body) = answer?;
                 let page = structured(&body)?;
                 assert_eq!(page["messages"].as_array().map(Vec::len), Some(1), "{page}");
-                cursor = page["next_cursor"].as_str().ok_or("no cursor")?.to_owned();
+                assert_eq!(page["messages"][0]["body"], format!("wake {round}"), "{page}");
+                let next = page["next_cursor"].as_str().ok_or("no cursor")?;
+                assert!(next_cursor.as_deref().is_none_or(|c| c == next), "every waiter ends at the post");
+                next_cursor = Some(next.to_owned());
                 samples.push(done.saturating_duration_since(t0));
                 clients.push(c);
             }
+            cursor = next_cursor.ok_or("no answer")?;
             wake_cpu += common::cpu_time(pid).saturating_sub(cpu0);
         }
         println!(

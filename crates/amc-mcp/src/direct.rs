@@ -132,7 +132,11 @@ impl DirectCall {
     /// Runs the call for `caller` and gives the JSON-RPC answer's body, as rmcp writes it.
     pub async fn answer(self, server: &RelayServer, caller: &McpCaller) -> Vec<u8> {
         let response = match server.call_directly(caller, self.params).await {
-            Direct::Page(page) => return answer_with_page(&self.id, page),
+            Direct::Page(page) => match answer_with_page(&self.id, page) {
+                Some(body) => return body,
+                // Not possible for a page; answered as the tool's failure if it were.
+                None => Ok(crate::server::failure(&amc_core::Error::internal("the page could not be written")).into()),
+            },
             Direct::Response(response) => response,
         };
         let message = match response {
@@ -162,7 +166,7 @@ static LAST_PAGE: Mutex<Option<(Page, Arc<[u8]>)>> = Mutex::new(None);
 
 /// The answer to `id` with `page` as its tool result: `{"jsonrpc":"2.0","id":…,"result":…}`,
 /// rmcp's `JsonRpcResponse` in its field order.
-fn answer_with_page(id: &NumberOrString, page: Page) -> Vec<u8> {
+fn answer_with_page(id: &NumberOrString, page: Page) -> Option<Vec<u8>> {
     let cached = LAST_PAGE
         .lock()
         .unwrap_or_else(|p| p.into_inner())
@@ -172,21 +176,21 @@ fn answer_with_page(id: &NumberOrString, page: Page) -> Vec<u8> {
     let result = match cached {
         Some(result) => result,
         None => {
-            let value = serde_json::to_value(&page).unwrap_or_default();
+            let value = serde_json::to_value(&page).ok()?;
             let response = rmcp::model::CallToolResponse::from(crate::server::success(value));
-            let result: Arc<[u8]> = serde_json::to_vec(&result_of(response)).unwrap_or_default().into();
+            let result: Arc<[u8]> = serde_json::to_vec(&result_of(response)).ok()?.into();
             *LAST_PAGE.lock().unwrap_or_else(|p| p.into_inner()) = Some((page, result.clone()));
             result
         }
     };
-    let id = serde_json::to_vec(id).unwrap_or_default();
+    let id = serde_json::to_vec(id).ok()?;
     let mut body = Vec::with_capacity(result.len() + id.len() + 32);
     body.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
     body.extend_from_slice(&id);
     body.extend_from_slice(br#","result":"#);
     body.extend_from_slice(&result);
     body.push(b'}');
-    body
+    Some(body)
 }
 
 #[cfg(test)]
@@ -241,7 +245,19 @@ mod tests {
             next_cursor: "v1.x.y".into(),
             latest_seq: 1,
         };
-        let parse = |b: Vec<u8>| serde_json::from_slice::<Value>(&b).expect("JSON");
+        // Byte for byte what rmcp writes for the same result, from the cache or not.
+        let rmcp_writes = |id: NumberOrString, page: &Page| {
+            let value = serde_json::to_value(page).expect("value");
+            let result = result_of(crate::server::success(value).into());
+            serde_json::to_vec(&ServerJsonRpcMessage::response(result, id)).expect("rmcp's")
+        };
+        for id in [NumberOrString::Number(-3), NumberOrString::String("a \"quoted\" id".into())] {
+            for _ in 0..2 {
+                let ours = answer_with_page(&id, page.clone()).expect("written");
+                assert_eq!(String::from_utf8_lossy(&ours), String::from_utf8_lossy(&rmcp_writes(id.clone(), &page)));
+            }
+        }
+        let parse = |b: Option<Vec<u8>>| serde_json::from_slice::<Value>(&b.expect("written")).expect("JSON");
         let first = parse(answer_with_page(&NumberOrString::Number(1), page.clone()));
         let again = parse(answer_with_page(&NumberOrString::String("b".into()), page.clone()));
         assert_eq!((first["id"].clone(), again["id"].clone()), (json!(1), json!("b")));
