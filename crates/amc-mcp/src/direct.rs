@@ -113,6 +113,9 @@ fn plain_headers(headers: &HeaderMap) -> bool {
 impl DirectCall {
     /// The call in `body`, if rmcp would take it as it is and the relay has the tool.
     pub fn of(headers: &HeaderMap, body: &[u8]) -> Option<Self> {
+        if !plain_headers(headers) {
+            return None;
+        }
         let Body { jsonrpc, id, method, params: Params { name, arguments } } = serde_json::from_slice(body).ok()?;
         if jsonrpc != "2.0" || method != "tools/call" {
             return None;
@@ -122,7 +125,7 @@ impl DirectCall {
             Value::Number(n) => NumberOrString::Number(n.as_i64()?),
             _ => return None,
         };
-        if !crate::relay::is_relay_tool(&name) || !plain_headers(headers) {
+        if !crate::relay::is_relay_tool(&name) {
             return None;
         }
         let params = CallToolRequestParams::new(name);

@@ -351,7 +351,7 @@ impl RelayServer {
         let known = is_relay_tool(&request.name);
         let mut page = None;
         let response = crate::server::call_with(request, known, async |name, arguments| {
-            match self.dispatch_typed(Some(caller), &name, arguments, std::future::pending()).await? {
+            match self.dispatch(Some(caller), &name, arguments, std::future::pending()).await? {
                 Answer::Page(p) => {
                     page = Some(p);
                     Ok(Value::Null)
@@ -366,22 +366,9 @@ impl RelayServer {
         }
     }
 
-    /// Runs a relay tool for `caller`. `cancelled` ends a wait early (the client went).
+    /// Runs a relay tool for `caller`; a page comes back as it is. `cancelled` ends a
+    /// wait early (the client went).
     async fn dispatch(
-        &self,
-        caller: Option<&McpCaller>,
-        name: &str,
-        a: Value,
-        cancelled: impl Future<Output = ()> + Send + 'static,
-    ) -> Result<Value, Error> {
-        match self.dispatch_typed(caller, name, a, cancelled).await? {
-            Answer::Page(p) => to_value(p),
-            Answer::Value(v) => Ok(v),
-        }
-    }
-
-    /// [`RelayServer::dispatch`], with a page kept as it is.
-    async fn dispatch_typed(
         &self,
         caller: Option<&McpCaller>,
         name: &str,
@@ -445,6 +432,15 @@ enum Answer {
     Value(Value),
 }
 
+impl Answer {
+    fn into_value(self) -> Result<Value, Error> {
+        match self {
+            Answer::Page(p) => to_value(p),
+            Answer::Value(v) => Ok(v),
+        }
+    }
+}
+
 /// A call answered directly: a page for the caller to write, or the tool's result.
 pub(crate) enum Direct {
     /// A page of `read_messages` or `wait_for_messages`.
@@ -488,7 +484,7 @@ impl ServerHandler for RelayServer {
         let caller = context.extensions.get::<http::request::Parts>().and_then(|p| p.extensions.get::<McpCaller>());
         let ct = context.ct.clone();
         crate::server::call_with(request, known, async |name, arguments| {
-            self.dispatch(caller, &name, arguments, async move { ct.cancelled().await }).await
+            self.dispatch(caller, &name, arguments, async move { ct.cancelled().await }).await?.into_value()
         })
         .await
     }
