@@ -5,7 +5,7 @@
 //! the caller. Cursors are opaque, versioned and signed (HMAC-SHA256 with a key kept in
 //! the store), bound to one thread: they carry a position, never access.
 
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use base64::Engine;
@@ -167,8 +167,6 @@ type HmacSha256 = Hmac<Sha256>;
 /// Signs and checks cursors.
 pub(super) struct Cursors {
     key: Vec<u8>,
-    /// The length of the longest read cursor (thread ids are all as long).
-    longest: OnceLock<usize>,
     /// The last read cursor signed, by its payload: the waiters a post wakes all end
     /// their page at the same position, and each signature is an HMAC.
     last_read: Mutex<Option<(String, String)>>,
@@ -176,7 +174,7 @@ pub(super) struct Cursors {
 
 impl Cursors {
     pub(crate) fn new(key: Vec<u8>) -> Self {
-        Self { key, longest: OnceLock::new(), last_read: Mutex::new(None) }
+        Self { key, last_read: Mutex::new(None) }
     }
 
     /// The length of the read cursor of `thread_id` at `seq`, without signing it.
@@ -188,12 +186,8 @@ impl Cursors {
     }
 
     /// The length of a read cursor at the largest position: no cursor is longer.
-    fn longest_read_cursor(&self, thread_id: &str) -> Result<usize> {
-        if let Some(n) = self.longest.get() {
-            return Ok(*n);
-        }
-        let n = self.read_cursor(thread_id, i64::MAX)?.len();
-        Ok(*self.longest.get_or_init(|| n))
+    fn longest_read_cursor(thread_id: &str) -> usize {
+        Self::read_cursor_len(thread_id, i64::MAX)
     }
 
     fn mac(&self, payload: &str) -> Result<Vec<u8>> {
@@ -279,7 +273,7 @@ fn build_page(
         let is_you = author == me;
         PageMessage { seq, untrusted_content: !is_you, author_is_you: is_you, author, body, reply_to_seq, created_at }
     };
-    if fits_for_sure(&thread_id, cursors.longest_read_cursor(&thread_id)?, &messages) {
+    if fits_for_sure(&thread_id, Cursors::longest_read_cursor(&thread_id), &messages) {
         let messages: Vec<PageMessage> = messages.into_iter().map(as_page_message).collect();
         let last = messages.last().map_or(after_seq, |m| m.seq);
         let next_cursor = cursors.read_cursor(&thread_id, last)?;
@@ -305,7 +299,7 @@ fn cut_page(
         latest_seq: latest,
     };
     // The final cursor is as long as any; measure with it in place.
-    let longest_cursor = cursors.longest_read_cursor(&page.thread_id)?;
+    let longest_cursor = Cursors::longest_read_cursor(&page.thread_id);
     let mut size = pretty_len(&page) + longest_cursor;
     for m in messages {
         let add = nested_len(&m);
@@ -859,7 +853,7 @@ mod tests {
         for size in (0..12_000).step_by(97) {
             for n in [1i64, 2, 5] {
                 let messages: Vec<RelayMessage> = (1..=n).map(|seq| message(seq, "\u{1}".repeat(size))).collect();
-                let longest = c.longest_read_cursor(t).expect("longest");
+                let longest = Cursors::longest_read_cursor(t);
                 if !fits_for_sure(t, longest, &messages) {
                     continue;
                 }
