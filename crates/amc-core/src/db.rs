@@ -539,7 +539,7 @@ fn migrate_core(conn: &mut Connection, migrations: &[Migration]) -> Result<()> {
     };
     for (i, &(name, sql)) in migrations.iter().enumerate().skip(current) {
         conn.pragma_update(None, "foreign_keys", false)?;
-        set_update_progress(Some(UpdateProgress { migration: name, rewritten: 0, total }));
+        set_update_progress(Some(UpdateProgress { migration: name, rewritten: 0, total, percent: None }));
         let log = progress_log(name, total);
         conn.progress_handler(PROGRESS_STEPS, Some(log))?;
         let applied = apply_core(conn, name, sql, i + 1);
@@ -574,6 +574,43 @@ pub struct UpdateProgress {
     pub rewritten: u64,
     /// The messages stored, if known.
     pub total: Option<u64>,
+    /// How far the whole migration is, in percent (below 100), estimated from how far the
+    /// rewrite of the messages is and, once they are all rewritten, from how long that
+    /// took ([`update_percent`]); `None` before a message is rewritten, for a migration
+    /// that rewrites none, and once the estimate is past.
+    pub percent: Option<u8>,
+}
+
+/// The share of a migration that rewrites the messages taken by the rewrite itself, in
+/// percent; the rest (building the indexes again, checking the references) is taken to
+/// last `REST_PER_REWRITE` times as long as the rewrite did. Measured on 500,000 messages
+/// (`tests/tray/smoke`): the rewrite 3.1 s, the rest 4.2 s.
+const REWRITE_SHARE: u64 = 40;
+const REST_PER_REWRITE: f64 = 1.5;
+
+/// How far a migration that rewrites `total` messages is, in percent below 100, with
+/// `rewritten` of them rewritten; once all are, `rewrite_took` is how long that took and
+/// `since` how long ago it ended. `None` when nothing says (no message yet, none to
+/// rewrite, or the rest lasting longer than estimated).
+fn update_percent(
+    rewritten: u64,
+    total: Option<u64>,
+    rewrite_took: Option<std::time::Duration>,
+    since: std::time::Duration,
+) -> Option<u8> {
+    let total = total.filter(|&t| t > 0)?;
+    if rewritten == 0 {
+        return None;
+    }
+    let percent = match rewrite_took {
+        Some(took) if rewritten >= total => {
+            let rest = took.as_secs_f64() * REST_PER_REWRITE;
+            let done = if rest > 0.0 { since.as_secs_f64() / rest } else { 1.0 };
+            REWRITE_SHARE + (done * (100 - REWRITE_SHARE) as f64) as u64
+        }
+        _ => rewritten.min(total).saturating_mul(REWRITE_SHARE) / total,
+    };
+    u8::try_from(percent).ok().filter(|&p| p < 100)
 }
 
 /// The update under way in this process, if any (see [`update_progress`]).
@@ -602,9 +639,16 @@ fn progress_log(name: &'static str, total: Option<u64>) -> impl FnMut() -> bool 
     let keyed_before = KEYS_COMPUTED.load(Ordering::Relaxed);
     let started = std::time::Instant::now();
     let mut said = started;
+    // When the last message was rewritten, and how long the rewrite took.
+    let mut rewrite_ended: Option<(std::time::Instant, std::time::Duration)> = None;
     move || {
         let rewritten = KEYS_COMPUTED.load(Ordering::Relaxed).saturating_sub(keyed_before);
-        set_update_progress(Some(UpdateProgress { migration: name, rewritten, total }));
+        if rewrite_ended.is_none() && total.is_some_and(|t| t > 0 && rewritten >= t) {
+            rewrite_ended = Some((std::time::Instant::now(), started.elapsed()));
+        }
+        let since = rewrite_ended.map(|(at, _)| at.elapsed()).unwrap_or_default();
+        let percent = update_percent(rewritten, total, rewrite_ended.map(|(_, took)| took), since);
+        set_update_progress(Some(UpdateProgress { migration: name, rewritten, total, percent }));
         if said.elapsed() >= PROGRESS_EVERY {
             said = std::time::Instant::now();
             let seconds = started.elapsed().as_secs();
@@ -639,6 +683,29 @@ mod tests {
 
     /// A core migration may rebuild a table others refer to (foreign keys are off while it
     /// runs), but one that leaves a broken reference changes nothing and is refused.
+    #[test]
+    fn an_update_says_how_far_it_is_through_the_rewrite_and_after_it() {
+        use std::time::Duration;
+        let s = Duration::from_secs;
+        let (total, none) = (Some(500_000), Duration::ZERO);
+        assert_eq!(update_percent(0, total, None, none), None, "nothing rewritten yet");
+        assert_eq!(update_percent(10, None, None, none), None, "the messages were not counted");
+        assert_eq!(update_percent(10, Some(0), None, none), None);
+        assert_eq!(update_percent(1, total, None, none), Some(0));
+        assert_eq!(update_percent(250_000, total, None, none), Some(20));
+        assert_eq!(update_percent(499_999, total, None, none), Some(39));
+        // All rewritten in 4 s: the rest is taken to last 6 s more.
+        assert_eq!(update_percent(500_000, total, Some(s(4)), none), Some(40));
+        assert_eq!(update_percent(500_000, total, Some(s(4)), s(3)), Some(70));
+        assert_eq!(update_percent(500_000, total, Some(s(4)), Duration::from_millis(5_999)), Some(99));
+        // Past the estimate, it is "almost done", never 100 % while it runs.
+        assert_eq!(update_percent(500_000, total, Some(s(4)), s(6)), None);
+        assert_eq!(update_percent(500_000, total, Some(s(4)), s(60)), None);
+        assert_eq!(update_percent(500_000, total, Some(Duration::ZERO), none), None);
+        // More keys than messages counted (a message stored meanwhile): never past the rewrite's share.
+        assert_eq!(update_percent(600_000, total, None, none), Some(40));
+    }
+
     #[test]
     fn a_migration_that_breaks_a_reference_changes_nothing() {
         const CORE: &[Migration] = &[

@@ -66,14 +66,10 @@ fn count(n: u64, one: &str, many: &str, tail: &str) -> String {
 pub fn starting_label(update: Option<&UpdateProgress>) -> String {
     match update {
         None => "Starting AMC…".to_owned(),
-        // Every message rewritten: the indexes are built and the store checked (about as
-        // long again), which says nothing of how far it is.
+        Some(UpdateProgress { percent: Some(percent), .. }) => format!("Updating your stored messages… {percent}%"),
+        // Every message rewritten and past the estimate of the rest: nothing more precise to say.
         Some(UpdateProgress { rewritten, total: Some(total), .. }) if *rewritten >= *total && *total > 0 => {
             "Updating your stored messages… almost done".to_owned()
-        }
-        Some(UpdateProgress { rewritten, total: Some(total), .. }) if *rewritten > 0 && *total > 0 => {
-            let percent = rewritten.saturating_mul(100) / total;
-            format!("Updating your stored messages… {percent}%")
         }
         Some(_) => "Updating your stored messages…".to_owned(),
     }
@@ -97,16 +93,23 @@ mod tests {
 
     #[test]
     fn starting_says_how_far_an_update_is() {
-        let update = |rewritten, total| UpdateProgress { migration: "0016_channel_keys", rewritten, total };
+        let update =
+            |rewritten, total, percent| UpdateProgress { migration: "0016_channel_keys", rewritten, total, percent };
         assert_eq!(starting_label(None), "Starting AMC…");
-        assert_eq!(starting_label(Some(&update(0, Some(250_000)))), "Updating your stored messages…");
-        assert_eq!(starting_label(Some(&update(5, None))), "Updating your stored messages…");
-        assert_eq!(starting_label(Some(&update(100_000, Some(250_000)))), "Updating your stored messages… 40%");
-        assert_eq!(starting_label(Some(&update(249_999, Some(250_000)))), "Updating your stored messages… 99%");
+        assert_eq!(starting_label(Some(&update(0, Some(250_000), None))), "Updating your stored messages…");
+        assert_eq!(starting_label(Some(&update(5, None, None))), "Updating your stored messages…");
+        assert_eq!(
+            starting_label(Some(&update(100_000, Some(250_000), Some(16)))),
+            "Updating your stored messages… 16%"
+        );
+        assert_eq!(
+            starting_label(Some(&update(250_000, Some(250_000), Some(99)))),
+            "Updating your stored messages… 99%"
+        );
         let done = "Updating your stored messages… almost done";
-        assert_eq!(starting_label(Some(&update(250_000, Some(250_000)))), done);
-        assert_eq!(starting_label(Some(&update(300_000, Some(250_000)))), done);
-        assert_eq!(starting_label(Some(&update(1, Some(0)))), "Updating your stored messages…");
+        assert_eq!(starting_label(Some(&update(250_000, Some(250_000), None))), done);
+        assert_eq!(starting_label(Some(&update(300_000, Some(250_000), None))), done);
+        assert_eq!(starting_label(Some(&update(1, Some(0), None))), "Updating your stored messages…");
     }
 
     #[test]
