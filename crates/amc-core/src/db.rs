@@ -681,8 +681,6 @@ mod tests {
         ("0002_tags", "ALTER TABLE notes ADD COLUMN tag TEXT;"),
     ];
 
-    /// A core migration may rebuild a table others refer to (foreign keys are off while it
-    /// runs), but one that leaves a broken reference changes nothing and is refused.
     #[test]
     fn an_update_says_how_far_it_is_through_the_rewrite_and_after_it() {
         use std::time::Duration;
@@ -706,6 +704,8 @@ mod tests {
         assert_eq!(update_percent(600_000, total, None, none), Some(40));
     }
 
+    /// A core migration may rebuild a table others refer to (foreign keys are off while it
+    /// runs), but one that leaves a broken reference changes nothing and is refused.
     #[test]
     fn a_migration_that_breaks_a_reference_changes_nothing() {
         const CORE: &[Migration] = &[
