@@ -537,10 +537,18 @@ fn migrate_core(conn: &mut Connection, migrations: &[Migration]) -> Result<()> {
     } else {
         None
     };
+    // The steps that rewrite the messages: they compute every message's platform key
+    // (they build `messages` again, its generated column with it).
+    let rewrites = |sql: &str| sql.contains("amc_platform_key");
+    let of = migrations.iter().skip(current).filter(|(_, sql)| rewrites(sql)).count();
+    let mut done = 0;
     for (i, &(name, sql)) in migrations.iter().enumerate().skip(current) {
         conn.pragma_update(None, "foreign_keys", false)?;
-        set_update_progress(Some(UpdateProgress { migration: name, rewritten: 0, total, percent: None }));
-        let log = progress_log(name, total);
+        let step = Step { rewriting: rewrites(sql), done, of };
+        let percent = overall_percent(StepState::NotStarted, step);
+        set_update_progress(Some(UpdateProgress { migration: name, rewritten: 0, total, percent }));
+        done += usize::from(step.rewriting);
+        let log = progress_log(name, total, step);
         conn.progress_handler(PROGRESS_STEPS, Some(log))?;
         let applied = apply_core(conn, name, sql, i + 1);
         set_update_progress(None);
@@ -628,13 +636,52 @@ fn set_update_progress(progress: Option<UpdateProgress>) {
     }
 }
 
+/// Where a migration stands among the update's steps that rewrite the messages.
+#[derive(Debug, Clone, Copy)]
+struct Step {
+    /// It rewrites the messages.
+    rewriting: bool,
+    /// How many steps that rewrite them ran before it in this update.
+    done: usize,
+    /// How many the update has.
+    of: usize,
+}
+
+/// How far a step that rewrites the messages is ([`update_percent`]).
+#[derive(Debug, Clone, Copy)]
+enum StepState {
+    /// Not a step that rewrites, or no message rewritten yet.
+    NotStarted,
+    /// This far, in percent.
+    At(u8),
+    /// Past the estimate of its end.
+    PastEstimate,
+}
+
+/// The whole update's percent, below 100: each step that rewrites the messages takes an
+/// equal share (a store several releases old may have two), and between them the shares
+/// of those done are shown. `None` when nothing says: no such step, none begun, or the
+/// last past its estimate (the tray then says "almost done").
+fn overall_percent(state: StepState, step: Step) -> Option<u8> {
+    let Step { done, of, .. } = step;
+    let percent = match state {
+        _ if of == 0 => return None,
+        StepState::NotStarted if done == 0 || done >= of => return None,
+        StepState::NotStarted => done * 100 / of,
+        StepState::At(p) => (done * 100 + usize::from(p)) / of,
+        StepState::PastEstimate if done + 1 < of => (done + 1) * 100 / of - 1,
+        StepState::PastEstimate => return None,
+    };
+    u8::try_from(percent).ok().filter(|&p| p < 100)
+}
+
 /// How many SQLite instructions run between two looks at a migration's progress.
 const PROGRESS_STEPS: std::ffi::c_int = 100_000;
 
 /// The progress handler of migration `name`: every few seconds it logs how long the
 /// migration has run and, for one that rewrites the messages, how many it has rewritten
 /// of `total`.
-fn progress_log(name: &'static str, total: Option<u64>) -> impl FnMut() -> bool + Send + 'static {
+fn progress_log(name: &'static str, total: Option<u64>, step: Step) -> impl FnMut() -> bool + Send + 'static {
     use std::sync::atomic::Ordering;
     let keyed_before = KEYS_COMPUTED.load(Ordering::Relaxed);
     let started = std::time::Instant::now();
@@ -647,7 +694,12 @@ fn progress_log(name: &'static str, total: Option<u64>) -> impl FnMut() -> bool 
             rewrite_ended = Some((std::time::Instant::now(), started.elapsed()));
         }
         let since = rewrite_ended.map(|(at, _)| at.elapsed()).unwrap_or_default();
-        let percent = update_percent(rewritten, total, rewrite_ended.map(|(_, took)| took), since);
+        let state = match update_percent(rewritten, total, rewrite_ended.map(|(_, took)| took), since) {
+            _ if !step.rewriting || rewritten == 0 || total.is_none() => StepState::NotStarted,
+            Some(percent) => StepState::At(percent),
+            None => StepState::PastEstimate,
+        };
+        let percent = overall_percent(state, step);
         set_update_progress(Some(UpdateProgress { migration: name, rewritten, total, percent }));
         if said.elapsed() >= PROGRESS_EVERY {
             said = std::time::Instant::now();
@@ -702,6 +754,40 @@ mod tests {
         assert_eq!(update_percent(500_000, total, Some(Duration::ZERO), none), None);
         // More keys than messages counted (a message stored meanwhile): never past the rewrite's share.
         assert_eq!(update_percent(600_000, total, None, none), Some(40));
+    }
+
+    #[test]
+    fn an_update_of_two_rewriting_steps_rises_once_through_both() {
+        let (first, between, second) = (
+            Step { rewriting: true, done: 0, of: 2 },
+            Step { rewriting: false, done: 1, of: 2 },
+            Step { rewriting: true, done: 1, of: 2 },
+        );
+        let after = Step { rewriting: false, done: 2, of: 2 };
+        let seen: Vec<Option<u8>> = [
+            (StepState::NotStarted, first),
+            (StepState::At(0), first),
+            (StepState::At(60), first),
+            (StepState::PastEstimate, first),
+            (StepState::NotStarted, between),
+            (StepState::NotStarted, second),
+            (StepState::At(50), second),
+            (StepState::At(99), second),
+            (StepState::PastEstimate, second),
+            (StepState::NotStarted, after),
+        ]
+        .into_iter()
+        .map(|(state, step)| overall_percent(state, step))
+        .collect();
+        let expected = [None, Some(0), Some(30), Some(49), Some(50), Some(50), Some(75), Some(99), None, None];
+        assert_eq!(seen, expected);
+        // One step: its own percent, "almost done" past the estimate.
+        let only = Step { rewriting: true, done: 0, of: 1 };
+        assert_eq!(overall_percent(StepState::At(40), only), Some(40));
+        assert_eq!(overall_percent(StepState::PastEstimate, only), None);
+        // No step rewrites: nothing to count.
+        let none = Step { rewriting: false, done: 0, of: 0 };
+        assert_eq!(overall_percent(StepState::NotStarted, none), None);
     }
 
     /// A core migration may rebuild a table others refer to (foreign keys are off while it
