@@ -134,11 +134,13 @@ fn amc_run(
 /// it can be read yet.
 fn checkpoint_rowid(conn: &rusqlite::Connection) -> Option<i64> {
     let value: String = conn
-        .query_row("SELECT value FROM source_state WHERE source = 'imessage' AND key = 'chatdb_rowid'", [], |r| {
-            r.get(0)
-        })
+        .query_row(
+            "SELECT value FROM source_state WHERE source = ?1 AND key = ?2",
+            [amc_core::model::Source::Imessage.as_str(), amc_imessage::sync::CHECKPOINT_KEY],
+            |r| r.get(0),
+        )
         .ok()?;
-    value.split(':').next()?.parse().ok()
+    Some(amc_imessage::sync::Checkpoint::decode(&value).rowid)
 }
 
 /// What a first import leaves: the store's bytes per message once its search index caught

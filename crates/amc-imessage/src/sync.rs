@@ -57,7 +57,8 @@ impl Checkpoint {
         }
     }
 
-    fn decode(value: &str) -> Self {
+    /// Reads a checkpoint as [`Checkpoint::encode`] writes it, or in an older format.
+    pub fn decode(value: &str) -> Self {
         let (rowid, rest) = value.split_once(':').unwrap_or((value, ""));
         // Older checkpoints are `ROWID:guid`; message guids hold no colon.
         let (guid, rows) = match rest.rsplit_once(':') {
