@@ -582,10 +582,11 @@ pub struct UpdateProgress {
     pub rewritten: u64,
     /// The messages stored, if known.
     pub total: Option<u64>,
-    /// How far the whole migration is, in percent (below 100), estimated from how far the
-    /// rewrite of the messages is and, once they are all rewritten, from how long that
-    /// took ([`update_percent`]); `None` before a message is rewritten, for a migration
-    /// that rewrites none, and once the estimate is past.
+    /// How far the whole update is, in percent (below 100): each migration that rewrites
+    /// the messages takes an equal share, estimated from how far its rewrite is and, once
+    /// every message is rewritten, from how long that took ([`overall_percent`]). `None`
+    /// before the first message is rewritten, when no migration rewrites them, and once
+    /// the last one is past its estimate.
     pub percent: Option<u8>,
 }
 
@@ -596,19 +597,18 @@ pub struct UpdateProgress {
 const REWRITE_SHARE: u64 = 40;
 const REST_PER_REWRITE: f64 = 1.5;
 
-/// How far a migration that rewrites `total` messages is, in percent below 100, with
-/// `rewritten` of them rewritten; once all are, `rewrite_took` is how long that took and
-/// `since` how long ago it ended. `None` when nothing says (no message yet, none to
-/// rewrite, or the rest lasting longer than estimated).
-fn update_percent(
+/// How far a migration that rewrites `total` messages is, with `rewritten` of them
+/// rewritten; once all are, `rewrite_took` is how long that took and `since` how long ago
+/// it ended.
+fn step_state(
     rewritten: u64,
     total: Option<u64>,
     rewrite_took: Option<std::time::Duration>,
     since: std::time::Duration,
-) -> Option<u8> {
-    let total = total.filter(|&t| t > 0)?;
+) -> StepState {
+    let Some(total) = total.filter(|&t| t > 0) else { return StepState::NotStarted };
     if rewritten == 0 {
-        return None;
+        return StepState::NotStarted;
     }
     let percent = match rewrite_took {
         Some(took) if rewritten >= total => {
@@ -618,7 +618,10 @@ fn update_percent(
         }
         _ => rewritten.min(total).saturating_mul(REWRITE_SHARE) / total,
     };
-    u8::try_from(percent).ok().filter(|&p| p < 100)
+    match u8::try_from(percent) {
+        Ok(p) if p < 100 => StepState::At(p),
+        _ => StepState::PastEstimate,
+    }
 }
 
 /// The update under way in this process, if any (see [`update_progress`]).
@@ -647,8 +650,8 @@ struct Step {
     of: usize,
 }
 
-/// How far a step that rewrites the messages is ([`update_percent`]).
-#[derive(Debug, Clone, Copy)]
+/// How far a step that rewrites the messages is ([`step_state`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum StepState {
     /// Not a step that rewrites, or no message rewritten yet.
     NotStarted,
@@ -694,10 +697,10 @@ fn progress_log(name: &'static str, total: Option<u64>, step: Step) -> impl FnMu
             rewrite_ended = Some((std::time::Instant::now(), started.elapsed()));
         }
         let since = rewrite_ended.map(|(at, _)| at.elapsed()).unwrap_or_default();
-        let state = match update_percent(rewritten, total, rewrite_ended.map(|(_, took)| took), since) {
-            _ if !step.rewriting || rewritten == 0 || total.is_none() => StepState::NotStarted,
-            Some(percent) => StepState::At(percent),
-            None => StepState::PastEstimate,
+        let state = if step.rewriting {
+            step_state(rewritten, total, rewrite_ended.map(|(_, took)| took), since)
+        } else {
+            StepState::NotStarted
         };
         let percent = overall_percent(state, step);
         set_update_progress(Some(UpdateProgress { migration: name, rewritten, total, percent }));
@@ -738,22 +741,23 @@ mod tests {
         use std::time::Duration;
         let s = Duration::from_secs;
         let (total, none) = (Some(500_000), Duration::ZERO);
-        assert_eq!(update_percent(0, total, None, none), None, "nothing rewritten yet");
-        assert_eq!(update_percent(10, None, None, none), None, "the messages were not counted");
-        assert_eq!(update_percent(10, Some(0), None, none), None);
-        assert_eq!(update_percent(1, total, None, none), Some(0));
-        assert_eq!(update_percent(250_000, total, None, none), Some(20));
-        assert_eq!(update_percent(499_999, total, None, none), Some(39));
+        use StepState::{At, NotStarted, PastEstimate};
+        assert_eq!(step_state(0, total, None, none), NotStarted, "nothing rewritten yet");
+        assert_eq!(step_state(10, None, None, none), NotStarted, "the messages were not counted");
+        assert_eq!(step_state(10, Some(0), None, none), NotStarted);
+        assert_eq!(step_state(1, total, None, none), At(0));
+        assert_eq!(step_state(250_000, total, None, none), At(20));
+        assert_eq!(step_state(499_999, total, None, none), At(39));
         // All rewritten in 4 s: the rest is taken to last 6 s more.
-        assert_eq!(update_percent(500_000, total, Some(s(4)), none), Some(40));
-        assert_eq!(update_percent(500_000, total, Some(s(4)), s(3)), Some(70));
-        assert_eq!(update_percent(500_000, total, Some(s(4)), Duration::from_millis(5_999)), Some(99));
+        assert_eq!(step_state(500_000, total, Some(s(4)), none), At(40));
+        assert_eq!(step_state(500_000, total, Some(s(4)), s(3)), At(70));
+        assert_eq!(step_state(500_000, total, Some(s(4)), Duration::from_millis(5_999)), At(99));
         // Past the estimate, it is "almost done", never 100 % while it runs.
-        assert_eq!(update_percent(500_000, total, Some(s(4)), s(6)), None);
-        assert_eq!(update_percent(500_000, total, Some(s(4)), s(60)), None);
-        assert_eq!(update_percent(500_000, total, Some(Duration::ZERO), none), None);
+        assert_eq!(step_state(500_000, total, Some(s(4)), s(6)), PastEstimate);
+        assert_eq!(step_state(500_000, total, Some(s(4)), s(60)), PastEstimate);
+        assert_eq!(step_state(500_000, total, Some(Duration::ZERO), none), PastEstimate);
         // More keys than messages counted (a message stored meanwhile): never past the rewrite's share.
-        assert_eq!(update_percent(600_000, total, None, none), Some(40));
+        assert_eq!(step_state(600_000, total, None, none), At(40));
     }
 
     #[test]
