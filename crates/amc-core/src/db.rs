@@ -44,6 +44,12 @@ const READER_CACHE_KIB: i64 = 64 * 1024;
 /// (SQLite's default for its automatic checkpoint).
 const CHECKPOINT_PAGES: i32 = 1000;
 
+/// The log's length, in pages, past which the writer copies what the thread has not
+/// (32 MiB at SQLite's 4 KiB pages). Well above one batch of a first import (about
+/// 3,000 pages), which the thread copies while the writer prepares the next: copied by
+/// the writer, each batch's commit would take a third longer.
+const LOG_MAX_PAGES: i32 = 8 * CHECKPOINT_PAGES;
+
 /// How long a connection waits for a lock held by another before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -129,7 +135,7 @@ impl Drop for Inner {
 /// applications that care about write latency
 /// (<https://www.sqlite.org/wal.html#application_initiated_checkpoints>). The thread
 /// sleeps until asked: no timer, no wake-up at rest. A log that a steady stream of writes
-/// keeps past twice the mark is finished by the writer (see the hook in `open`).
+/// keeps growing is finished by the writer past [`LOG_MAX_PAGES`] (see the hook in `open`).
 #[derive(Default)]
 struct Checkpointer {
     state: Mutex<CheckpointState>,
@@ -146,6 +152,8 @@ struct CheckpointState {
     paused: bool,
     /// Checkpoints run so far (for tests).
     done: u64,
+    /// Checkpoints the writer ran in its commits (for tests).
+    by_writer: u64,
 }
 
 impl Checkpointer {
@@ -257,12 +265,17 @@ impl Database {
             {
                 c.ask(|s| s.wanted = true);
             }
-            // Under a steady stream of writes the thread never catches up with the log's
-            // end, and SQLite starts the log over only once every frame is copied: past
-            // twice the mark, the writer copies what the thread has not (little by then).
-            // Passive: busy at once, and left to the next commit, while the thread is at it.
-            if pages >= 2 * CHECKPOINT_PAGES {
-                let _ = wal.checkpoint();
+            // SQLite starts the log over only in a transaction begun once every frame
+            // was copied. Under a steady stream of writes, or an import's batches (the
+            // next one written while the thread copies the last), the thread never gets
+            // there: past its longest, the writer copies what the thread has not, and the
+            // log starts over at its next transaction. Passive: busy at once, and left
+            // to the next commit, while the thread is at it.
+            if pages >= LOG_MAX_PAGES
+                && wal.checkpoint().is_ok()
+                && let Some(c) = asked.upgrade()
+            {
+                c.ask(|s| s.by_writer += 1);
             }
             // An error here would fail a statement whose commit happened.
             Ok(())
@@ -1000,6 +1013,38 @@ mod tests {
         assert!(log < 3 * CHECKPOINT_PAGES as u64 * 4096, "the log grew to {log} bytes");
         let n: i64 = db.read(|tx| Ok(tx.query_row("SELECT count(*) FROM t", [], |r| r.get(0))?)).expect("read");
         assert_eq!(n, 20, "nothing lost");
+    }
+
+    /// A commit of thousands of pages (a batch of a first import) is copied by the
+    /// thread, not in the writer's commit; the writer copies only a log past its longest,
+    /// and the log then starts over.
+    #[test]
+    fn the_writer_copies_only_a_log_past_its_longest() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("amc.db");
+        let db = Database::open(&path, &[]).expect("open");
+        db.write(|tx| Ok(tx.execute_batch("CREATE TABLE t (x);")?)).expect("table");
+        let c = db.inner.checkpointer.clone();
+        // A thread too slow to copy anything: only the writer's copies count.
+        let _slow = c.pause();
+        let by_writer = || c.state.lock().expect("lock").by_writer;
+        let wal = || std::fs::metadata(path.with_extension("db-wal")).expect("wal").len() / 4096;
+        // About 2,200 pages a commit.
+        let batch = |db: &Database| {
+            db.write(|tx| Ok(tx.execute("INSERT INTO t VALUES (randomblob(9000000))", [])?)).expect("write");
+        };
+        for _ in 0..3 {
+            batch(&db);
+        }
+        assert_eq!(by_writer(), 0, "three batches, {} pages of log, left to the thread", wal());
+        batch(&db);
+        assert_eq!(by_writer(), 1, "past {LOG_MAX_PAGES} pages ({}), the writer copies", wal());
+        let longest = wal();
+        for _ in 0..4 {
+            batch(&db);
+        }
+        assert_eq!(wal(), longest, "the log started over");
+        assert_eq!(by_writer(), 2);
     }
 
     /// SQLite never waits for another connection's checkpoint: the writer's own (at rest,
