@@ -78,6 +78,12 @@ pub struct ChatDb {
 /// How long the newest rows may wait for their chat before they are read as they are.
 const JOIN_GRACE: Duration = Duration::from_secs(60);
 
+/// Whether a row can be read now, without waiting for the row that puts it in its chat:
+/// it is in one, or it is a tapback (which names its message, not a chat).
+pub fn waits_for_nothing(m: &Message) -> bool {
+    m.chat_id.is_some() || crate::convert::is_reaction(m)
+}
+
 /// The projection `imessage-database` decodes, built from the columns this chat.db has
 /// (older macOS versions lack some), filtered to rows after a ROWID.
 fn message_query(caps: &Capabilities) -> String {
@@ -236,14 +242,28 @@ impl ChatDb {
 
     /// Up to `limit` messages after `rowid`, oldest first, bodies decoded.
     pub fn messages_after(&self, rowid: i64, limit: u32) -> Result<Vec<Message>, SourceError> {
+        let mut out = Vec::new();
+        self.each_message_after(rowid, limit, |m| {
+            out.push(m);
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// Hands `each` up to `limit` messages after `rowid`, oldest first, bodies decoded,
+    /// one at a time: a decoded row (a kilobyte or so) need not outlive its turn.
+    pub fn each_message_after(
+        &self,
+        rowid: i64,
+        limit: u32,
+        mut each: impl FnMut(Message) -> Result<(), SourceError>,
+    ) -> Result<(), SourceError> {
         let mut stmt =
             self.conn.prepare_cached(&format!("{} WHERE m.ROWID > ?1 ORDER BY m.ROWID LIMIT ?2", self.query))?;
-        let rows = Message::rows(&mut stmt, rusqlite::params![rowid, limit])?;
-        let mut out = Vec::new();
-        for row in rows {
-            out.push(row?);
+        for row in Message::rows(&mut stmt, rusqlite::params![rowid, limit])? {
+            each(row?)?;
         }
-        Ok(out)
+        Ok(())
     }
 
     /// The person's rows after `rowid` with their delivery state, oldest first.
@@ -285,26 +305,25 @@ impl ChatDb {
         Ok(out.into_iter().map(|(_, r)| r).collect())
     }
 
-    /// Leaves out the newest rows that have no chat yet: a writer may commit a message
-    /// before the row that puts it in its chat, and a read in between would pass the
-    /// message by for good. They come back with the next read, joined; rows that stay
-    /// without a chat for a minute are let through as they are.
-    pub fn hold_unjoined_tail(&mut self, rows: &mut Vec<Message>) {
-        let keep =
-            rows.iter().rposition(|m| m.chat_id.is_some() || crate::convert::is_reaction(m)).map_or(0, |i| i + 1);
-        let Some(first) = rows.get(keep) else {
+    /// Whether to leave out the newest rows that have no chat yet, from `first` on (the
+    /// first row after the last one that [`waits_for_nothing`], or `None` when there is
+    /// none): a writer may commit a message before the row that puts it in its chat, and
+    /// a read in between would pass the message by for good. They come back with the next
+    /// read, joined; rows that stay without a chat for a minute are let through as they are.
+    pub fn holds_tail_from(&mut self, first: Option<i32>) -> bool {
+        let Some(first) = first else {
             self.held = None;
-            return;
+            return false;
         };
         match self.held {
-            Some((rowid, since)) if rowid == first.rowid && since.elapsed() >= JOIN_GRACE => {
+            Some((rowid, since)) if rowid == first && since.elapsed() >= JOIN_GRACE => {
                 self.held = None;
-                return;
+                return false;
             }
-            Some((rowid, _)) if rowid == first.rowid => {}
-            _ => self.held = Some((first.rowid, std::time::Instant::now())),
+            Some((rowid, _)) if rowid == first => {}
+            _ => self.held = Some((first, std::time::Instant::now())),
         }
-        rows.truncate(keep);
+        true
     }
 
     /// The messages at these ROWIDs (those that still exist), bodies decoded.

@@ -12,7 +12,7 @@ use amc_core::model::{IncomingMessage, Source};
 use amc_core::service::Amc;
 
 use crate::SourceError;
-use crate::chatdb::ChatDb;
+use crate::chatdb::{ChatDb, waits_for_nothing};
 use crate::convert::{attachment_of, channel_of, is_reaction, message_of, reaction_of};
 
 /// The checkpoint's key in AMC's source state.
@@ -121,14 +121,26 @@ impl Batch {
     }
 }
 
-/// Reads rows after `checkpoint` (on a blocking thread: chat.db may be busy for a while).
+/// Reads rows after `checkpoint` (on a blocking thread: chat.db may be busy for a while),
+/// each turned into AMC's as it is read: a batch's decoded rows are never all held at once.
 async fn read_batch(db: &SharedChatDb, checkpoint: i64) -> Result<Batch, SourceError> {
     let db = db.clone();
     tokio::task::spawn_blocking(move || {
         let mut db = db.lock().unwrap_or_else(|p| p.into_inner());
-        let mut rows = db.messages_after(checkpoint, BATCH)?;
-        db.hold_unjoined_tail(&mut rows);
-        convert(&db, &rows)
+        let mut batch = Converter::new(&db)?;
+        // The rows up to the last one that waits for nothing, and the first row after it.
+        let (mut ready, mut tail) = (None, None);
+        db.each_message_after(checkpoint, BATCH, |m| {
+            batch.add(&db, &m)?;
+            if waits_for_nothing(&m) {
+                (ready, tail) = (batch.read.clone(), None);
+            } else if tail.is_none() {
+                tail = Some(m.rowid);
+            }
+            Ok(())
+        })?;
+        let upto = if db.holds_tail_from(tail) { ready } else { batch.read.clone() };
+        Ok(batch.finish(&db, upto))
     })
     .await
     .map_err(|e| SourceError::Read(e.to_string()))?
@@ -136,31 +148,58 @@ async fn read_batch(db: &SharedChatDb, checkpoint: i64) -> Result<Batch, SourceE
 
 /// Turns rows of chat.db into AMC's messages and reactions, grouped by chat.
 fn convert(db: &ChatDb, rows: &[imessage_database::tables::messages::Message]) -> Result<Batch, SourceError> {
-    let Some(last) = rows.last().map(|m| i64::from(m.rowid)) else {
-        return Ok(Batch {
-            last: None,
-            rows: 0,
-            by_channel: Vec::new(),
-            reactions: Vec::new(),
-            last_guid: String::new(),
-        });
-    };
-    let chats = db.chats()?;
-    let handles = db.handles()?;
-    let mut by_chat: BTreeMap<i32, Vec<(i64, IncomingMessage)>> = BTreeMap::new();
-    let mut reactions = Vec::new();
+    let mut batch = Converter::new(db)?;
     for m in rows {
-        let handle = m.handle_id.and_then(|h| handles.get(&h)).map(String::as_str);
+        batch.add(db, m)?;
+    }
+    let upto = batch.read.clone();
+    Ok(batch.finish(db, upto))
+}
+
+/// How far a read got: rows read, and the last one's ROWID and guid.
+#[derive(Clone)]
+struct Read {
+    rows: usize,
+    last: i64,
+    guid: String,
+}
+
+/// Rows of chat.db turned into AMC's messages and reactions, one at a time.
+struct Converter {
+    chats: std::collections::HashMap<i32, crate::chatdb::ChatInfo>,
+    handles: std::collections::HashMap<i32, String>,
+    by_chat: BTreeMap<i32, Vec<(i64, IncomingMessage)>>,
+    /// Tapbacks, in ROWID order.
+    reactions: Vec<ReactionChange>,
+    read: Option<Read>,
+}
+
+impl Converter {
+    fn new(db: &ChatDb) -> Result<Self, SourceError> {
+        Ok(Self {
+            chats: db.chats()?,
+            handles: db.handles()?,
+            by_chat: BTreeMap::new(),
+            reactions: Vec::new(),
+            read: None,
+        })
+    }
+
+    fn add(&mut self, db: &ChatDb, m: &imessage_database::tables::messages::Message) -> Result<(), SourceError> {
+        let rowid = i64::from(m.rowid);
+        let rows = self.read.as_ref().map_or(0, |r| r.rows) + 1;
+        self.read = Some(Read { rows, last: rowid, guid: m.guid.clone() });
+        let handle = m.handle_id.and_then(|h| self.handles.get(&h)).map(String::as_str);
         if is_reaction(m) {
-            reactions.extend(reaction_of(m, handle));
-            continue;
+            self.reactions.extend(reaction_of(m, handle));
+            return Ok(());
         }
         // Renames, member changes and other group events are not messages: the chat's
         // name follows from chat.db itself.
         if m.item_type != 0 {
-            continue;
+            return Ok(());
         }
-        let Some(chat_id) = m.chat_id else { continue };
+        let Some(chat_id) = m.chat_id else { return Ok(()) };
         let mut message = message_of(m, handle);
         if let Some(h) = handle {
             message.sender.display_name = db.contacts().name_for(h).map(str::to_owned);
@@ -168,14 +207,29 @@ fn convert(db: &ChatDb, rows: &[imessage_database::tables::messages::Message]) -
         if m.num_attachments > 0 {
             message.attachments = db.attachments_of(m.rowid)?.iter().map(attachment_of).collect();
         }
-        by_chat.entry(chat_id).or_default().push((i64::from(m.rowid), message));
+        self.by_chat.entry(chat_id).or_default().push((rowid, message));
+        Ok(())
     }
-    let by_channel = by_chat
-        .into_iter()
-        .filter_map(|(id, msgs)| chats.get(&id).map(|c| (channel_of(c, db.contacts()), msgs)))
-        .collect();
-    let last_guid = rows.last().map(|m| m.guid.clone()).unwrap_or_default();
-    Ok(Batch { last: Some(last), rows: rows.len(), by_channel, reactions, last_guid })
+
+    /// The batch of the rows up to `upto` (none when `None`). Rows held back after it
+    /// gave nothing to it: none of them is in a chat or a tapback.
+    fn finish(self, db: &ChatDb, upto: Option<Read>) -> Batch {
+        let Some(upto) = upto else {
+            return Batch {
+                last: None,
+                rows: 0,
+                by_channel: Vec::new(),
+                reactions: Vec::new(),
+                last_guid: String::new(),
+            };
+        };
+        let Self { chats, by_chat, reactions, .. } = self;
+        let by_channel = by_chat
+            .into_iter()
+            .filter_map(|(id, msgs)| chats.get(&id).map(|c| (channel_of(c, db.contacts()), msgs)))
+            .collect();
+        Batch { last: Some(upto.last), rows: upto.rows, by_channel, reactions, last_guid: upto.guid }
+    }
 }
 
 /// The key of the latest edit or unsend time applied, in AMC's source state.

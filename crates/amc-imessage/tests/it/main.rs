@@ -170,6 +170,39 @@ async fn groups_self_messages_replies_edits_and_unsends_arrive_as_macos_shows_th
     assert_eq!(now, vec![("😂", "bob@example.com")]);
 }
 
+/// Messages may commit a message's row before the row that puts it in its chat: the
+/// newest rows without a chat wait for the next read (the checkpoint stays before
+/// them), and come with it once joined.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_newest_rows_wait_for_their_chat() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (path, w, ada, chat) = dm_chat(dir.path(), "any;-;+15551234567");
+    let first = w.add_message(chat, &text_msg("j1", "joined", ada, T0)).expect("m");
+    let unjoin = |rowid: i64| {
+        w.connection().execute("DELETE FROM chat_message_join WHERE message_id = ?1", [rowid]).expect("unjoin")
+    };
+    let late = w.add_message(chat, &text_msg("j2", "joined late", ada, T0 + 1)).expect("m");
+    unjoin(late);
+    let after = w.add_message(chat, &text_msg("j3", "after it", ada, T0 + 2)).expect("m");
+    unjoin(after);
+    let amc = amc(dir.path());
+    let db = shared(&path);
+    let report = sync_once(&amc, &db).await.expect("sync");
+    assert_eq!((report.rows, report.inserted, report.checkpoint), (1, 1, first));
+    for (rowid, at) in [(late, T0 + 1), (after, T0 + 2)] {
+        let join = "INSERT INTO chat_message_join (chat_id, message_id, message_date) VALUES (?1, ?2, ?3)";
+        w.connection()
+            .execute(join, rusqlite::params![chat, rowid, amc_imessage::fixture::apple_ns(at)])
+            .expect("join");
+    }
+    let report = sync_once(&amc, &db).await.expect("sync");
+    assert_eq!((report.rows, report.inserted, report.checkpoint), (2, 2, after));
+    let channel = amc.store().admin_channels(None, None).expect("channels").remove(0);
+    let texts: Vec<String> =
+        amc.store().channel_tail(&channel.id, 10).expect("tail").into_iter().map(|m| m.text).collect();
+    assert_eq!(texts, ["joined", "joined late", "after it"]);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reading_again_never_duplicates_and_new_rows_arrive_after_the_checkpoint() {
     let dir = tempfile::tempdir().expect("tempdir");
