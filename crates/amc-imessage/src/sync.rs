@@ -140,7 +140,7 @@ async fn read_batch(db: &SharedChatDb, checkpoint: i64) -> Result<Batch, SourceE
             Ok(())
         })?;
         let upto = if db.holds_tail_from(tail) { ready } else { batch.read.clone() };
-        Ok(batch.finish(&db, upto))
+        batch.finish(&db, upto)
     })
     .await
     .map_err(|e| SourceError::Read(e.to_string()))?
@@ -153,7 +153,7 @@ fn convert(db: &ChatDb, rows: &[imessage_database::tables::messages::Message]) -
         batch.add(db, m)?;
     }
     let upto = batch.read.clone();
-    Ok(batch.finish(db, upto))
+    batch.finish(db, upto)
 }
 
 /// How far a read got: rows read, and the last one's ROWID and guid.
@@ -166,8 +166,10 @@ struct Read {
 
 /// Rows of chat.db turned into AMC's messages and reactions, one at a time.
 struct Converter {
-    chats: std::collections::HashMap<i32, crate::chatdb::ChatInfo>,
+    /// chat.db's handles, read again (once) when a row names one not seen yet: Messages
+    /// writes a handle before the rows that name it, so it is there once the row is.
     handles: std::collections::HashMap<i32, String>,
+    handles_reread: bool,
     by_chat: BTreeMap<i32, Vec<(i64, IncomingMessage)>>,
     /// Tapbacks, in ROWID order.
     reactions: Vec<ReactionChange>,
@@ -177,8 +179,8 @@ struct Converter {
 impl Converter {
     fn new(db: &ChatDb) -> Result<Self, SourceError> {
         Ok(Self {
-            chats: db.chats()?,
             handles: db.handles()?,
+            handles_reread: false,
             by_chat: BTreeMap::new(),
             reactions: Vec::new(),
             read: None,
@@ -189,6 +191,14 @@ impl Converter {
         let rowid = i64::from(m.rowid);
         let rows = self.read.as_ref().map_or(0, |r| r.rows) + 1;
         self.read = Some(Read { rows, last: rowid, guid: m.guid.clone() });
+        if let Some(h) = m.handle_id
+            && !self.handles_reread
+            && !self.handles.contains_key(&h)
+            && h != 0
+        {
+            self.handles = db.handles()?;
+            self.handles_reread = true;
+        }
         let handle = m.handle_id.and_then(|h| self.handles.get(&h)).map(String::as_str);
         if is_reaction(m) {
             self.reactions.extend(reaction_of(m, handle));
@@ -212,23 +222,25 @@ impl Converter {
     }
 
     /// The batch of the rows up to `upto` (none when `None`). Rows held back after it
-    /// gave nothing to it: none of them is in a chat or a tapback.
-    fn finish(self, db: &ChatDb, upto: Option<Read>) -> Batch {
+    /// gave nothing to it: none of them is in a chat or a tapback. The chats are read
+    /// after the rows, so that every chat a row is joined to is among them.
+    fn finish(self, db: &ChatDb, upto: Option<Read>) -> Result<Batch, SourceError> {
         let Some(upto) = upto else {
-            return Batch {
+            return Ok(Batch {
                 last: None,
                 rows: 0,
                 by_channel: Vec::new(),
                 reactions: Vec::new(),
                 last_guid: String::new(),
-            };
+            });
         };
-        let Self { chats, by_chat, reactions, .. } = self;
+        let chats = db.chats()?;
+        let Self { by_chat, reactions, .. } = self;
         let by_channel = by_chat
             .into_iter()
             .filter_map(|(id, msgs)| chats.get(&id).map(|c| (channel_of(c, db.contacts()), msgs)))
             .collect();
-        Batch { last: Some(upto.last), rows: upto.rows, by_channel, reactions, last_guid: upto.guid }
+        Ok(Batch { last: Some(upto.last), rows: upto.rows, by_channel, reactions, last_guid: upto.guid })
     }
 }
 
@@ -425,7 +437,38 @@ fn read_ahead(db: &SharedChatDb, after: i64) -> tokio::task::JoinHandle<Result<B
 
 #[cfg(test)]
 mod tests {
-    use super::Checkpoint;
+    use super::{BATCH, Checkpoint, Converter};
+    use crate::chatdb::ChatDb;
+    use crate::fixture::{ChatDbWriter, FixtureMessage};
+
+    /// A row is turned into AMC's with the chat and handle it names even when Messages
+    /// wrote them after the batch began: the chats are read after the rows, the handles
+    /// again when a row names one not seen.
+    #[test]
+    fn a_chat_and_handle_written_while_a_batch_is_read_are_found() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("chat.db");
+        let w = ChatDbWriter::create(&path).expect("chat.db");
+        let db = ChatDb::open(&path).expect("open");
+        let mut batch = Converter::new(&db).expect("converter");
+        let ada = w.add_handle("+15551234567").expect("handle");
+        let chat = w.add_chat("any;-;+15551234567", 45, None, &[ada]).expect("chat");
+        let hello = FixtureMessage {
+            guid: "G1".into(),
+            text: Some("hello".into()),
+            handle_id: ada,
+            sent_at_ms: 1_777_000_000_000,
+            ..Default::default()
+        };
+        w.add_message(chat, &hello).expect("message");
+        db.each_message_after(0, BATCH, |m| batch.add(&db, &m)).expect("read");
+        let upto = batch.read.clone();
+        let read = batch.finish(&db, upto).expect("batch");
+        let [(channel, messages)] = &read.by_channel[..] else { panic!("one channel: {:?}", read.by_channel.len()) };
+        assert_eq!(channel.platform_id, "any;-;+15551234567");
+        let senders: Vec<&str> = messages.iter().map(|(_, m)| m.sender.id.as_str()).collect();
+        assert_eq!(senders, ["+15551234567"]);
+    }
 
     #[test]
     fn checkpoints_of_every_format_read_back() {
