@@ -266,7 +266,7 @@ impl Database {
                 c.ask(|s| s.wanted = true);
             }
             // SQLite starts the log over only in a transaction begun once every frame
-            // was copied. Under a steady stream of writes, or an import's batches (the
+            // was copied (and no reader still uses the log). Under a steady stream of writes, or an import's batches (the
             // next one written while the thread copies the last), the thread never gets
             // there: past its longest, the writer copies what the thread has not, and the
             // log starts over at its next transaction. Passive: busy at once, and left
@@ -992,8 +992,8 @@ mod tests {
         state
     }
 
-    /// The log is folded into the database beside the writer, not by a commit: it stays
-    /// short however much is written.
+    /// The log is folded into the database beside the writer, not by a commit: with the
+    /// thread given time to copy, it stays short however much is written.
     #[test]
     fn the_log_is_checkpointed_beside_the_writer() {
         let dir = tempfile::tempdir().expect("tempdir");

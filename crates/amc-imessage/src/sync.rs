@@ -127,7 +127,7 @@ async fn read_batch(db: &SharedChatDb, checkpoint: i64) -> Result<Batch, SourceE
     let db = db.clone();
     tokio::task::spawn_blocking(move || {
         let mut db = db.lock().unwrap_or_else(|p| p.into_inner());
-        let mut batch = Converter::new(&db)?;
+        let mut batch = Converter::default();
         // The rows up to the last one that waits for nothing, and the first row after it.
         let (mut ready, mut tail) = (None, None);
         db.each_message_after(checkpoint, BATCH, |m| {
@@ -148,7 +148,7 @@ async fn read_batch(db: &SharedChatDb, checkpoint: i64) -> Result<Batch, SourceE
 
 /// Turns rows of chat.db into AMC's messages and reactions, grouped by chat.
 fn convert(db: &ChatDb, rows: &[imessage_database::tables::messages::Message]) -> Result<Batch, SourceError> {
-    let mut batch = Converter::new(db)?;
+    let mut batch = Converter::default();
     for m in rows {
         batch.add(db, m)?;
     }
@@ -165,11 +165,12 @@ struct Read {
 }
 
 /// Rows of chat.db turned into AMC's messages and reactions, one at a time.
+#[derive(Default)]
 struct Converter {
-    /// chat.db's handles, read again (once) when a row names one not seen yet: Messages
-    /// writes a handle before the rows that name it, so it is there once the row is.
-    handles: std::collections::HashMap<i32, String>,
-    handles_reread: bool,
+    /// chat.db's handles, read at the first row, while the rows' statement is open: in
+    /// the rows' own snapshot, so every handle a row names is there (and a read that
+    /// finds no row reads none).
+    handles: Option<std::collections::HashMap<i32, String>>,
     by_chat: BTreeMap<i32, Vec<(i64, IncomingMessage)>>,
     /// Tapbacks, in ROWID order.
     reactions: Vec<ReactionChange>,
@@ -177,29 +178,15 @@ struct Converter {
 }
 
 impl Converter {
-    fn new(db: &ChatDb) -> Result<Self, SourceError> {
-        Ok(Self {
-            handles: db.handles()?,
-            handles_reread: false,
-            by_chat: BTreeMap::new(),
-            reactions: Vec::new(),
-            read: None,
-        })
-    }
-
     fn add(&mut self, db: &ChatDb, m: &imessage_database::tables::messages::Message) -> Result<(), SourceError> {
         let rowid = i64::from(m.rowid);
         let rows = self.read.as_ref().map_or(0, |r| r.rows) + 1;
         self.read = Some(Read { rows, last: rowid, guid: m.guid.clone() });
-        if let Some(h) = m.handle_id
-            && !self.handles_reread
-            && !self.handles.contains_key(&h)
-            && h != 0
-        {
-            self.handles = db.handles()?;
-            self.handles_reread = true;
-        }
-        let handle = m.handle_id.and_then(|h| self.handles.get(&h)).map(String::as_str);
+        let handles = match &mut self.handles {
+            Some(known) => known,
+            none => none.insert(db.handles()?),
+        };
+        let handle = m.handle_id.and_then(|h| handles.get(&h)).map(String::as_str);
         if is_reaction(m) {
             self.reactions.extend(reaction_of(m, handle));
             return Ok(());
@@ -442,15 +429,15 @@ mod tests {
     use crate::fixture::{ChatDbWriter, FixtureMessage};
 
     /// A row is turned into AMC's with the chat and handle it names even when Messages
-    /// wrote them after the batch began: the chats are read after the rows, the handles
-    /// again when a row names one not seen.
+    /// wrote them after the batch was set up: the chats are read after the rows, the
+    /// handles with them.
     #[test]
     fn a_chat_and_handle_written_while_a_batch_is_read_are_found() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("chat.db");
         let w = ChatDbWriter::create(&path).expect("chat.db");
         let db = ChatDb::open(&path).expect("open");
-        let mut batch = Converter::new(&db).expect("converter");
+        let mut batch = Converter::default();
         let ada = w.add_handle("+15551234567").expect("handle");
         let chat = w.add_chat("any;-;+15551234567", 45, None, &[ada]).expect("chat");
         let hello = FixtureMessage {

@@ -171,8 +171,9 @@ async fn groups_self_messages_replies_edits_and_unsends_arrive_as_macos_shows_th
 }
 
 /// Messages may commit a message's row before the row that puts it in its chat: the
-/// newest rows without a chat wait for the next read (the checkpoint stays before
-/// them), and come with it once joined.
+/// newest rows without a chat wait for the next read (the checkpoint, guid and all,
+/// stays before them), and come with it once joined. A row without a chat before a
+/// joined one holds nothing back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_newest_rows_wait_for_their_chat() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -189,6 +190,8 @@ async fn the_newest_rows_wait_for_their_chat() {
     let db = shared(&path);
     let report = sync_once(&amc, &db).await.expect("sync");
     assert_eq!((report.rows, report.inserted, report.checkpoint), (1, 1, first));
+    let held = amc_imessage::sync::read_checkpoint(&amc).expect("checkpoint");
+    assert_eq!((held.rowid, held.guid.as_deref(), held.rows), (first, Some("j1"), Some(1)));
     for (rowid, at) in [(late, T0 + 1), (after, T0 + 2)] {
         let join = "INSERT INTO chat_message_join (chat_id, message_id, message_date) VALUES (?1, ?2, ?3)";
         w.connection()
@@ -201,6 +204,11 @@ async fn the_newest_rows_wait_for_their_chat() {
     let texts: Vec<String> =
         amc.store().channel_tail(&channel.id, 10).expect("tail").into_iter().map(|m| m.text).collect();
     assert_eq!(texts, ["joined", "joined late", "after it"]);
+    let stray = w.add_message(chat, &text_msg("j4", "never joined", ada, T0 + 3)).expect("m");
+    unjoin(stray);
+    let last = w.add_message(chat, &text_msg("j5", "joined at once", ada, T0 + 4)).expect("m");
+    let report = sync_once(&amc, &db).await.expect("sync");
+    assert_eq!((report.rows, report.inserted, report.checkpoint), (2, 1, last));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
