@@ -266,11 +266,12 @@ impl Database {
                 c.ask(|s| s.wanted = true);
             }
             // SQLite starts the log over only in a transaction begun once every frame
-            // was copied (and no reader still uses the log). Under a steady stream of writes, or an import's batches (the
-            // next one written while the thread copies the last), the thread never gets
-            // there: past its longest, the writer copies what the thread has not, and the
-            // log starts over at its next transaction. Passive: busy at once, and left
-            // to the next commit, while the thread is at it.
+            // was copied (and no reader still uses the log). Under a steady stream of
+            // writes, or an import's batches (the next one written while the thread
+            // copies the last), the thread never gets there: past its longest, the
+            // writer copies what the thread has not, and the log starts over at its next
+            // transaction. Passive: busy at once, and left to the next commit, while the
+            // thread is at it.
             if pages >= LOG_MAX_PAGES
                 && wal.checkpoint().is_ok()
                 && let Some(c) = asked.upgrade()

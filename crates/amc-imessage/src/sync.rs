@@ -133,7 +133,8 @@ async fn read_batch(db: &SharedChatDb, checkpoint: i64) -> Result<Batch, SourceE
         db.each_message_after(checkpoint, BATCH, |m| {
             batch.add(&db, &m)?;
             if waits_for_nothing(&m) {
-                (ready, tail) = (batch.read.clone(), None);
+                ready.clone_from(&batch.read);
+                tail = None;
             } else if tail.is_none() {
                 tail = Some(m.rowid);
             }
@@ -157,11 +158,22 @@ fn convert(db: &ChatDb, rows: &[imessage_database::tables::messages::Message]) -
 }
 
 /// How far a read got: rows read, and the last one's ROWID and guid.
-#[derive(Clone)]
 struct Read {
     rows: usize,
     last: i64,
     guid: String,
+}
+
+/// Copied at every row: `clone_from` keeps the guid's buffer rather than allocate one.
+impl Clone for Read {
+    fn clone(&self) -> Self {
+        Self { rows: self.rows, last: self.last, guid: self.guid.clone() }
+    }
+
+    fn clone_from(&mut self, source: &Self) {
+        (self.rows, self.last) = (source.rows, source.last);
+        self.guid.clone_from(&source.guid);
+    }
 }
 
 /// Rows of chat.db turned into AMC's messages and reactions, one at a time.
@@ -180,8 +192,13 @@ struct Converter {
 impl Converter {
     fn add(&mut self, db: &ChatDb, m: &imessage_database::tables::messages::Message) -> Result<(), SourceError> {
         let rowid = i64::from(m.rowid);
-        let rows = self.read.as_ref().map_or(0, |r| r.rows) + 1;
-        self.read = Some(Read { rows, last: rowid, guid: m.guid.clone() });
+        match &mut self.read {
+            Some(read) => {
+                (read.rows, read.last) = (read.rows + 1, rowid);
+                read.guid.clone_from(&m.guid);
+            }
+            none => *none = Some(Read { rows: 1, last: rowid, guid: m.guid.clone() }),
+        }
         let handles = match &mut self.handles {
             Some(known) => known,
             none => none.insert(db.handles()?),
