@@ -326,6 +326,14 @@ impl ChatDb {
         true
     }
 
+    /// For tests of the minute above: as if the rows held back now had waited `by` longer.
+    #[doc(hidden)]
+    pub fn backdate_hold(&mut self, by: Duration) {
+        if let Some((_, since)) = &mut self.held {
+            *since = since.checked_sub(by).expect("the clock reaches back that far");
+        }
+    }
+
     /// The messages at these ROWIDs (those that still exist), bodies decoded.
     pub fn messages_at(&self, rowids: &[i64]) -> Result<Vec<Message>, SourceError> {
         let mut stmt = self.conn.prepare_cached(&format!("{} WHERE m.ROWID = ?1", self.query))?;

@@ -211,6 +211,58 @@ async fn the_newest_rows_wait_for_their_chat() {
     assert_eq!((report.rows, report.inserted, report.checkpoint), (2, 1, last));
 }
 
+/// A row that stays without a chat for a minute does not hold back the rows after it for
+/// good: it is read as it is (stored nowhere, having no chat), and what comes next is read
+/// at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_row_without_a_chat_for_a_minute_stops_holding_the_rest_back() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (path, w, ada, chat) = dm_chat(dir.path(), "any;-;+15551234567");
+    let first = w.add_message(chat, &text_msg("k1", "joined", ada, T0)).expect("m");
+    let stray = w.add_message(chat, &text_msg("k2", "never joined", ada, T0 + 1)).expect("m");
+    w.connection().execute("DELETE FROM chat_message_join WHERE message_id = ?1", [stray]).expect("unjoin");
+    let amc = amc(dir.path());
+    let db = shared(&path);
+    let report = sync_once(&amc, &db).await.expect("sync");
+    assert_eq!((report.rows, report.checkpoint), (1, first));
+    db.lock().expect("chat.db").backdate_hold(std::time::Duration::from_secs(59));
+    let report = sync_once(&amc, &db).await.expect("sync");
+    assert_eq!((report.rows, report.checkpoint), (0, first), "held for less than a minute");
+    db.lock().expect("chat.db").backdate_hold(std::time::Duration::from_secs(1));
+    let report = sync_once(&amc, &db).await.expect("sync");
+    assert_eq!((report.rows, report.inserted, report.checkpoint), (1, 0, stray));
+    let next = w.add_message(chat, &text_msg("k3", "next", ada, T0 + 2)).expect("m");
+    let report = sync_once(&amc, &db).await.expect("sync");
+    assert_eq!((report.rows, report.inserted, report.checkpoint), (1, 1, next));
+    let channel = amc.store().admin_channels(None, None).expect("channels").remove(0);
+    let texts: Vec<String> =
+        amc.store().channel_tail(&channel.id, 10).expect("tail").into_iter().map(|m| m.text).collect();
+    assert_eq!(texts, ["joined", "next"]);
+}
+
+/// A tapback names its message, not a chat: as the newest row without a chat it waits for
+/// nothing, and its reaction shows at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tapback_as_the_newest_row_without_a_chat_is_read_at_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (path, w, ada, chat) = dm_chat(dir.path(), "any;-;+15551234567");
+    let loved = FixtureMessage {
+        guid: "A1B2C3D4-0000-4000-8000-000000000001".into(),
+        ..text_msg("", "see you at eight", ada, T0)
+    };
+    w.add_message(chat, &loved).expect("m");
+    let heart = w.add_message(chat, &tapback("t1", 2000, "Loved “see you at eight”", ada, T0 + 1)).expect("m");
+    w.connection().execute("DELETE FROM chat_message_join WHERE message_id = ?1", [heart]).expect("unjoin");
+    let amc = amc(dir.path());
+    let db = shared(&path);
+    let report = sync_once(&amc, &db).await.expect("sync");
+    assert_eq!((report.rows, report.checkpoint), (2, heart));
+    let channel = amc.store().admin_channels(None, None).expect("channels").remove(0);
+    let msgs = amc.store().channel_tail(&channel.id, 10).expect("tail");
+    let reactions: Vec<&str> = msgs.iter().flat_map(|m| m.reactions.iter().map(|r| r.emoji.as_str())).collect();
+    assert_eq!((msgs.len(), reactions), (1, vec!["❤️"]));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reading_again_never_duplicates_and_new_rows_arrive_after_the_checkpoint() {
     let dir = tempfile::tempdir().expect("tempdir");
