@@ -149,6 +149,9 @@ struct AfterImport {
     store_bytes: f64,
     chat_bytes: f64,
     rest_mib: f64,
+    /// Of it, anonymous memory (the heap, stacks), and pages of files (mostly AMC's code).
+    rest_anon_mib: f64,
+    rest_file_mib: f64,
     wakeups_per_s: f64,
 }
 
@@ -212,6 +215,8 @@ fn after_import(
     let counted = began.elapsed();
     let woke: u64 = during.iter().map(|(tid, n)| n - before.get(tid).copied().unwrap_or(0)).sum();
     let rest_mib = status_mib(pid, "VmRSS").ok_or("no VmRSS")?;
+    let rest_anon_mib = status_mib(pid, "RssAnon").ok_or("no RssAnon")?;
+    let rest_file_mib = status_mib(pid, "RssFile").ok_or("no RssFile")?;
     drop(guard);
     let conn = rusqlite::Connection::open_with_flags(&db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)?;
     let used: i64 = conn.query_row(
@@ -224,6 +229,8 @@ fn after_import(
         store_bytes: used as f64 / expected as f64,
         chat_bytes: chat / expected as f64,
         rest_mib,
+        rest_anon_mib,
+        rest_file_mib,
         wakeups_per_s: woke as f64 / counted.as_secs_f64(),
     })
 }
@@ -309,8 +316,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let after = after_import(Path::new(AMC), &chat_db, expected, work.path())?;
     println!(
-        "daemon at rest after the import: RSS {:.1} MiB, {:.2} wake-ups/s (context switches over {} s)",
+        "daemon at rest after the import: RSS {:.1} MiB (anonymous {:.1}, files {:.1}), {:.2} wake-ups/s \
+         (context switches over {} s)",
         after.rest_mib,
+        after.rest_anon_mib,
+        after.rest_file_mib,
         after.wakeups_per_s,
         REST_WINDOW.as_secs()
     );
