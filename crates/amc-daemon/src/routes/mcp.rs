@@ -28,24 +28,36 @@ fn loopback_origin(origin: &str) -> bool {
     matches!(host.as_deref(), Some("localhost" | "127.0.0.1" | "[::1]")) && !rest.contains('/') && !rest.contains('@')
 }
 
-/// Refuses foreign origins and unauthenticated requests, then hands the request on with its
-/// [`McpCaller`].
+/// In front of both MCP endpoints, in this order: [`authenticate`], then
+/// [`json_rpc_only`]. One middleware, not two: each layer is a future every answer passes
+/// back through, a thousand times when a post wakes a thousand waiting calls.
+pub async fn guard(State(st): State<AppState>, req: Request, next: Next) -> Response {
+    match authenticate(&st, req).await {
+        Ok(req) => json_rpc_only(&st, req, next).await,
+        Err(refused) => refused,
+    }
+}
+
+/// Refuses foreign origins and unauthenticated requests, or gives the request back with
+/// its [`McpCaller`].
 ///
 /// A missing or refused token is `403 FORBIDDEN` here, not the REST routes' 401: MCP
 /// clients (the MCP Inspector, Claude Code's HTTP transport) take any 401 as the start of
 /// an OAuth flow, and AMC's agent tokens have none; the Inspector CLI 2.x runs its OAuth
 /// flow on every 401 of an HTTP server. A 403 without a `WWW-Authenticate` challenge is
 /// shown as it is, and the message names the two headers to send.
-pub async fn authenticate(State(st): State<AppState>, req: Request, next: Next) -> Response {
+async fn authenticate(st: &AppState, req: Request) -> Result<Request, Response> {
     let origins = req.headers().get_all(header::ORIGIN);
     if origins.iter().count() > 1
         || origins.iter().any(|origin| !origin.to_str().is_ok_and(|o| loopback_origin(&o.to_ascii_lowercase())))
     {
-        return ApiError::new(ErrorCode::Forbidden, "MCP requests from this Origin are not allowed").into_response();
+        return Err(
+            ApiError::new(ErrorCode::Forbidden, "MCP requests from this Origin are not allowed").into_response()
+        );
     }
     let (mut parts, body) = req.into_parts();
-    match Agent::from_request_parts(&mut parts, &st).await {
-        Err(ApiError(e)) if e.code == ErrorCode::Unauthorized => ApiError::new(
+    match Agent::from_request_parts(&mut parts, st).await {
+        Err(ApiError(e)) if e.code == ErrorCode::Unauthorized => Err(ApiError::new(
             ErrorCode::Forbidden,
             format!(
                 "{}. AMC's MCP endpoint takes an agent's token, not OAuth: send the headers \
@@ -53,12 +65,12 @@ pub async fn authenticate(State(st): State<AppState>, req: Request, next: Next) 
                 e.message.split(':').next().unwrap_or_default().trim_end_matches('.')
             ),
         )
-        .into_response(),
-        Err(e) => e.into_response(),
+        .into_response()),
+        Err(e) => Err(e.into_response()),
         Ok(Agent(agent)) => {
             let sent_agent_id = parts.headers.contains_key("x-agent-id");
             parts.extensions.insert(McpCaller { agent, sent_agent_id });
-            next.run(Request::from_parts(parts, body)).await
+            Ok(Request::from_parts(parts, body))
         }
     }
 }
@@ -136,7 +148,7 @@ const INTERNAL: i64 = -32603;
 /// relay `tools/call` rmcp would take as it is is answered here (see
 /// [`amc_mcp::direct`]); and any error rmcp answers in plain text (a wrong media type, a
 /// request cut short by shutdown) is turned into one on the way out.
-pub async fn json_rpc_only(State(st): State<AppState>, req: Request, next: Next) -> Response {
+async fn json_rpc_only(st: &AppState, req: Request, next: Next) -> Response {
     let (parts, body) = req.into_parts();
     let mut id = Value::Null;
     let req = if parts.method == Method::POST {

@@ -8,7 +8,6 @@ pub mod relay;
 pub mod test;
 
 use axum::Router;
-use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
 
 use crate::AppState;
@@ -23,8 +22,7 @@ pub fn router(state: AppState) -> Router {
     let mcp = Router::new()
         .route_service("/mcp", inbox_mcp)
         .route_service("/mcp/relay", relay_mcp)
-        .route_layer(axum::middleware::from_fn_with_state(state.clone(), mcp::json_rpc_only))
-        .route_layer(axum::middleware::from_fn_with_state(state.clone(), mcp::authenticate));
+        .route_layer(axum::middleware::from_fn_with_state(state.clone(), mcp::guard));
     let test_routes = if state.amc.test_sender().is_some() {
         Router::new()
             .route("/admin/test/ingest", post(test::ingest))
@@ -87,6 +85,5 @@ pub fn router(state: AppState) -> Router {
         .route("/ui/{*path}", get(crate::ui::file))
         .fallback(agent::not_found)
         .method_not_allowed_fallback(agent::method_not_allowed)
-        .layer(DefaultBodyLimit::max(MAX_REST_BODY_BYTES))
         .with_state(state)
 }
