@@ -2,9 +2,13 @@
 //! connection to `amc serve`'s socket, call `wait_for_messages` on one thread, and the
 //! person posts as soon as the daemon counts them all waiting (some may still be
 //! starting). Prints the latency from the post to each client's answer, and the
-//! daemon's threads and memory at rest and while they wait.
+//! daemon's threads and memory at rest and while they wait. Then the same clients, in the
+//! same run, against a do-nothing long-poll server in Python (`do_nothing_wake.py`)
+//! answering AMC's own answer, as a ratio: the floor that the machine, the clients and the
+//! kernel's sockets set for such a fan-out.
 //! `cargo bench -p amc-cli --bench relay_socket`; `AMC_BENCH_WAITERS` sets the clients,
-//! `AMC_BENCH_ROUNDS` the posts, `AMC_BENCH_SETTLE_MS` a pause before each post.
+//! `AMC_BENCH_ROUNDS` the posts, `AMC_BENCH_SETTLE_MS` a pause before each post,
+//! `AMC_BENCH_PYTHON` the peer's Python (`python3`).
 #![allow(clippy::print_stdout)] // a bench binary reports on stdout
 
 use std::time::{Duration, Instant};
@@ -89,7 +93,201 @@ fn structured(body: &[u8]) -> Result<Value, Box<dyn std::error::Error>> {
     Ok(v["result"]["structuredContent"].clone())
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+type BoxError = Box<dyn std::error::Error>;
+
+/// What the waiting clients call: where their calls wait, how a post wakes them, and what
+/// their answers must say.
+trait Target {
+    /// The process answering.
+    fn pid(&self) -> u32;
+    /// The arguments of this round's `wait_for_messages`.
+    fn args(&self) -> Value;
+    /// How many calls wait now.
+    async fn waiting(&mut self) -> Result<u64, BoxError>;
+    /// The post that wakes them.
+    async fn post(&mut self, round: usize) -> Result<(), BoxError>;
+    /// Checks a round's answers (and keeps what the next round needs).
+    fn answered(&mut self, round: usize, answers: &[Vec<u8>]) -> Result<(), BoxError>;
+}
+
+/// AMC: a relay thread the clients wait on, and the person's post into it.
+struct Amc {
+    pid: u32,
+    admin: Connection,
+    thread: String,
+    cursor: String,
+    /// The first answer, for the peer to give.
+    first_answer: Option<Vec<u8>>,
+}
+
+impl Target for Amc {
+    fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    fn args(&self) -> Value {
+        json!({ "thread_id": self.thread, "after": self.cursor, "timeout_seconds": 25 })
+    }
+
+    async fn waiting(&mut self) -> Result<u64, BoxError> {
+        let waiting = format!("/admin/relay/threads/{}/waiting", self.thread);
+        Ok(self.admin.get(&waiting).await?.json()["waiting"].as_u64().unwrap_or(0))
+    }
+
+    async fn post(&mut self, round: usize) -> Result<(), BoxError> {
+        let post = json!({ "body": format!("wake {round}"), "idempotency_key": format!("w{round}") });
+        self.admin.post(&format!("/admin/relay/threads/{}/messages", self.thread), &post).await?;
+        Ok(())
+    }
+
+    fn answered(&mut self, round: usize, answers: &[Vec<u8>]) -> Result<(), BoxError> {
+        let mut next_cursor: Option<String> = None;
+        for body in answers {
+            let page = structured(body)?;
+            assert_eq!(page["messages"].as_array().map(Vec::len), Some(1), "{page}");
+            assert_eq!(page["messages"][0]["body"], format!("wake {round}"), "{page}");
+            let next = page["next_cursor"].as_str().ok_or("no cursor")?;
+            assert!(next_cursor.as_deref().is_none_or(|c| c == next), "every waiter ends at the post");
+            next_cursor = Some(next.to_owned());
+        }
+        self.cursor = next_cursor.ok_or("no answer")?;
+        self.first_answer.get_or_insert_with(|| answers[0].clone());
+        Ok(())
+    }
+}
+
+/// The do-nothing peer: it holds every call until `/post`, then gives each AMC's answer.
+struct Peer {
+    pid: u32,
+    conn: Connection,
+    answer: Vec<u8>,
+}
+
+impl Target for Peer {
+    fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    fn args(&self) -> Value {
+        json!({ "thread_id": "peer", "after": "", "timeout_seconds": 25 })
+    }
+
+    async fn waiting(&mut self) -> Result<u64, BoxError> {
+        Ok(self.conn.get("/waiting").await?.json()["waiting"].as_u64().unwrap_or(0))
+    }
+
+    async fn post(&mut self, _round: usize) -> Result<(), BoxError> {
+        self.conn.post("/post", &json!({})).await?;
+        Ok(())
+    }
+
+    fn answered(&mut self, _round: usize, answers: &[Vec<u8>]) -> Result<(), BoxError> {
+        assert!(answers.iter().all(|a| *a == self.answer), "the peer gives AMC's answer");
+        Ok(())
+    }
+}
+
+/// What a run of fan-outs measured.
+struct Fanout {
+    /// From each post to each answer's first bytes.
+    samples: Vec<Duration>,
+    /// The target's CPU from each post to its last answer, summed.
+    cpu: Duration,
+    /// Its most threads and resident memory while the calls waited.
+    peak: (u64, f64),
+}
+
+/// `rounds` fan-outs: each client calls `wait_for_messages`, and as soon as the target
+/// counts them all waiting (some may still be starting) the post lands.
+async fn fan_out<T: Target>(
+    target: &mut T,
+    clients: &mut Vec<tokio::net::UnixStream>,
+    rounds: usize,
+    settle: u64,
+    authorization: &'static str,
+) -> Result<Fanout, BoxError> {
+    let waiters = clients.len();
+    let mut out = Fanout { samples: Vec::with_capacity(waiters * rounds), cpu: Duration::ZERO, peak: (0, 0.0) };
+    for round in 0..rounds {
+        let mut tasks = Vec::with_capacity(waiters);
+        for mut c in clients.drain(..) {
+            let args = target.args();
+            tasks.push(tokio::spawn(async move {
+                let answer = raw_call(&mut c, authorization, "wait_for_messages", &args).await;
+                (answer.map_err(|e| e.to_string()), c)
+            }));
+        }
+        while target.waiting().await? < waiters as u64 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        if settle > 0 {
+            tokio::time::sleep(Duration::from_millis(settle)).await;
+        }
+        let (threads, rss) = common::threads_and_rss(target.pid());
+        out.peak = (out.peak.0.max(threads), out.peak.1.max(rss));
+        let cpu0 = common::cpu_time(target.pid());
+        let t0 = Instant::now();
+        target.post(round).await?;
+        let mut bodies = Vec::with_capacity(waiters);
+        for t in tasks {
+            let (answer, c) = t.await?;
+            let (done, body) = answer?;
+            out.samples.push(done.saturating_duration_since(t0));
+            bodies.push(body);
+            clients.push(c);
+        }
+        out.cpu += common::cpu_time(target.pid()).saturating_sub(cpu0);
+        target.answered(round, &bodies)?;
+    }
+    Ok(out)
+}
+
+/// The do-nothing peer in Python, started on its own socket, stopped when dropped.
+struct PeerProcess(std::process::Child);
+
+impl Drop for PeerProcess {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The same fan-outs against the do-nothing peer, giving `answer`: its samples and CPU.
+async fn peer_fan_out(
+    dir: &std::path::Path,
+    answer: &[u8],
+    waiters: usize,
+    rounds: usize,
+    settle: u64,
+) -> Result<(Fanout, u32), BoxError> {
+    let python = std::env::var("AMC_BENCH_PYTHON").unwrap_or_else(|_| "python3".into());
+    let socket = dir.join("peer.sock");
+    let answer_file = dir.join("answer.json");
+    std::fs::write(&answer_file, answer)?;
+    let child = std::process::Command::new(&python)
+        .arg(format!("{}/benches/do_nothing_wake.py", env!("CARGO_MANIFEST_DIR")))
+        .arg(&socket)
+        .arg(&answer_file)
+        .stderr(std::process::Stdio::null())
+        .spawn()?;
+    let process = PeerProcess(child);
+    let started = Instant::now();
+    while !socket.exists() {
+        if started.elapsed() > Duration::from_secs(10) {
+            return Err(format!("{python} did not open the peer's socket in 10 s").into());
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let mut peer = Peer { pid: process.0.id(), conn: Connection::connect(&socket).await?, answer: answer.to_vec() };
+    let mut clients = Vec::with_capacity(waiters);
+    for _ in 0..waiters {
+        clients.push(tokio::net::UnixStream::connect(&socket).await?);
+    }
+    let got = fan_out(&mut peer, &mut clients, rounds, settle, "Bearer peer").await?;
+    Ok((got, peer.pid))
+}
+
+fn main() -> Result<(), BoxError> {
     let waiters: usize = std::env::var("AMC_BENCH_WAITERS").ok().and_then(|v| v.parse().ok()).unwrap_or(1000);
     let settle: u64 = std::env::var("AMC_BENCH_SETTLE_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
     let rounds: usize = std::env::var("AMC_BENCH_ROUNDS").ok().and_then(|v| v.parse().ok()).unwrap_or(10);
@@ -118,66 +316,39 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             clients.push(tokio::net::UnixStream::connect(&serve.socket).await?);
         }
         let (connected_threads, connected_rss) = common::threads_and_rss(pid);
-
-        let mut cursor = String::new();
-        let mut samples = Vec::with_capacity(waiters * rounds);
-        let (mut peak_threads, mut peak_rss) = (0, 0.0f64);
-        let mut wake_cpu = Duration::ZERO;
-        for round in 0..rounds {
-            let mut tasks = Vec::with_capacity(waiters);
-            for mut c in clients.drain(..) {
-                let args = json!({ "thread_id": thread, "after": cursor, "timeout_seconds": 25 });
-                tasks.push(tokio::spawn(async move {
-                    let answer = raw_call(&mut c, token_header, "wait_for_messages", &args).await;
-                    (answer.map_err(|e| e.to_string()), c)
-                }));
-            }
-            let waiting = format!("/admin/relay/threads/{thread}/waiting");
-            while admin.get(&waiting).await?.json()["waiting"].as_u64().unwrap_or(0) < waiters as u64 {
-                tokio::time::sleep(Duration::from_millis(1)).await;
-            }
-            if settle > 0 {
-                tokio::time::sleep(Duration::from_millis(settle)).await;
-            }
-            let (threads, rss) = common::threads_and_rss(pid);
-            (peak_threads, peak_rss) = (peak_threads.max(threads), peak_rss.max(rss));
-            let cpu0 = common::cpu_time(pid);
-            let t0 = Instant::now();
-            let post = json!({ "body": format!("wake {round}"), "idempotency_key": format!("w{round}") });
-            admin.post(&format!("/admin/relay/threads/{thread}/messages"), &post).await?;
-            let mut answers = Vec::with_capacity(waiters);
-            for t in tasks {
-                answers.push(t.await?);
-            }
-            let mut next_cursor: Option<String> = None;
-            for (answer, c) in answers {
-                let (done, body) = answer?;
-                let page = structured(&body)?;
-                assert_eq!(page["messages"].as_array().map(Vec::len), Some(1), "{page}");
-                assert_eq!(page["messages"][0]["body"], format!("wake {round}"), "{page}");
-                let next = page["next_cursor"].as_str().ok_or("no cursor")?;
-                assert!(next_cursor.as_deref().is_none_or(|c| c == next), "every waiter ends at the post");
-                next_cursor = Some(next.to_owned());
-                samples.push(done.saturating_duration_since(t0));
-                clients.push(c);
-            }
-            cursor = next_cursor.ok_or("no answer")?;
-            wake_cpu += common::cpu_time(pid).saturating_sub(cpu0);
-        }
+        let mut amc = Amc { pid, admin, thread, cursor: String::new(), first_answer: None };
+        let got = fan_out(&mut amc, &mut clients, rounds, settle, token_header).await?;
+        let amc_p = amc_testkit::Latencies::of(got.samples);
         println!(
             "{}",
-            amc_testkit::Latencies::of(samples)
-                .line(&format!("wait_for_messages over the socket, {waiters} MCP clients, post to answer"))
+            amc_p.line(&format!("wait_for_messages over the socket, {waiters} MCP clients, post to answer"))
         );
-        let per_answer = wake_cpu.as_secs_f64() * 1e6 / (waiters * rounds) as f64;
-        println!("daemon CPU from the post to the last answer: {per_answer:.0} µs per answer");
+        let per_answer = |cpu: Duration| cpu.as_secs_f64() * 1e6 / (waiters * rounds) as f64;
+        println!("daemon CPU from the post to the last answer: {:.0} µs per answer", per_answer(got.cpu));
         let (after_threads, after_rss) = common::threads_and_rss(pid);
+        let (peak_threads, peak_rss) = got.peak;
         println!(
             "daemon threads / RSS: {rest_threads} / {rest_rss:.1} MiB at rest, {connected_threads} / \
              {connected_rss:.1} MiB with {waiters} connections, {peak_threads} / {peak_rss:.1} MiB with \
              {waiters} waiting, {after_threads} / {after_rss:.1} MiB after"
         );
-        Ok::<_, Box<dyn std::error::Error>>(())
+        drop(clients);
+        let answer = amc.first_answer.take().ok_or("no answer")?;
+        match peer_fan_out(dir.path(), &answer, waiters, rounds, settle).await {
+            Ok((peer, _)) => {
+                let cpu = per_answer(peer.cpu);
+                let peer_p = amc_testkit::Latencies::of(peer.samples);
+                println!("{}", peer_p.line("the same clients against a do-nothing Python long-poll server"));
+                println!("its CPU from the post to the last answer: {cpu:.0} µs per answer");
+                println!(
+                    "ratio AMC / do-nothing server: p50 {:.2}, p99 {:.2}",
+                    amc_p.p50.as_secs_f64() / peer_p.p50.as_secs_f64(),
+                    amc_p.p99.as_secs_f64() / peer_p.p99.as_secs_f64()
+                );
+            }
+            Err(e) => println!("the do-nothing peer did not run: {e}"),
+        }
+        Ok::<_, BoxError>(())
     })?;
     drop(serve);
     Ok(())
