@@ -53,10 +53,16 @@ async fn a_stale_socket_is_replaced_but_a_foreign_file_is_not() {
 }
 
 async fn raw_tcp(addr: std::net::SocketAddr, host: &str, origin: Option<&str>, token: &str) -> String {
+    raw_tcp_to(addr, "GET /healthz", host, origin, token).await
+}
+
+/// `line` (a method and a path) over loopback TCP with these Host and Origin headers.
+async fn raw_tcp_to(addr: std::net::SocketAddr, line: &str, host: &str, origin: Option<&str>, token: &str) -> String {
     let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");
     let origin = origin.map(|o| format!("Origin: {o}\r\n")).unwrap_or_default();
     let req = format!(
-        "GET /healthz HTTP/1.1\r\nHost: {host}\r\n{origin}Authorization: Bearer {token}\r\nConnection: close\r\n\r\n"
+        "{line} HTTP/1.1\r\nHost: {host}\r\n{origin}Authorization: Bearer {token}\r\nContent-Length: 0\r\n\
+         Connection: close\r\n\r\n"
     );
     s.write_all(req.as_bytes()).await.expect("write");
     let mut out = String::new();
@@ -88,6 +94,13 @@ async fn loopback_tcp_checks_host_and_origin_against_dns_rebinding() {
         let out = raw_tcp(addr, &host, origin.as_deref(), t).await;
         assert!(out.starts_with("HTTP/1.1 403"), "{host} {origin:?}: {out}");
         assert!(out.contains("\"FORBIDDEN\""));
+    }
+    // Before any route is looked for: an unknown path, a wrong method and the page alike.
+    for line in ["GET /no/such/route", "DELETE /healthz", "GET /ui/", "GET /"] {
+        let ok = raw_tcp_to(addr, line, &format!("127.0.0.1:{port}"), None, t).await;
+        assert!(!ok.starts_with("HTTP/1.1 403"), "{line} from the loopback: {ok}");
+        let out = raw_tcp_to(addr, line, "evil.example:80", None, t).await;
+        assert!(out.starts_with("HTTP/1.1 403") && out.contains("\"FORBIDDEN\""), "{line}: {out}");
     }
     // MCP is served on the TCP listener too, behind the same checks.
     let (_, token) = d.agent("tcp").await;

@@ -190,6 +190,19 @@ async fn the_mcp_endpoint_needs_a_token_and_a_local_origin() {
         let r = wrong.request(hyper::Method::POST, endpoint, &[accept], Some(body.clone())).await.expect("post");
         assert_eq!((r.status.as_u16(), code(&r).as_str()), (403, "FORBIDDEN"), "{endpoint}");
     }
+    // The token and the Origin are checked before the body is read: a request without
+    // them learns nothing of how AMC parses JSON-RPC, whatever it sends.
+    for endpoint in ["/mcp", "/mcp/relay"] {
+        for bad in [b"{\"jsonrpc\": ".to_vec(), b"42".to_vec()] {
+            let r = d.anon().await.request(hyper::Method::POST, endpoint, &[accept], Some(bad.clone())).await;
+            let r = r.expect("post");
+            assert_eq!((r.status.as_u16(), code(&r).as_str()), (403, "FORBIDDEN"), "{endpoint}, no token");
+            let mut foreign = d.anon().await.with_bearer(&token);
+            let headers = [accept, ("origin", "http://evil.example")];
+            let r = foreign.request(hyper::Method::POST, endpoint, &headers, Some(bad)).await.expect("post");
+            assert_eq!((r.status.as_u16(), code(&r).as_str()), (403, "FORBIDDEN"), "{endpoint}, foreign origin");
+        }
+    }
     // REST keeps the contract's 401.
     assert_eq!(d.anon().await.get("/messages/unread").await.expect("get").status, 401);
     let mut authed = d.anon().await.with_bearer(&token);
