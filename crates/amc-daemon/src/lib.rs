@@ -95,11 +95,18 @@ pub fn load_or_create_admin_token(path: &Path) -> io::Result<String> {
 /// back through fewer futures, which a post waking a thousand waiting calls pays a
 /// thousand times.
 pub(crate) fn app(state: AppState, tcp: Option<std::net::SocketAddr>) -> Router {
+    guarded(routes::router(state), tcp)
+}
+
+/// `routes` in the middleware every request passes, outermost first: for the loopback TCP
+/// listener the Host and Origin check, then the panic guard, the header limit and the
+/// body limit.
+fn guarded(routes: Router, tcp: Option<std::net::SocketAddr>) -> Router {
     let guarded = tower::ServiceBuilder::new()
         .layer(CatchPanicLayer::custom(guard::panic_response))
         .layer(axum::middleware::from_fn(guard::header_limit))
         .layer(axum::extract::DefaultBodyLimit::max(routes::MAX_REST_BODY_BYTES))
-        .service(routes::router(state));
+        .service(routes);
     let mut router = Router::new().fallback_service(guarded);
     if let Some(addr) = tcp {
         router = router.layer(axum::middleware::from_fn_with_state(addr, guard::loopback_only));
@@ -210,5 +217,34 @@ impl Daemon {
         drop(guard);
         tracing::info!("AMC stopped");
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::body::Body;
+    use axum::http::{Request, StatusCode};
+    use tower::ServiceExt;
+
+    /// A handler that panics is answered with the envelope, and the next request is served.
+    #[tokio::test]
+    async fn a_panicking_handler_is_answered_with_the_envelope() {
+        #[allow(clippy::unused_async)] // a handler is async
+        async fn boom() -> &'static str {
+            panic!("a handler's bug")
+        }
+        let routes = axum::Router::new()
+            .route("/boom", axum::routing::get(boom))
+            .route("/fine", axum::routing::get(|| async { "fine" }));
+        let app = super::guarded(routes, None);
+        let r = app.clone().oneshot(Request::get("/boom").body(Body::empty()).expect("request")).await;
+        let r = r.expect("an answer");
+        assert_eq!(r.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        let body = axum::body::to_bytes(r.into_body(), 4096).await.expect("body");
+        let v: serde_json::Value = serde_json::from_slice(&body).expect("json");
+        assert_eq!(v["error"]["code"], "INTERNAL_ERROR", "{v}");
+        assert!(!v.to_string().contains("a handler's bug"), "no detail leaks: {v}");
+        let r = app.oneshot(Request::get("/fine").body(Body::empty()).expect("request")).await.expect("an answer");
+        assert_eq!(r.status(), StatusCode::OK);
     }
 }
