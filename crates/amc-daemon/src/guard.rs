@@ -15,14 +15,46 @@ use amc_core::ErrorCode;
 pub const MAX_HEADER_BYTES: usize = 32 * 1024;
 
 /// Refuses requests whose headers are over [`MAX_HEADER_BYTES`] with the envelope.
-pub async fn header_limit(req: Request, next: Next) -> Response {
-    let size: usize =
-        req.headers().iter().map(|(k, v)| k.as_str().len() + v.len() + 4).sum::<usize>() + req.uri().to_string().len();
-    if size > MAX_HEADER_BYTES {
-        return ApiError::new(ErrorCode::HeadersTooLarge, format!("request headers are over {MAX_HEADER_BYTES} bytes"))
-            .into_response();
+///
+/// A layer of its own rather than `from_fn`, which boxes the rest of the stack's future and
+/// clones its service for every request: a call that waits would hold both while it waits.
+#[derive(Clone, Copy)]
+pub struct HeaderLimitLayer;
+
+impl<S> tower::Layer<S> for HeaderLimitLayer {
+    type Service = HeaderLimit<S>;
+
+    fn layer(&self, inner: S) -> HeaderLimit<S> {
+        HeaderLimit(inner)
     }
-    next.run(req).await
+}
+
+/// The service [`HeaderLimitLayer`] puts in front of `S`.
+#[derive(Clone)]
+pub struct HeaderLimit<S>(S);
+
+impl<S> tower::Service<Request> for HeaderLimit<S>
+where
+    S: tower::Service<Request, Response = Response, Error = std::convert::Infallible>,
+{
+    type Response = Response;
+    type Error = std::convert::Infallible;
+    type Future = futures_util::future::Either<std::future::Ready<Result<Response, Self::Error>>, S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
+        self.0.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Request) -> Self::Future {
+        let size: usize = req.headers().iter().map(|(k, v)| k.as_str().len() + v.len() + 4).sum::<usize>()
+            + req.uri().to_string().len();
+        if size > MAX_HEADER_BYTES {
+            let refused =
+                ApiError::new(ErrorCode::HeadersTooLarge, format!("request headers are over {MAX_HEADER_BYTES} bytes"));
+            return futures_util::future::Either::Left(std::future::ready(Ok(refused.into_response())));
+        }
+        futures_util::future::Either::Right(self.0.call(req))
+    }
 }
 
 /// Turns a panic in a handler into `INTERNAL_ERROR` without details.

@@ -104,7 +104,7 @@ pub(crate) fn app(state: AppState, tcp: Option<std::net::SocketAddr>) -> Router 
 fn guarded(routes: Router, tcp: Option<std::net::SocketAddr>) -> Router {
     let guarded = tower::ServiceBuilder::new()
         .layer(CatchPanicLayer::custom(guard::panic_response))
-        .layer(axum::middleware::from_fn(guard::header_limit))
+        .layer(guard::HeaderLimitLayer)
         .layer(axum::extract::DefaultBodyLimit::max(routes::MAX_REST_BODY_BYTES))
         .service(routes);
     let mut router = Router::new().fallback_service(guarded);
