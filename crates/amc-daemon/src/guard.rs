@@ -46,8 +46,8 @@ where
     }
 
     fn call(&mut self, req: Request) -> Self::Future {
-        let size: usize = req.headers().iter().map(|(k, v)| k.as_str().len() + v.len() + 4).sum::<usize>()
-            + req.uri().to_string().len();
+        let size: usize =
+            req.headers().iter().map(|(k, v)| k.as_str().len() + v.len() + 4).sum::<usize>() + displayed_len(req.uri());
         if size > MAX_HEADER_BYTES {
             let refused =
                 ApiError::new(ErrorCode::HeadersTooLarge, format!("request headers are over {MAX_HEADER_BYTES} bytes"));
@@ -55,6 +55,20 @@ where
         }
         futures_util::future::Either::Right(self.0.call(req))
     }
+}
+
+/// The length of `value` as displayed, counted without building the text.
+fn displayed_len(value: &impl std::fmt::Display) -> usize {
+    struct Count(usize);
+    impl std::fmt::Write for Count {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            self.0 += s.len();
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    let _ = std::fmt::write(&mut count, format_args!("{value}"));
+    count.0
 }
 
 /// Turns a panic in a handler into `INTERNAL_ERROR` without details.
@@ -88,4 +102,16 @@ pub async fn loopback_only(State(addr): State<SocketAddr>, req: Request, next: N
             .into_response();
     }
     next.run(req).await
+}
+
+#[cfg(test)]
+mod tests {
+    /// The header limit counts a URI as long as its text is, without building the text.
+    #[test]
+    fn a_uri_is_counted_as_long_as_its_text() {
+        for uri in ["/", "/messages/unread?limit=100&after=x%20y", "http://127.0.0.1:7878/ui/#token"] {
+            let parsed: axum::http::Uri = uri.parse().expect("uri");
+            assert_eq!(super::displayed_len(&parsed), parsed.to_string().len(), "{uri}");
+        }
+    }
 }
