@@ -252,14 +252,14 @@ impl Drop for PeerProcess {
     }
 }
 
-/// The same fan-outs against the do-nothing peer, giving `answer`: its samples and CPU.
+/// The same fan-outs against the do-nothing peer, giving `answer`.
 async fn peer_fan_out(
     dir: &std::path::Path,
     answer: &[u8],
     waiters: usize,
     rounds: usize,
     settle: u64,
-) -> Result<(Fanout, u32), BoxError> {
+) -> Result<Fanout, BoxError> {
     let python = std::env::var("AMC_BENCH_PYTHON").unwrap_or_else(|_| "python3".into());
     let socket = dir.join("peer.sock");
     let answer_file = dir.join("answer.json");
@@ -283,8 +283,7 @@ async fn peer_fan_out(
     for _ in 0..waiters {
         clients.push(tokio::net::UnixStream::connect(&socket).await?);
     }
-    let got = fan_out(&mut peer, &mut clients, rounds, settle, "Bearer peer").await?;
-    Ok((got, peer.pid))
+    fan_out(&mut peer, &mut clients, rounds, settle, "Bearer peer").await
 }
 
 fn main() -> Result<(), BoxError> {
@@ -335,7 +334,7 @@ fn main() -> Result<(), BoxError> {
         drop(clients);
         let answer = amc.first_answer.take().ok_or("no answer")?;
         match peer_fan_out(dir.path(), &answer, waiters, rounds, settle).await {
-            Ok((peer, _)) => {
+            Ok(peer) => {
                 let cpu = per_answer(peer.cpu);
                 let peer_p = amc_testkit::Latencies::of(peer.samples);
                 println!("{}", peer_p.line("the same clients against a do-nothing Python long-poll server"));
