@@ -128,6 +128,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 "send_message into one thread, {callers} callers: {:.0} posts/s ({posts} posts)",
                 posts as f64 / t0.elapsed().as_secs_f64()
             );
+            let floor = sqlite_alone(posts)?;
+            println!(
+                "SQLite alone, one commit per post with its search row: {floor:.0} posts/s; \
+                 ratio one caller / SQLite alone {:.2}",
+                posts as f64 / one.as_secs_f64() / floor
+            );
         }
 
         // 3. Search over a large corpus: many threads, the searcher a member of all.
@@ -186,4 +192,33 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Ok::<_, Box<dyn std::error::Error>>(())
     })?;
     Ok(())
+}
+
+/// The floor under one caller's posts: SQLite alone, each post a row of a table keyed
+/// as the relay's (thread, seq) and a row of an FTS5 index with the relay's tokenizer,
+/// in a transaction of its own, in WAL with `synchronous = NORMAL` (as AMC's store), on
+/// the same disk. Posts per second.
+fn sqlite_alone(posts: usize) -> Result<f64, Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let mut conn = rusqlite::Connection::open(dir.path().join("alone.db"))?;
+    conn.pragma_update(None, "journal_mode", "wal")?;
+    conn.pragma_update(None, "synchronous", "normal")?;
+    conn.execute_batch(
+        "CREATE TABLE posts (thread_id TEXT NOT NULL, seq INTEGER NOT NULL, body TEXT NOT NULL, \
+         PRIMARY KEY (thread_id, seq)) WITHOUT ROWID; \
+         CREATE VIRTUAL TABLE posts_fts USING fts5 (thread_id UNINDEXED, seq UNINDEXED, text, \
+         tokenize = 'unicode61 remove_diacritics 2');",
+    )?;
+    let thread = uuid::Uuid::new_v4().to_string();
+    let t0 = Instant::now();
+    for i in 0..posts {
+        let body = format!("{} {} note {i}", WORDS[i % WORDS.len()], WORDS[(i * 7) % WORDS.len()]);
+        let tx = conn.transaction()?;
+        tx.prepare_cached("INSERT INTO posts (thread_id, seq, body) VALUES (?1, ?2, ?3)")?
+            .execute(rusqlite::params![thread, i as i64 + 1, body])?;
+        tx.prepare_cached("INSERT INTO posts_fts (thread_id, seq, text) VALUES (?1, ?2, ?3)")?
+            .execute(rusqlite::params![thread, i as i64 + 1, body])?;
+        tx.commit()?;
+    }
+    Ok(posts as f64 / t0.elapsed().as_secs_f64())
 }

@@ -384,23 +384,21 @@ impl RelayStore {
         self.db.write(|tx| post_in(tx, &post))
     }
 
-    /// Posts each of `posts` in one transaction (group commit), each in a savepoint of
-    /// its own, so one refused post leaves the others as if posted alone. The outer
-    /// error is the transaction's: none of the posts was stored.
+    /// Posts each of `posts` in one transaction (group commit). A refused post (no
+    /// access, read-only access, a reused key, a reply to no message) is refused before
+    /// anything of it is written, so the others are stored as if posted alone, with no
+    /// savepoint between them: each would make the search index write a segment of its
+    /// own (FTS5 flushes at every savepoint), where a group shares one. The outer error
+    /// is the transaction's, a failure while writing: none of the posts was stored.
     pub fn post_many(&self, posts: &[NewPost]) -> Result<Vec<Result<(RelayMessage, bool)>>> {
-        if let [post] = posts {
-            return Ok(vec![self.db.write(|tx| post_in(tx, post))]);
-        }
         self.db.write(|tx| {
             let mut out = Vec::with_capacity(posts.len());
             for post in posts {
-                tx.prepare_cached("SAVEPOINT post")?.execute([])?;
-                let result = post_in(tx, post);
-                if result.is_err() {
-                    tx.prepare_cached("ROLLBACK TO post")?.execute([])?;
-                }
-                tx.prepare_cached("RELEASE post")?.execute([])?;
-                out.push(result);
+                out.push(match admit(tx, post) {
+                    Ok(Admitted::Again(message)) => Ok((message, true)),
+                    Ok(Admitted::New { seq }) => Ok((write_post(tx, post, seq)?, false)),
+                    Err(refused) => Err(refused),
+                });
             }
             Ok(out)
         })
@@ -516,9 +514,26 @@ pub struct NewPost {
 /// Appends `post` in `tx`, or returns the message an earlier post with its key stored
 /// (`true`).
 fn post_in(tx: &Transaction<'_>, post: &NewPost) -> Result<(RelayMessage, bool)> {
-    let NewPost { thread_id, author, body, reply_to_seq, key, hash, now } = post;
-    let (thread_id, author, body, reply_to_seq, key, now) =
-        (thread_id.as_str(), author.as_str(), body.as_str(), *reply_to_seq, key.as_str(), *now);
+    match admit(tx, post)? {
+        Admitted::Again(message) => Ok((message, true)),
+        Admitted::New { seq } => Ok((write_post(tx, post, seq)?, false)),
+    }
+}
+
+/// What a post comes to once checked.
+enum Admitted {
+    /// An earlier post with its key stored this message.
+    Again(RelayMessage),
+    /// It is new, and takes this sequence number.
+    New { seq: i64 },
+}
+
+/// Checks `post` in `tx` without writing anything: whether its author may post to the
+/// thread, whether its key was used before (for this message or another), and whether
+/// the message it replies to exists.
+fn admit(tx: &Transaction<'_>, post: &NewPost) -> Result<Admitted> {
+    let NewPost { thread_id, author, reply_to_seq, key, hash, .. } = post;
+    let (thread_id, author, reply_to_seq, key) = (thread_id.as_str(), author.as_str(), *reply_to_seq, key.as_str());
     let access = access_in(tx, thread_id, author)?.ok_or_else(not_found)?;
     let earlier: Option<(i64, Vec<u8>)> = tx
         .prepare_cached(
@@ -538,7 +553,7 @@ fn post_in(tx: &Transaction<'_>, post: &NewPost) -> Result<(RelayMessage, bool)>
                 "SELECT seq, author, body, reply_to_seq, created_at FROM relay_messages WHERE thread_id = ?1 AND seq = ?2",
             )?
             .query_row(params![thread_id, seq], message_from_row)?;
-        return Ok((m, true));
+        return Ok(Admitted::Again(m));
     }
     if access < Access::Write {
         return Err(Error::new(ErrorCode::Forbidden, "you have read-only access to this thread"));
@@ -551,7 +566,12 @@ fn post_in(tx: &Transaction<'_>, post: &NewPost) -> Result<(RelayMessage, bool)>
     {
         return Err(Error::validation(format!("reply_to_seq {r} is not a message of this thread")));
     }
-    let seq = latest + 1;
+    Ok(Admitted::New { seq: latest + 1 })
+}
+
+/// Writes `post`, admitted as number `seq`, in `tx`.
+fn write_post(tx: &Transaction<'_>, post: &NewPost, seq: i64) -> Result<RelayMessage> {
+    let NewPost { thread_id, author, body, reply_to_seq, key, hash, now } = post;
     tx.prepare_cached("UPDATE relay_threads SET latest_seq = ?2 WHERE id = ?1")?.execute(params![thread_id, seq])?;
     tx.prepare_cached(
         "INSERT INTO relay_messages (thread_id, seq, author, body, reply_to_seq, created_at, idem_key, request_hash) \
@@ -560,5 +580,5 @@ fn post_in(tx: &Transaction<'_>, post: &NewPost) -> Result<(RelayMessage, bool)>
     .execute(params![thread_id, seq, author, body, reply_to_seq, now, key, hash.as_slice()])?;
     tx.prepare_cached("INSERT INTO relay_fts (thread_id, seq, text) VALUES (?1, ?2, ?3)")?
         .execute(params![thread_id, seq, body])?;
-    Ok((RelayMessage { seq, author: author.to_owned(), body: body.to_owned(), reply_to_seq, created_at: now }, false))
+    Ok(RelayMessage { seq, author: author.clone(), body: body.clone(), reply_to_seq: *reply_to_seq, created_at: *now })
 }

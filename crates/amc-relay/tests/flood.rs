@@ -79,8 +79,23 @@ async fn posts_sent_together_share_commits_and_keep_their_own_outcome() {
         read.extend(page.messages.into_iter().map(|m| (m.seq, m.body)));
     }
     let mut want = vec![(1, "first".to_owned())];
-    want.extend(stored);
+    want.extend(stored.clone());
     assert_eq!(read, want);
+
+    // Search finds every stored post of the group commits, and nothing of a refused one.
+    let mut found = std::collections::BTreeSet::new();
+    let mut cursor = None;
+    loop {
+        let page = relay.search(&person, "post".into(), cursor, Some(100)).await.expect("search");
+        found.extend(page.hits.iter().filter_map(|h| h.seq));
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    assert_eq!(found, stored.keys().copied().collect(), "each stored post found, once");
+    let refused = relay.search(&person, "mine".into(), None, Some(100)).await.expect("search");
+    assert!(refused.hits.is_empty(), "a refused post is not in the search index: {:?}", refused.hits);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
