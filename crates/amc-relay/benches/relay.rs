@@ -1,5 +1,6 @@
 //! The relay's three figures: how fast a post wakes 1,000 waiting `wait_for_messages`
-//! calls, how many posts per second one thread takes (with search indexing), and search
+//! calls, how many posts per second one thread takes (with search indexing; beside SQLite
+//! alone committing each post and its search row, the floor for one caller), and search
 //! latency over 1,000,000 messages. `cargo bench -p amc-relay --bench relay`;
 //! `AMC_BENCH_MESSAGES` scales the search corpus, `AMC_BENCH_SETTLE_MS` pauses between
 //! the waiters' start and the post (0 by default: a post landing while waiters start is
