@@ -1,7 +1,7 @@
 //! A first import as a person meets it, side by side with imessage-exporter on the same
 //! file: `amc serve --chat-db` from its start to every message of chat.db stored, against
 //! `imessage-exporter -f txt` exporting the same chat.db, in alternating runs. Prints the
-//! median time and peak memory of each and their ratios.
+//! median time, CPU time and peak memory of each and their ratios.
 //!
 //! `AMC_BENCH_CHAT_DB` names the chat.db (the iMessage bench writes one with
 //! `AMC_BENCH_KEEP=DIR`), `AMC_BENCH_EXPORTER` the imessage-exporter binary (without it
@@ -20,10 +20,26 @@ use std::time::{Duration, Instant};
 /// The `amc` binary under test.
 const AMC: &str = env!("CARGO_BIN_EXE_amc");
 
-/// A finished run: how long it took and the most memory it held.
+/// A finished run: how long it took, the CPU time it used (user and system, every
+/// thread) and the most memory it held.
 struct Run {
     took: Duration,
+    cpu_s: f64,
     peak_mib: f64,
+}
+
+/// Clock ticks per second of `/proc/PID/stat`'s times (`USER_HZ`, 100 on Linux).
+const TICKS_PER_S: f64 = 100.0;
+
+/// The CPU time a process used so far, user and system over all its threads, in
+/// seconds, and whether it has exited (a zombie not yet reaped, whose times are final):
+/// from `/proc/PID/stat`, where after the command's name, in parentheses, come the state
+/// (field 3) and the user and system times (fields 14 and 15).
+fn cpu_s(pid: u32) -> Option<(f64, bool)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+    Some((ticks / TICKS_PER_S, *fields.first()? == "Z"))
 }
 
 /// A memory figure of a running process from `/proc/PID/status` (`field` is `VmHWM`,
@@ -45,18 +61,27 @@ fn peak_mib(pid: u32) -> Option<f64> {
     status_mib(pid, "VmHWM")
 }
 
-/// Waits for `child` to exit, noting its peak memory until then.
-fn watch_until_exit(mut child: Child) -> Result<f64, Box<dyn std::error::Error>> {
-    let mut peak = 0.0f64;
+/// Waits for `child` to exit, noting its peak memory until then; returns that and the
+/// CPU time it used, read once it exited and before it is reaped.
+fn watch_until_exit(mut child: Child) -> Result<(f64, f64), Box<dyn std::error::Error>> {
+    let (mut peak, mut cpu) = (0.0f64, 0.0);
     loop {
         if let Some(p) = peak_mib(child.id()) {
             peak = peak.max(p);
         }
-        if let Some(status) = child.try_wait()? {
+        let exited = match cpu_s(child.id()) {
+            Some((used, exited)) => {
+                cpu = used;
+                exited
+            }
+            None => false,
+        };
+        let status = if exited { Some(child.wait()?) } else { child.try_wait()? };
+        if let Some(status) = status {
             if !status.success() {
                 return Err(format!("exited with {status}").into());
             }
-            return Ok(peak);
+            return Ok((peak, cpu));
         }
         std::thread::sleep(Duration::from_millis(5));
     }
@@ -121,13 +146,14 @@ fn amc_run(
         std::thread::sleep(Duration::from_millis(5));
     }
     let took = t0.elapsed();
+    let cpu_s = cpu_s(pid).ok_or("amc serve's CPU time could not be read")?.0;
     if !store_says(&db, "SELECT count(*) >= ?1 FROM messages", expected) {
         return Err(
             format!("the checkpoint reached chat.db's last row with fewer than {expected} messages stored").into()
         );
     }
     drop(guard);
-    Ok(Run { took, peak_mib: peak })
+    Ok(Run { took, cpu_s, peak_mib: peak })
 }
 
 /// The last chat.db ROWID the store's iMessage checkpoint (`ROWID:guid:rows`) covers, if
@@ -248,8 +274,8 @@ fn exporter_run(exporter: &Path, chat_db: &Path, work: &Path) -> Result<Run, Box
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()?;
-    let peak = watch_until_exit(child)?;
-    Ok(Run { took: t0.elapsed(), peak_mib: peak })
+    let (peak, cpu_s) = watch_until_exit(child)?;
+    Ok(Run { took: t0.elapsed(), cpu_s, peak_mib: peak })
 }
 
 /// Stops `amc serve` (SIGTERM, as a person quitting it would) when dropped.
@@ -299,18 +325,27 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
     }
     let amc_s = median(amc.iter().map(|r| r.took.as_secs_f64()).collect());
+    let amc_cpu = median(amc.iter().map(|r| r.cpu_s).collect());
     let amc_mib = median(amc.iter().map(|r| r.peak_mib).collect());
     println!(
-        "first import of {expected} messages, amc serve to all stored: median {amc_s:.2} s ({:.0} msg/s), peak RSS {amc_mib:.0} MiB ({runs} runs)",
+        "first import of {expected} messages, amc serve to all stored: median {amc_s:.2} s ({:.0} msg/s), \
+         CPU {amc_cpu:.2} s, peak RSS {amc_mib:.0} MiB ({runs} runs)",
         expected as f64 / amc_s
     );
     if !peer.is_empty() {
         let peer_s = median(peer.iter().map(|r| r.took.as_secs_f64()).collect());
+        let peer_cpu = median(peer.iter().map(|r| r.cpu_s).collect());
         let peer_mib = median(peer.iter().map(|r| r.peak_mib).collect());
         println!(
-            "imessage-exporter -f txt on the same file: median {peer_s:.2} s, peak RSS {peer_mib:.0} MiB ({runs} runs)"
+            "imessage-exporter -f txt on the same file: median {peer_s:.2} s, CPU {peer_cpu:.2} s, \
+             peak RSS {peer_mib:.0} MiB ({runs} runs)"
         );
-        println!("ratio AMC / imessage-exporter: time {:.2}, peak memory {:.2}", amc_s / peer_s, amc_mib / peer_mib);
+        println!(
+            "ratio AMC / imessage-exporter: time {:.2}, CPU {:.2}, peak memory {:.2}",
+            amc_s / peer_s,
+            amc_cpu / peer_cpu,
+            amc_mib / peer_mib
+        );
     } else {
         println!("imessage-exporter: not run (set AMC_BENCH_EXPORTER to its binary)");
     }

@@ -513,6 +513,7 @@ pub struct NewPost {
 
 /// Appends `post` in `tx`, or returns the message an earlier post with its key stored
 /// (`true`).
+#[cfg(feature = "test-support")]
 fn post_in(tx: &Transaction<'_>, post: &NewPost) -> Result<(RelayMessage, bool)> {
     match admit(tx, post)? {
         Admitted::Again(message) => Ok((message, true)),
