@@ -388,13 +388,16 @@ impl RelayStore {
     /// access, read-only access, a reused key, a reply to no message) is refused before
     /// anything of it is written, so the others are stored as if posted alone, with no
     /// savepoint between them: each would make the search index write a segment of its
-    /// own (FTS5 flushes at every savepoint), where a group shares one. The outer error
-    /// is the transaction's, a failure while writing: none of the posts was stored.
+    /// own (FTS5 flushes at every savepoint), where a group shares its flushes (one, or
+    /// one per megabyte of pending terms). The outer error is the database's, while
+    /// checking or writing: it fails the transaction, and none of the posts was stored.
     pub fn post_many(&self, posts: &[NewPost]) -> Result<Vec<Result<(RelayMessage, bool)>>> {
         self.db.write(|tx| {
             let mut out = Vec::with_capacity(posts.len());
             for post in posts {
-                out.push(match admit(tx, post) {
+                // A database error fails the transaction whole (SQLite may have rolled it
+                // back already): only a post's own refusal is its own outcome.
+                out.push(match admit(tx, post)? {
                     Ok(Admitted::Again(message)) => Ok((message, true)),
                     Ok(Admitted::New { seq }) => Ok((write_post(tx, post, seq)?, false)),
                     Err(refused) => Err(refused),
@@ -515,7 +518,7 @@ pub struct NewPost {
 /// (`true`).
 #[cfg(feature = "test-support")]
 fn post_in(tx: &Transaction<'_>, post: &NewPost) -> Result<(RelayMessage, bool)> {
-    match admit(tx, post)? {
+    match admit(tx, post)?? {
         Admitted::Again(message) => Ok((message, true)),
         Admitted::New { seq } => Ok((write_post(tx, post, seq)?, false)),
     }
@@ -531,11 +534,12 @@ enum Admitted {
 
 /// Checks `post` in `tx` without writing anything: whether its author may post to the
 /// thread, whether its key was used before (for this message or another), and whether
-/// the message it replies to exists.
-fn admit(tx: &Transaction<'_>, post: &NewPost) -> Result<Admitted> {
+/// the message it replies to exists. The inner error is the post's refusal; the outer,
+/// the database's.
+fn admit(tx: &Transaction<'_>, post: &NewPost) -> Result<Result<Admitted>> {
     let NewPost { thread_id, author, reply_to_seq, key, hash, .. } = post;
     let (thread_id, author, reply_to_seq, key) = (thread_id.as_str(), author.as_str(), *reply_to_seq, key.as_str());
-    let access = access_in(tx, thread_id, author)?.ok_or_else(not_found)?;
+    let Some(access) = access_in(tx, thread_id, author)? else { return Ok(Err(not_found())) };
     let earlier: Option<(i64, Vec<u8>)> = tx
         .prepare_cached(
             "SELECT seq, request_hash FROM relay_messages WHERE author = ?1 AND thread_id = ?2 AND idem_key = ?3",
@@ -544,20 +548,20 @@ fn admit(tx: &Transaction<'_>, post: &NewPost) -> Result<Admitted> {
         .optional()?;
     if let Some((seq, earlier_hash)) = earlier {
         if earlier_hash != hash {
-            return Err(Error::new(
+            return Ok(Err(Error::new(
                 ErrorCode::IdempotencyKeyReuse,
                 "this idempotency_key posted a different message to this thread",
-            ));
+            )));
         }
         let m = tx
             .prepare_cached(
                 "SELECT seq, author, body, reply_to_seq, created_at FROM relay_messages WHERE thread_id = ?1 AND seq = ?2",
             )?
             .query_row(params![thread_id, seq], message_from_row)?;
-        return Ok(Admitted::Again(m));
+        return Ok(Ok(Admitted::Again(m)));
     }
     if access < Access::Write {
-        return Err(Error::new(ErrorCode::Forbidden, "you have read-only access to this thread"));
+        return Ok(Err(Error::new(ErrorCode::Forbidden, "you have read-only access to this thread")));
     }
     let latest: i64 = tx
         .prepare_cached("SELECT latest_seq FROM relay_threads WHERE id = ?1")?
@@ -565,9 +569,9 @@ fn admit(tx: &Transaction<'_>, post: &NewPost) -> Result<Admitted> {
     if let Some(r) = reply_to_seq
         && (r < 1 || r > latest)
     {
-        return Err(Error::validation(format!("reply_to_seq {r} is not a message of this thread")));
+        return Ok(Err(Error::validation(format!("reply_to_seq {r} is not a message of this thread"))));
     }
-    Ok(Admitted::New { seq: latest + 1 })
+    Ok(Ok(Admitted::New { seq: latest + 1 }))
 }
 
 /// Writes `post`, admitted as number `seq`, in `tx`.

@@ -150,3 +150,33 @@ async fn waiters_at_every_position_get_exactly_what_follows_them_during_a_flood(
         assert_eq!(seen, want, "a waiter from {start} saw every message after it once, in order");
     }
 }
+
+/// A database error while checking one post of a group fails the group whole: none of
+/// its posts is stored. (SQLite may have rolled the transaction back by then; the posts
+/// after it must not be written outside it, each committed on its own.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_error_checking_one_post_of_a_group_stores_none_of_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = RawConfig { data_dir: Some(dir.path().to_owned()), ..Default::default() }.validate().expect("config");
+    let amc = Amc::start(config, Senders::default()).expect("start");
+    let relay = Relay::open(&amc).expect("relay");
+    let person = Principal::Person;
+    let thread = relay.create_thread(&person, "group".into(), "t".into()).await.expect("thread").thread_id;
+    // An agent's access is read from `relay_members`: with the table gone, checking the
+    // agent's post fails in the database, not as a refusal.
+    amc.database().write(|tx| Ok(tx.execute_batch("DROP TABLE relay_members")?)).expect("drop");
+    let post = |author: &str, key: &str| amc_relay::store::NewPost {
+        thread_id: thread.clone(),
+        author: author.to_owned(),
+        body: format!("body {key}"),
+        reply_to_seq: None,
+        key: key.to_owned(),
+        hash: [0; 32],
+        now: 0,
+    };
+    let group = [post(amc_relay::PERSON, "a"), post("agent-x", "b"), post(amc_relay::PERSON, "c")];
+    let outcome = relay.store().post_many(&group);
+    assert!(outcome.is_err(), "the group fails whole: {outcome:?}");
+    let page = relay.read(&person, thread, None, Some(10)).await.expect("read");
+    assert!(page.messages.is_empty(), "no post of the group stored: {:?}", page.messages);
+}
