@@ -10,9 +10,14 @@ use amc_core::service::Amc;
 use amc_relay::{Principal, Relay};
 
 fn relay(dir: &std::path::Path) -> Relay {
+    amc_and_relay(dir).1
+}
+
+fn amc_and_relay(dir: &std::path::Path) -> (Amc, Relay) {
     let config = RawConfig { data_dir: Some(dir.to_owned()), ..Default::default() }.validate().expect("config");
     let amc = Amc::start(config, Senders::default()).expect("start");
-    Relay::open(&amc).expect("relay")
+    let relay = Relay::open(&amc).expect("relay");
+    (amc, relay)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -157,9 +162,7 @@ async fn waiters_at_every_position_get_exactly_what_follows_them_during_a_flood(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_database_error_checking_one_post_of_a_group_stores_none_of_it() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let config = RawConfig { data_dir: Some(dir.path().to_owned()), ..Default::default() }.validate().expect("config");
-    let amc = Amc::start(config, Senders::default()).expect("start");
-    let relay = Relay::open(&amc).expect("relay");
+    let (amc, relay) = amc_and_relay(dir.path());
     let person = Principal::Person;
     let thread = relay.create_thread(&person, "group".into(), "t".into()).await.expect("thread").thread_id;
     // An agent's access is read from `relay_members`: with the table gone, checking the
