@@ -381,7 +381,7 @@ impl RelayStore {
             hash: *hash,
             now,
         };
-        self.db.write(|tx| post_in(tx, &post))
+        self.db.write(|tx| post_in(tx, &post)?)
     }
 
     /// Posts each of `posts` in one transaction (group commit). A refused post (no
@@ -397,11 +397,7 @@ impl RelayStore {
             for post in posts {
                 // A database error fails the transaction whole (SQLite may have rolled it
                 // back already): only a post's own refusal is its own outcome.
-                out.push(match admit(tx, post)? {
-                    Ok(Admitted::Again(message)) => Ok((message, true)),
-                    Ok(Admitted::New { seq }) => Ok((write_post(tx, post, seq)?, false)),
-                    Err(refused) => Err(refused),
-                });
+                out.push(post_in(tx, post)?);
             }
             Ok(out)
         })
@@ -515,13 +511,14 @@ pub struct NewPost {
 }
 
 /// Appends `post` in `tx`, or returns the message an earlier post with its key stored
-/// (`true`).
-#[cfg(feature = "test-support")]
-fn post_in(tx: &Transaction<'_>, post: &NewPost) -> Result<(RelayMessage, bool)> {
-    match admit(tx, post)?? {
-        Admitted::Again(message) => Ok((message, true)),
-        Admitted::New { seq } => Ok((write_post(tx, post, seq)?, false)),
-    }
+/// (`true`). The inner error is the post's refusal, with nothing of it written; the
+/// outer, the database's.
+fn post_in(tx: &Transaction<'_>, post: &NewPost) -> Result<Result<(RelayMessage, bool)>> {
+    Ok(match admit(tx, post)? {
+        Ok(Admitted::Again(message)) => Ok((message, true)),
+        Ok(Admitted::New { seq }) => Ok((write_post(tx, post, seq)?, false)),
+        Err(refused) => Err(refused),
+    })
 }
 
 /// What a post comes to once checked.
