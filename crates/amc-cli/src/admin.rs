@@ -217,7 +217,7 @@ pub async fn agent(raw: RawConfig, json_out: bool, cmd: AgentCmd) -> anyhow::Res
                 if !resp.status.is_success() {
                     ok(resp)?;
                 } else {
-                    std::fs::write(file, &resp.body)
+                    amc_core::files::write_atomic(file, &resp.body)
                         .map_err(|e| anyhow::anyhow!("cannot write the bundle to {}: {e}", file.display()))?;
                     if !json_out {
                         say!("Wrote {}: open it to install AMC in Claude Desktop as {id}.\n", file.display());

@@ -250,8 +250,12 @@ impl Database {
     /// and applies the core's pending `migrations`.
     #[tracing::instrument(skip_all, fields(path = %path.display()), err)]
     pub(crate) fn open(path: &Path, migrations: &[Migration]) -> Result<Self> {
+        // Created 0600 here rather than by SQLite (0644 less the umask), and SQLite gives
+        // its log and shared-memory files the database's mode. A database made by an older
+        // AMC may be wider: narrowed too.
+        crate::files::touch(path)?;
+        std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(crate::files::FILE_MODE))?;
         let mut writer = open_connection(path, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE)?;
-        std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
         writer.pragma_update(None, "journal_mode", "wal")?;
         migrate_core(&mut writer, migrations)?;
         let reader = warm_reader(path)?;

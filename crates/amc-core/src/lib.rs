@@ -12,6 +12,7 @@
 //! - [`every`]: periodic work kept by threads of its own, so an idle AMC rarely wakes.
 //! - [`config`]: validated configuration.
 //! - [`token`]: the secrets AMC hands out, and their hashes.
+//! - [`files`]: the files and folders AMC writes, private from the moment they exist.
 //! - [`model`], [`ids`], [`time`], [`error`]: shared types.
 #![deny(missing_docs)]
 
@@ -21,6 +22,7 @@ pub mod db;
 pub mod error;
 pub mod events;
 pub mod every;
+pub mod files;
 pub mod ids;
 pub mod model;
 pub mod ratelimit;

@@ -228,11 +228,8 @@ impl Sender for RecordingSender {
             }
             if let Some(log) = &self.log {
                 let line = serde_json::to_string(&msg).map_err(|e| SendError::Failed(e.to_string()))?;
-                let mut f = std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(log)
-                    .map_err(|e| SendError::Failed(format!("test sender log: {e}")))?;
+                let mut f =
+                    crate::files::append(log).map_err(|e| SendError::Failed(format!("test sender log: {e}")))?;
                 // The record and its newline in one write: appends from concurrent sends
                 // never interleave inside a line.
                 f.write_all(format!("{line}\n").as_bytes())

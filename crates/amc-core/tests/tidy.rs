@@ -166,6 +166,30 @@ fn only_the_store_talks_sql_to_amcs_database() {
     }
 }
 
+/// Files AMC writes hold messages, attachments and secrets: each is created private, with
+/// its mode given when it is made (`amc_core::files`), never by a `chmod` afterwards.
+#[test]
+fn files_and_folders_are_created_through_amc_core_files() {
+    // A test double's own files, and the folder on the PATH the tray puts `amc` in: no secret.
+    let exempt =
+        ["crates/amc-core/src/files.rs", "crates/amc-discord/src/fake/", "crates/amc-tray-model/src/install.rs"];
+    for p in sources() {
+        let name = rel(&p);
+        if exempt.iter().any(|e| name.starts_with(e)) || p.file_name().is_some_and(|n| n == "tests.rs") {
+            continue;
+        }
+        let text = production(&p).replace("files::create_dir_all(", "files::");
+        for needle in
+            ["File::create(", "fs::write(", "create_dir_all(", "create_dir(", "OpenOptions", "fs::copy(", "DirBuilder"]
+        {
+            assert!(
+                !text.contains(needle),
+                "{name} creates a file or folder itself ({needle}); use amc_core::files, which makes it private"
+            );
+        }
+    }
+}
+
 #[test]
 fn library_crates_never_print_to_stdout() {
     for p in sources() {

@@ -24,7 +24,7 @@ pub mod ui;
 
 use std::future::Future;
 use std::io;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use axum::Router;
@@ -77,14 +77,7 @@ pub fn load_or_create_admin_token(path: &Path) -> io::Result<String> {
         Err(e) => return Err(e),
     }
     let token = amc_core::token::new_token(ADMIN_TOKEN_PREFIX);
-    let tmp = path.with_extension("tmp");
-    {
-        use std::io::Write;
-        let mut f = std::fs::OpenOptions::new().create(true).truncate(true).write(true).mode(0o600).open(&tmp)?;
-        f.write_all(token.as_bytes())?;
-        f.sync_all()?;
-    }
-    std::fs::rename(&tmp, path)?;
+    amc_core::files::write_atomic(path, token.as_bytes())?;
     Ok(token)
 }
 

@@ -4,7 +4,7 @@
 //! daemon that died is removed only when it is a socket and ours; anything else there
 //! is refused.
 
-use std::fs::{File, OpenOptions, Permissions};
+use std::fs::{File, Permissions};
 use std::io;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -57,11 +57,10 @@ pub struct SocketGuard {
 
 /// Takes the daemon lock in `run_dir` and binds `socket`.
 pub fn bind_socket(run_dir: &Path, socket: &Path) -> Result<SocketListener, ListenError> {
-    std::fs::create_dir_all(run_dir).map_err(io_err(run_dir))?;
+    amc_core::files::create_dir_all(run_dir).map_err(io_err(run_dir))?;
     std::fs::set_permissions(run_dir, Permissions::from_mode(0o700)).map_err(io_err(run_dir))?;
     let lock_path = run_dir.join("amc.lock");
-    let lock =
-        OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path).map_err(io_err(&lock_path))?;
+    let lock = amc_core::files::append(&lock_path).map_err(io_err(&lock_path))?;
     match lock.try_lock() {
         Ok(()) => {}
         Err(std::fs::TryLockError::WouldBlock) => return Err(ListenError::AlreadyRunning(run_dir.to_owned())),

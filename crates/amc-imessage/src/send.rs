@@ -384,7 +384,7 @@ fn copy_attachments(cfg: &MessagesConfig, msg: &OutgoingSend) -> Result<Vec<Path
         return Ok(Vec::new());
     }
     let dir = cfg.attachments_dir.join(&msg.send_id);
-    std::fs::create_dir_all(&dir).map_err(|e| SendError::Failed(format!("attachments folder: {e}")))?;
+    amc_core::files::create_dir_all(&dir).map_err(|e| SendError::Failed(format!("attachments folder: {e}")))?;
     msg.attachments
         .iter()
         .enumerate()
@@ -398,7 +398,10 @@ fn copy_attachments(cfg: &MessagesConfig, msg: &OutgoingSend) -> Result<Vec<Path
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_else(|| format!("{i}-file"));
             let dest = dir.join(name);
-            std::fs::copy(&a.path, &dest).map_err(|e| SendError::Failed(format!("copying {}: {e}", a.filename)))?;
+            // Created private, not with the staged copy's mode carried over by a copy.
+            let copied = std::fs::File::open(&a.path)
+                .and_then(|mut from| std::io::copy(&mut from, &mut amc_core::files::create(&dest)?));
+            copied.map_err(|e| SendError::Failed(format!("copying {}: {e}", a.filename)))?;
             Ok(dest)
         })
         .collect()

@@ -90,7 +90,7 @@ pub struct Running {
 /// or the tray app) already runs on the same data directory.
 pub async fn start(raw: RawConfig) -> anyhow::Result<Running> {
     let config = raw.validate()?;
-    std::fs::create_dir_all(&config.data_dir).map_err(|e| {
+    amc_core::files::create_dir_all(&config.data_dir).map_err(|e| {
         anyhow::anyhow!(
             "AMC's data folder {} cannot be created ({e}); choose another with --data-dir or AMC_DATA_DIR",
             config.data_dir.display()

@@ -4,6 +4,7 @@
 mod crash;
 mod discord;
 mod imessage;
+mod private_files;
 mod stdio;
 
 use std::path::Path;

@@ -88,9 +88,9 @@ impl AttachmentPolicy {
     /// folders inside `data_dir` other than the outbox: nothing of AMC's own is sendable.
     pub fn new(dirs: &[PathBuf], staging: &Path, data_dir: &Path) -> Result<Self> {
         if let Some(outbox) = dirs.first() {
-            std::fs::create_dir_all(outbox)?;
+            crate::files::create_dir_all(outbox)?;
         }
-        std::fs::create_dir_all(staging)?;
+        crate::files::create_dir_all(staging)?;
         let staging = staging.canonicalize()?;
         let data = data_dir.canonicalize()?;
         let outbox = dirs.first().and_then(|o| o.canonicalize().ok());
@@ -202,7 +202,7 @@ impl AttachmentPolicy {
             return Ok(Vec::new());
         }
         let dir = self.staging.join(stage_id);
-        std::fs::create_dir_all(&dir)?;
+        crate::files::create_dir_all(&dir)?;
         let staged: Result<Vec<_>> =
             files.iter().enumerate().map(|(i, f)| self.stage_one(&dir, i, f, max_bytes)).collect();
         if staged.is_err() {
@@ -241,7 +241,7 @@ impl AttachmentPolicy {
             }
         };
         let dest = dir.join(format!("{index}-{}", short_name(&filename)));
-        let mut out = File::create(&dest)?;
+        let mut out = crate::files::create(&dest)?;
         out.write_all(&bytes)?;
         out.sync_all()?;
         Ok(StagedAttachment { path: dest.display().to_string(), filename, size_bytes: bytes.len() as u64, origin })
@@ -260,18 +260,9 @@ impl AttachmentPolicy {
     }
 }
 
-/// Writes a file AMC keeps (a fetched attachment) whole or not at all: into a
-/// temporary name beside it, then renamed.
+/// Writes a file AMC keeps (a fetched attachment) whole or not at all, private.
 pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    // A name of its own, so that two writers of the same file never share one.
-    let tmp = path.with_extension(format!("{}.part", ulid::Ulid::generate()));
-    let mut out = File::create(&tmp)?;
-    out.write_all(bytes)?;
-    out.sync_all()?;
-    std::fs::rename(&tmp, path)
+    crate::files::write_atomic(path, bytes)
 }
 
 /// Shortens a file name to [`MAX_NAME_BYTES`], keeping its extension.

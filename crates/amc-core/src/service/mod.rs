@@ -106,8 +106,9 @@ impl Amc {
     /// Opens the store, settles sends a previous run left in flight (they become
     /// `unknown`), and prepares the attachment folders.
     pub fn start(config: Config, senders: Senders) -> Result<Self> {
-        std::fs::create_dir_all(&config.data_dir)?;
-        // Messages are private: only the person's account may read AMC's files.
+        crate::files::create_dir_all(&config.data_dir)?;
+        // Messages are private: only the person's account may read AMC's files (a folder
+        // made by an older AMC may be wider).
         std::fs::set_permissions(&config.data_dir, std::os::unix::fs::PermissionsExt::from_mode(0o700))?;
         let store = Store::open(&config.db_path())?;
         let interrupted = store.recover_interrupted_sends()?;
