@@ -67,10 +67,8 @@ struct Inner {
     url_filter: crate::attach::url::AddressFilter,
     /// Bumped on every revocation, so an agent's waits end at once.
     revocations: tokio::sync::watch::Sender<u64>,
-    /// Each agent's recent pushes per channel, for folding bursts.
-    push_windows: std::sync::Mutex<push::Windows>,
-    /// Push requests by agent and bridge session.
-    push_sessions: std::sync::Mutex<push::Sessions>,
+    /// The push's acknowledgements, windows and sessions.
+    push: push::PushState,
     /// The search backlog's indexing while it runs: when it began, and how far it is.
     indexing: std::sync::Mutex<Option<(Instant, crate::store::IndexProgress)>>,
     /// A first import is under way: indexing waits for its end.
@@ -120,6 +118,7 @@ impl Amc {
         }
         let attachments = AttachmentPolicy::new(&config.attachment_dirs, &config.staging_dir(), &config.data_dir)?;
         let paused = store.setting(PAUSED_SETTING)?.as_deref() == Some("true");
+        let push_key = store.push_ack_key()?;
         Ok(Self {
             inner: Arc::new(Inner {
                 limiter: RateLimiter::new(config.rate_limit),
@@ -133,8 +132,7 @@ impl Amc {
                 started: Instant::now(),
                 url_filter: crate::attach::url::is_public,
                 revocations: tokio::sync::watch::Sender::new(0),
-                push_windows: Default::default(),
-                push_sessions: Default::default(),
+                push: push::PushState::new(push_key),
                 indexing: Default::default(),
                 deferring: AtomicBool::new(false),
                 tokens: Default::default(),

@@ -197,8 +197,7 @@ fn compose(scan: PushScan, windows: &mut HashMap<String, Window>, now: Instant) 
     Composed { items, position: PushPosition { floor, channels }, wake_at }
 }
 
-/// The acknowledgement as given to the caller, opaque: the position, and the tool
-/// decisions told.
+/// The acknowledgement's content: the position, and the tool decisions told.
 #[derive(Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 struct Ack {
     f: i64,
@@ -213,24 +212,79 @@ struct Ack {
 /// The most tool decisions told in one batch.
 const DECISIONS_LIMIT: usize = 100;
 
-fn encode_ack(p: &PushPosition, told: &[String], any: bool) -> String {
-    use base64::Engine;
-    let ack = Ack { f: p.floor, c: p.channels.clone(), t: told.to_vec(), n: any };
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(serde_json::to_vec(&ack).unwrap_or_default())
+type HmacSha256 = hmac::Hmac<sha2::Sha256>;
+
+/// Signs the acknowledgements handed out and checks those given back: an agent can only
+/// give back one the daemon handed to it, so a forged position (far ahead, or naming
+/// channels it cannot see) never moves its push.
+pub(super) struct AckSigner {
+    key: Vec<u8>,
 }
 
-fn decode_ack(s: &str) -> Result<(PushPosition, Vec<String>, bool)> {
-    use base64::Engine;
-    let invalid = || Error::validation("ack must be the ack of a batch from GET /messages/push");
-    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(s).map_err(|_| invalid())?;
-    let ack: Ack = serde_json::from_slice(&raw).map_err(|_| invalid())?;
-    if ack.f < 0 || ack.c.len() > SCAN_LIMIT as usize || ack.c.iter().any(|(c, t)| !is_channel_id(c) || *t < 0) {
-        return Err(invalid());
+impl AckSigner {
+    pub(super) fn new(key: Vec<u8>) -> Self {
+        Self { key }
     }
-    if ack.t.len() > DECISIONS_LIMIT || ack.t.iter().any(|id| !id.starts_with("tr_") || id.len() > 64) {
-        return Err(invalid());
+
+    /// The tag of `payload` for `agent_id`: the agent is signed in, so one agent's
+    /// acknowledgement is no good to another.
+    fn mac(&self, agent_id: &str, payload: &[u8]) -> HmacSha256 {
+        use hmac::Mac;
+        // HMAC takes a key of any length.
+        let mut mac = HmacSha256::new_from_slice(&self.key).unwrap_or_else(|_| unreachable!("HMAC takes any key"));
+        mac.update(agent_id.as_bytes());
+        mac.update(b"\0");
+        mac.update(payload);
+        mac
     }
-    Ok((PushPosition { floor: ack.f, channels: ack.c }, ack.t, ack.n))
+
+    fn encode(&self, agent_id: &str, p: &PushPosition, told: &[String], any: bool) -> String {
+        use base64::Engine;
+        use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        use hmac::Mac;
+        let ack = Ack { f: p.floor, c: p.channels.clone(), t: told.to_vec(), n: any };
+        let payload = serde_json::to_vec(&ack).unwrap_or_default();
+        let tag = self.mac(agent_id, &payload).finalize().into_bytes();
+        format!("v1.{}.{}", URL_SAFE_NO_PAD.encode(&payload), URL_SAFE_NO_PAD.encode(tag))
+    }
+
+    fn decode(&self, agent_id: &str, s: &str) -> Result<(PushPosition, Vec<String>, bool)> {
+        use base64::Engine;
+        use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        use hmac::Mac;
+        let invalid = || Error::validation("ack must be the ack of a batch this agent got from GET /messages/push");
+        let mut parts = s.split('.');
+        let (Some("v1"), Some(payload), Some(tag), None) = (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return Err(invalid());
+        };
+        let payload = URL_SAFE_NO_PAD.decode(payload).map_err(|_| invalid())?;
+        let tag = URL_SAFE_NO_PAD.decode(tag).map_err(|_| invalid())?;
+        self.mac(agent_id, &payload).verify_slice(&tag).map_err(|_| invalid())?;
+        // Signed by this daemon, so well formed; checked all the same, should the key leak.
+        let ack: Ack = serde_json::from_slice(&payload).map_err(|_| invalid())?;
+        if ack.f < 0 || ack.c.len() > SCAN_LIMIT as usize || ack.c.iter().any(|(c, t)| !is_channel_id(c) || *t < 0) {
+            return Err(invalid());
+        }
+        if ack.t.len() > DECISIONS_LIMIT || ack.t.iter().any(|id| !id.starts_with("tr_") || id.len() > 64) {
+            return Err(invalid());
+        }
+        Ok((PushPosition { floor: ack.f, channels: ack.c }, ack.t, ack.n))
+    }
+}
+
+/// The push's state besides the store: the acknowledgements' key, each agent's recent
+/// pushes per channel, and the push requests of each bridge session.
+pub(super) struct PushState {
+    signer: AckSigner,
+    windows: std::sync::Mutex<Windows>,
+    sessions: std::sync::Mutex<Sessions>,
+}
+
+impl PushState {
+    pub(super) fn new(key: Vec<u8>) -> Self {
+        Self { signer: AckSigner::new(key), windows: Default::default(), sessions: Default::default() }
+    }
 }
 
 impl Amc {
@@ -271,7 +325,7 @@ impl Amc {
             let agent_id = agent.agent_id.clone();
             let scan = self.blocking(move |s| s.push_scan(&agent_id, SCAN_LIMIT)).await?;
             let composed = {
-                let mut windows = self.inner.push_windows.lock().unwrap_or_else(|p| p.into_inner());
+                let mut windows = self.inner.push.windows.lock().unwrap_or_else(|p| p.into_inner());
                 let mine = windows.entry(agent.agent_id.clone()).or_default();
                 let composed = compose(scan, mine, Instant::now());
                 if mine.is_empty() {
@@ -289,7 +343,8 @@ impl Amc {
                 })
                 .collect();
             items.extend(composed.items);
-            let batch = PushBatch { ack: encode_ack(&composed.position, &told, !items.is_empty()), items };
+            let ack = self.inner.push.signer.encode(&agent.agent_id, &composed.position, &told, !items.is_empty());
+            let batch = PushBatch { ack, items };
             if !batch.items.is_empty() {
                 return Ok(batch);
             }
@@ -328,20 +383,20 @@ impl Amc {
     /// Whether a session of the agent is being pushed to: a push request in progress, or
     /// one that ended moments ago.
     pub(super) fn is_pushing(&self, agent_id: &str) -> bool {
-        let sessions = self.inner.push_sessions.lock().unwrap_or_else(|p| p.into_inner());
+        let sessions = self.inner.push.sessions.lock().unwrap_or_else(|p| p.into_inner());
         sessions.iter().any(|((agent, _), (n, last))| agent == agent_id && (*n > 0 || last.elapsed() < PUSHING_GRACE))
     }
 
     /// Whether the push of one bridge session asks now or did within `within`.
     pub(super) fn session_alive(&self, agent_id: &str, session: &str, within: Duration) -> bool {
-        let sessions = self.inner.push_sessions.lock().unwrap_or_else(|p| p.into_inner());
+        let sessions = self.inner.push.sessions.lock().unwrap_or_else(|p| p.into_inner());
         sessions
             .get(&(agent_id.to_owned(), session.to_owned()))
             .is_some_and(|(n, last)| *n > 0 || last.elapsed() < within)
     }
 
     fn count_push(&self, key: &(String, String), delta: isize) {
-        let mut sessions = self.inner.push_sessions.lock().unwrap_or_else(|p| p.into_inner());
+        let mut sessions = self.inner.push.sessions.lock().unwrap_or_else(|p| p.into_inner());
         let entry = sessions.entry(key.clone()).or_insert((0, Instant::now()));
         entry.0 = entry.0.saturating_add_signed(delta);
         entry.1 = Instant::now();
@@ -349,7 +404,7 @@ impl Amc {
 
     /// Records that a batch from [`Amc::next_push`] went out.
     pub async fn ack_push(&self, agent: &AgentCtx, ack: &str) -> Result<()> {
-        let (position, told, any) = decode_ack(ack)?;
+        let (position, told, any) = self.inner.push.signer.decode(&agent.agent_id, ack)?;
         let agent_id = agent.agent_id.clone();
         self.blocking(move |s| {
             s.record_push(&agent_id, &position, any)?;
@@ -460,17 +515,32 @@ mod tests {
     }
 
     #[test]
-    fn an_ack_is_checked_and_never_trusted_for_shape() {
+    fn an_ack_holds_only_as_signed_for_its_agent() {
+        let signer = AckSigner::new(b"key".to_vec());
         let p = PushPosition { floor: 7, channels: vec![("ch_01HXYZABCDEFGHJKMNPQRSTVWX".into(), 9)] };
         let told = vec!["tr_01HXYZABCDEFGHJKMNPQRSTVWX".to_owned()];
-        assert_eq!(decode_ack(&encode_ack(&p, &told, true)).expect("round trip"), (p.clone(), told, true));
-        for forged in ["", "not base64!", "e30", "eyJmIjotMSwiYyI6W119"] {
-            let err = decode_ack(forged).expect_err(forged);
+        let ack = signer.encode("claude", &p, &told, true);
+        assert_eq!(signer.decode("claude", &ack).expect("round trip"), (p.clone(), told, true));
+        let (head, tag) = ack.rsplit_once('.').expect("tag");
+        let (_, payload) = head.split_once('.').expect("payload");
+        let far = {
+            use base64::Engine;
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!(r#"{{"f":{},"c":[]}}"#, i64::MAX))
+        };
+        for forged in [
+            String::new(),
+            "not base64!".into(),
+            "e30".into(),
+            payload.to_owned(),
+            format!("v1.{far}.{tag}"),
+            format!("v1.{payload}.{}", &tag[1..]),
+            format!("v2.{payload}.{tag}"),
+            format!("{ack}.x"),
+        ] {
+            let err = signer.decode("claude", &forged).expect_err(&forged);
             assert_eq!(err.code, crate::error::ErrorCode::ValidationFailed, "{forged}");
         }
-        let bad_channel = encode_ack(&PushPosition { floor: 1, channels: vec![("x".into(), 2)] }, &[], false);
-        assert!(decode_ack(&bad_channel).is_err());
-        let bad_request = encode_ack(&PushPosition::default(), &["msg_1".to_owned()], true);
-        assert!(decode_ack(&bad_request).is_err());
+        assert!(signer.decode("other", &ack).is_err(), "another agent's ack");
+        assert!(AckSigner::new(b"another key".to_vec()).decode("claude", &ack).is_err());
     }
 }

@@ -5,7 +5,7 @@
 use rusqlite::{OptionalExtension, params};
 
 use super::Store;
-use super::channels::unread_to;
+use super::channels::{open_to, unread_to};
 use super::messages::{ENVELOPE_COLS, ENVELOPE_WIDTH, envelope_from_row, load_attachments};
 use crate::error::{Error, Result};
 use crate::model::Envelope;
@@ -31,7 +31,24 @@ pub struct PushPosition {
     pub channels: Vec<(String, i64)>,
 }
 
+/// The setting that holds the key push acknowledgements are signed with.
+const ACK_KEY_SETTING: &str = "push_ack_key";
+
 impl Store {
+    /// The key push acknowledgements are signed with, made on first use: random, kept in
+    /// the database, so an acknowledgement handed out before a restart still holds after.
+    pub fn push_ack_key(&self) -> Result<Vec<u8>> {
+        let fresh = crate::token::new_token("");
+        self.write(|tx| {
+            tx.prepare_cached("INSERT INTO settings (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO NOTHING")?
+                .execute(params![ACK_KEY_SETTING, fresh])?;
+            let key: String = tx
+                .prepare_cached("SELECT value FROM settings WHERE key = ?1")?
+                .query_row([ACK_KEY_SETTING], |r| r.get(0))?;
+            Ok(key.into_bytes())
+        })
+    }
+
     /// The agent's push floor, set to the newest stored message the first time it is
     /// asked: a new agent is pushed what arrives from now on, not its whole history.
     pub fn push_floor(&self, agent_id: &str) -> Result<i64> {
@@ -85,19 +102,23 @@ impl Store {
 
     /// Records what was pushed (`told`: whether the batch told the agent anything).
     /// Positions only move forward, so a late or repeated record never makes anything be
-    /// pushed again.
+    /// pushed again; and never past the newest message stored. A channel the agent cannot
+    /// see now (the person blocked it since the batch) is not kept.
     pub fn record_push(&self, agent_id: &str, position: &PushPosition, told: bool) -> Result<()> {
         self.write(|tx| {
             tx.prepare_cached(
-                "UPDATE push_floors SET floor = max(floor, ?2), \
+                "UPDATE push_floors SET floor = max(floor, min(?2, (SELECT coalesce(max(rowid), 0) FROM messages))), \
                  pushed_at = CASE WHEN ?3 THEN ?4 ELSE pushed_at END WHERE agent_id = ?1",
             )?
             .execute(params![agent_id, position.floor, told, crate::time::now_ms()])?;
-            let mut ahead = tx.prepare_cached(
+            let mut ahead = tx.prepare_cached(&format!(
                 "INSERT INTO push_channels (agent_id, channel_id, through) \
                  SELECT agent_id, ?2, ?3 FROM push_floors WHERE agent_id = ?1 AND floor < ?3 \
+                 AND ?3 <= (SELECT coalesce(max(rowid), 0) FROM messages) \
+                 AND EXISTS (SELECT 1 FROM channels c WHERE c.id = ?2 AND c.state = 'allowed' AND {}) \
                  ON CONFLICT (agent_id, channel_id) DO UPDATE SET through = max(through, excluded.through)",
-            )?;
+                open_to("?1")
+            ))?;
             for (channel_id, through) in &position.channels {
                 ahead.execute(params![agent_id, channel_id, through])?;
             }

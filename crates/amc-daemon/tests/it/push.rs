@@ -183,3 +183,39 @@ async fn forged_acks_and_out_of_range_waits_get_the_envelope() {
     let r = bare.get("/messages/push?timeout_seconds=1").await.expect("push");
     assert_eq!(code(&r), "AGENT_ID_REQUIRED");
 }
+
+/// An acknowledgement as a hostile agent would write one by hand: the old unsigned form.
+fn handmade_ack(v: Value) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_an_ack_the_daemon_handed_to_this_agent_moves_its_push() {
+    let d = Daemon::start().await;
+    let (mut agent, token) = d.agent("claude").await;
+    let (mut other, _) = d.agent("other").await;
+    let (ch, _) = d.channel_with("a", 0).await;
+    d.approve(&ch, json!({ "history": "all" })).await;
+    let start = next(&mut agent, 1).await;
+    ack(&mut agent, &start).await;
+    let others = next(&mut other, 1).await;
+
+    // Far ahead, with channels it never saw, a changed one, and another agent's.
+    let far = handmade_ack(json!({ "f": i64::MAX, "c": [] }));
+    let unseen = handmade_ack(json!({ "f": 0, "c": [["ch_01HZ0000000000000000000000", 1]] }));
+    let mut changed = start["ack"].as_str().expect("ack").to_owned();
+    let last = changed.pop().expect("a character");
+    changed.push(if last == 'A' { 'B' } else { 'A' });
+    for forged in [far, unseen, changed, others["ack"].as_str().expect("ack").to_owned()] {
+        let r = agent.post("/messages/push/ack", &json!({ "ack": forged })).await.expect("ack");
+        assert_eq!((r.status.as_u16(), code(&r)), (422, "VALIDATION_FAILED".to_owned()), "{forged}");
+    }
+    // The push still tells what comes next, also after a restart.
+    d.ingest(Source::Imessage, "a", vec![msg("a-1", "still told", now_ms())]).await;
+    assert_eq!(told(&next(&mut agent, 25).await), ["still told"]);
+    drop(agent);
+    let d = Daemon::start_in(d.stop().await, |_| {}, None).await;
+    let mut agent = d.connect_agent(&token, "claude").await;
+    assert_eq!(told(&next(&mut agent, 25).await), ["still told"]);
+}
