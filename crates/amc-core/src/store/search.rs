@@ -194,30 +194,10 @@ fn excerpt_around(text: &str, terms: &[String]) -> String {
 impl Store {
     /// Messages matching `q` that `agent` may see (`None`: the person, who sees every
     /// approved channel), best first: bm25, then the newest; the newest first when more
-    /// than [`RANK_UP_TO`] messages match.
+    /// than [`RANK_UP_TO`] of the messages `agent` may see match.
     pub fn search(&self, agent: Option<&str>, q: &SearchQuery) -> Result<Vec<SearchHit>> {
         let mut plan = Plan::new(q);
         self.read(|tx| {
-            // bm25 needs every match scored and sorted: past a few thousand matches (a word
-            // in nearly every message) that costs hundreds of milliseconds and ranks nothing
-            // useful, so the newest stored come first, read straight off the index.
-            let matching = plan.conditions.join(" AND ");
-            let ranked = match plan.rank {
-                Some(rank) => {
-                    let count = format!(
-                        "SELECT count(*) FROM (SELECT 1 FROM {} WHERE {matching} LIMIT {})",
-                        plan.driver,
-                        RANK_UP_TO + 1
-                    );
-                    let n: u32 = tx.prepare_cached(&count)?.query_row(params_from_iter(&plan.values), |r| r.get(0))?;
-                    (n <= RANK_UP_TO).then_some(rank)
-                }
-                None => None,
-            };
-            let order = match ranked {
-                Some(rank) => format!("{rank}, m.sent_at DESC, m.id DESC"),
-                None => format!("{}.rowid DESC", plan.driver),
-            };
             let visible = match agent {
                 Some(a) => {
                     let p = plan.bind(a.to_owned());
@@ -232,7 +212,8 @@ impl Store {
                 q.after.map(|t| ("m.sent_at >= ", Value::from(t))),
             ];
             // The index never holds an unsent message; this holds even if it did.
-            let mut wheres = vec![matching, visible, "NOT m.unsent".to_owned()];
+            let mut wheres = plan.conditions.clone();
+            wheres.extend([visible, "NOT m.unsent".to_owned()]);
             for (column, v) in filters.into_iter().flatten() {
                 let p = plan.bind(v);
                 wheres.push(format!("{column}{p}"));
@@ -241,14 +222,33 @@ impl Store {
                 let p = plan.bind(s.clone());
                 wheres.push(format!("(lower(m.sender_id) = lower({p}) OR lower(m.sender_name) = lower({p}))"));
             }
-            let (limit, offset) = (plan.bind(i64::from(q.limit)), plan.bind(i64::from(q.offset)));
-            let sql = format!(
-                "SELECT {ENVELOPE_COLS}, {} FROM {driver} JOIN messages m ON m.rowid = {driver}.rowid \
-                 JOIN channels c ON c.key = m.channel \
-                 WHERE {} ORDER BY {order} LIMIT {limit} OFFSET {offset}",
-                plan.excerpt,
+            let from = format!(
+                "{driver} JOIN messages m ON m.rowid = {driver}.rowid JOIN channels c ON c.key = m.channel \
+                 WHERE {}",
                 wheres.join(" AND "),
                 driver = plan.driver
+            );
+            // bm25 needs every match scored and sorted: past a few thousand matches (a word
+            // in nearly every message) that costs hundreds of milliseconds and ranks nothing
+            // useful, so the newest stored come first, read straight off the index. The
+            // matches are counted among those the caller may see, with its own filters:
+            // how its answer is ordered says nothing of channels hidden from it.
+            let ranked = match plan.rank {
+                Some(rank) => {
+                    let count = format!("SELECT count(*) FROM (SELECT 1 FROM {from} LIMIT {})", RANK_UP_TO + 1);
+                    let n: u32 = tx.prepare_cached(&count)?.query_row(params_from_iter(&plan.values), |r| r.get(0))?;
+                    (n <= RANK_UP_TO).then_some(rank)
+                }
+                None => None,
+            };
+            let order = match ranked {
+                Some(rank) => format!("{rank}, m.sent_at DESC, m.id DESC"),
+                None => format!("{}.rowid DESC", plan.driver),
+            };
+            let (limit, offset) = (plan.bind(i64::from(q.limit)), plan.bind(i64::from(q.offset)));
+            let sql = format!(
+                "SELECT {ENVELOPE_COLS}, {} FROM {from} ORDER BY {order} LIMIT {limit} OFFSET {offset}",
+                plan.excerpt
             );
             let mut stmt = tx.prepare_cached(&sql)?;
             let rows = stmt

@@ -219,3 +219,41 @@ async fn messages_stored_before_the_index_are_found_once_indexed() {
     let health = d.anon().await.get("/healthz").await.expect("health").json();
     assert!(health.get("search_index").is_none(), "{health}");
 }
+
+/// Whether a search ranks its matches or lists the newest first is decided over what the
+/// agent may see: a word in thousands of messages of a hidden channel (pending, blocked,
+/// or open only to another agent) must not change the order of the agent's own results.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hidden_channels_never_change_how_an_agents_results_are_ordered() {
+    let d = Daemon::start().await;
+    let (mut agent, _) = d.agent("claude").await;
+    d.agent("other").await;
+    // Ranked, the message that says "parcel" three times in few words comes first; newest
+    // first, it comes last.
+    let t0 = now_ms() - 60_000;
+    let visible = [
+        (0, "parcel parcel parcel"),
+        (1, "the parcel is somewhere in the building, ask at the front desk after nine"),
+        (2, "a parcel came for you today, it is at the door next to the plants and the bike"),
+    ];
+    let msgs = visible.iter().map(|(i, t)| msg(&format!("v{i}"), t, t0 + i * 1_000)).collect();
+    let (ch, _) = d.ingest(Source::Imessage, "seen", msgs).await;
+    d.approve(&ch, json!({ "history": "all" })).await;
+    let ranked = found(&mut agent, "parcel").await;
+    assert_eq!(ranked[0], "parcel parcel parcel", "{ranked:?}");
+
+    // More matches than are ranked, in a pending channel, a blocked one, and one open only
+    // to another agent.
+    let many = |chat: &str| -> Vec<_> {
+        (0..=amc_core::store::RANK_UP_TO)
+            .map(|i| msg(&format!("{chat}-{i}"), &format!("parcel {i}"), now_ms()))
+            .collect()
+    };
+    d.ingest(Source::Imessage, "pending", many("pending")).await;
+    let (blocked, _) = d.ingest(Source::Imessage, "blocked", many("blocked")).await;
+    let r = d.admin().await.post(&format!("/admin/channels/{blocked}/block"), &json!({})).await.expect("block");
+    assert!(r.status.is_success());
+    let (others, _) = d.ingest(Source::Imessage, "others", many("others")).await;
+    d.approve(&others, json!({ "history": "all", "agents": ["other"] })).await;
+    assert_eq!(found(&mut agent, "parcel").await, ranked, "hidden matches changed the order");
+}
