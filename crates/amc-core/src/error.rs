@@ -55,6 +55,9 @@ error_codes! {
     IdempotencyKeyReuse => "IDEMPOTENCY_KEY_REUSE", 409;
     /// Too many sends to one channel; retry after `Retry-After` seconds.
     RateLimited => "RATE_LIMITED", 429;
+    /// The agent keeps as much of this as AMC stores for one agent (docs/api.md, "Storage
+    /// bounds"): what waits must be answered, or what is old let go, before more is taken.
+    QuotaExceeded => "QUOTA_EXCEEDED", 429;
     /// The platform refused AMC's credentials or automation permission.
     PlatformAuth => "PLATFORM_AUTH", 502;
     /// The platform call failed.
@@ -158,6 +161,11 @@ impl Error {
             retry_after: Some(retry_after),
             ..Self::new(ErrorCode::RateLimited, format!("too many sends to this channel; retry in {retry_after} s"))
         }
+    }
+
+    /// `QUOTA_EXCEEDED`, saying which bound the agent reached.
+    pub fn quota(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::QuotaExceeded, message)
     }
 
     /// `INTERNAL_ERROR`: the detail is logged here and never reaches the caller.

@@ -43,8 +43,8 @@ pub use inbox::{
 };
 pub use push::{MAX_PUSH_WAIT_SECONDS, PUSH_BURST, PUSH_WINDOW, PushBatch, PushItem, PushParams};
 pub use search::{MAX_QUERY_CHARS, SearchPage, SearchParams, SearchResult};
-pub use send::{AttachmentRef, SendReceipt, SendRequest};
-pub use tools::{SESSION_GONE_AFTER, ToolAsk};
+pub use send::{AttachmentRef, HELD_BOUNDS, SEND_LOG_KEPT, SendReceipt, SendRequest};
+pub use tools::{SESSION_GONE_AFTER, TOOL_REQUEST_BOUNDS, TOOL_REQUESTS_KEPT_FOR, ToolAsk};
 
 const PAUSED_SETTING: &str = "agents_paused";
 

@@ -11,11 +11,17 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::events::Event;
 use crate::model::{OutboxItem, OutboxStatus, SendPolicy};
 use crate::sender::{OutgoingSend, SendError};
-use crate::store::{NewSend, SendLookup, SendOutcome, SendTarget};
+use crate::store::{HeldBounds, NewSend, SendLookup, SendOutcome, SendTarget};
 use crate::time::{Millis, now_ms, serde_ms};
 
 /// The longest text AMC passes to a platform, in bytes.
 pub const MAX_TEXT_BYTES: usize = 64 * 1024;
+/// What one agent's sends waiting for review may take: 100 sends, and 256 MiB of their text
+/// and staged files (`QUOTA_EXCEEDED` past either).
+pub const HELD_BOUNDS: HeldBounds = HeldBounds { sends: 100, bytes: 256 << 20 };
+/// The log of one agent's finished sends keeps its newest 10,000, and 64 MiB of their
+/// text; older ones leave it once a day old (the housekeeping, every minute).
+pub const SEND_LOG_KEPT: (u32, i64) = (10_000, 64 << 20);
 /// The most attachments one send takes.
 pub const MAX_ATTACHMENTS: usize = 10;
 /// The attachment limit when a source has not said its own.
@@ -176,13 +182,18 @@ impl Amc {
             }
         }
         let Checked { target, max_bytes, files } = self.check_send(agent, &req).await?;
+        let held = self.paused() || target.send_policy == SendPolicy::Review;
+        if held {
+            // Before anything is copied: an agent whose held sends are at their bounds
+            // costs no disk. Checked again where the send is recorded.
+            let agent_id = agent.agent_id.clone();
+            let (sends, bytes) = self.blocking(move |s| s.held_by(&agent_id)).await?;
+            let local: u64 = files.iter().flatten().map(|f| f.size).sum();
+            HELD_BOUNDS.check(sends, bytes, (req.text.len() as u64 + local) as i64)?;
+        }
         let stage_id = ulid::Ulid::generate().to_string();
         let staged = self.stage_send(&stage_id, &req, &target, max_bytes, files).await?;
-        let status = if self.paused() || target.send_policy == SendPolicy::Review {
-            OutboxStatus::Held
-        } else {
-            OutboxStatus::Sending
-        };
+        let status = if held { OutboxStatus::Held } else { OutboxStatus::Sending };
         let record = Record {
             agent_id: agent.agent_id.clone(),
             idempotency: idempotency_key.map(|k| (k, hash)),
@@ -300,6 +311,7 @@ impl Amc {
                         reply_to: req.reply_to.as_deref(),
                         attachments: &staged,
                         status,
+                        held_bounds: HELD_BOUNDS,
                     })
                 })
                 .await;

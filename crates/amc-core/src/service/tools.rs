@@ -16,13 +16,18 @@ use super::{AgentCtx, Amc};
 use crate::error::{Error, Result};
 use crate::events::Event;
 use crate::model::{ToolRequest, ToolRequestStatus};
-use crate::store::{NewToolRequest, Store};
+use crate::store::{NewToolRequest, Store, ToolRequestBounds};
 
 /// How long a session may go without asking for its push before it counts as ended: the
 /// longest push wait and the bridge's slowest retry, with room to spare.
 pub const SESSION_GONE_AFTER: Duration = Duration::from_secs(45);
-/// The most requests of one agent that may wait for the person at once.
-const MAX_PENDING_PER_AGENT: u32 = 50;
+/// What one agent's requests may take in the store: 50 waiting at once; 500 kept in all
+/// and 8 MiB of their text (a request holds at most about 90 KB), the oldest answered or
+/// gone ones making room for new ones.
+pub const TOOL_REQUEST_BOUNDS: ToolRequestBounds =
+    ToolRequestBounds { pending: 50, kept: 500, kept_bytes: 8 * 1024 * 1024 };
+/// How long answered and gone requests are kept (the housekeeping forgets older ones).
+pub const TOOL_REQUESTS_KEPT_FOR: Duration = Duration::from_secs(30 * 86_400);
 
 /// `POST /tool-requests`: a host's request, relayed by `amc mcp`.
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
@@ -79,7 +84,7 @@ impl Amc {
             description: ask.description,
             input_preview: ask.input_preview,
         };
-        let (request, made) = self.blocking(move |s| s.ask_tool(&agent_id, &new, MAX_PENDING_PER_AGENT)).await?;
+        let (request, made) = self.blocking(move |s| s.ask_tool(&agent_id, &new, TOOL_REQUEST_BOUNDS)).await?;
         if made {
             self.publish(Event::ToolRequestChanged {
                 request: request.id.clone(),

@@ -1,6 +1,6 @@
 //! AMC's housekeeping, run every minute while AMC runs: sends stuck in flight become
-//! `unknown` for the person to review, idempotency records older than a day are
-//! forgotten, and once AMC has been idle for 30 s, the write-ahead log is folded into the
+//! `unknown` for the person to review, idempotency records older than a day and tool
+//! requests answered or gone more than 30 days ago are forgotten, and once AMC has been idle for 30 s, the write-ahead log is folded into the
 //! database and truncated and the database's caches are let go. At the start it also
 //! indexes for search the messages stored before the index.
 
@@ -87,6 +87,18 @@ impl Amc {
         }
         if let Err(e) = self.end_silent_sessions(store) {
             tracing::warn!(error = %e, "could not check for ended sessions");
+        }
+        let before = crate::time::now_ms() - super::tools::TOOL_REQUESTS_KEPT_FOR.as_millis() as i64;
+        match store.prune_tool_requests(before) {
+            Ok(n) if n > 0 => tracing::debug!(pruned = n, "old tool requests forgotten"),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "could not prune old tool requests"),
+        }
+        let (kept, kept_bytes) = super::send::SEND_LOG_KEPT;
+        match store.prune_send_log(kept, kept_bytes) {
+            Ok(n) if n > 0 => tracing::debug!(pruned = n, "old sends left the log"),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "could not prune the log of sends"),
         }
         match store.purge_idempotency() {
             Ok(n) if n > 0 => tracing::debug!(purged = n, "idempotency records expired"),
@@ -197,6 +209,7 @@ mod tests {
             reply_to: None,
             attachments: &[],
             status: OutboxStatus::Sending,
+            held_bounds: crate::service::HELD_BOUNDS,
         };
         let SendLookup::New(stuck) = store.record_send(&send).expect("record") else { panic!("a new send") };
         // In flight since long before the send timeout.

@@ -363,6 +363,7 @@ fn new_send<'a>(channel: &'a str, key: Option<(&'a str, [u8; 32])>, status: Outb
         reply_to: None,
         attachments: &[],
         status,
+        held_bounds: crate::service::HELD_BOUNDS,
     }
 }
 
@@ -624,4 +625,55 @@ fn a_deferral_a_crash_never_ended_indexes_everything_after_a_restart() {
     assert_eq!(indexed(&store, "messages_fts", "delta"), [1, 2, 3, 4, 5, 6, 8], "the new one at once");
     while store.index_more(2).expect("index").is_some() {}
     assert_eq!(indexed(&store, "messages_fts", "delta"), [1, 2, 3, 4, 5, 6, 7, 8]);
+}
+
+/// The log of an agent's sends keeps its newest 10,000 once they are a day old, whatever
+/// the agent sent: what waits for the person, what is younger than a day, what an
+/// idempotency record still names, and other agents' sends all stay.
+#[test]
+fn the_send_log_keeps_each_agents_newest_sends() {
+    let (_dir, store) = store();
+    let ch = ingest(&store, "a", vec![msg("g1", "hello", now_ms())]).channel_id;
+    let (kept, kept_bytes) = crate::service::SEND_LOG_KEPT;
+    let day_ago = now_ms() - super::outbox::IDEMPOTENCY_TTL_MS - 1;
+    let old = kept as i64 + 500;
+    store
+        .write(|tx| {
+            let mut insert = tx.prepare(
+                "INSERT INTO outbox (id, agent_id, channel_id, text, status, created_at, updated_at) \
+                 VALUES (?1, ?2, ?3, 'hi', ?4, ?5, ?5)",
+            )?;
+            for i in 0..old {
+                insert.execute(rusqlite::params![format!("msg_bot_{i:06}"), "bot", ch, "sent", day_ago - old + i])?;
+            }
+            for (id, agent, status, at) in [
+                ("msg_held", "bot", "held", day_ago - old - 1),
+                ("msg_other", "other", "sent", day_ago - old - 1),
+                ("msg_young", "bot", "failed", now_ms()),
+            ] {
+                insert.execute(rusqlite::params![id, agent, ch, status, at])?;
+            }
+            tx.execute(
+                "INSERT INTO idempotency (agent_id, key, request_hash, outbox_id, created_at) VALUES ('bot', 'k', x'00', 'msg_bot_000000', ?1)",
+                [now_ms()],
+            )?;
+            Ok(())
+        })
+        .expect("insert");
+    let pruned = store.prune_send_log(kept, kept_bytes).expect("prune");
+    assert_eq!(pruned as i64, old - kept as i64);
+    let left: Vec<String> = store
+        .read(|tx| {
+            let mut q =
+                tx.prepare("SELECT id FROM outbox WHERE id NOT LIKE 'msg_bot_%' OR id = 'msg_bot_000000' ORDER BY id")?;
+            Ok(q.query_map([], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?)
+        })
+        .expect("read");
+    assert_eq!(left, ["msg_bot_000000", "msg_held", "msg_other", "msg_young"]);
+    let bot: i64 = store
+        .read(|tx| Ok(tx.query_row("SELECT count(*) FROM outbox WHERE agent_id = 'bot'", [], |r| r.get(0))?))
+        .expect("count");
+    // The newest 10,000 (the young one among them), the held one, and the one still named.
+    assert_eq!(bot, kept as i64 + 2);
+    assert_eq!(store.prune_send_log(kept, kept_bytes).expect("again"), 0);
 }

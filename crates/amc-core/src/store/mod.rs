@@ -55,12 +55,12 @@ use crate::error::Result;
 
 pub use channels::{AllowedChannel, ChannelSpec, SendTarget, ThreadSpec};
 pub use messages::{AttachmentFile, IngestReport, ReactionChange, UnreadQuery};
-pub use outbox::{NewSend, SendLookup, SendOutcome};
+pub use outbox::{HeldBounds, NewSend, SendLookup, SendOutcome};
 pub use push::{PushPosition, PushScan};
 #[cfg(any(test, feature = "test-support"))]
 pub use search::RANK_UP_TO;
 pub use search::{IndexProgress, SearchQuery, spaceless};
-pub use tools::NewToolRequest;
+pub use tools::{NewToolRequest, ToolRequestBounds};
 
 /// The core's migrations, in order; `PRAGMA user_version` is the number applied.
 const MIGRATIONS: &[Migration] = &[
@@ -433,6 +433,7 @@ mod tests {
             reply_to: None,
             attachments: &[],
             status,
+            held_bounds: crate::service::HELD_BOUNDS,
         };
         store.record_send(&send(OutboxStatus::Held)).expect("held");
         store.record_send(&send(OutboxStatus::Held)).expect("held");

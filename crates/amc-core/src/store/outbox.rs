@@ -31,6 +31,43 @@ pub struct NewSend<'a> {
     pub attachments: &'a [StagedAttachment],
     /// `Held` (review) or `Sending` (auto).
     pub status: OutboxStatus,
+    /// What the agent's held sends may take, checked when this one is held too.
+    pub held_bounds: HeldBounds,
+}
+
+/// What one agent's sends waiting for the person may take in all: so many sends, so many
+/// bytes of text and staged files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeldBounds {
+    /// Sends held at once.
+    pub sends: u32,
+    /// Bytes of their text and their staged files.
+    pub bytes: i64,
+}
+
+/// How many sends of an agent are held, and the bytes of their text and staged files.
+const HELD_BY_AGENT: &str = "SELECT count(*), coalesce(sum(length(CAST(o.text AS BLOB)) \
+     + (SELECT coalesce(sum(json_extract(a.value, '$.size_bytes')), 0) FROM json_each(o.attachments) a)), 0) \
+     FROM outbox o WHERE o.status = 'held' AND o.agent_id = ?1";
+
+impl HeldBounds {
+    /// `QUOTA_EXCEEDED` when `sends` held sends of `bytes`, and one more of `more` bytes,
+    /// would be past the bounds.
+    pub fn check(&self, sends: u32, bytes: i64, more: i64) -> Result<()> {
+        if sends >= self.sends {
+            return Err(Error::quota(format!(
+                "{sends} of this agent's sends already wait for the person's review; send more once they are answered"
+            )));
+        }
+        if bytes.saturating_add(more) > self.bytes {
+            return Err(Error::quota(format!(
+                "this agent's sends waiting for review already hold {bytes} bytes of text and files, and AMC keeps at \
+                 most {} for one agent; send more once they are answered",
+                self.bytes
+            )));
+        }
+        Ok(())
+    }
 }
 
 /// What recording a send found.
@@ -99,6 +136,11 @@ pub enum SendOutcome {
 }
 
 impl Store {
+    /// How many of the agent's sends are held, and the bytes of their text and files.
+    pub fn held_by(&self, agent_id: &str) -> Result<(u32, i64)> {
+        self.read(|tx| Ok(tx.prepare_cached(HELD_BY_AGENT)?.query_row([agent_id], |r| Ok((r.get(0)?, r.get(1)?)))?))
+    }
+
     /// The send an agent made with this idempotency key in the last 24 hours, and the
     /// hash of its request.
     pub fn find_idempotent(&self, agent_id: &str, key: &str) -> Result<Option<([u8; 32], OutboxItem)>> {
@@ -138,6 +180,13 @@ impl Store {
                     let found = item(tx, &outbox_id)?.ok_or_else(|| Error::internal("idempotency record without send"))?;
                     return Ok(SendLookup::Replay(found));
                 }
+            }
+            if send.status == OutboxStatus::Held {
+                let (sends, bytes) = tx
+                    .prepare_cached(HELD_BY_AGENT)?
+                    .query_row([send.agent_id], |r| Ok((r.get::<_, u32>(0)?, r.get::<_, i64>(1)?)))?;
+                let more = send.text.len() as i64 + send.attachments.iter().map(|a| a.size_bytes as i64).sum::<i64>();
+                send.held_bounds.check(sends, bytes, more)?;
             }
             let id = self.next_message_id();
             let attachments = serde_json::to_string(send.attachments).map_err(Error::internal)?;
@@ -288,6 +337,27 @@ impl Store {
             let mut stmt = tx.prepare_cached(&sql)?;
             let rows = stmt.query_map(params![status.map(OutboxStatus::as_str), limit], item_from_row)?;
             Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+    }
+
+    /// Lets the oldest finished sends (sent, failed, rejected) of each agent leave the log
+    /// past its newest `kept` sends or `kept_bytes` of their text and files' names, once
+    /// they are a day old and no idempotency record names them (so a retried request is
+    /// still answered as the first one was, and never sent again). A delivered send stays
+    /// in its conversation as a message. Returns how many left.
+    pub fn prune_send_log(&self, kept: u32, kept_bytes: i64) -> Result<usize> {
+        self.write(|tx| {
+            Ok(tx
+                .prepare_cached(
+                    "DELETE FROM outbox WHERE id IN (SELECT id FROM ( \
+                       SELECT id, status, created_at, row_number() OVER w AS n, \
+                         sum(length(CAST(text AS BLOB)) + length(CAST(attachments AS BLOB)) \
+                           + coalesce(length(CAST(error_message AS BLOB)), 0)) OVER w AS bytes \
+                       FROM outbox WINDOW w AS (PARTITION BY agent_id ORDER BY created_at DESC, id DESC)) \
+                     WHERE status IN ('sent', 'failed', 'rejected') AND created_at <= ?3 AND (n > ?1 OR bytes > ?2)) \
+                     AND NOT EXISTS (SELECT 1 FROM idempotency i WHERE i.outbox_id = outbox.id)",
+                )?
+                .execute(params![kept, kept_bytes, now_ms() - IDEMPOTENCY_TTL_MS])?)
         })
     }
 

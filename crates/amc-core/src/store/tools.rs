@@ -39,10 +39,27 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<ToolRequest> {
     })
 }
 
+/// What one agent's requests may take in the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ToolRequestBounds {
+    /// Requests waiting for the person at once; more are refused.
+    pub pending: u32,
+    /// Requests kept in all, waiting or not; past it the oldest answered or gone go.
+    pub kept: u32,
+    /// Bytes of text (tool name, description, input) kept in all, likewise.
+    pub kept_bytes: i64,
+}
+
 impl Store {
-    /// Records a request; the same request asked again is the same record. `max_pending`
-    /// bounds how many of the agent's requests may wait at once.
-    pub fn ask_tool(&self, agent_id: &str, req: &NewToolRequest, max_pending: u32) -> Result<(ToolRequest, bool)> {
+    /// Records a request; the same request asked again is the same record. Past the
+    /// agent's `bounds`, more waiting requests are refused, and the oldest answered or
+    /// gone ones make room for the new one, in the same transaction.
+    pub fn ask_tool(
+        &self,
+        agent_id: &str,
+        req: &NewToolRequest,
+        bounds: ToolRequestBounds,
+    ) -> Result<(ToolRequest, bool)> {
         self.write(|tx| {
             let existing = tx
                 .prepare_cached(&format!(
@@ -56,8 +73,12 @@ impl Store {
             let pending: u32 = tx
                 .prepare_cached("SELECT count(*) FROM tool_requests WHERE agent_id = ?1 AND status = 'pending'")?
                 .query_row([agent_id], |r| r.get(0))?;
-            if pending >= max_pending {
-                return Err(Error::rate_limited(60));
+            if pending >= bounds.pending {
+                let wait = format!(
+                    "{} of this agent's tool requests already wait for the person; ask again once they answer",
+                    bounds.pending
+                );
+                return Err(Error { retry_after: Some(60), ..Error::new(crate::error::ErrorCode::RateLimited, wait) });
             }
             let id = format!("tr_{}", ulid::Ulid::generate());
             tx.prepare_cached(
@@ -74,6 +95,17 @@ impl Store {
                 req.input_preview,
                 now_ms()
             ])?;
+            // Newest first, the rows past the count or the bytes the agent may keep; the
+            // waiting ones stay (they are few and small next to the bounds).
+            tx.prepare_cached(
+                "DELETE FROM tool_requests WHERE id IN (SELECT id FROM ( \
+                   SELECT id, status, row_number() OVER w AS n, \
+                     sum(length(CAST(tool_name AS BLOB)) + length(CAST(description AS BLOB)) \
+                       + length(CAST(input_preview AS BLOB))) OVER w AS bytes \
+                   FROM tool_requests WHERE agent_id = ?1 WINDOW w AS (ORDER BY created_at DESC, id DESC)) \
+                 WHERE status <> 'pending' AND (n > ?2 OR bytes > ?3))",
+            )?
+            .execute(params![agent_id, bounds.kept, bounds.kept_bytes])?;
             let made = tx
                 .prepare_cached(&format!("SELECT {COLS} FROM tool_requests WHERE id = ?1"))?
                 .query_row([&id], from_row)?;
@@ -112,6 +144,17 @@ impl Store {
                 return Err(Error::conflict(format!("this request is {} already", found.status.as_str())));
             }
             Ok(found)
+        })
+    }
+
+    /// Forgets the requests answered or gone before `before`; returns how many.
+    pub fn prune_tool_requests(&self, before: Millis) -> Result<usize> {
+        self.write(|tx| {
+            Ok(tx
+                .prepare_cached(
+                    "DELETE FROM tool_requests WHERE status <> 'pending' AND coalesce(decided_at, created_at) < ?1",
+                )?
+                .execute([before])?)
         })
     }
 

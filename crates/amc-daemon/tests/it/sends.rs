@@ -372,6 +372,7 @@ async fn a_send_in_flight_at_a_crash_becomes_unknown_on_restart() {
             reply_to: None,
             attachments: &[],
             status: OutboxStatus::Sending,
+            held_bounds: amc_core::service::HELD_BOUNDS,
         })
         .expect("record");
     let SendLookup::New(item) = lookup else { panic!("new") };
@@ -617,4 +618,67 @@ async fn sends_survive_their_callers_going_away() {
     let statuses: Vec<&str> =
         log["sends"].as_array().expect("list").iter().filter_map(|s| s["status"].as_str()).collect();
     assert_eq!(statuses, ["sent", "sent"], "{log}");
+}
+
+/// The bytes of every file under `dir`.
+fn bytes_under(dir: &std::path::Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    entries
+        .flatten()
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => bytes_under(&e.path()),
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
+/// Sends waiting for review held 64 KiB of text and up to a gigabyte of staged files each,
+/// without end. Now one agent's held sends stop at 100 and at 256 MiB, with
+/// `QUOTA_EXCEEDED`, before anything more is copied; another agent is not held back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_agents_sends_waiting_for_review_are_bounded() {
+    let d = Daemon::start_with(|c| c.rate_limit = amc_core::ratelimit::RateLimit { burst: 10_000, per_minute: 10_000 })
+        .await;
+    let (mut agent, _) = d.agent("claude").await;
+    let (mut heavy, _) = d.agent("heavy").await;
+    let (mut other, _) = d.agent("other").await;
+    let (ch, _) = d.channel_with("a", 1).await;
+    d.approve(&ch, json!({ "history": "all", "send_policy": "review" })).await;
+    let text = "t".repeat(64 * 1024);
+    for i in 0..100 {
+        let r = agent.post("/messages/send", &json!({ "channel_id": ch, "text": text })).await.expect("send");
+        assert_eq!(r.status, 202, "send {i}: {:?}", r.json());
+    }
+    let r = agent.post("/messages/send", &json!({ "channel_id": ch, "text": "one more" })).await.expect("send");
+    assert_eq!((r.status.as_u16(), code(&r)), (429, "QUOTA_EXCEEDED".to_owned()), "{:?}", r.json());
+
+    // Ten files of 9 MB a send: the third would take the held files past 256 MiB.
+    let outbox = d.config.data_dir.join("outbox");
+    std::fs::write(outbox.join("big.bin"), vec![7u8; 9_000_000]).expect("write");
+    let files: Vec<_> = (0..10).map(|_| json!({ "path": outbox.join("big.bin") })).collect();
+    let body = json!({ "channel_id": ch, "text": "", "attachments": files });
+    for _ in 0..2 {
+        let r = heavy.post("/messages/send", &body).await.expect("send");
+        assert_eq!(r.status, 202, "{:?}", r.json());
+    }
+    let staged_before = bytes_under(&d.config.staging_dir());
+    let r = heavy.post("/messages/send", &body).await.expect("send");
+    assert_eq!((r.status.as_u16(), code(&r)), (429, "QUOTA_EXCEEDED".to_owned()), "{:?}", r.json());
+    let staged = bytes_under(&d.config.staging_dir());
+    assert_eq!(staged, staged_before, "nothing more was copied");
+    assert!(staged <= 256 << 20, "{staged} bytes staged");
+    eprintln!("held sends: 101 asked of 64 KiB, 3 of 90 MB; {staged} bytes staged");
+
+    let r = other.post("/messages/send", &json!({ "channel_id": ch, "text": "mine" })).await.expect("send");
+    assert_eq!(r.status, 202, "another agent is not held back: {:?}", r.json());
+    // Once the person answers one, the agent may send again.
+    let held = d.admin().await.get("/admin/sends?status=held&limit=500").await.expect("held").json();
+    let sends = held["sends"].as_array().expect("sends");
+    let mine = sends.iter().find(|s| s["agent_id"] == "claude").expect("a held send of the agent");
+    let id = mine["id"].as_str().expect("id");
+    let r = d.admin().await.post(&format!("/admin/sends/{id}/reject"), &json!({})).await.expect("reject");
+    assert!(r.status.is_success(), "{:?}", r.json());
+    let again = agent.post("/messages/send", &json!({ "channel_id": ch, "text": "now" })).await;
+    assert_eq!(again.expect("send").status, 202);
 }

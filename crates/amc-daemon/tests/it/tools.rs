@@ -117,3 +117,64 @@ async fn hostile_requests_get_the_envelope_and_a_flood_is_capped() {
     let r = agent.post("/tool-requests", &ask("s1", "one-more")).await.expect("ask");
     assert_eq!((r.status.as_u16(), code(&r)), (429, "RATE_LIMITED".to_owned()));
 }
+
+/// The rows an agent's tool requests keep, and the bytes of their text; and the pages the
+/// whole database uses.
+fn tool_request_storage(d: &Daemon, agent: &str) -> (i64, i64, i64) {
+    d.amc
+        .database()
+        .read(|tx| {
+            let (rows, bytes) = tx.query_row(
+                "SELECT count(*), coalesce(sum(length(CAST(tool_name AS BLOB)) + length(CAST(description AS BLOB)) \
+                 + length(CAST(input_preview AS BLOB))), 0) FROM tool_requests WHERE agent_id = ?1",
+                [agent],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )?;
+            let pages: i64 = tx.query_row(
+                "SELECT (SELECT page_count FROM pragma_page_count()) \
+                 - (SELECT freelist_count FROM pragma_freelist_count())",
+                [],
+                |r| r.get(0),
+            )?;
+            Ok((rows, bytes, pages))
+        })
+        .expect("read")
+}
+
+/// Ending the session and asking again used to store 50 more requests each time: 250
+/// requests of 80 KB added 41 MB in a second. Now one token asking without end keeps at
+/// most 500 requests and 8 MiB of their text, and the database stops growing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_agent_asking_without_end_keeps_a_bounded_store() {
+    let d = Daemon::start().await;
+    let (mut agent, _) = d.agent("claude").await;
+    // 20,000 characters of four bytes each: the largest input a request may carry.
+    let heavy = |session: &str, i: usize| {
+        json!({ "session": session, "request_id": format!("r{i}"), "tool_name": "Bash",
+                "description": "d".repeat(2_000), "input_preview": "😀".repeat(20_000) })
+    };
+    let mut pages_at = Vec::new();
+    for round in 0..24 {
+        let session = format!("s{round}");
+        for i in 0..50 {
+            let r = agent.post("/tool-requests", &heavy(&session, i)).await.expect("ask");
+            assert_eq!(r.status, 201, "{:?}", r.json());
+        }
+        let r = agent.post("/tool-requests/end", &json!({ "session": session })).await.expect("end");
+        assert!(r.status.is_success());
+        if round == 11 || round == 23 {
+            pages_at.push(tool_request_storage(&d, "claude").2);
+        }
+    }
+    let (rows, bytes, _) = tool_request_storage(&d, "claude");
+    eprintln!("tool requests: 1,200 asked; {rows} kept, {bytes} bytes; database pages {pages_at:?}");
+    assert!(rows <= 500 && bytes <= 8 * 1024 * 1024, "{rows} requests, {bytes} bytes kept");
+    // 1,200 requests of 82 KB asked (98 MB); the second 600 reuse the first 600's pages.
+    let growth = pages_at[1] - pages_at[0];
+    assert!(growth * 4096 < 1024 * 1024, "the database grew by {growth} pages ({pages_at:?})");
+    // Still answered: the newest are kept, the oldest answered ones went.
+    let kept = d.admin().await.get("/admin/tool-requests?limit=500").await.expect("log").json();
+    let log = kept["tool_requests"].as_array().expect("log");
+    assert_eq!(log[0]["request_id"], "r49");
+    assert!(log.iter().all(|r| r["status"] == "gone"), "all ended with their sessions");
+}
