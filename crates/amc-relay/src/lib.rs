@@ -26,4 +26,4 @@ pub use service::{
     MAX_POST_BYTES, MAX_WAIT_SECONDS, Minted, PAGE_BUDGET_BYTES, Page, PageMessage, Principal, READ_TOKEN_PREFIX,
     Receipt, Relay, SearchPage, WRITE_TOKEN_PREFIX,
 };
-pub use store::{Access, PERSON, SearchHit, ThreadMeta, TokenInfo};
+pub use store::{Access, BOUNDS, PERSON, RelayBounds, SearchHit, ThreadMeta, TokenInfo};

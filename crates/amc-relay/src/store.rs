@@ -11,7 +11,27 @@ use amc_core::error::{Error, ErrorCode, Result};
 use amc_core::time::{Millis, serde_ms};
 
 /// The relay's migrations, in order, versioned as the `relay` part of the database.
-const MIGRATIONS: &[Migration] = &[("0001_relay", include_str!("migrations/0001_relay.sql"))];
+const MIGRATIONS: &[Migration] = &[
+    ("0001_relay", include_str!("migrations/0001_relay.sql")),
+    ("0002_bounds", include_str!("migrations/0002_bounds.sql")),
+];
+
+/// What one agent may keep in the relay; the person is not bounded. Past a bound, the
+/// agent's next thread, token or post is `QUOTA_EXCEEDED`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RelayBounds {
+    /// Threads it owns.
+    pub threads: u32,
+    /// Read capabilities and write invitations it minted.
+    pub tokens: u32,
+    /// Messages it posted.
+    pub posts: i64,
+    /// Bytes of the messages it posted.
+    pub post_bytes: i64,
+}
+
+/// The relay's bounds per agent (docs/api.md, "Storage bounds").
+pub const BOUNDS: RelayBounds = RelayBounds { threads: 1_000, tokens: 1_000, posts: 100_000, post_bytes: 128 << 20 };
 
 /// The person's principal: they see and may act on every thread.
 pub const PERSON: &str = "person";
@@ -214,6 +234,16 @@ impl RelayStore {
                 }
                 return Ok((meta(tx, &id, principal)?, true));
             }
+            if principal != PERSON {
+                let owned: u32 = tx
+                    .prepare_cached("SELECT count(*) FROM relay_threads WHERE owner = ?1")?
+                    .query_row([principal], |r| r.get(0))?;
+                if owned >= BOUNDS.threads {
+                    return Err(Error::quota(format!(
+                        "this agent owns {owned} threads, as many as AMC keeps for one agent; post in one of them"
+                    )));
+                }
+            }
             tx.prepare_cached(
                 "INSERT INTO relay_threads (id, title, owner, created_at, create_key) VALUES (?1, ?2, ?3, ?4, ?5)",
             )?
@@ -260,6 +290,17 @@ impl RelayStore {
     ) -> Result<TokenInfo> {
         let id = format!("inv_{}", ulid::Ulid::generate());
         self.db.write(|tx| {
+            if created_by != PERSON {
+                let minted: u32 = tx
+                    .prepare_cached("SELECT count(*) FROM relay_tokens WHERE created_by = ?1")?
+                    .query_row([created_by], |r| r.get(0))?;
+                if minted >= BOUNDS.tokens {
+                    return Err(Error::quota(format!(
+                        "this agent minted {minted} tokens, as many as AMC keeps for one agent; share a read \
+                         capability with several agents instead"
+                    )));
+                }
+            }
             tx.prepare_cached(
                 "INSERT INTO relay_tokens (id, thread_id, kind, token_hash, created_by, created_at, expires_at) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
@@ -560,6 +601,20 @@ fn admit(tx: &Transaction<'_>, post: &NewPost) -> Result<Result<Admitted>> {
     if access < Access::Write {
         return Ok(Err(Error::new(ErrorCode::Forbidden, "you have read-only access to this thread")));
     }
+    if author != PERSON {
+        let (posts, bytes): (i64, i64) = tx
+            .prepare_cached("SELECT posts, bytes FROM relay_usage WHERE principal = ?1")?
+            .query_row([author], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?
+            .unwrap_or_default();
+        if posts >= BOUNDS.posts || bytes.saturating_add(post.body.len() as i64) > BOUNDS.post_bytes {
+            return Ok(Err(Error::quota(format!(
+                "this agent posted {posts} messages of {bytes} bytes in all; AMC keeps at most {} messages and {} \
+                 bytes for one agent",
+                BOUNDS.posts, BOUNDS.post_bytes
+            ))));
+        }
+    }
     let latest: i64 = tx
         .prepare_cached("SELECT latest_seq FROM relay_threads WHERE id = ?1")?
         .query_row([thread_id], |r| r.get(0))?;
@@ -582,5 +637,10 @@ fn write_post(tx: &Transaction<'_>, post: &NewPost, seq: i64) -> Result<RelayMes
     .execute(params![thread_id, seq, author, body, reply_to_seq, now, key, hash.as_slice()])?;
     tx.prepare_cached("INSERT INTO relay_fts (thread_id, seq, text) VALUES (?1, ?2, ?3)")?
         .execute(params![thread_id, seq, body])?;
+    tx.prepare_cached(
+        "INSERT INTO relay_usage (principal, posts, bytes) VALUES (?1, 1, ?2) \
+         ON CONFLICT (principal) DO UPDATE SET posts = posts + 1, bytes = bytes + excluded.bytes",
+    )?
+    .execute(params![author, body.len() as i64])?;
     Ok(RelayMessage { seq, author: author.clone(), body: body.clone(), reply_to_seq: *reply_to_seq, created_at: *now })
 }

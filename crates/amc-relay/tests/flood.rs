@@ -183,3 +183,105 @@ async fn a_database_error_checking_one_post_of_a_group_stores_none_of_it() {
     let page = relay.read(&person, thread, None, Some(10)).await.expect("read");
     assert!(page.messages.is_empty(), "no post of the group stored: {:?}", page.messages);
 }
+
+/// Pages of AMC's database in use, and what the agent's posts take by its own count.
+fn used_pages(amc: &Amc) -> i64 {
+    amc.database()
+        .read(|tx| {
+            Ok(tx.query_row(
+                "SELECT (SELECT page_count FROM pragma_page_count()) - (SELECT freelist_count FROM pragma_freelist_count())",
+                [],
+                |r| r.get(0),
+            )?)
+        })
+        .expect("pages")
+}
+
+/// Checks that `r` is the agent's bound refusing `what`.
+fn quota<T>(r: Result<T, amc_core::Error>, what: &str) {
+    match r {
+        Err(e) => assert_eq!(e.code, ErrorCode::QuotaExceeded, "{what}: {e:?}"),
+        Ok(_) => panic!("{what} past the bound was taken"),
+    }
+}
+
+/// One agent's token creating threads, minting tokens and posting without end: each stops
+/// at its bound with `QUOTA_EXCEEDED`, the database stops growing, and the person and other
+/// agents go on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_agent_flooding_the_relay_stops_at_its_bounds() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (amc, relay) = amc_and_relay(dir.path());
+    let bounds = amc_relay::BOUNDS;
+    let agent = Principal::Agent("flood".into());
+
+    let mut first = None;
+    for i in 0..bounds.threads {
+        let t = relay.create_thread(&agent, format!("t{i}"), format!("k{i}")).await.expect("thread");
+        first.get_or_insert(t.thread_id);
+    }
+    let thread = first.expect("a thread");
+    quota(relay.create_thread(&agent, "one more".into(), "more".into()).await, "a thread");
+    let again = relay.create_thread(&agent, "t0".into(), "k0".into()).await.expect("the same key again");
+    assert_eq!(again.thread_id, thread, "an earlier thread is still found by its key");
+
+    for _ in 0..bounds.tokens {
+        relay.mint(&agent, thread.clone(), "read".into(), None).await.expect("mint");
+    }
+    quota(relay.mint(&agent, thread.clone(), "write".into(), None).await, "a token");
+
+    // Posts of 16 KiB, many at a time, until the bytes bound refuses them.
+    let body = "p".repeat(amc_relay::MAX_POST_BYTES);
+    let fits = bounds.post_bytes / amc_relay::MAX_POST_BYTES as i64;
+    let mut sent = 0;
+    while sent < fits + 64 {
+        let calls: Vec<_> = (sent..sent + 64)
+            .map(|i| {
+                let (relay, agent, thread, body) = (relay.clone(), agent.clone(), thread.clone(), body.clone());
+                tokio::spawn(async move { relay.send(&agent, thread, body, None, format!("p{i}")).await })
+            })
+            .collect();
+        for (i, call) in (sent..).zip(calls) {
+            match call.await.expect("post") {
+                Ok(_) => assert!(i < fits, "post {i} past the bound was taken"),
+                Err(e) => assert_eq!((i >= fits, e.code), (true, ErrorCode::QuotaExceeded), "post {i}: {e:?}"),
+            }
+        }
+        sent += 64;
+    }
+    let pages = used_pages(&amc);
+    for i in 0..256 {
+        quota(relay.send(&agent, thread.clone(), body.clone(), None, format!("more{i}")).await, "a post");
+    }
+    assert_eq!(used_pages(&amc), pages, "refused posts take no room");
+    eprintln!(
+        "relay: {} threads, {} tokens, {fits} posts of 16 KiB kept; database {} MB",
+        bounds.threads,
+        bounds.tokens,
+        pages * 4096 / 1_000_000
+    );
+
+    // The count bound, with the agent's count just under it.
+    amc.database()
+        .write(|tx| {
+            tx.execute(
+                "UPDATE relay_usage SET posts = ?1, bytes = 0 WHERE principal = 'agent:flood'",
+                [bounds.posts - 1],
+            )?;
+            Ok(())
+        })
+        .expect("usage");
+    relay.send(&agent, thread.clone(), "the last one".into(), None, "last".into()).await.expect("the last post");
+    quota(relay.send(&agent, thread.clone(), "past it".into(), None, "past".into()).await, "a post past the count");
+    // The same key again answers with the post it made.
+    relay.send(&agent, thread.clone(), "the last one".into(), None, "last".into()).await.expect("a repeat");
+
+    // Others go on: the person, and another agent in the flooded thread.
+    let person = Principal::Person;
+    relay.create_thread(&person, "mine".into(), "mine".into()).await.expect("the person's thread");
+    let invite = relay.mint(&agent, thread.clone(), "write".into(), None).await;
+    quota(invite, "another token");
+    let other = Principal::Agent("other".into());
+    let own = relay.create_thread(&other, "other's".into(), "o".into()).await.expect("another agent's thread");
+    relay.send(&other, own.thread_id, "fine".into(), None, "o1".into()).await.expect("another agent's post");
+}
