@@ -8,6 +8,7 @@
 //!   send policy, idempotency, rate limits) applied in one place.
 //! - [`sender`]: the interface sources implement to deliver an agent's send.
 //! - [`attach`]: checks on the files and URLs an agent asks to send.
+//! - [`rank`]: search results ranked over what the caller may see.
 //! - [`events`]: the change feed the UI follows.
 //! - [`every`]: periodic work kept by threads of its own, so an idle AMC rarely wakes.
 //! - [`config`]: validated configuration.
@@ -25,6 +26,7 @@ pub mod every;
 pub mod files;
 pub mod ids;
 pub mod model;
+pub mod rank;
 pub mod ratelimit;
 pub mod sender;
 pub mod service;

@@ -469,45 +469,71 @@ impl RelayStore {
         })
     }
 
-    /// Full-text search, ranked by bm25, restricted in the query itself to threads
-    /// `principal` can see. `fts_query` must already be quoted tokens. When more than
-    /// [`RANK_UP_TO`] entries match (words in nearly every message), ranking them all
-    /// costs tens of milliseconds and says little: the newest come first instead, read
-    /// straight off the index.
+    /// Full-text search, restricted in the query itself to threads `principal` can see,
+    /// and ranked among the matches there alone ([`amc_core::rank`]): bm25 over the whole
+    /// index would weigh the words by threads the caller cannot see. `fts_query` must
+    /// already be quoted tokens. When more than [`RANK_UP_TO`] entries match (words in
+    /// nearly every message), ranking them all costs much and says little: the newest come
+    /// first instead, read straight off the index.
     pub fn search(&self, principal: &str, fts_query: &str, offset: u32, limit: u32) -> Result<Vec<SearchHit>> {
+        const VISIBLE: &str = "relay_fts MATCH ?2 AND (?1 = 'person' OR f.thread_id IN \
+            (SELECT thread_id FROM relay_members WHERE principal = ?1))";
         self.db.read(|tx| {
             // Counted in the caller's threads only: how a search orders its hits must say
             // nothing of threads the caller cannot see.
             let matches: u32 = tx
-                .prepare_cached(
-                    "SELECT count(*) FROM (SELECT 1 FROM relay_fts f WHERE relay_fts MATCH ?2 \
-                     AND (?1 = 'person' OR f.thread_id IN (SELECT thread_id FROM relay_members \
-                       WHERE principal = ?1)) LIMIT ?3)",
-                )?
+                .prepare_cached(&format!("SELECT count(*) FROM (SELECT 1 FROM relay_fts f WHERE {VISIBLE} LIMIT ?3)"))?
                 .query_row(params![principal, fts_query, RANK_UP_TO + 1], |r| r.get(0))?;
-            let order = if matches > RANK_UP_TO { "f.rowid DESC" } else { "bm25(relay_fts), f.thread_id, f.seq" };
-            let sql = format!(
-                "SELECT f.thread_id, t.title, f.seq, snippet(relay_fts, 2, '[', ']', '…', 16), \
+            let page: Vec<i64> = if matches > RANK_UP_TO {
+                tx.prepare_cached(&format!(
+                    "SELECT f.rowid FROM relay_fts f WHERE {VISIBLE} ORDER BY f.rowid DESC LIMIT ?4 OFFSET ?3"
+                ))?
+                .query_map(params![principal, fts_query, offset, limit], |r| r.get(0))?
+                .collect::<rusqlite::Result<_>>()?
+            } else {
+                let mut stmt =
+                    tx.prepare_cached(&format!("SELECT f.rowid, f.text, f.thread_id, f.seq FROM relay_fts f WHERE {VISIBLE}"))?;
+                let rows = stmt
+                    .query_map(params![principal, fts_query], |r| {
+                        Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?, r.get::<_, i64>(3)?))
+                    })?
+                    .collect::<rusqlite::Result<Vec<_>>>()?;
+                let terms = amc_core::rank::Terms::from_quoted(fts_query, []);
+                let texts: Vec<&str> = rows.iter().map(|(_, text, _, _)| text.as_str()).collect();
+                let scores = amc_core::rank::scores(&terms, &texts);
+                let mut order: Vec<usize> = (0..rows.len()).collect();
+                order.sort_by(|&a, &b| {
+                    let key = |i: usize| (&rows[i].2, rows[i].3);
+                    scores[b].total_cmp(&scores[a]).then_with(|| key(a).cmp(&key(b)))
+                });
+                order.into_iter().skip(offset as usize).take(limit as usize).map(|i| rows[i].0).collect()
+            };
+            let ids = serde_json::to_string(&page).map_err(Error::internal)?;
+            let mut stmt = tx.prepare_cached(
+                "SELECT f.rowid, f.thread_id, t.title, f.seq, snippet(relay_fts, 2, '[', ']', '…', 16), \
                  coalesce((SELECT m.author FROM relay_messages m WHERE m.thread_id = f.thread_id AND m.seq = f.seq), t.owner) \
                  FROM relay_fts f JOIN relay_threads t ON t.id = f.thread_id \
-                 WHERE relay_fts MATCH ?2 \
-                 AND (?1 = 'person' OR EXISTS (SELECT 1 FROM relay_members m WHERE m.thread_id = f.thread_id AND m.principal = ?1)) \
-                 ORDER BY {order} LIMIT ?4 OFFSET ?3"
-            );
-            let mut stmt = tx.prepare_cached(&sql)?;
-            let rows = stmt.query_map(params![principal, fts_query, offset, limit], |r| {
-                let seq: i64 = r.get(2)?;
-                let author: String = r.get(4)?;
-                Ok(SearchHit {
-                    thread_id: r.get(0)?,
-                    title: r.get(1)?,
-                    seq: (seq > 0).then_some(seq),
-                    untrusted_content: author != principal,
-                    author,
-                    snippet: r.get(3)?,
-                })
-            })?;
-            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+                 WHERE relay_fts MATCH ?2 AND f.rowid IN (SELECT value FROM json_each(?3))",
+            )?;
+            let mut rows = stmt
+                .query_map(params![principal, fts_query, ids], |r| {
+                    let seq: i64 = r.get(3)?;
+                    let author: String = r.get(5)?;
+                    Ok((
+                        r.get::<_, i64>(0)?,
+                        SearchHit {
+                            thread_id: r.get(1)?,
+                            title: r.get(2)?,
+                            seq: (seq > 0).then_some(seq),
+                            untrusted_content: author != principal,
+                            author,
+                            snippet: r.get(4)?,
+                        },
+                    ))
+                })?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            rows.sort_by_key(|(rowid, _)| page.iter().position(|p| p == rowid));
+            Ok(rows.into_iter().map(|(_, hit)| hit).collect())
         })
     }
 
@@ -525,7 +551,7 @@ impl RelayStore {
     }
 }
 
-/// Up to how many matching entries a search ranks by bm25; beyond, the newest come first.
+/// Up to how many matching entries a search ranks; beyond, the newest come first.
 pub const RANK_UP_TO: u32 = 5_000;
 
 fn decode_hex(s: &str) -> Option<Vec<u8>> {

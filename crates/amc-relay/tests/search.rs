@@ -45,3 +45,28 @@ async fn a_word_in_nearly_every_post_finds_the_newest_first() {
     let seqs: Vec<Option<i64>> = page.hits.iter().map(|h| h.seq).collect();
     assert_eq!(seqs[0], Some(1), "ranked by bm25, as for any word with few matches in the agent's threads: {seqs:?}");
 }
+
+/// Nor do they weigh its words: bm25 over the whole index would give "beta" less weight
+/// once another agent's thread holds it a thousand times, and rank the post with more
+/// "alpha" first. Ranked among the caller's own matches, the order stays.
+#[tokio::test]
+async fn threads_the_caller_cannot_see_never_weigh_its_search_terms() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = RawConfig { data_dir: Some(dir.path().to_owned()), ..Default::default() }.validate().expect("config");
+    let amc = Amc::start(config, Senders::default()).expect("start");
+    let relay = Relay::open(&amc).expect("relay");
+    let (me, other) = (Principal::Agent("me".into()), Principal::Agent("other".into()));
+    let mine = relay.create_thread(&me, "notes".into(), "m".into()).await.expect("thread").thread_id;
+    for (i, body) in ["alpha beta beta beta", "alpha alpha alpha beta"].into_iter().enumerate() {
+        relay.send(&me, mine.clone(), body.into(), None, format!("m{i}")).await.expect("post");
+    }
+    let order = |page: amc_relay::SearchPage| page.hits.iter().map(|h| h.seq).collect::<Vec<_>>();
+    let before = order(relay.search(&me, "alpha beta".into(), None, Some(10)).await.expect("search"));
+    assert_eq!(before, [Some(1), Some(2)], "equal weights: thread order");
+    let theirs = relay.create_thread(&other, "theirs".into(), "t".into()).await.expect("thread").thread_id;
+    for i in 0..1_000 {
+        relay.send(&other, theirs.clone(), format!("beta {i}"), None, format!("t{i}")).await.expect("post");
+    }
+    let after = order(relay.search(&me, "alpha beta".into(), None, Some(10)).await.expect("search"));
+    assert_eq!(after, before, "another agent's thread weighed the words");
+}

@@ -12,7 +12,7 @@ use crate::error::Result;
 use crate::model::{Envelope, Source};
 use crate::time::Millis;
 
-/// Up to how many matches a search is ranked by bm25; beyond, the newest come first.
+/// Up to how many matches a search ranks; beyond, the newest come first.
 pub const RANK_UP_TO: u32 = 5_000;
 
 /// The scripts written without spaces between words (Thai, Lao, Myanmar, Khmer, kana,
@@ -118,11 +118,12 @@ fn quoted(term: &str) -> String {
     format!("\"{}\"", term.replace('"', "\"\""))
 }
 
-/// The SQL and the values of a search: the FTS table that drives it (its `MATCH`, its
-/// rank and its snippet), and the other terms as conditions on its rowid.
+/// The SQL and the values of a search: the FTS table that drives it (its `MATCH` and its
+/// snippet), whether its matches can be ranked, and the other terms as conditions on its
+/// rowid.
 struct Plan {
     driver: &'static str,
-    rank: Option<&'static str>,
+    rankable: bool,
     excerpt: &'static str,
     conditions: Vec<String>,
     values: Vec<Value>,
@@ -137,15 +138,13 @@ impl Plan {
     fn new(q: &SearchQuery) -> Self {
         let (long, short): (Vec<&String>, Vec<&String>) =
             q.substrings.iter().partition(|s| s.chars().count() >= TRIGRAM);
-        let (driver, rank, excerpt) = match (&q.words, long.is_empty()) {
-            (Some(_), _) => ("messages_fts", Some("bm25(messages_fts)"), "snippet(messages_fts, 0, '[', ']', '…', 12)"),
-            (None, false) => {
-                ("messages_cjk", Some("bm25(messages_cjk)"), "snippet(messages_cjk, 0, '[', ']', '…', 16)")
-            }
+        let (driver, rankable, excerpt) = match (&q.words, long.is_empty()) {
+            (Some(_), _) => ("messages_fts", true, "snippet(messages_fts, 0, '[', ']', '…', 12)"),
+            (None, false) => ("messages_cjk", true, "snippet(messages_cjk, 0, '[', ']', '…', 16)"),
             // Only terms of one or two characters: the indexed texts are scanned, newest first.
-            (None, true) => ("messages_cjk", None, "NULL"),
+            (None, true) => ("messages_cjk", false, "NULL"),
         };
-        let mut plan = Plan { driver, rank, excerpt, conditions: Vec::new(), values: Vec::new() };
+        let mut plan = Plan { driver, rankable, excerpt, conditions: Vec::new(), values: Vec::new() };
         if let Some(w) = &q.words {
             let p = plan.bind(w.clone());
             plan.conditions.push(format!("messages_fts MATCH {p}"));
@@ -191,10 +190,31 @@ fn excerpt_around(text: &str, terms: &[String]) -> String {
     )
 }
 
+/// The rowids of the page `q` asks for among every match in `from` (the matches the
+/// caller may see), ranked over those matches alone ([`crate::rank`]), then the newest.
+fn ranked_page(tx: &rusqlite::Transaction<'_>, plan: &Plan, from: &str, q: &SearchQuery) -> Result<Vec<i64>> {
+    let sql = format!("SELECT {}.rowid, m.text, m.sent_at, m.id FROM {from}", plan.driver);
+    let mut stmt = tx.prepare_cached(&sql)?;
+    let rows = stmt
+        .query_map(params_from_iter(&plan.values), |r| {
+            Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get::<_, i64>(2)?, r.get::<_, String>(3)?))
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let terms =
+        crate::rank::Terms::from_quoted(q.words.as_deref().unwrap_or(""), q.substrings.iter().map(String::as_str));
+    let texts: Vec<&str> = rows.iter().map(|(_, text, _, _)| text.as_str()).collect();
+    let scores = crate::rank::scores(&terms, &texts);
+    let mut order: Vec<usize> = (0..rows.len()).collect();
+    order.sort_by(|&a, &b| {
+        scores[b].total_cmp(&scores[a]).then_with(|| rows[b].2.cmp(&rows[a].2)).then_with(|| rows[b].3.cmp(&rows[a].3))
+    });
+    Ok(order.into_iter().skip(q.offset as usize).take(q.limit as usize).map(|i| rows[i].0).collect())
+}
+
 impl Store {
     /// Messages matching `q` that `agent` may see (`None`: the person, who sees every
-    /// approved channel), best first: bm25, then the newest; the newest first when more
-    /// than [`RANK_UP_TO`] of the messages `agent` may see match.
+    /// approved channel), best first (ranked among those messages alone), then the newest;
+    /// the newest first when more than [`RANK_UP_TO`] of them match.
     pub fn search(&self, agent: Option<&str>, q: &SearchQuery) -> Result<Vec<SearchHit>> {
         let mut plan = Plan::new(q);
         self.read(|tx| {
@@ -228,34 +248,48 @@ impl Store {
                 wheres.join(" AND "),
                 driver = plan.driver
             );
-            // bm25 needs every match scored and sorted: past a few thousand matches (a word
-            // in nearly every message) that costs hundreds of milliseconds and ranks nothing
-            // useful, so the newest stored come first, read straight off the index. The
-            // matches are counted among those the caller may see, with its own filters:
-            // how its answer is ordered says nothing of channels hidden from it.
-            let ranked = match plan.rank {
-                Some(rank) => {
-                    let count = format!("SELECT count(*) FROM (SELECT 1 FROM {from} LIMIT {})", RANK_UP_TO + 1);
-                    let n: u32 = tx.prepare_cached(&count)?.query_row(params_from_iter(&plan.values), |r| r.get(0))?;
-                    (n <= RANK_UP_TO).then_some(rank)
-                }
-                None => None,
+            // Ranking needs every match scored and sorted: past a few thousand matches (a
+            // word in nearly every message) that costs much and ranks nothing useful, so the
+            // newest stored come first, read straight off the index. The matches are counted
+            // among those the caller may see, with its own filters, and ranked among them
+            // alone (`rank`): how its answer is ordered says nothing of channels hidden from it.
+            let ranked = plan.rankable && {
+                let count = format!("SELECT count(*) FROM (SELECT 1 FROM {from} LIMIT {})", RANK_UP_TO + 1);
+                let n: u32 = tx.prepare_cached(&count)?.query_row(params_from_iter(&plan.values), |r| r.get(0))?;
+                n <= RANK_UP_TO
             };
-            let order = match ranked {
-                Some(rank) => format!("{rank}, m.sent_at DESC, m.id DESC"),
-                None => format!("{}.rowid DESC", plan.driver),
+            let driver = plan.driver;
+            let (sql, page) = if ranked {
+                let page = ranked_page(tx, &plan, &from, q)?;
+                let ids = plan.bind(serde_json::to_string(&page).map_err(crate::error::Error::internal)?);
+                let sql = format!(
+                    "SELECT {ENVELOPE_COLS}, {}, {driver}.rowid FROM {from} \
+                     AND {driver}.rowid IN (SELECT value FROM json_each({ids}))",
+                    plan.excerpt
+                );
+                (sql, Some(page))
+            } else {
+                let (limit, offset) = (plan.bind(i64::from(q.limit)), plan.bind(i64::from(q.offset)));
+                let sql = format!(
+                    "SELECT {ENVELOPE_COLS}, {}, {driver}.rowid FROM {from} \
+                     ORDER BY {driver}.rowid DESC LIMIT {limit} OFFSET {offset}",
+                    plan.excerpt
+                );
+                (sql, None)
             };
-            let (limit, offset) = (plan.bind(i64::from(q.limit)), plan.bind(i64::from(q.offset)));
-            let sql = format!(
-                "SELECT {ENVELOPE_COLS}, {} FROM {from} ORDER BY {order} LIMIT {limit} OFFSET {offset}",
-                plan.excerpt
-            );
             let mut stmt = tx.prepare_cached(&sql)?;
-            let rows = stmt
+            let mut rows = stmt
                 .query_map(params_from_iter(&plan.values), |r| {
-                    Ok((envelope_from_row(r)?, r.get::<_, Option<String>>(ENVELOPE_WIDTH)?))
+                    Ok((
+                        r.get::<_, i64>(ENVELOPE_WIDTH + 1)?,
+                        (envelope_from_row(r)?, r.get::<_, Option<String>>(ENVELOPE_WIDTH)?),
+                    ))
                 })?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
+            if let Some(page) = page {
+                rows.sort_by_key(|(rowid, _)| page.iter().position(|p| p == rowid));
+            }
+            let rows = rows.into_iter().map(|(_, row)| row);
             let (mut messages, excerpts): (Vec<Envelope>, Vec<Option<String>>) = rows.into_iter().unzip();
             load_attachments(tx, &mut messages)?;
             Ok(messages

@@ -257,3 +257,21 @@ async fn hidden_channels_never_change_how_an_agents_results_are_ordered() {
     d.approve(&others, json!({ "history": "all", "agents": ["other"] })).await;
     assert_eq!(found(&mut agent, "parcel").await, ranked, "hidden matches changed the order");
 }
+
+/// Nor do they weigh its words: bm25 over the whole index would give "alpha" less weight
+/// once a hidden channel holds it a thousand times, and put the message with more "beta"
+/// first. Ranked over the agent's own matches, the order stays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hidden_channels_never_weigh_an_agents_search_terms() {
+    let d = Daemon::start().await;
+    let (mut agent, _) = d.agent("claude").await;
+    let t0 = now_ms() - 60_000;
+    let msgs = vec![msg("b", "alpha beta beta beta", t0), msg("a", "alpha alpha alpha beta", t0 + 1_000)];
+    let (ch, _) = d.ingest(Source::Imessage, "seen", msgs).await;
+    d.approve(&ch, json!({ "history": "all" })).await;
+    let before = found(&mut agent, "alpha beta").await;
+    assert_eq!(before, ["alpha alpha alpha beta", "alpha beta beta beta"], "equal weights: the newest first");
+    let hidden: Vec<_> = (0..1_000).map(|i| msg(&format!("h{i}"), &format!("alpha {i}"), now_ms())).collect();
+    d.ingest(Source::Imessage, "pending", hidden).await;
+    assert_eq!(found(&mut agent, "alpha beta").await, before, "a hidden channel weighed the words");
+}
