@@ -211,6 +211,13 @@ async fn only_an_ack_the_daemon_handed_to_this_agent_moves_its_push() {
         let r = agent.post("/messages/push/ack", &json!({ "ack": forged })).await.expect("ack");
         assert_eq!((r.status.as_u16(), code(&r)), (422, "VALIDATION_FAILED".to_owned()), "{forged}");
     }
+    // Nothing of them was kept.
+    let kept: i64 = d
+        .amc
+        .database()
+        .read(|tx| Ok(tx.query_row("SELECT count(*) FROM push_channels", [], |r| r.get(0))?))
+        .expect("count");
+    assert_eq!(kept, 0, "a forged ack's channels were stored");
     // The push still tells what comes next, also after a restart.
     d.ingest(Source::Imessage, "a", vec![msg("a-1", "still told", now_ms())]).await;
     assert_eq!(told(&next(&mut agent, 25).await), ["still told"]);
