@@ -1,5 +1,6 @@
 //! The admin commands: they talk to the running daemon's admin API over its socket,
-//! with the admin token from the data directory.
+//! with the admin token from the data directory. Every string the daemon answers with
+//! is printed through `shown` (a test holds it).
 #![allow(clippy::print_stdout)]
 
 use anyhow::bail;
@@ -8,6 +9,8 @@ use serde_json::{Value, json};
 
 use amc_client::Connection;
 use amc_core::config::RawConfig;
+
+use crate::shown::{self, Shown, entries, field as s, lines, text, verbatim};
 
 #[derive(Subcommand)]
 pub enum AgentCmd {
@@ -45,7 +48,7 @@ pub enum Policy {
 }
 
 impl Policy {
-    fn as_str(self) -> &'static str {
+    fn api_name(self) -> &'static str {
         match self {
             Self::ReadOnly => "read_only",
             Self::Review => "review",
@@ -154,24 +157,22 @@ pub(crate) async fn connect(raw: RawConfig) -> anyhow::Result<Connection> {
     }
 }
 
-/// Checks the status and returns the JSON body, or fails with the envelope's message.
+/// Checks the status and returns the JSON body, or fails with the envelope's message
+/// (`main` shows the error as it shows all text from the daemon).
 fn ok(resp: amc_client::Response) -> anyhow::Result<Value> {
     let body = resp.json();
     if !resp.status.is_success() {
-        let code = body["error"]["code"].as_str().unwrap_or("ERROR");
-        let message = body["error"]["message"].as_str().unwrap_or("request failed");
+        let error = &body["error"];
+        let code = Some(verbatim(error, "code")).filter(|c| !c.is_empty()).unwrap_or("ERROR");
+        let message = Some(verbatim(error, "message")).filter(|m| !m.is_empty()).unwrap_or("request failed");
         bail!("{code}: {message}");
     }
     Ok(body)
 }
 
 fn print_json(v: &Value) -> anyhow::Result<()> {
-    say!("{}", serde_json::to_string_pretty(v)?);
+    say!("{}", shown::json(v)?);
     Ok(())
-}
-
-fn s<'a>(v: &'a Value, key: &str) -> &'a str {
-    v[key].as_str().unwrap_or("-")
 }
 
 /// What to give each MCP host for this agent: Claude Code's command (for every project:
@@ -213,7 +214,7 @@ pub async fn agent(raw: RawConfig, json_out: bool, cmd: AgentCmd) -> anyhow::Res
             let v = ok(c.post("/admin/agents", &json!({ "id": id })).await?)?;
             if let Some(file) = &mcpb {
                 let path = format!("/admin/agents/{id}/bundle");
-                let resp = c.post(&path, &json!({ "token": s(&v, "token") })).await?;
+                let resp = c.post(&path, &json!({ "token": verbatim(&v, "token") })).await?;
                 if !resp.status.is_success() {
                     ok(resp)?;
                 } else {
@@ -228,7 +229,7 @@ pub async fn agent(raw: RawConfig, json_out: bool, cmd: AgentCmd) -> anyhow::Res
                 print_json(&v)?;
             } else {
                 say!("Added agent {id}. Its token, shown this once:\n\n{}\n", s(&v, "token"));
-                say!("{}", host_configs(&id, s(&v, "token"), s(&v, "mcp_command"), data_dir.as_deref()));
+                say!("{}", host_configs(&id, verbatim(&v, "token"), verbatim(&v, "mcp_command"), data_dir.as_deref()));
             }
         }
         AgentCmd::List => {
@@ -259,7 +260,7 @@ fn print_channel(ch: &Value) {
     let seen_by = match ch["agents"].as_array() {
         None => "all agents".to_owned(),
         Some(list) if list.is_empty() => "no agent".to_owned(),
-        Some(list) => list.iter().filter_map(|a| a["id"].as_str()).collect::<Vec<_>>().join(","),
+        Some(list) => list.iter().filter_map(|a| text(&a["id"]).map(|id| id.to_string())).collect::<Vec<_>>().join(","),
     };
     say!(
         "{:<30} {:<8} {:<5} {:<8} {:<9} {:>6} msgs  {}  (seen by {seen_by})",
@@ -300,7 +301,7 @@ pub async fn channel(raw: RawConfig, json_out: bool, cmd: ChannelCmd) -> anyhow:
                 (None, History::FromNow) => json!({ "history": "from_now" }),
             };
             if let Some(p) = policy {
-                body["send_policy"] = json!(p.as_str());
+                body["send_policy"] = json!(p.api_name());
             }
             if !agents.is_empty() {
                 body["agents"] = json!(agents);
@@ -318,7 +319,7 @@ pub async fn channel(raw: RawConfig, json_out: bool, cmd: ChannelCmd) -> anyhow:
         }
         ChannelCmd::Block { id } => ok(c.post(&format!("/admin/channels/{id}/block"), &json!({})).await?)?,
         ChannelCmd::Policy { id, policy } => {
-            ok(c.post(&format!("/admin/channels/{id}/policy"), &json!({ "send_policy": policy.as_str() })).await?)?
+            ok(c.post(&format!("/admin/channels/{id}/policy"), &json!({ "send_policy": policy.api_name() })).await?)?
         }
     };
     if json_out {
@@ -338,14 +339,27 @@ fn print_send(snd: &Value) {
         s(snd, "channel_name"),
         s(snd, "source")
     );
-    for line in s(snd, "text").lines() {
+    // Each line of the text on its own printed line, after a mark no line of the text can
+    // remove (a carriage return or an escape sequence is shown, not acted on).
+    for line in lines(verbatim(snd, "text")) {
         say!("    | {line}");
     }
     for a in snd["attachments"].as_array().into_iter().flatten() {
         say!("    + {} ({} bytes, from {})", s(a, "filename"), a["size_bytes"].as_u64().unwrap_or(0), s(a, "origin"));
     }
-    if let Some(e) = snd["error_message"].as_str() {
+    if let Some(e) = text(&snd["error_message"]) {
         say!("    ! {e}");
+    }
+}
+
+/// A message of a conversation: `head` (who and when), then its text; each further line
+/// of the text indented under the first, so that no line of it passes for a message.
+fn print_message(head: &str, text: &str) {
+    let mut text_lines = lines(text);
+    say!("{head}{}", text_lines.next().unwrap_or(Shown("")));
+    let indent = " ".repeat(head.chars().count());
+    for line in text_lines {
+        say!("{indent}{line}");
     }
 }
 
@@ -369,8 +383,9 @@ pub async fn review(raw: RawConfig, json_out: bool, cmd: ReviewCmd) -> anyhow::R
                 if let Some(conv) = snd["conversation"].as_array().filter(|c| !c.is_empty()) {
                     say!("-- conversation in {} --", s(snd, "channel_name"));
                     for m in conv {
-                        let who = m["sender"]["display_name"].as_str().or(m["sender"]["id"].as_str()).unwrap_or("?");
-                        say!("  {} {}: {}", s(m, "sent_at"), who, s(m, "text"));
+                        let sender = &m["sender"];
+                        let who = text(&sender["display_name"]).or(text(&sender["id"])).unwrap_or(Shown("?"));
+                        print_message(&format!("  {} {who}: ", s(m, "sent_at")), verbatim(m, "text"));
                     }
                 }
                 print_send(snd);
@@ -417,10 +432,15 @@ pub async fn status(raw: RawConfig, json_out: bool) -> anyhow::Result<()> {
     if let Some(line) = indexing(&v["search_index"]) {
         say!("{line}");
     }
-    for (name, st) in v["sources"].as_object().into_iter().flatten() {
-        say!("  {name:<9} {}{}", s(st, "state"), st["reason"].as_str().map(|r| format!(": {r}")).unwrap_or_default());
+    for (name, st) in entries(&v["sources"]) {
+        say!("  {:<9} {}{}", name, s(st, "state"), reason(st));
     }
     degraded_status(&v)
+}
+
+/// ": why", when a source's state has a reason.
+fn reason(source: &Value) -> String {
+    text(&source["reason"]).map(|r| format!(": {r}")).unwrap_or_default()
 }
 
 /// The line telling how far indexing older messages for search has come, while it runs.
@@ -454,7 +474,7 @@ pub async fn doctor(raw: RawConfig, chat_db: Option<std::path::PathBuf>) -> anyh
         Ok(mut c) => Some(ok(c.get("/healthz").await?)?),
         Err(e) => {
             problems += 1;
-            say!("  Daemon: PROBLEM: {e:#}");
+            say!("  Daemon: PROBLEM: {}", Shown(&format!("{e:#}")));
             None
         }
     };
@@ -470,7 +490,7 @@ pub async fn doctor(raw: RawConfig, chat_db: Option<std::path::PathBuf>) -> anyh
             }
             Err(e) => {
                 problems += 1;
-                say!("  iMessage: PROBLEM: {}", amc_imessage::watch::full_disk_access_advice(path, &e));
+                say!("  iMessage: PROBLEM: {}", Shown(&amc_imessage::watch::full_disk_access_advice(path, &e)));
             }
         },
     }
@@ -488,15 +508,11 @@ pub async fn doctor(raw: RawConfig, chat_db: Option<std::path::PathBuf>) -> anyh
     }
     if let Some(v) = &health {
         say!("  Daemon: {} (AMC {})", s(v, "status"), s(v, "version"));
-        for (name, st) in v["sources"].as_object().into_iter().flatten() {
+        for (name, st) in entries(&v["sources"]) {
             if st["state"] == "degraded" {
                 problems += 1;
             }
-            say!(
-                "    {name:<9} {}{}",
-                s(st, "state"),
-                st["reason"].as_str().map(|r| format!(": {r}")).unwrap_or_default()
-            );
+            say!("    {:<9} {}{}", name, s(st, "state"), reason(st));
         }
     }
     if problems > 0 {

@@ -1,6 +1,7 @@
 //! `amc`: runs AMC's daemon headless and administers it from the command line.
 //!
-//! Logs go to stderr; stdout carries only command output.
+//! Logs go to stderr; stdout carries only command output. Text from the daemon, which
+//! agents and other people wrote, reaches either only through `shown`.
 
 /// `println!` for command output: when stdout is closed early (`amc … | head`), the
 /// command stops quietly instead of panicking.
@@ -16,6 +17,7 @@ macro_rules! say {
 mod admin;
 mod mcp;
 mod serve;
+mod shown;
 mod ui;
 
 use std::path::PathBuf;
@@ -135,7 +137,8 @@ fn main() -> std::process::ExitCode {
         Err(e) => match e.downcast_ref::<ExitStatus>() {
             Some(ExitStatus(code)) => std::process::ExitCode::from(*code),
             None => {
-                eprintln!("amc: {e:#}");
+                // The daemon's error messages can repeat what an agent or a person wrote.
+                eprintln!("amc: {}", shown::Shown(&format!("{e:#}")));
                 std::process::ExitCode::FAILURE
             }
         },

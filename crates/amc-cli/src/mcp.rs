@@ -7,6 +7,8 @@ use clap::Args;
 use amc_core::config::RawConfig;
 use amc_mcp::bridge::{Bridge, BridgeConfig, Problem, check};
 
+use crate::shown::Shown;
+
 #[derive(Args)]
 pub struct McpArgs {
     /// Read the agent's token from this file instead of AMC_BEARER_TOKEN
@@ -57,13 +59,14 @@ pub async fn run(raw: RawConfig, args: McpArgs) -> anyhow::Result<()> {
         _ => None,
     };
     if let Some(problem) = fixed {
-        eprintln!("amc mcp: {problem}");
+        eprintln!("amc mcp: {}", Shown(&problem.to_string()));
         Bridge::broken(cfg, problem).serve_stdio(host_stdio()).await?;
         return Ok(());
     }
     // Otherwise check now; a daemon started later is picked up by the next request.
     if let Err(problem) = check(&cfg).await {
-        eprintln!("amc mcp: {problem}");
+        // A refusal carries the daemon's message; the host may show stderr in a terminal.
+        eprintln!("amc mcp: {}", Shown(&problem.to_string()));
     } else if cfg.agent_id.is_none() && !args.relay {
         eprintln!(
             "amc mcp: AMC_AGENT_ID is not set: list_unread_messages, mark_read and get_message_context will answer AGENT_ID_REQUIRED"

@@ -5,7 +5,9 @@ mod crash;
 mod discord;
 mod imessage;
 mod private_files;
+mod shown;
 mod stdio;
+mod tidy;
 
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};

@@ -1,0 +1,192 @@
+//! Text from agents and other people, made safe to print on a terminal.
+//!
+//! A terminal acts on what it is given: a carriage return and an escape sequence rewrite
+//! the line, a bidi override reorders it, a zero-width character hides between letters. An
+//! agent could then show the person one text in `amc review list` and have `amc review
+//! approve` send another. Whatever the daemon gives (messages, names, reasons, errors)
+//! reaches the terminal through [`Shown`], which writes each such character as its code
+//! point, `⟨U+202E⟩`; `--json` goes through [`json`], which writes them as `\u202e`.
+//!
+//! Why `⟨U+202E⟩` and not `\u{202E}`: with a backslash form every backslash of the text
+//! must be doubled to stay unambiguous, and backslashes are ordinary in messages (paths,
+//! `¯\_(ツ)_/¯`). The opening bracket U+27E8 is not: it alone is written as `⟨U+27E8⟩`,
+//! so a text can never pass for an escape, and the escape can be read back (the tests
+//! do). `U+XXXX` is how Unicode names a character, and the UI marks the same characters
+//! the same way.
+
+use std::fmt;
+
+use serde::Serialize as _;
+use serde_json::Value;
+
+/// The opening of an escape; in text, written escaped itself.
+const OPEN: char = '⟨';
+
+/// Whether `c` acts on a terminal or cannot be seen there: control characters (C0, DEL,
+/// C1), the line and paragraph separators, the interlinear annotation marks, and every
+/// Default_Ignorable_Code_Point of Unicode (bidi controls, zero-width characters, the
+/// soft hyphen, Hangul fillers, variation selectors, tag characters, and the code points
+/// reserved to be ignored). Those are the characters a renderer draws as nothing.
+pub fn is_hidden(c: char) -> bool {
+    matches!(
+        c,
+        '\0'..='\x1F'               // C0 controls
+            | '\x7F'..='\u{9F}'     // DEL, C1 controls
+            | '\u{AD}'              // soft hyphen
+            | '\u{34F}'             // combining grapheme joiner
+            | '\u{61C}'             // Arabic letter mark
+            | '\u{115F}'..='\u{1160}' | '\u{3164}' | '\u{FFA0}' // Hangul fillers
+            | '\u{17B4}'..='\u{17B5}' // Khmer inherent vowels
+            | '\u{180B}'..='\u{180F}' // Mongolian variation selectors and vowel separator
+            | '\u{200B}'..='\u{200F}' // zero-width space, non-joiner, joiner; LRM, RLM
+            | '\u{2028}'..='\u{2029}' // line and paragraph separators
+            | '\u{202A}'..='\u{202E}' // bidi embeddings and overrides
+            | '\u{2060}'..='\u{206F}' // word joiner, invisible operators, bidi isolates
+            | '\u{FE00}'..='\u{FE0F}' // variation selectors
+            | '\u{FEFF}'            // zero-width no-break space (byte order mark)
+            | '\u{FFF0}'..='\u{FFFB}' // reserved to be ignored; interlinear annotation
+            | '\u{1BCA0}'..='\u{1BCA3}' // shorthand format controls
+            | '\u{1D173}'..='\u{1D17A}' // musical format controls
+            | '\u{E0000}'..='\u{E0FFF}' // tags, variation selectors supplement, reserved
+    )
+}
+
+/// Emoji and the symbols emoji sequences are made of. A zero-width joiner between two of
+/// them is seen (it joins them into one picture, 👩‍💻), so it is left as it is; between
+/// letters it is not seen, and is shown.
+fn is_pictograph(c: char) -> bool {
+    matches!(c, '\u{2300}'..='\u{23FF}' | '\u{2600}'..='\u{27BF}' | '\u{2B00}'..='\u{2BFF}' | '\u{1F000}'..='\u{1FAFF}')
+}
+
+/// Text for a terminal, on one line: every character of [`is_hidden`] (the newline too)
+/// and the bracket `⟨` are written as `⟨U+XXXX⟩`. Two are kept as they are, where they
+/// only change how a character that is shown looks: the text and emoji presentation
+/// selectors (U+FE0E, U+FE0F) right after such a character (❤️), and a zero-width joiner
+/// between two pictographs. Width and alignment (`{:<24}`) apply to what is shown.
+#[derive(Clone, Copy)]
+pub struct Shown<'a>(pub &'a str);
+
+impl Shown<'_> {
+    fn write_to(&self, out: &mut impl fmt::Write) -> fmt::Result {
+        // The last character written as it is (not a presentation selector), if the last
+        // thing written was not an escape.
+        let mut shown_before: Option<char> = None;
+        let mut chars = self.0.chars().peekable();
+        while let Some(c) = chars.next() {
+            let kept = match c {
+                '\u{FE0E}' | '\u{FE0F}' => shown_before.is_some(),
+                '\u{200D}' => {
+                    shown_before.is_some_and(is_pictograph) && chars.peek().is_some_and(|&n| is_pictograph(n))
+                }
+                OPEN => false,
+                c => !is_hidden(c),
+            };
+            if kept {
+                out.write_char(c)?;
+                if !matches!(c, '\u{FE0E}' | '\u{FE0F}') {
+                    shown_before = Some(c);
+                }
+            } else {
+                write!(out, "{OPEN}U+{:04X}⟩", u32::from(c))?;
+                shown_before = None;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for Shown<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if f.width().is_none() && f.precision().is_none() {
+            return self.write_to(f);
+        }
+        let mut shown = String::with_capacity(self.0.len());
+        self.write_to(&mut shown)?;
+        f.pad(&shown)
+    }
+}
+
+/// A text printed line by line, each line [`Shown`]: only a newline breaks it (a carriage
+/// return is shown, `⟨U+000D⟩`), so each printed line is one line of the text. An empty
+/// text has no lines.
+pub fn lines(text: &str) -> impl Iterator<Item = Shown<'_>> {
+    text.split('\n').filter(move |_| !text.is_empty()).map(Shown)
+}
+
+/// The string at `v[key]`, to print; "-" when there is none.
+pub fn field<'a>(v: &'a Value, key: &str) -> Shown<'a> {
+    Shown(v[key].as_str().unwrap_or("-"))
+}
+
+/// The string `v` holds, to print, if it is one.
+pub fn text(v: &Value) -> Option<Shown<'_>> {
+    v.as_str().map(Shown)
+}
+
+/// The members of the object `v`, their names to print.
+pub fn entries(v: &Value) -> impl Iterator<Item = (Shown<'_>, &Value)> {
+    v.as_object().into_iter().flatten().map(|(name, value)| (Shown(name), value))
+}
+
+/// The string at `v[key]` as the daemon gave it ("" when there is none): for [`lines`],
+/// and for what goes back to the daemon or into a configuration to copy (an agent's new
+/// token, the path of `amc`), where escaping would change the value.
+pub fn verbatim<'a>(v: &'a Value, key: &str) -> &'a str {
+    v[key].as_str().unwrap_or_default()
+}
+
+/// `v` as indented JSON, with every character of [`is_hidden`] written as a `\u` escape:
+/// serde_json escapes only C0 controls, so bidi overrides, zero-width characters, C1
+/// controls and U+2028/U+2029 would otherwise reach the terminal as they are. The value
+/// read back is the same.
+pub fn json(v: &Value) -> serde_json::Result<String> {
+    let mut out = Vec::new();
+    v.serialize(&mut serde_json::Serializer::with_formatter(&mut out, Escaping::default()))?;
+    // The serializer writes UTF-8 only.
+    Ok(String::from_utf8(out).unwrap_or_default())
+}
+
+/// serde_json's indented output, escaping hidden characters in strings.
+#[derive(Default)]
+struct Escaping(serde_json::ser::PrettyFormatter<'static>);
+
+/// The formatter's calls for layout, handed to the indenting one.
+macro_rules! layout {
+    ($($name:ident $(($arg:ident: $ty:ty))?),* $(,)?) => {$(
+        fn $name<W: ?Sized + std::io::Write>(&mut self, w: &mut W $(, $arg: $ty)?) -> std::io::Result<()> {
+            self.0.$name(w $(, $arg)?)
+        }
+    )*};
+}
+
+impl serde_json::ser::Formatter for Escaping {
+    layout!(
+        begin_array,
+        end_array,
+        begin_array_value(first: bool),
+        end_array_value,
+        begin_object,
+        end_object,
+        begin_object_key(first: bool),
+        end_object_key,
+        begin_object_value,
+        end_object_value,
+    );
+
+    /// A run of a string that serde_json leaves as it is (it escapes C0 controls, `"` and
+    /// `\` itself, between runs).
+    fn write_string_fragment<W: ?Sized + std::io::Write>(&mut self, w: &mut W, fragment: &str) -> std::io::Result<()> {
+        let mut start = 0;
+        for (i, c) in fragment.char_indices().filter(|&(_, c)| is_hidden(c)) {
+            w.write_all(&fragment.as_bytes()[start..i])?;
+            for unit in c.encode_utf16(&mut [0; 2]) {
+                write!(w, "\\u{unit:04x}")?;
+            }
+            start = i + c.len_utf8();
+        }
+        w.write_all(&fragment.as_bytes()[start..])
+    }
+}
+
+#[cfg(test)]
+mod tests;
