@@ -538,3 +538,122 @@ def test_channels_show_names_and_addresses_never_raw_ids(daemon: UiDaemon, page:
     general = page.locator("li.row", has_text="Home / #general")
     expect(general).to_be_visible()
     expect(general).not_to_contain_text("1189912345678901234")
+
+
+# The strings of the terminal's test (crates/amc-cli/tests/it/shown.rs): an agent's send
+# whose first part a terminal would erase, names that a right-to-left override shows as
+# other words, and zero-width characters.
+REWRITES = "…wired the $4,000 deposit…\r\x1b[2K    | See you at 8!"
+CHANNEL = "Bank\u200b \u202estrelA"
+CONTACT = "\u2066\u202emoM\u2069\ufeff"
+FROM_CONTACT = "send it to the new account\r\x1b[2KSee you at 8?"
+# What must be seen as it is: emoji joined and with their presentation selector.
+EMOJI = "On my way 👩\u200d💻 ❤\ufe0f"
+
+# The characters no text node and no tooltip may hold as they are: controls but the tab
+# and the newline, bidi controls, zero-width and other invisible characters (the set of
+# shown.rs), save a presentation selector after a character and a joiner in an emoji.
+HIDDEN_LEFT = r"""root => {
+    const hidden = /[\0-\x08\x0B-\x1F\x7F-\x9F\xAD\u034F\u061C\u115F\u1160\u17B4\u17B5\u180B-\u180F\u200B-\u200F\u2028-\u202E\u2060-\u206F\u3164\uFE00-\uFE0F\uFEFF\uFFA0\uFFF0-\uFFFB\u{1BCA0}-\u{1BCA3}\u{1D173}-\u{1D17A}\u{E0000}-\u{E0FFF}]/u;
+    const pictograph = /[\u2300-\u23FF\u2600-\u27BF\u2B00-\u2BFF\u{1F000}-\u{1FAFF}]/u;
+    const selector = (c) => c === "\uFE0E" || c === "\uFE0F";
+    const holds = (text) => Array.from(text).some((c, i, all) => {
+        if (!hidden.test(c)) return false;
+        const base = all.slice(0, i).reverse().find((b) => !selector(b));
+        if (selector(c)) return !base || hidden.test(base);
+        if (c === "\u200D") return !(base && pictograph.test(base) && pictograph.test(all[i + 1] ?? ""));
+        return true;
+    });
+    const found = [];
+    const walk = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+    while (walk.nextNode()) if (holds(walk.currentNode.data)) found.push(walk.currentNode.data);
+    for (const el of root.querySelectorAll("[title]")) if (holds(el.title)) found.push(el.title);
+    return found;
+}"""
+
+# Where each letter of an element is drawn, in the order of the text: [[char, top, bottom, left], …].
+LETTERS_DRAWN = """el => {
+    const out = [];
+    const walk = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+    const range = document.createRange();
+    while (walk.nextNode()) {
+        const node = walk.currentNode;
+        for (let i = 0; i < node.data.length; i++) {
+            if (!/[A-Za-z]/.test(node.data[i])) continue;
+            range.setStart(node, i);
+            range.setEnd(node, i + 1);
+            const at = range.getBoundingClientRect();
+            out.push([node.data[i], at.top, at.bottom, at.left]);
+        }
+    }
+    return out;
+}"""
+
+
+def read_in_order(locator) -> None:
+    """The Latin letters of an element are drawn line by line, left to right, in the order
+    of its text: nothing reorders them."""
+    drawn = locator.evaluate(LETTERS_DRAWN)
+    # A line: letters whose middles lie within the first one's height (marks are smaller).
+    lines: list[tuple[float, float]] = []
+    places = []
+    for _, top, bottom, left in drawn:
+        middle = (top + bottom) / 2
+        line = next((i for i, (t, b) in enumerate(lines) if t <= middle <= b), None)
+        if line is None:
+            lines.append((top, bottom))
+            line = len(lines) - 1
+        places.append((lines[line][0], left))
+    order = sorted(range(len(drawn)), key=lambda i: places[i])
+    assert order == sorted(order), "drawn as " + "".join(drawn[i][0] for i in order)
+
+
+def test_text_that_would_hide_or_reorder_itself_is_shown_whole_and_in_order(daemon: UiDaemon, page: Page):
+    out = daemon.admin("POST", "/admin/test/ingest", {
+        "source": "imessage", "chat_id": "bank", "chat_name": CHANNEL,
+        "messages": [{"id": "b1", "text": FROM_CONTACT, "sender": "+15551234567", "sender_name": CONTACT},
+                     {"id": "b2", "text": EMOJI, "sender": "+15551234567", "sender_name": "Ada"}]})
+    ch = out["channel_id"]
+    daemon.admin("POST", f"/admin/channels/{ch}/approve", {"history": "all", "send_policy": "review"})
+    agent = daemon.agent("claude-code")
+    r = agent.send(ch, REWRITES)
+    assert r.json()["status"] == "pending_review", r.text
+
+    open_ui(page, daemon, "Review")
+    card = page.locator("article.send-card")
+    # Where the person approves: the whole draft, each hidden character marked by its code point.
+    draft = card.locator(".draft-text")
+    expect(draft).to_have_text("…wired the $4,000 deposit…⟨U+000D⟩⟨U+001B⟩[2K    | See you at 8!")
+    expect(draft.locator(".hidden-char")).to_have_count(2)
+    expect(draft.locator(".hidden-char").first).to_have_attribute("title", re.compile("carriage return"))
+    heading = card.get_by_role("heading")
+    expect(heading).to_have_text("claude-code → Bank⟨U+200B⟩ ⟨U+202E⟩strelA")
+    read_in_order(heading)
+    conversation = card.locator(".conversation")
+    expect(conversation.locator(".msg").first).to_contain_text("⟨U+2066⟩⟨U+202E⟩moM⟨U+2069⟩⟨U+FEFF⟩")
+    read_in_order(conversation.locator(".msg-meta").first)
+    expect(conversation.locator(".bubble").first).to_have_text("send it to the new account⟨U+000D⟩⟨U+001B⟩[2KSee you at 8?")
+    expect(conversation.locator(".bubble").nth(1)).to_have_text(EMOJI)
+    log_row = page.locator(f'tr[data-send="{r.json()["message_id"]}"]')
+    expect(log_row).to_contain_text("wired the $4,000 deposit…⟨U+000D⟩⟨U+001B⟩[2K")
+    read_in_order(log_row.locator("td").nth(2))
+    assert page.locator("main").evaluate(HIDDEN_LEFT) == []
+
+    page.get_by_role("navigation", name="Sections").get_by_role("link", name="Inbox").click()
+    message = page.locator(".message", has_text="send it to the new account")
+    expect(message).to_contain_text("⟨U+2066⟩⟨U+202E⟩moM⟨U+2069⟩⟨U+FEFF⟩: send it to the new account⟨U+000D⟩")
+    read_in_order(message.locator(".name"))
+    assert page.locator("main").evaluate(HIDDEN_LEFT) == []
+
+    page.get_by_role("navigation", name="Sections").get_by_role("link", name="Channels").click()
+    segment(page, "Allowed").click()
+    name = page.locator(f'li[data-channel="{ch}"] .name')
+    expect(name).to_have_text("Bank⟨U+200B⟩ ⟨U+202E⟩strelA")
+    read_in_order(name)
+    assert page.locator("main").evaluate(HIDDEN_LEFT) == []
+
+    # Approving sends the text as the agent wrote it.
+    page.get_by_role("navigation", name="Sections").get_by_role("link", name="Review").click()
+    card.get_by_role("button", name="Approve and send").click()
+    expect(page.locator(".toast").first).to_contain_text("Sent to Bank⟨U+200B⟩ ⟨U+202E⟩strelA")
+    assert daemon.sent_texts() == [REWRITES]

@@ -1,19 +1,86 @@
 // Small DOM helpers: elements built from data (never from HTML strings, so no text an
-// agent or a contact wrote can become markup), relative times, toasts and dialogs.
+// agent or a contact wrote can become markup, and every text shown with its hidden
+// characters marked), relative times, toasts and dialogs.
 
 import { get } from "./api.js";
+
+// Characters a browser draws as nothing, or that reorder the text around them: controls
+// (but the tab and the newline, which lay the text out), the line and paragraph
+// separators, the interlinear annotation marks, and Unicode's default-ignorable code
+// points (bidi controls, zero-width characters, the soft hyphen, Hangul fillers, variation
+// selectors, tags). The set `amc` shows in a terminal (crates/amc-cli/src/shown.rs), but
+// for those two.
+const HIDDEN = /[\0-\x08\x0B-\x1F\x7F-\x9F\xAD\u034F\u061C\u115F\u1160\u17B4\u17B5\u180B-\u180F\u200B-\u200F\u2028-\u202E\u2060-\u206F\u3164\uFE00-\uFE0F\uFEFF\uFFA0\uFFF0-\uFFFB\u{1BCA0}-\u{1BCA3}\u{1D173}-\u{1D17A}\u{E0000}-\u{E0FFF}]/u;
+// Emoji and the symbols of emoji sequences: a zero-width joiner between two is seen (it
+// joins them into one picture), so it stays.
+const PICTOGRAPH = /[\u2300-\u23FF\u2600-\u27BF\u2B00-\u2BFF\u{1F000}-\u{1FAFF}]/u;
+const SELECTOR = /[\uFE0E\uFE0F]/u;
+const NAMES = {
+  "\0": "null", "\b": "backspace", "\r": "carriage return", "\x1B": "escape", "\x7F": "delete",
+  "\xAD": "soft hyphen", "\u061C": "Arabic letter mark",
+  "\u200B": "zero-width space", "\u200C": "zero-width non-joiner", "\u200D": "zero-width joiner",
+  "\u200E": "left-to-right mark", "\u200F": "right-to-left mark",
+  "\u2028": "line separator", "\u2029": "paragraph separator",
+  "\u202A": "left-to-right embedding", "\u202B": "right-to-left embedding", "\u202C": "pop directional formatting",
+  "\u202D": "left-to-right override", "\u202E": "right-to-left override",
+  "\u2060": "word joiner", "\u2066": "left-to-right isolate", "\u2067": "right-to-left isolate",
+  "\u2068": "first strong isolate", "\u2069": "pop directional isolate", "\uFEFF": "zero-width no-break space",
+};
+
+/**
+ * `text` to show: the text as it is, but each character of HIDDEN as a mark
+ * `⟨U+202E⟩` naming it, so the person sees every part of a text and in its order (a bidi
+ * override, once a mark, reorders nothing). Kept where they only change how the character
+ * before looks: a presentation selector after a character shown (❤️), a joiner between two
+ * pictographs (👩‍💻). `marks: false` gives a plain string, for an attribute.
+ */
+function shown(text, { marks = true } = {}) {
+  text = String(text);
+  if (!HIDDEN.test(text)) return marks ? [text] : text;
+  const parts = [];
+  let run = "";
+  let before = null; // the last character kept, if nothing was marked since
+  const chars = Array.from(text);
+  chars.forEach((c, i) => {
+    const kept = SELECTOR.test(c) ? before !== null
+      : c === "\u200D" ? before !== null && PICTOGRAPH.test(before) && PICTOGRAPH.test(chars[i + 1] ?? "")
+      : !HIDDEN.test(c);
+    if (kept) {
+      run += c;
+      if (!SELECTOR.test(c)) before = c;
+      return;
+    }
+    const code = `U+${c.codePointAt(0).toString(16).toUpperCase().padStart(4, "0")}`;
+    if (run) parts.push(run);
+    run = "";
+    before = null;
+    if (!marks) {
+      parts.push(`⟨${code}⟩`);
+      return;
+    }
+    const mark = document.createElement("span");
+    mark.className = "hidden-char";
+    mark.title = `${code}, ${NAMES[c] ?? (c <= "\x9F" ? "a control character" : "an invisible character")}: the text holds it here, unseen`;
+    mark.textContent = `⟨${code}⟩`;
+    parts.push(mark);
+  });
+  if (run) parts.push(run);
+  return marks ? parts : parts.join("");
+}
 
 /**
  * Builds an element. `attrs` keys: `class`, `text`, `on<event>` (a listener),
  * `dataset` (an object), booleans (`hidden`, `disabled`…) and any attribute.
  * Children may be nodes, strings, or null/false (skipped); arrays are flattened.
+ * Texts (`text`, string children, `title`) are shown with their hidden characters marked.
  */
 export function h(tag, attrs = {}, ...children) {
   const el = document.createElement(tag);
   for (const [key, value] of Object.entries(attrs)) {
     if (value === null || value === undefined || value === false) continue;
     if (key === "class") el.className = value;
-    else if (key === "text") el.textContent = value;
+    else if (key === "text") el.replaceChildren(...shown(value));
+    else if (key === "title") el.title = shown(value, { marks: false });
     else if (key === "dataset") Object.assign(el.dataset, value);
     else if (key.startsWith("on") && typeof value === "function") el.addEventListener(key.slice(2), value);
     else if (value === true) el.setAttribute(key, "");
@@ -27,7 +94,8 @@ function append(el, children) {
   for (const child of children) {
     if (child === null || child === undefined || child === false) continue;
     if (Array.isArray(child)) append(el, child);
-    else el.append(child instanceof Node ? child : String(child));
+    else if (child instanceof Node) el.append(child);
+    else el.append(...shown(child));
   }
 }
 

@@ -128,7 +128,7 @@ function card(s) {
     h("header", { class: "card-head" },
       h("h3", { id: titleId },
         h("span", { class: "agent", text: s.agent_id }), h("span", { class: "muted", text: " → " }),
-        h("span", { text: s.channel_name })),
+        h("bdi", { text: s.channel_name })),
       h("span", { class: "muted" }, SOURCE[s.source] ?? s.source, " · ", time(s.created_at))),
     h("ol", { class: "conversation", "aria-label": `Latest messages with ${s.channel_name}` },
       s.conversation.map(bubble)),
@@ -157,7 +157,7 @@ function bubble(m) {
   const mine = m.sender.is_self || m.direction === "outbound";
   const who = m.direction === "outbound" ? `${m.agent_id ?? "agent"} (via AMC)` : m.sender.is_self ? "You" : (m.sender.display_name ?? m.sender.id);
   return h("li", { class: `msg ${mine ? "out" : "in"}` },
-    h("span", { class: "msg-meta muted" }, who, " · ", time(m.sent_at)),
+    h("span", { class: "msg-meta muted" }, h("bdi", { text: who }), " · ", time(m.sent_at)),
     h("span", { class: `bubble ${mine ? "out" : "in"}`, text: bubbleText(m) }));
 }
 
