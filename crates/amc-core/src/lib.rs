@@ -13,6 +13,7 @@
 //! - [`every`]: periodic work kept by threads of its own, so an idle AMC rarely wakes.
 //! - [`config`]: validated configuration.
 //! - [`token`]: the secrets AMC hands out, and their hashes.
+//! - [`text`]: the characters shown as code points on terminals and screens.
 //! - [`files`]: the files and folders AMC writes, private from the moment they exist.
 //! - [`model`], [`ids`], [`time`], [`error`]: shared types.
 #![deny(missing_docs)]
@@ -34,6 +35,7 @@ pub mod service;
 pub mod store;
 #[cfg(not(feature = "test-support"))]
 pub(crate) mod store;
+pub mod text;
 pub mod time;
 pub mod token;
 

@@ -39,13 +39,54 @@ impl StartFlags {
 }
 
 /// Logs to stderr (stdout may be an MCP channel), in colour on a terminal, filtered by
-/// [`crate::log_filter`] with `default` when `AMC_LOG` is unset.
+/// [`crate::log_filter`] with `default` when `AMC_LOG` is unset. Each line goes through
+/// [`ShownLog`], so a platform's error text or a name in a log line never acts on the
+/// terminal.
 pub fn init_logging(default: &str) {
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_writer(move || ShownLog { ansi })
+        .with_ansi(ansi)
         .with_env_filter(crate::log_filter(default))
         .init();
+}
+
+/// stderr for log lines, with every character that would act on a terminal or hide on it
+/// ([`amc_core::text::is_hidden`]) written as its code point, `⟨U+000D⟩`, but the newline
+/// that ends the line, tabs, and (in colour) the escapes of the log's own colours.
+/// tracing escapes escape sequences in what it logs, not a carriage return, a newline or a
+/// bidi override inside a message or a field, which can then rewrite or reorder the lines
+/// the person reads.
+struct ShownLog {
+    ansi: bool,
+}
+
+impl std::io::Write for ShownLog {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        std::io::stderr().write_all(shown_log_line(&String::from_utf8_lossy(buf), self.ansi).as_bytes())?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stderr().flush()
+    }
+}
+
+/// `line` (one formatted log event) as [`ShownLog`] writes it.
+fn shown_log_line(line: &str, ansi: bool) -> String {
+    let body = line.strip_suffix('\n');
+    let mut out = String::with_capacity(line.len());
+    for c in body.unwrap_or(line).chars() {
+        if amc_core::text::is_hidden(c) && c != '\t' && !(ansi && c == '\x1b') {
+            out.push_str(&format!("⟨U+{:04X}⟩", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    if body.is_some() {
+        out.push('\n');
+    }
+    out
 }
 
 /// Resolves on SIGTERM or SIGINT (Ctrl-C). If the signals cannot be watched, never.
@@ -60,4 +101,20 @@ pub async fn shutdown_signal() {
         _ = int.recv() => {}
     }
     tracing::info!("stopping");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shown_log_line;
+
+    #[test]
+    fn a_log_line_cannot_rewrite_or_reorder_what_the_terminal_shows() {
+        let line = "WARN send failed: error=Ada\r\x1b[2K    fine\nINFO forged \u{202E}txet\u{200B}\n";
+        assert_eq!(
+            shown_log_line(line, false),
+            "WARN send failed: error=Ada⟨U+000D⟩⟨U+001B⟩[2K    fine⟨U+000A⟩INFO forged ⟨U+202E⟩txet⟨U+200B⟩\n"
+        );
+        // In colour, the log's own escapes stay; tracing escapes those in what it logs.
+        assert_eq!(shown_log_line("\x1b[33mWARN\x1b[0m\ta\n", true), "\x1b[33mWARN\x1b[0m\ta\n");
+    }
 }
