@@ -86,6 +86,8 @@ error_codes! {
     InvitationUsed => "INVITATION_USED", 409;
     /// Relay: a cursor that is malformed, altered, from another thread or another version.
     CursorInvalid => "CURSOR_INVALID", 400;
+    /// The request is not HTTP the daemon can read: a malformed request line, header or version.
+    BadRequest => "BAD_REQUEST", 400;
 }
 
 impl ErrorCode {

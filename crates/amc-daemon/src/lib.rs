@@ -8,6 +8,8 @@
 //! - `in_process.rs`: [`InProcess`], the routes for the tray window, in `http` types:
 //!   the only way out of this crate for a request, so axum stays inside it.
 //! - [`guard`]: header limits, panics, Host/Origin checks for TCP.
+//! - `serve.rs`: the accept loop and each connection on hyper's HTTP/1.1.
+//! - `refusal.rs`: the envelope in place of hyper's bare refusal of a request head.
 //! - [`listener`]: the socket, its permissions and the one-daemon lock.
 //! - [`ui`]: the tray UI's files, embedded and served at `/ui/`.
 //! - `bundle.rs`: the MCP Bundle (`.mcpb`) that installs an agent into Claude Desktop.
@@ -19,7 +21,9 @@ pub(crate) mod extract;
 pub(crate) mod guard;
 mod in_process;
 pub mod listener;
+mod refusal;
 pub(crate) mod routes;
+mod serve;
 pub mod ui;
 
 use std::future::Future;
@@ -176,23 +180,13 @@ impl Daemon {
                 token.cancel();
             });
         }
-        let unix_app = app(state.clone(), None);
         let SocketListener { listener, guard } = socket;
-        let unix = {
-            let token = token.clone();
-            tokio::spawn(async move {
-                axum::serve(listener, unix_app).with_graceful_shutdown(async move { token.cancelled().await }).await
-            })
-        };
+        let unix = tokio::spawn(serve::serve(listener, app(state.clone(), None), token.clone()));
         let tcp_task = match tcp {
             Some(l) => {
                 let addr = l.local_addr()?;
-                let tcp_app = app(state, Some(addr));
-                let token = token.clone();
                 tracing::info!(%addr, "serving on loopback TCP");
-                Some(tokio::spawn(async move {
-                    axum::serve(l, tcp_app).with_graceful_shutdown(async move { token.cancelled().await }).await
-                }))
+                Some(tokio::spawn(serve::serve(l, app(state, Some(addr)), token.clone())))
             }
             None => None,
         };
