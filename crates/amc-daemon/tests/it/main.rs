@@ -10,6 +10,7 @@ mod inbox;
 mod listener;
 mod mcp;
 mod push;
+mod raw;
 mod refusals;
 mod relay;
 mod scopes;

@@ -4,95 +4,20 @@
 //! connection carried before is untouched.
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
 
 use super::harness::{Daemon, attachment, msg};
+use super::raw::{Answer, answer, exchange, open};
 use amc_core::model::Source;
 use amc_core::time::now_ms;
 
-trait Stream: AsyncRead + AsyncWrite + Unpin + Send + 'static {}
-impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> Stream for S {}
-
-/// A new raw connection: over loopback TCP when `tcp`, else over the socket.
-async fn open(d: &Daemon, tcp: bool) -> Box<dyn Stream> {
-    if tcp {
-        Box::new(tokio::net::TcpStream::connect(d.tcp_addr.expect("tcp")).await.expect("connect"))
-    } else {
-        Box::new(tokio::net::UnixStream::connect(d.socket()).await.expect("connect"))
-    }
-}
-
-/// A response read off a raw connection.
-#[derive(Debug)]
-struct Answer {
-    status: u16,
-    head: String,
-    body: Vec<u8>,
-}
-
-impl Answer {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.head.lines().find_map(|l| {
-            let (n, v) = l.split_once(':')?;
-            n.eq_ignore_ascii_case(name).then_some(v.trim())
-        })
-    }
-
-    /// The envelope's code, checked whole: its status is the response's, it is JSON of
-    /// the length given, and the connection closes after it.
-    fn refusal(&self) -> String {
-        assert_eq!(self.header("content-type"), Some("application/json"), "{}", self.head);
-        assert_eq!(self.header("content-length"), Some(self.body.len().to_string().as_str()), "{}", self.head);
-        assert_eq!(self.header("connection"), Some("close"), "{}", self.head);
-        let v: Value = serde_json::from_slice(&self.body)
-            .unwrap_or_else(|e| panic!("{e}: not JSON: {:?}", String::from_utf8_lossy(&self.body)));
-        assert_eq!(v["error"]["status"].as_u64(), Some(u64::from(self.status)), "{v}");
-        assert!(v["error"]["message"].as_str().is_some_and(|m| !m.is_empty()), "{v}");
-        v["error"]["code"].as_str().unwrap_or_else(|| panic!("not an envelope: {v}")).to_owned()
-    }
-}
-
-/// The next response on `r`, its body by `content-length` or chunked.
-async fn answer(r: &mut (impl tokio::io::AsyncBufRead + Unpin)) -> Answer {
-    let mut head = String::new();
-    while !head.ends_with("\r\n\r\n") {
-        assert_ne!(r.read_line(&mut head).await.expect("read"), 0, "the connection closed in a head: {head:?}");
-    }
-    let status = head.get(9..12).and_then(|s| s.parse().ok()).unwrap_or_else(|| panic!("a status line: {head:?}"));
-    let mut a = Answer { status, head, body: Vec::new() };
-    if let Some(n) = a.header("content-length").and_then(|n| n.parse().ok()) {
-        a.body = vec![0; n];
-        r.read_exact(&mut a.body).await.expect("body");
-    } else if a.header("transfer-encoding") == Some("chunked") {
-        loop {
-            let mut size = String::new();
-            r.read_line(&mut size).await.expect("chunk size");
-            let size = usize::from_str_radix(size.trim_end(), 16).expect("a chunk size");
-            let mut chunk = vec![0; size + 2];
-            r.read_exact(&mut chunk).await.expect("chunk");
-            if size == 0 {
-                break;
-            }
-            a.body.extend_from_slice(&chunk[..size]);
-        }
-    }
-    a
-}
-
-/// Sends `request` on a new connection while reading what comes back: a head too large is
-/// refused before the client is done sending it.
+/// The answer to `request` on a new connection, which must close after it.
 async fn refused(d: &Daemon, tcp: bool, request: Vec<u8>) -> Answer {
-    let (read, mut write) = tokio::io::split(open(d, tcp).await);
-    let sending = tokio::spawn(async move {
-        let _ = write.write_all(&request).await;
-        write
-    });
-    let mut read = BufReader::new(read);
-    let a = answer(&mut read).await;
-    let mut rest = Vec::new();
-    read.read_to_end(&mut rest).await.expect("the connection closes");
-    assert!(rest.is_empty(), "nothing after the refusal: {:?}", String::from_utf8_lossy(&rest));
-    drop(sending.await);
+    let (a, mut rest) = exchange(open(d, tcp).await, request, std::time::Duration::from_secs(30)).await;
+    let a = a.unwrap_or_else(|e| panic!("{e}"));
+    let mut after = Vec::new();
+    rest.read_to_end(&mut after).await.expect("the connection closes");
+    assert!(after.is_empty(), "nothing after the refusal: {:?}", String::from_utf8_lossy(&after));
     a
 }
 
