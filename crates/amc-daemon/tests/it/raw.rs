@@ -36,6 +36,21 @@ impl Answer {
         })
     }
 
+    /// What is wrong with this answer, if anything: a success, or the envelope with the
+    /// response's status (the fuzz harness's rule).
+    pub fn problem(&self) -> Option<String> {
+        if self.status < 400 {
+            return None;
+        }
+        let v: Value = serde_json::from_slice(&self.body).unwrap_or_default();
+        let env = &v["error"];
+        let ok = env["code"].is_string()
+            && env["message"].as_str().is_some_and(|m| !m.is_empty())
+            && env["status"].as_u64() == Some(u64::from(self.status))
+            && self.header("content-type") == Some("application/json");
+        (!ok).then(|| format!("{} without the envelope: {:?}", self.status, String::from_utf8_lossy(&self.body)))
+    }
+
     /// The envelope's code, checked whole: its status is the response's, it is JSON of
     /// the length given, and the connection closes after it.
     pub fn refusal(&self) -> String {
