@@ -115,6 +115,15 @@ pub fn scores(terms: &Terms, texts: &[&str]) -> Vec<f64> {
         .collect()
 }
 
+/// The indices of `texts`, best first by [`scores`]; equals keep the order they came in, so
+/// the caller gives the texts in its order for ties.
+pub fn best_first(terms: &Terms, texts: &[&str]) -> Vec<usize> {
+    let scores = scores(terms, texts);
+    let mut order: Vec<usize> = (0..texts.len()).collect();
+    order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]));
+    order
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

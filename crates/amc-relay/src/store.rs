@@ -479,33 +479,28 @@ impl RelayStore {
         const VISIBLE: &str = "relay_fts MATCH ?2 AND (?1 = 'person' OR f.thread_id IN \
             (SELECT thread_id FROM relay_members WHERE principal = ?1))";
         self.db.read(|tx| {
-            // Counted in the caller's threads only: how a search orders its hits must say
-            // nothing of threads the caller cannot see.
-            let matches: u32 = tx
-                .prepare_cached(&format!("SELECT count(*) FROM (SELECT 1 FROM relay_fts f WHERE {VISIBLE} LIMIT ?3)"))?
-                .query_row(params![principal, fts_query, RANK_UP_TO + 1], |r| r.get(0))?;
-            let page: Vec<i64> = if matches > RANK_UP_TO {
+            // Read in the caller's threads only, and ranked among them alone: how a search
+            // orders its hits must say nothing of threads the caller cannot see.
+            let mut stmt = tx.prepare_cached(&format!(
+                "SELECT f.rowid, f.text, f.thread_id, f.seq FROM relay_fts f WHERE {VISIBLE} LIMIT ?3"
+            ))?;
+            let mut rows = stmt
+                .query_map(params![principal, fts_query, RANK_UP_TO + 1], |r| {
+                    Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?, r.get::<_, i64>(3)?))
+                })?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            let page: Vec<i64> = if rows.len() > RANK_UP_TO as usize {
                 tx.prepare_cached(&format!(
                     "SELECT f.rowid FROM relay_fts f WHERE {VISIBLE} ORDER BY f.rowid DESC LIMIT ?4 OFFSET ?3"
                 ))?
                 .query_map(params![principal, fts_query, offset, limit], |r| r.get(0))?
                 .collect::<rusqlite::Result<_>>()?
             } else {
-                let mut stmt =
-                    tx.prepare_cached(&format!("SELECT f.rowid, f.text, f.thread_id, f.seq FROM relay_fts f WHERE {VISIBLE}"))?;
-                let rows = stmt
-                    .query_map(params![principal, fts_query], |r| {
-                        Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?, r.get::<_, i64>(3)?))
-                    })?
-                    .collect::<rusqlite::Result<Vec<_>>>()?;
+                // Thread, then position, for the equals.
+                rows.sort_by(|a, b| (&a.2, a.3).cmp(&(&b.2, b.3)));
                 let terms = amc_core::rank::Terms::from_quoted(fts_query, []);
                 let texts: Vec<&str> = rows.iter().map(|(_, text, _, _)| text.as_str()).collect();
-                let scores = amc_core::rank::scores(&terms, &texts);
-                let mut order: Vec<usize> = (0..rows.len()).collect();
-                order.sort_by(|&a, &b| {
-                    let key = |i: usize| (&rows[i].2, rows[i].3);
-                    scores[b].total_cmp(&scores[a]).then_with(|| key(a).cmp(&key(b)))
-                });
+                let order = amc_core::rank::best_first(&terms, &texts);
                 order.into_iter().skip(offset as usize).take(limit as usize).map(|i| rows[i].0).collect()
             };
             let ids = serde_json::to_string(&page).map_err(Error::internal)?;

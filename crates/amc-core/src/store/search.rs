@@ -190,25 +190,27 @@ fn excerpt_around(text: &str, terms: &[String]) -> String {
     )
 }
 
-/// The rowids of the page `q` asks for among every match in `from` (the matches the
-/// caller may see), ranked over those matches alone ([`crate::rank`]), then the newest.
-fn ranked_page(tx: &rusqlite::Transaction<'_>, plan: &Plan, from: &str, q: &SearchQuery) -> Result<Vec<i64>> {
-    let sql = format!("SELECT {}.rowid, m.text, m.sent_at, m.id FROM {from}", plan.driver);
+/// The rowids of the page `q` asks for among the matches in `from` (those the caller may
+/// see), ranked over those matches alone ([`crate::rank`]), then the newest; `None` when
+/// more than [`RANK_UP_TO`] match, read no further than that.
+fn ranked_page(tx: &rusqlite::Transaction<'_>, plan: &Plan, from: &str, q: &SearchQuery) -> Result<Option<Vec<i64>>> {
+    let sql = format!("SELECT {}.rowid, m.text, m.sent_at, m.id FROM {from} LIMIT {}", plan.driver, RANK_UP_TO + 1);
     let mut stmt = tx.prepare_cached(&sql)?;
-    let rows = stmt
+    let mut rows = stmt
         .query_map(params_from_iter(&plan.values), |r| {
             Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get::<_, i64>(2)?, r.get::<_, String>(3)?))
         })?
         .collect::<rusqlite::Result<Vec<_>>>()?;
+    if rows.len() > RANK_UP_TO as usize {
+        return Ok(None);
+    }
+    // Newest first, for the equals.
+    rows.sort_by(|a, b| (b.2, &b.3).cmp(&(a.2, &a.3)));
     let terms =
         crate::rank::Terms::from_quoted(q.words.as_deref().unwrap_or(""), q.substrings.iter().map(String::as_str));
     let texts: Vec<&str> = rows.iter().map(|(_, text, _, _)| text.as_str()).collect();
-    let scores = crate::rank::scores(&terms, &texts);
-    let mut order: Vec<usize> = (0..rows.len()).collect();
-    order.sort_by(|&a, &b| {
-        scores[b].total_cmp(&scores[a]).then_with(|| rows[b].2.cmp(&rows[a].2)).then_with(|| rows[b].3.cmp(&rows[a].3))
-    });
-    Ok(order.into_iter().skip(q.offset as usize).take(q.limit as usize).map(|i| rows[i].0).collect())
+    let order = crate::rank::best_first(&terms, &texts);
+    Ok(Some(order.into_iter().skip(q.offset as usize).take(q.limit as usize).map(|i| rows[i].0).collect()))
 }
 
 impl Store {
@@ -250,32 +252,28 @@ impl Store {
             );
             // Ranking needs every match scored and sorted: past a few thousand matches (a
             // word in nearly every message) that costs much and ranks nothing useful, so the
-            // newest stored come first, read straight off the index. The matches are counted
+            // newest stored come first, read straight off the index. The matches are read
             // among those the caller may see, with its own filters, and ranked among them
             // alone (`rank`): how its answer is ordered says nothing of channels hidden from it.
-            let ranked = plan.rankable && {
-                let count = format!("SELECT count(*) FROM (SELECT 1 FROM {from} LIMIT {})", RANK_UP_TO + 1);
-                let n: u32 = tx.prepare_cached(&count)?.query_row(params_from_iter(&plan.values), |r| r.get(0))?;
-                n <= RANK_UP_TO
-            };
             let driver = plan.driver;
-            let (sql, page) = if ranked {
-                let page = ranked_page(tx, &plan, &from, q)?;
-                let ids = plan.bind(serde_json::to_string(&page).map_err(crate::error::Error::internal)?);
-                let sql = format!(
-                    "SELECT {ENVELOPE_COLS}, {}, {driver}.rowid FROM {from} \
-                     AND {driver}.rowid IN (SELECT value FROM json_each({ids}))",
-                    plan.excerpt
-                );
-                (sql, Some(page))
-            } else {
-                let (limit, offset) = (plan.bind(i64::from(q.limit)), plan.bind(i64::from(q.offset)));
-                let sql = format!(
-                    "SELECT {ENVELOPE_COLS}, {}, {driver}.rowid FROM {from} \
-                     ORDER BY {driver}.rowid DESC LIMIT {limit} OFFSET {offset}",
-                    plan.excerpt
-                );
-                (sql, None)
+            let page = if plan.rankable { ranked_page(tx, &plan, &from, q)? } else { None };
+            let sql = match &page {
+                Some(page) => {
+                    let ids = plan.bind(serde_json::to_string(page).map_err(crate::error::Error::internal)?);
+                    format!(
+                        "SELECT {ENVELOPE_COLS}, {}, {driver}.rowid FROM {from} \
+                         AND {driver}.rowid IN (SELECT value FROM json_each({ids}))",
+                        plan.excerpt
+                    )
+                }
+                None => {
+                    let (limit, offset) = (plan.bind(i64::from(q.limit)), plan.bind(i64::from(q.offset)));
+                    format!(
+                        "SELECT {ENVELOPE_COLS}, {}, {driver}.rowid FROM {from} \
+                         ORDER BY {driver}.rowid DESC LIMIT {limit} OFFSET {offset}",
+                        plan.excerpt
+                    )
+                }
             };
             let mut stmt = tx.prepare_cached(&sql)?;
             let mut rows = stmt
