@@ -353,7 +353,7 @@ impl Store {
                        SELECT id, status, created_at, row_number() OVER w AS n, \
                          sum(length(CAST(text AS BLOB)) + length(CAST(attachments AS BLOB)) \
                            + coalesce(length(CAST(error_message AS BLOB)), 0)) OVER w AS bytes \
-                       FROM outbox WINDOW w AS (PARTITION BY agent_id ORDER BY created_at DESC, id DESC)) \
+                       FROM outbox WINDOW w AS (PARTITION BY agent_id ORDER BY created_at DESC, rowid DESC)) \
                      WHERE status IN ('sent', 'failed', 'rejected') AND created_at <= ?3 AND (n > ?1 OR bytes > ?2)) \
                      AND NOT EXISTS (SELECT 1 FROM idempotency i WHERE i.outbox_id = outbox.id)",
                 )?

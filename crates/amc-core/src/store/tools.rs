@@ -102,7 +102,7 @@ impl Store {
                    SELECT id, status, row_number() OVER w AS n, \
                      sum(length(CAST(tool_name AS BLOB)) + length(CAST(description AS BLOB)) \
                        + length(CAST(input_preview AS BLOB))) OVER w AS bytes \
-                   FROM tool_requests WHERE agent_id = ?1 WINDOW w AS (ORDER BY created_at DESC, id DESC)) \
+                   FROM tool_requests WHERE agent_id = ?1 WINDOW w AS (ORDER BY created_at DESC, rowid DESC)) \
                  WHERE status <> 'pending' AND (n > ?2 OR bytes > ?3))",
             )?
             .execute(params![agent_id, bounds.kept, bounds.kept_bytes])?;
@@ -118,7 +118,7 @@ impl Store {
         self.read(|tx| {
             let mut stmt = tx.prepare_cached(&format!(
                 "SELECT {COLS} FROM tool_requests WHERE ?1 IS NULL OR status = ?1 \
-                 ORDER BY created_at DESC, id DESC LIMIT ?2"
+                 ORDER BY created_at DESC, rowid DESC LIMIT ?2"
             ))?;
             let rows = stmt.query_map(params![status.map(ToolRequestStatus::as_str), limit], from_row)?;
             Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
@@ -190,7 +190,7 @@ impl Store {
             let mut stmt = tx.prepare_cached(
                 "SELECT id, request_id, status = 'allowed' FROM tool_requests \
                  WHERE agent_id = ?1 AND session = ?2 AND status IN ('allowed', 'denied') AND delivered_at IS NULL \
-                 ORDER BY decided_at, id",
+                 ORDER BY decided_at, rowid",
             )?;
             let rows = stmt.query_map(params![agent_id, session], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
             Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
