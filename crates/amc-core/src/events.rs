@@ -20,7 +20,7 @@ pub enum Event {
         /// The channel.
         channel_id: String,
     },
-    /// A channel's state or send policy changed.
+    /// A channel changed: its state, send policy or name.
     ChannelChanged {
         /// The channel.
         channel_id: String,

@@ -460,6 +460,21 @@ pub struct IncomingMessage {
     pub reactions: Vec<Reaction>,
 }
 
+/// How AMC holds a source's message, for the source's sweep to compare with the platform.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Held {
+    /// A message of its own, as last stored.
+    Message {
+        /// When it was last edited.
+        edited_at: Option<Millis>,
+        /// Whether it was unsent (for good: nothing brings it back).
+        unsent: bool,
+    },
+    /// A part of a message stored under another platform id (an agent's send the platform
+    /// split into several rows).
+    Part,
+}
+
 /// An attachment a source hands to the store.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IncomingAttachment {

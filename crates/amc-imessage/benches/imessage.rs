@@ -142,6 +142,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let watch = WatchConfig {
             chat_db: small.clone(),
             poll: Duration::from_secs(3600),
+            sweep_every: amc_imessage::watch::SWEEP_EVERY,
             contacts: Vec::new(),
             dir_events: amc_imessage::watch::DirEvents::Namespace,
         };

@@ -63,13 +63,32 @@ pub struct SentRow {
     pub transfer_names: Vec<String>,
 }
 
+/// What the sweep compares of a row of `message`: enough to tell whether AMC holds it as
+/// it is now, without decoding its body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RowState {
+    /// `message.ROWID`.
+    pub rowid: i64,
+    /// `message.guid`.
+    pub guid: String,
+    /// `message.date_edited` (Apple nanoseconds; 0 when never edited or not recorded).
+    pub date_edited: i64,
+    /// `message.date_retracted` (Apple nanoseconds; 0 when never unsent or not recorded).
+    pub date_retracted: i64,
+    /// Whether the row is in a chat (`chat_message_join`).
+    pub joined: bool,
+    /// Whether the row can be a message: a plain item (`item_type` 0), not a tapback, with
+    /// text, an attributed body or files, or unsent.
+    pub may_be_message: bool,
+}
+
 /// An open chat.db.
 pub struct ChatDb {
     path: PathBuf,
     conn: Connection,
     query: String,
-    /// How recently a row was edited or unsent, if chat.db records it.
-    change_time: Option<String>,
+    /// The query of [`RowState`]s, built from the columns this chat.db has.
+    states_query: String,
     contacts: crate::contacts::Contacts,
     /// The first of the newest rows held back for want of a chat, and since when.
     held: Option<(i32, std::time::Instant)>,
@@ -115,19 +134,28 @@ fn message_query(caps: &Capabilities) -> String {
     format!("SELECT {} FROM message as m", projection.join(", "))
 }
 
-/// The latest edit or unsend time of a row (Apple nanoseconds, 0 if none), from the
-/// columns this chat.db has; `None` if it has neither (macOS before 13).
-fn change_time(columns: &[String]) -> Option<String> {
-    let parts: Vec<String> = ["date_edited", "date_retracted"]
-        .into_iter()
-        .filter(|c| columns.iter().any(|have| have.eq_ignore_ascii_case(c)))
-        .map(|c| format!("CASE typeof({c}) WHEN 'integer' THEN {c} ELSE 0 END"))
-        .collect();
-    match parts.len() {
-        0 => None,
-        1 => parts.into_iter().next(),
-        _ => Some(format!("max({})", parts.join(", "))),
-    }
+/// The query of [`RowState`]s after a ROWID, from the columns this chat.db has (macOS
+/// before 13 records no edit or unsend time: 0).
+fn states_query(columns: &[String]) -> String {
+    let time = |c: &str| {
+        if columns.iter().any(|have| have.eq_ignore_ascii_case(c)) {
+            format!("CASE typeof(m.{c}) WHEN 'integer' THEN m.{c} ELSE 0 END")
+        } else {
+            "0".to_owned()
+        }
+    };
+    let (edited, retracted) = (time("date_edited"), time("date_retracted"));
+    let tapback = "coalesce(m.associated_message_type, 0) BETWEEN 2000 AND 2007 \
+                   OR coalesce(m.associated_message_type, 0) BETWEEN 3000 AND 3007";
+    format!(
+        "SELECT m.ROWID, {guid}, {edited}, {retracted}, \
+         EXISTS (SELECT 1 FROM chat_message_join c WHERE c.message_id = m.ROWID), \
+         coalesce(m.item_type, 0) = 0 AND NOT ({tapback}) AND (coalesce(length(m.text), 0) > 0 \
+           OR m.attributedBody IS NOT NULL OR {retracted} <> 0 \
+           OR EXISTS (SELECT 1 FROM message_attachment_join a WHERE a.message_id = m.ROWID)) \
+         FROM message m WHERE m.ROWID > ?1 ORDER BY m.ROWID LIMIT ?2",
+        guid = total_column("guid"),
+    )
 }
 
 /// A required column read so that every row decodes: a missing or mistyped `date` takes
@@ -181,7 +209,7 @@ impl ChatDb {
             path: path.to_owned(),
             conn,
             query,
-            change_time: change_time(&columns),
+            states_query: states_query(&columns),
             contacts: crate::contacts::Contacts::default(),
             held: None,
         })
@@ -346,18 +374,20 @@ impl ChatDb {
         Ok(out)
     }
 
-    /// The rows at or below `up_to` edited or unsent after `since` (Apple nanoseconds),
-    /// as (ROWID, when), earliest change first. Messages records an edit or an unsend in
-    /// the message's own row, wherever it lies; chat.db has no index on these columns,
-    /// so this reads the table once. A change time of 0 is a row never changed, even
-    /// when `since` is below 0 (a look reaching back before the first change).
-    pub fn changed_since(&self, since: i64, up_to: i64) -> Result<Vec<(i64, i64)>, SourceError> {
-        let Some(change) = &self.change_time else { return Ok(Vec::new()) };
-        let mut stmt = self.conn.prepare_cached(&format!(
-            "SELECT ROWID, {change} AS changed FROM message WHERE ROWID <= ?1 AND changed > max(?2, 0) \
-             ORDER BY changed, ROWID"
-        ))?;
-        let rows = stmt.query_map([up_to, since], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    /// Up to `limit` rows' [`RowState`]s after `rowid`, oldest first. Reads no body: a
+    /// sweep of the whole file costs one pass over `message` by ROWID.
+    pub fn row_states_after(&self, rowid: i64, limit: u32) -> Result<Vec<RowState>, SourceError> {
+        let mut stmt = self.conn.prepare_cached(&self.states_query)?;
+        let rows = stmt.query_map(rusqlite::params![rowid, limit], |r| {
+            Ok(RowState {
+                rowid: r.get(0)?,
+                guid: r.get(1)?,
+                date_edited: r.get(2)?,
+                date_retracted: r.get(3)?,
+                joined: r.get(4)?,
+                may_be_message: r.get(5)?,
+            })
+        })?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }
 

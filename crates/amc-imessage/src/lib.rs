@@ -7,6 +7,8 @@
 //! - [`contacts`]: names for handles from the macOS Contacts database.
 //! - [`convert`]: chat.db rows to AMC's channels and messages.
 //! - [`sync`]: one pass from the checkpoint to the newest row, written with its checkpoint.
+//! - [`sweep`]: compares chat.db's rows with what AMC holds (the newest on every change,
+//!   the whole file in the background) and stores what differs.
 //! - [`watch`]: follows chat.db as Messages writes it (directory watch, debounce, fallback
 //!   check, replaced databases).
 //! - [`send`]: sends through Messages with `osascript`, confirmed in chat.db.
@@ -18,6 +20,7 @@ pub mod contacts;
 pub mod convert;
 pub mod fixture;
 pub mod send;
+pub mod sweep;
 pub mod sync;
 pub mod watch;
 

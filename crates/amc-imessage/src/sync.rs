@@ -44,7 +44,7 @@ impl Checkpoint {
 
     /// Whether this is not the first import: messages past the late horizon are news
     /// to no one.
-    fn imported_before(&self) -> bool {
+    pub(crate) fn imported_before(&self) -> bool {
         self.rowid > 0 || self.guid.as_deref() == Some(RESYNC)
     }
 
@@ -176,6 +176,16 @@ impl Clone for Read {
     }
 }
 
+/// Whether a row holds nothing at all: no text, no attributed body (nothing decoded from
+/// one), no app payload and no files. Such a row is not a message (an unsend empties one
+/// that was, and is still applied).
+fn is_empty_row(m: &imessage_database::tables::messages::Message) -> bool {
+    m.text.as_deref().is_none_or(str::is_empty)
+        && m.components.is_empty()
+        && m.balloon_bundle_id.is_none()
+        && m.num_attachments == 0
+}
+
 /// Rows of chat.db turned into AMC's messages and reactions, one at a time.
 #[derive(Default)]
 struct Converter {
@@ -208,9 +218,12 @@ impl Converter {
             self.reactions.extend(reaction_of(m, handle));
             return Ok(());
         }
-        // Renames, member changes and other group events are not messages: the chat's
-        // name follows from chat.db itself.
+        // Renames, member changes and other group events are not messages, but their chat
+        // is stored again: its name follows from chat.db itself, read after the rows.
         if m.item_type != 0 {
+            if let Some(chat_id) = m.chat_id {
+                self.by_chat.entry(chat_id).or_default();
+            }
             return Ok(());
         }
         let Some(chat_id) = m.chat_id else { return Ok(()) };
@@ -220,6 +233,9 @@ impl Converter {
         }
         if m.num_attachments > 0 {
             message.attachments = db.attachments_of(m.rowid)?.iter().map(attachment_of).collect();
+        }
+        if is_empty_row(m) && !message.unsent {
+            return Ok(());
         }
         self.by_chat.entry(chat_id).or_default().push((rowid, message));
         Ok(())
@@ -248,56 +264,23 @@ impl Converter {
     }
 }
 
-/// The key of the latest edit or unsend time applied, in AMC's source state.
-pub const EDIT_MARK_KEY: &str = "chatdb_edit_mark";
-
-/// How far before the last applied change time each look at edits reaches (ten minutes,
-/// in Apple nanoseconds).
-const EDIT_OVERLAP_NS: i64 = 600 * 1_000_000_000;
-
-/// Rows whose edits are applied in one transaction.
-const EDIT_BATCH: usize = 1_000;
-
-/// Applies every edit and unsend made since the last look, wherever its row lies (the
-/// rescan covers only the newest rows). Each batch is stored with the change time it
-/// reached, so a crash repeats at most that batch.
-pub async fn apply_edits(amc: &Amc, db: &SharedChatDb) -> Result<SyncReport, SourceError> {
-    let mark: i64 = amc.checkpoint(Source::Imessage, EDIT_MARK_KEY)?.and_then(|v| v.parse().ok()).unwrap_or(0);
-    let up_to = read_checkpoint(amc)?.rowid;
-    let d = db.clone();
-    // An edit stamped a little before one already applied (a clock behind, a change synced
-    // late) is still found: the look reaches back ten minutes, and reading again is harmless.
-    let since = mark.saturating_sub(EDIT_OVERLAP_NS);
-    let changed =
-        tokio::task::spawn_blocking(move || d.lock().unwrap_or_else(|p| p.into_inner()).changed_since(since, up_to))
-            .await
-            .map_err(|e| SourceError::Read(e.to_string()))??;
-    let mut report = SyncReport { checkpoint: up_to, ..SyncReport::default() };
-    let chunks: Vec<&[(i64, i64)]> = changed.chunks(EDIT_BATCH).collect();
-    for (i, chunk) in chunks.iter().enumerate() {
-        // Everything before the next batch's earliest change is done once this one is.
-        let reached = match chunks.get(i + 1) {
-            Some(next) => next[0].1 - 1,
-            None => chunk[chunk.len() - 1].1,
-        };
-        let rowids: Vec<i64> = chunk.iter().map(|(r, _)| *r).collect();
-        let d = db.clone();
-        let batch = tokio::task::spawn_blocking(move || {
-            let db = d.lock().unwrap_or_else(|p| p.into_inner());
-            convert(&db, &db.messages_at(&rowids)?)
-        })
-        .await
-        .map_err(|e| SourceError::Read(e.to_string()))??;
-        report.rows += batch.rows;
-        let all =
-            batch.by_channel.into_iter().map(|(c, msgs)| (c, msgs.into_iter().map(|(_, m)| m).collect())).collect();
-        for stored in
-            amc.ingest_many(Source::Imessage, all, Some((EDIT_MARK_KEY.to_owned(), reached.to_string()))).await?
-        {
-            report.inserted += stored.inserted.len();
-            report.updated += stored.updated.len();
-        }
+/// Reads the rows at these ROWIDs again and stores what differs: a row the sweep or the
+/// look at the newest rows found missing, edited, unsent or newly in its chat. A new
+/// message sent longer ago than the late horizon is stored as not news.
+pub(crate) async fn store_rows(amc: &Amc, db: &SharedChatDb, rowids: Vec<i64>) -> Result<SyncReport, SourceError> {
+    let mut report = SyncReport::default();
+    if rowids.is_empty() {
+        return Ok(report);
     }
+    let imported_before = read_checkpoint(amc)?.imported_before();
+    let d = db.clone();
+    let mut batch = tokio::task::spawn_blocking(move || {
+        let db = d.lock().unwrap_or_else(|p| p.into_inner());
+        convert(&db, &db.messages_at(&rowids)?)
+    })
+    .await
+    .map_err(|e| SourceError::Read(e.to_string()))??;
+    store_batch(amc, &mut batch, None, imported_before, &mut report).await?;
     Ok(report)
 }
 
@@ -373,7 +356,7 @@ async fn read_all(
         let ahead = next.abort_handle();
         rows_below += batch.rows as i64;
         let mark = Checkpoint { rowid: last, guid: Some(batch.last_guid.clone()), rows: Some(rows_below) };
-        let result = store_batch(amc, &mut batch, &mark, stored.imported_before(), report).await;
+        let result = store_batch(amc, &mut batch, Some(&mark), stored.imported_before(), report).await;
         if result.is_err() {
             ahead.abort();
         }
@@ -382,11 +365,11 @@ async fn read_all(
     Ok(())
 }
 
-/// Stores one batch with its checkpoint, then its reactions.
+/// Stores one batch with its checkpoint (if any), then its reactions.
 async fn store_batch(
     amc: &Amc,
     batch: &mut Batch,
-    mark: &Checkpoint,
+    mark: Option<&Checkpoint>,
     imported_before: bool,
     report: &mut SyncReport,
 ) -> Result<(), SourceError> {
@@ -396,8 +379,8 @@ async fn store_batch(
         // reactions, whose targets are stored by now (a crash in between is repaired by
         // the next rescan, which applies the newest rows' reactions again).
         let reactions = std::mem::take(&mut batch.reactions);
-        let last = mark.rowid;
-        let mark = Some((CHECKPOINT_KEY.to_owned(), mark.encode()));
+        let last = mark.map(|m| m.rowid);
+        let mark = mark.map(|m| (CHECKPOINT_KEY.to_owned(), m.encode()));
         let late = if imported_before { late_ids(batch, amc.config().imessage_late_horizon) } else { Vec::new() };
         let channels = std::mem::take(&mut batch.by_channel);
         let all = channels.into_iter().map(|(c, msgs)| (c, msgs.into_iter().map(|(_, m)| m).collect())).collect();
@@ -415,7 +398,9 @@ async fn store_batch(
             amc.mark_late(ids).await?;
         }
         report.updated += amc.apply_reactions(Source::Imessage, reactions).await?;
-        report.checkpoint = last;
+        if let Some(last) = last {
+            report.checkpoint = last;
+        }
     }
     Ok(())
 }

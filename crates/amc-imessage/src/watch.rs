@@ -29,10 +29,17 @@ use tokio_util::sync::CancellationToken;
 
 use crate::SourceError;
 use crate::chatdb::ChatDb;
-use crate::sync::{CHECKPOINT_KEY, Checkpoint, SharedChatDb, apply_edits, read_checkpoint, rescan_recent, sync_once};
+use crate::sweep::{Recent, SweepReport, sweep_chunk};
+use crate::sync::{CHECKPOINT_KEY, Checkpoint, SharedChatDb, read_checkpoint, rescan_recent, sync_once};
 
 /// How long to let a burst of file events settle before reading.
 const DEBOUNCE: Duration = Duration::from_millis(5);
+
+/// The pause between two chunks of a sweep: other work (a new message) goes first.
+const SWEEP_PAUSE: Duration = Duration::from_millis(10);
+
+/// How often, at most, chat.db is swept while it keeps changing.
+pub const SWEEP_EVERY: Duration = Duration::from_secs(120);
 
 /// After a read a file event caused, when to look at `data_version` again.
 const RECHECKS: [Duration; 3] = [Duration::from_millis(20), Duration::from_millis(80), Duration::from_millis(400)];
@@ -44,6 +51,8 @@ pub struct WatchConfig {
     pub chat_db: PathBuf,
     /// The fallback check's period.
     pub poll: Duration,
+    /// The least time between two sweeps of the whole file ([`SWEEP_EVERY`]).
+    pub sweep_every: Duration,
     /// Contacts databases to name senders from.
     pub contacts: Vec<PathBuf>,
     /// Which of the directory watch's events count.
@@ -143,8 +152,17 @@ struct Open {
     identity: Option<(u64, u64)>,
     /// `data_version` at the last read.
     data_version: i64,
-    /// `data_version` at the last slow look: edits and rebuilds show only there.
+    /// `data_version` at the last slow look: rebuilds and downloads show only there.
     slow_version: i64,
+    /// The newest rows as the last read saw them.
+    recent: Recent,
+}
+
+/// A sweep under way: the last ROWID compared, and what it did so far.
+struct Sweeping {
+    after: i64,
+    report: SweepReport,
+    started: std::time::Instant,
 }
 
 /// Follows chat.db until `shutdown`, storing every new row.
@@ -195,10 +213,28 @@ pub async fn run(amc: Amc, cfg: WatchConfig, shutdown: CancellationToken) {
     let mut tick = Ticks::new("amc-chatdb-check", cfg.poll);
     // The quick checks still to make after the last event, and when the next is due.
     let mut recheck: Option<(usize, tokio::time::Instant)> = None;
+    // A sweep is due once chat.db changed (and once after starting), at most once per
+    // `sweep_every`; while one runs, its next chunk is due after a pause.
+    let (mut dirty, mut swept_at, mut sweeping) = (true, None::<tokio::time::Instant>, None::<Sweeping>);
     loop {
         let due = recheck.map(|(_, at)| at);
+        let now = tokio::time::Instant::now();
+        let sweep_due = match (&sweeping, dirty) {
+            _ if open.is_none() => None,
+            (Some(_), _) => Some(now + SWEEP_PAUSE),
+            (None, true) => Some(swept_at.map_or(now, |at| at + cfg.sweep_every)),
+            (None, false) => None,
+        };
         let look = tokio::select! {
             () = shutdown.cancelled() => return,
+            () = async { tokio::time::sleep_until(sweep_due.unwrap_or(now)).await }, if sweep_due.is_some() => {
+                if sweeping.is_none() {
+                    (dirty, swept_at) = (false, Some(tokio::time::Instant::now()));
+                    sweeping = Some(Sweeping { after: 0, report: SweepReport::default(), started: std::time::Instant::now() });
+                }
+                sweep_step(&amc, &open, &mut sweeping, &mut dirty).await;
+                continue;
+            }
             Some(namespace) = rx.recv() => {
                 tokio::time::sleep(DEBOUNCE).await;
                 let mut rearm = namespace;
@@ -221,7 +257,7 @@ pub async fn run(amc: Amc, cfg: WatchConfig, shutdown: CancellationToken) {
                 Look::Slow
             }
         };
-        step(&amc, &cfg.chat_db, &cfg.contacts, &mut open, look).await;
+        dirty |= step(&amc, &cfg.chat_db, &cfg.contacts, &mut open, look).await;
         let now = tokio::time::Instant::now();
         recheck = match (look, recheck) {
             (Look::Event, _) => Some((0, now + RECHECKS[0])),
@@ -231,8 +267,48 @@ pub async fn run(amc: Amc, cfg: WatchConfig, shutdown: CancellationToken) {
     }
 }
 
-/// One look at chat.db: (re)open it if needed, and read what is new.
-async fn step(amc: &Amc, path: &Path, contacts: &[PathBuf], open: &mut Option<Open>, look: Look) {
+/// One chunk of the sweep under way; the end of it when chat.db has no more rows. A sweep
+/// that cannot go on (chat.db closed, a read failed) ends, and another is due.
+async fn sweep_step(amc: &Amc, open: &Option<Open>, sweeping: &mut Option<Sweeping>, dirty: &mut bool) {
+    let (Some(o), Some(s)) = (open, sweeping.as_mut()) else {
+        *sweeping = None;
+        return;
+    };
+    let imported = read_checkpoint(amc).is_ok_and(|c| c.imported_before());
+    let next = if imported { sweep_chunk(amc, &o.db, s.after, &mut s.report).await } else { Ok(None) };
+    match next {
+        Ok(Some(last)) => s.after = last,
+        Ok(None) => {
+            let r = &s.report;
+            if r.inserted + r.updated > 0 {
+                tracing::info!(
+                    rows = r.rows,
+                    inserted = r.inserted,
+                    updated = r.updated,
+                    late = r.late,
+                    "chat.db swept: repaired what differed"
+                );
+            } else {
+                tracing::debug!(
+                    rows = r.rows,
+                    took_ms = s.started.elapsed().as_millis() as u64,
+                    "chat.db swept: nothing differed"
+                );
+            }
+            *dirty |= !imported;
+            *sweeping = None;
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "sweeping chat.db failed; sweeping again later");
+            *dirty = true;
+            *sweeping = None;
+        }
+    }
+}
+
+/// One look at chat.db: (re)open it if needed, and read what is new. Returns whether
+/// chat.db changed (or was opened anew), which makes a sweep due.
+async fn step(amc: &Amc, path: &Path, contacts: &[PathBuf], open: &mut Option<Open>, look: Look) -> bool {
     let now_identity = identity(path);
     if open.as_ref().is_some_and(|o| o.identity != now_identity) {
         tracing::info!("chat.db was replaced; reading it again");
@@ -258,6 +334,7 @@ async fn step(amc: &Amc, path: &Path, contacts: &[PathBuf], open: &mut Option<Op
                     slow_version: data_version,
                     db: Arc::new(Mutex::new(db)),
                     identity: now_identity,
+                    recent: Recent::default(),
                 });
             }
             Err(e) => {
@@ -265,13 +342,13 @@ async fn step(amc: &Amc, path: &Path, contacts: &[PathBuf], open: &mut Option<Op
                     Source::Imessage,
                     status(SourceState::Degraded, Some(full_disk_access_advice(path, &e))),
                 );
-                return;
+                return false;
             }
         }
     } else {
         // Has anything been written since the last look? A file event says so; the
         // checks ask `data_version`, and an event's read remembers it too.
-        let Some(o) = open.as_mut() else { return };
+        let Some(o) = open.as_mut() else { return false };
         // A pragma that reads chat.db's shared memory and waits on no lock: asked in place
         // on this thread, it costs an idle AMC no hand-off to another thread (each a
         // round of wake-ups; `block_in_place` would hand the runtime's work to one). Only
@@ -284,19 +361,18 @@ async fn step(amc: &Amc, path: &Path, contacts: &[PathBuf], open: &mut Option<Op
             }
         };
         match (version, look) {
-            (Ok(v), Look::Slow) if v == o.slow_version => return,
+            (Ok(v), Look::Slow) if v == o.slow_version => return false,
             (Ok(v), Look::Slow) => (o.data_version, o.slow_version) = (v, v),
-            (Ok(v), Look::Quick) if v == o.data_version => return,
+            (Ok(v), Look::Quick) if v == o.data_version => return false,
             (Ok(v), _) => o.data_version = v,
             (Err(_), _) => {}
         }
     }
-    let Some(db) = open.as_ref().map(|o| o.db.clone()) else { return };
+    let Some(db) = open.as_ref().map(|o| o.db.clone()) else { return false };
     // The slow look, on the slow check after a change and whenever chat.db was just
     // (re)opened (whatever woke the watcher: what changed before the open is known only
     // from the rows): a rebuild in place keeps the file's identity, so compare the rows
-    // with the checkpoint; look again at the newest rows for reactions and downloads;
-    // apply edits and unsends wherever their rows lie.
+    // with the checkpoint; look again at the newest rows for reactions and downloads.
     if look == Look::Slow || reopened {
         let (a, d) = (amc.clone(), db.clone());
         let _ =
@@ -304,9 +380,6 @@ async fn step(amc: &Amc, path: &Path, contacts: &[PathBuf], open: &mut Option<Op
                 .await;
         if let Err(e) = rescan_recent(amc, &db).await {
             tracing::warn!(error = %e, "rescanning chat.db failed");
-        }
-        if let Err(e) = apply_edits(amc, &db).await {
-            tracing::warn!(error = %e, "reading chat.db's edits failed");
         }
     }
     match sync_once(amc, &db).await {
@@ -320,8 +393,16 @@ async fn step(amc: &Amc, path: &Path, contacts: &[PathBuf], open: &mut Option<Op
             tracing::warn!(error = %e, "reading chat.db failed; trying again");
             amc.set_source_status(Source::Imessage, status(SourceState::Degraded, Some(e.to_string())));
             *open = None;
+            return true;
         }
     }
+    // Edits, unsends and late chat joins of the newest rows: on the same read as new rows.
+    if let Some(o) = open.as_mut()
+        && let Err(e) = o.recent.look(amc, &db).await
+    {
+        tracing::warn!(error = %e, "comparing chat.db's newest rows failed");
+    }
+    true
 }
 
 /// A chat.db that was rebuilt or replaced (its rows no longer what the checkpoint

@@ -150,6 +150,7 @@ pub async fn start(raw: RawConfig) -> anyhow::Result<Running> {
     let imessage = config.chat_db.clone().map(|chat_db| WatchConfig {
         chat_db,
         poll: config.chat_db_poll,
+        sweep_every: amc_imessage::watch::SWEEP_EVERY,
         contacts,
         dir_events: amc_imessage::watch::DirEvents::All,
     });

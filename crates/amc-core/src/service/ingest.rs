@@ -59,6 +59,9 @@ impl Amc {
             if report.channel_created {
                 self.publish(Event::ChannelCreated { channel_id: report.channel_id.clone() });
             }
+            if report.channel_changed {
+                self.publish(Event::ChannelChanged { channel_id: report.channel_id.clone() });
+            }
             if !report.inserted.is_empty() || !report.updated.is_empty() {
                 self.publish(Event::MessagesChanged {
                     channel_id: report.channel_id.clone(),
@@ -138,6 +141,16 @@ impl Amc {
     /// goes with messages is given to [`Amc::ingest_many`] instead, so both commit together.
     pub fn set_checkpoint(&self, source: Source, key: &str, value: &str) -> Result<()> {
         self.inner.store.set_source_state(source, key, value)
+    }
+
+    /// How each of these platform ids is held, for those that are: what a source's sweep
+    /// compares with the platform.
+    pub async fn held(
+        &self,
+        source: Source,
+        platform_ids: Vec<String>,
+    ) -> Result<std::collections::HashMap<String, crate::model::Held>> {
+        self.blocking(move |s| s.held(source, &platform_ids)).await
     }
 
     /// Whether a message with this platform id (or alias) is stored.

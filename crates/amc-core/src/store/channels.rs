@@ -249,6 +249,8 @@ pub(super) struct Upserted {
     pub id: String,
     pub key: i64,
     pub created: bool,
+    /// Whether a channel already stored changed its name, its kind, or came back.
+    pub changed: bool,
 }
 
 /// Finds or creates the channel.
@@ -259,10 +261,11 @@ pub(super) fn upsert(tx: &Transaction<'_>, source: Source, spec: &ChannelSpec, n
         .optional()?;
     if let Some((id, key, name, kind)) = existing {
         // The platform told of the channel: it is there (again).
-        tx.prepare_cached(
-            "UPDATE channels SET gone_at = NULL, gone_reason = NULL WHERE id = ?1 AND gone_at IS NOT NULL",
-        )?
-        .execute([&id])?;
+        let back = tx
+            .prepare_cached(
+                "UPDATE channels SET gone_at = NULL, gone_reason = NULL WHERE id = ?1 AND gone_at IS NOT NULL",
+            )?
+            .execute([&id])?;
         // An empty name is a source that does not know it: the stored one stays.
         let name_changed = !spec.name.is_empty() && name != spec.name;
         if name_changed || kind != spec.kind.as_str() {
@@ -270,14 +273,15 @@ pub(super) fn upsert(tx: &Transaction<'_>, source: Source, spec: &ChannelSpec, n
             tx.prepare_cached("UPDATE channels SET name = ?2, kind = ?3, updated_at = ?4 WHERE id = ?1")?
                 .execute(params![id, name, spec.kind.as_str(), now])?;
         }
-        return Ok(Upserted { id, key, created: false });
+        let changed = back > 0 || name_changed || kind != spec.kind.as_str();
+        return Ok(Upserted { id, key, created: false, changed });
     }
     let id = crate::ids::new_channel_id();
     tx.prepare_cached(
         "INSERT INTO channels (id, source, platform_id, name, kind, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)",
     )?
     .execute(params![id, source.as_str(), spec.platform_id, display_name(spec), spec.kind.as_str(), now])?;
-    Ok(Upserted { key: tx.last_insert_rowid(), id, created: true })
+    Ok(Upserted { key: tx.last_insert_rowid(), id, created: true, changed: false })
 }
 
 impl Store {

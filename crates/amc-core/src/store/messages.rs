@@ -10,7 +10,7 @@ use super::channels::{ChannelSpec, ThreadSpec, VISIBLE, lower_floors, parse_col,
 use super::channels::{agent_key, channel_key, open_channels_to, unread_in_scan_to};
 use crate::error::{Error, Result};
 use crate::model::{
-    AttachmentInfo, ChannelKind, ChannelRef, Direction, Envelope, IncomingMessage, Reaction, SenderInfo, Source,
+    AttachmentInfo, ChannelKind, ChannelRef, Direction, Envelope, Held, IncomingMessage, Reaction, SenderInfo, Source,
     ThreadRef,
 };
 use crate::time::{Millis, now_ms};
@@ -150,6 +150,8 @@ pub struct IngestReport {
     pub channel_id: String,
     /// Whether the channel was seen for the first time (it is `pending`).
     pub channel_created: bool,
+    /// Whether the channel, already stored, changed its name or kind, or came back.
+    pub channel_changed: bool,
     /// Ids of messages stored for the first time.
     pub inserted: Vec<String>,
     /// Their platform ids, in the same order.
@@ -256,7 +258,12 @@ impl Store {
                     )?
                     .execute(params![source.as_str(), t.platform_id, channel_id, t.name])?;
                 }
-                let mut report = IngestReport { channel_id: channel_id.clone(), channel_created, ..Default::default() };
+                let mut report = IngestReport {
+                    channel_id: channel_id.clone(),
+                    channel_created,
+                    channel_changed: stored.changed,
+                    ..Default::default()
+                };
                 let mut newest: Option<Millis> = None;
                 for msg in messages {
                     let place = Place { channel: stored.key, thread_id: thread.map(|t| t.platform_id.as_str()) };
@@ -771,6 +778,38 @@ fn unread_merged_sql(n: usize) -> String {
 }
 
 impl Store {
+    /// How each of these platform ids is held, for those that are: one indexed look per id
+    /// in one read transaction.
+    pub fn held(&self, source: Source, platform_ids: &[String]) -> Result<HashMap<String, Held>> {
+        self.read(|tx| {
+            let mut message = tx.prepare_cached(concat!(
+                "SELECT edited_at, unsent FROM messages WHERE ",
+                at_platform_id!("", "?1", "?2")
+            ))?;
+            let mut part = tx.prepare_cached(
+                "SELECT EXISTS (SELECT 1 FROM platform_aliases WHERE source = ?1 AND platform_id = ?2)",
+            )?;
+            let mut held = HashMap::new();
+            for id in platform_ids {
+                let found = message
+                    .query_row(params![source.as_str(), id], |r| {
+                        Ok(Held::Message { edited_at: r.get(0)?, unsent: r.get(1)? })
+                    })
+                    .optional()?;
+                let found = match found {
+                    Some(h) => Some(h),
+                    None => {
+                        part.query_row(params![source.as_str(), id], |r| r.get::<_, bool>(0))?.then_some(Held::Part)
+                    }
+                };
+                if let Some(h) = found {
+                    held.insert(id.clone(), h);
+                }
+            }
+            Ok(held)
+        })
+    }
+
     /// Whether a message with this platform id is stored (a source checking what it read).
     pub fn has_platform_message(&self, source: Source, platform_id: &str) -> Result<bool> {
         self.read(|tx| {
