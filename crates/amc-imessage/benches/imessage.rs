@@ -1,7 +1,9 @@
-//! The iMessage source's figures: initial ingest of a 250,000-message chat.db, and the
-//! latency from a commit in chat.db to the message being returned by
-//! `GET /messages/unread` on the real daemon, and to 100 agents waiting on
-//! `GET /messages/unread/wait`. `cargo bench -p amc-imessage --bench
+//! The iMessage source's figures: initial ingest of a 250,000-message chat.db; a sweep of
+//! that file (wall and CPU time) with nothing to repair and with rows to repair; the
+//! latency of new messages, edits and unsends while the watcher sweeps it; the latency
+//! from a commit in chat.db to the message being returned by `GET /messages/unread` on
+//! the real daemon, and to 100 agents waiting on `GET /messages/unread/wait`; and of an
+//! edit, an unsend and a rename reaching AMC. `cargo bench -p amc-imessage --bench
 //! imessage`; `AMC_BENCH_MESSAGES` sets the chat.db's size. With `AMC_BENCH_KEEP=DIR` the
 //! generated chat.db is kept in DIR (to run imessage-exporter on the same file). With
 //! `AMC_BENCH_BAD_ROW=1` the row in the middle has NULL `date` and `is_from_me`, and the
@@ -14,12 +16,15 @@ use std::time::{Duration, Instant};
 use amc_core::config::RawConfig;
 use amc_core::events::Event;
 use amc_core::model::HistoryRelease;
+use amc_core::model::Source;
 use amc_core::sender::Senders;
 use amc_core::service::Amc;
 use amc_imessage::chatdb::ChatDb;
-use amc_imessage::fixture::{ChatDbWriter, FixtureMessage};
-use amc_imessage::sync::sync_once;
+use amc_imessage::fixture::{ChatDbWriter, FixtureMessage, GroupEvent, apple_ns};
+use amc_imessage::sweep::{SweepReport, sweep};
+use amc_imessage::sync::{CHECKPOINT_KEY, Checkpoint, SharedChatDb, sync_once};
 use amc_imessage::watch::WatchConfig;
+use amc_testkit::bench::cpu_time;
 use tokio_util::sync::CancellationToken;
 
 const CHATS: i64 = 200;
@@ -113,6 +118,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         if stored != total {
             return Err(format!("ingest stored {stored} of {total} messages").into());
         }
+        sweeps(&amc, &db, &chat_db, total).await?;
 
         // Latency: a commit in a small chat.db to GET /messages/unread returning it.
         let small_dir = tmp.path().join("Messages");
@@ -239,12 +245,205 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             amc_testkit::Latencies::of(samples)
                 .line(&format!("commit in chat.db → {WAITERS} waiting GET /messages/unread/wait answer"))
         );
+        changes(&amc, &w, h).await?;
         stop.cancel();
         let _ = stop_tx.send(());
         server.await??;
         Ok::<_, Box<dyn std::error::Error>>(())
     })?;
     Ok(())
+}
+
+/// The sweep of the imported file: with nothing to repair, then with 1,000 rows edited far
+/// back and 100 rows AMC lost; then new messages, edits and unsends while the watcher
+/// sweeps without a pause between sweeps (each commit makes the next one due).
+async fn sweeps(
+    amc: &Amc,
+    db: &SharedChatDb,
+    chat_db: &std::path::Path,
+    total: i64,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let pid = std::process::id();
+    let measure = |what: &str, t: Instant, cpu0: Duration, r: &SweepReport| {
+        println!(
+            "{what}: {} rows in {:.2} s wall, {:.2} s CPU; {} read again, {} stored, {} updated",
+            r.rows,
+            t.elapsed().as_secs_f64(),
+            (cpu_time(pid).saturating_sub(cpu0)).as_secs_f64(),
+            r.decoded,
+            r.inserted,
+            r.updated
+        );
+    };
+    let (t, cpu0) = (Instant::now(), cpu_time(pid));
+    let quiet = sweep(amc, db).await?;
+    measure("sweep, nothing to repair", t, cpu0, &quiet);
+
+    // 1,000 old rows edited, and 100 new rows the checkpoint passed without reading (as
+    // after a rebuild): the sweep reads those again and nothing else.
+    let writer = ChatDbWriter::open(chat_db)?;
+    writer.connection().execute(
+        "UPDATE message SET date_edited = date + 60000000000 WHERE ROWID % (?1 / 1000) = 0 AND ROWID <= ?1",
+        [total],
+    )?;
+    let chat: i64 = writer.connection().query_row("SELECT min(ROWID) FROM chat", [], |r| r.get(0))?;
+    let handle: i64 = writer.connection().query_row("SELECT min(ROWID) FROM handle", [], |r| r.get(0))?;
+    writer.connection().execute_batch("BEGIN")?;
+    for i in 0..100 {
+        let m = FixtureMessage {
+            guid: format!("lost-{i}"),
+            text: Some(format!("lost {i}")),
+            handle_id: handle,
+            sent_at_ms: amc_core::time::now_ms(),
+            ..Default::default()
+        };
+        writer.add_message(chat, &m)?;
+    }
+    writer.connection().execute_batch("COMMIT")?;
+    let (rowid, rows): (i64, i64) =
+        writer
+            .connection()
+            .query_row("SELECT max(ROWID), count(*) FROM message", [], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    let passed = Checkpoint { rowid, guid: Some("lost-99".into()), rows: Some(rows) };
+    amc.set_checkpoint(Source::Imessage, CHECKPOINT_KEY, &passed.encode())?;
+    let (t, cpu0) = (Instant::now(), cpu_time(pid));
+    let repaired = sweep(amc, db).await?;
+    measure("sweep, 1,000 edits and 100 lost rows", t, cpu0, &repaired);
+    if repaired.inserted != 100 || repaired.updated < 1000 {
+        return Err(format!("the sweep repaired {repaired:?}").into());
+    }
+
+    // The watcher on this file, sweeping back to back: what a new message, an edit and an
+    // unsend wait for while it does.
+    let stop = CancellationToken::new();
+    let watch = WatchConfig {
+        chat_db: chat_db.to_owned(),
+        poll: Duration::from_secs(3600),
+        sweep_every: Duration::ZERO,
+        contacts: Vec::new(),
+        dir_events: amc_imessage::watch::DirEvents::Namespace,
+    };
+    let mut events = amc.events().subscribe();
+    let watcher = tokio::spawn(amc_imessage::watch::run(amc.clone(), watch, stop.clone()));
+    let cpu0 = cpu_time(pid);
+    let t = Instant::now();
+    let mut samples = Vec::new();
+    for i in 0..100 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        while events.try_recv().is_ok() {}
+        let m = FixtureMessage {
+            guid: format!("swept-{i}"),
+            text: Some(format!("while sweeping {i}")),
+            handle_id: handle,
+            sent_at_ms: amc_core::time::now_ms(),
+            ..Default::default()
+        };
+        let t0 = Instant::now();
+        writer.add_message(chat, &m)?;
+        wait_for(&mut events, |e| matches!(e, Event::MessagesChanged { inserted, .. } if *inserted > 0)).await?;
+        samples.push(t0.elapsed());
+    }
+    println!("{}", amc_testkit::Latencies::of(samples).line("new message while sweeping back to back"));
+    let mut samples = Vec::new();
+    for i in 0..100 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        while events.try_recv().is_ok() {}
+        let t0 = Instant::now();
+        writer.connection().execute(
+            "UPDATE message SET date_edited = ?1, text = ?2 WHERE guid = ?3",
+            rusqlite::params![apple_ns(amc_core::time::now_ms()), format!("edited {i}"), format!("swept-{i}")],
+        )?;
+        wait_for(&mut events, |e| matches!(e, Event::MessagesChanged { updated, .. } if *updated > 0)).await?;
+        samples.push(t0.elapsed());
+    }
+    println!("{}", amc_testkit::Latencies::of(samples).line("edit while sweeping back to back"));
+    println!(
+        "watcher sweeping back to back over {total} rows for {:.1} s: {:.2} s CPU",
+        t.elapsed().as_secs_f64(),
+        cpu_time(pid).saturating_sub(cpu0).as_secs_f64()
+    );
+    stop.cancel();
+    watcher.await?;
+    Ok(())
+}
+
+/// Edits, unsends and renames in the live chat.db: from the commit to AMC's event.
+async fn changes(amc: &Amc, w: &ChatDbWriter, handle: i64) -> Result<(), Box<dyn std::error::Error>> {
+    let mut events = amc.events().subscribe();
+    let group = w.add_chat("any;+;chat1234567890", 43, Some("Trip"), &[handle])?;
+    let (mut edits, mut unsends, mut renames) = (Vec::new(), Vec::new(), Vec::new());
+    for i in 0..SAMPLES / 3 {
+        let m = FixtureMessage {
+            guid: format!("change-{i}"),
+            text: Some(format!("to change {i}")),
+            handle_id: handle,
+            sent_at_ms: amc_core::time::now_ms(),
+            ..Default::default()
+        };
+        w.add_message(group, &m)?;
+        wait_for(&mut events, |e| matches!(e, Event::MessagesChanged { inserted, .. } if *inserted > 0)).await?;
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        while events.try_recv().is_ok() {}
+        let t0 = Instant::now();
+        w.connection().execute(
+            "UPDATE message SET date_edited = ?1, text = ?2 WHERE guid = ?3",
+            rusqlite::params![apple_ns(amc_core::time::now_ms()), format!("changed {i}"), m.guid],
+        )?;
+        wait_for(&mut events, |e| matches!(e, Event::MessagesChanged { updated, .. } if *updated > 0)).await?;
+        edits.push(t0.elapsed());
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        while events.try_recv().is_ok() {}
+        let t0 = Instant::now();
+        w.connection().execute(
+            "UPDATE message SET date_edited = ?1, date_retracted = ?1, message_summary_info = ?2, text = NULL \
+             WHERE guid = ?3",
+            rusqlite::params![apple_ns(amc_core::time::now_ms()), unsent_info(), m.guid],
+        )?;
+        wait_for(&mut events, |e| matches!(e, Event::MessagesChanged { updated, .. } if *updated > 0)).await?;
+        unsends.push(t0.elapsed());
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        while events.try_recv().is_ok() {}
+        let t0 = Instant::now();
+        let rename = GroupEvent {
+            guid: format!("rename-{i}"),
+            handle_id: handle,
+            item_type: 2,
+            group_title: Some(format!("Trip {i}")),
+            at_ms: amc_core::time::now_ms(),
+            ..Default::default()
+        };
+        w.add_group_event(group, &rename)?;
+        wait_for(&mut events, |e| matches!(e, Event::ChannelChanged { .. })).await?;
+        renames.push(t0.elapsed());
+    }
+    println!("{}", amc_testkit::Latencies::of(edits).line("edit in chat.db → AMC has it"));
+    println!("{}", amc_testkit::Latencies::of(unsends).line("unsend in chat.db → AMC has it"));
+    println!("{}", amc_testkit::Latencies::of(renames).line("rename in chat.db → AMC has it"));
+    Ok(())
+}
+
+/// The `message_summary_info` Messages writes for an unsent message.
+fn unsent_info() -> Vec<u8> {
+    std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/fixtures/imessage/message-summary-info/Deleted.plist"
+    ))
+    .expect("the unsend fixture")
+}
+
+/// Waits (10 s at most) for an event that `wanted` accepts.
+async fn wait_for(
+    events: &mut tokio::sync::broadcast::Receiver<Event>,
+    wanted: impl Fn(&Event) -> bool,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        match tokio::time::timeout_at(deadline, events.recv()).await {
+            Ok(Ok(e)) if wanted(&e) => return Ok(()),
+            Ok(_) => {}
+            Err(_) => return Err("no event within 10 s".into()),
+        }
+    }
 }
 
 /// Message `i`'s guid, shaped as Messages writes them: a random uppercase UUID (the real

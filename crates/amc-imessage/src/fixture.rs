@@ -129,6 +129,17 @@ impl ChatDbWriter {
         Ok(Self { conn, modern: false })
     }
 
+    /// Opens a chat.db written before, to write more to it.
+    pub fn open(path: &Path) -> rusqlite::Result<Self> {
+        let conn = Connection::open(path)?;
+        let modern = conn.query_row(
+            "SELECT EXISTS (SELECT 1 FROM pragma_table_info('message') WHERE name = 'date_edited')",
+            [],
+            |r| r.get(0),
+        )?;
+        Ok(Self { conn, modern })
+    }
+
     /// The connection, for writing rows in bulk inside one transaction.
     pub fn connection(&self) -> &Connection {
         &self.conn

@@ -37,6 +37,16 @@ impl Latencies {
     }
 }
 
+/// The CPU time a process used so far (user and system), from `/proc` (Linux; zero
+/// elsewhere).
+pub fn cpu_time(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // The fields after the command's closing parenthesis; utime and stime are 14 and 15.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let ticks: u64 = rest.split_whitespace().skip(11).take(2).filter_map(|v| v.parse::<u64>().ok()).sum();
+    Duration::from_millis(ticks * 10) // USER_HZ is 100 on Linux
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -60,15 +60,8 @@ pub fn threads_and_rss(pid: u32) -> (u64, f64) {
     (field("Threads:"), field("VmRSS:") as f64 / 1024.0)
 }
 
-/// The CPU time a process used so far (user and system), from `/proc` (Linux).
-#[allow(dead_code)] // not every bench watches the daemon
-pub fn cpu_time(pid: u32) -> Duration {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // The fields after the command's closing parenthesis; utime and stime are 14 and 15.
-    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let ticks: u64 = rest.split_whitespace().skip(11).take(2).filter_map(|v| v.parse::<u64>().ok()).sum();
-    Duration::from_millis(ticks * 10) // USER_HZ is 100 on Linux
-}
+#[allow(unused_imports)] // not every bench watches the daemon
+pub use amc_testkit::bench::cpu_time;
 
 impl Drop for Serve {
     fn drop(&mut self) {
