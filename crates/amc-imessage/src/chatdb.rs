@@ -252,6 +252,22 @@ impl ChatDb {
             .optional()?)
     }
 
+    /// The guids of the chats chat.db holds for the conversation with this
+    /// `chat_identifier` (one per service it was on, and macOS 26's `any;` one), the chat
+    /// with the newest message first and chats without messages last: only the chat
+    /// holding the conversation's messages is one Messages' AppleScript resolves
+    /// (nixfred/blip#8).
+    pub fn chat_guids(&self, chat_identifier: &str) -> Result<Vec<String>, SourceError> {
+        // The newest message of each chat is one seek of the (chat_id, message_date) index.
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT c.guid, (SELECT max(cm.message_date) FROM chat_message_join cm WHERE cm.chat_id = c.ROWID) AS last \
+             FROM chat c WHERE c.chat_identifier = ?1 AND c.guid IS NOT NULL \
+             ORDER BY last IS NULL, last DESC, c.ROWID DESC",
+        )?;
+        let guids = stmt.query_map([chat_identifier], |r| r.get(0))?.collect::<rusqlite::Result<Vec<String>>>()?;
+        Ok(guids)
+    }
+
     /// The guid of the message at `rowid`, if there is one.
     pub fn guid_of(&self, rowid: i64) -> Result<Option<String>, SourceError> {
         use rusqlite::OptionalExtension;

@@ -27,7 +27,7 @@ pub fn channel_of(chat: &ChatInfo, contacts: &Contacts) -> ChannelSpec {
 
 /// The channel of a chat: its guid with the service left out (`any;-;+15551234567`,
 /// `any;+;chat123…`), so one person's iMessage, SMS and macOS 26 chats are one channel.
-/// A send tries each service (`send::addressing`).
+/// A send addresses the chats chat.db holds for the conversation (`send::addressing`).
 pub fn conversation_id(guid: &str) -> String {
     match guid_parts(guid) {
         Some((_, kind, identifier)) => format!("any;{kind};{identifier}"),

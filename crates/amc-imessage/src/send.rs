@@ -3,12 +3,14 @@
 //! The AppleScript is fixed; the text, the chat ids and the file paths reach it only as
 //! `argv` (`on run argv`), so an agent's text is never AppleScript source.
 //!
-//! **Addressing.** macOS 26 writes chat guids as `any;-;…` and `any;+;…`, which Messages'
-//! AppleScript refuses (-1728) for many chats and which can start an empty chat. So the
-//! script tries a list of chat ids in order ([`addressing`]: the guid with `any` replaced
-//! by each service, iMessage first), then, for a one-to-one chat, the person as a
-//! `participant` of the iMessage account, then of the SMS account. docs/macos.md gives the
-//! public source of each form.
+//! **Addressing.** A channel names its conversation without a service (`any;-;<handle>`,
+//! `any;+;chat<id>`: `convert::conversation_id`), so the script tries, in order, the
+//! guid of each chat chat.db holds for that conversation, the chat with the newest
+//! message first ([`addressing`]), then, for a one-to-one chat, the person as a
+//! `participant` of the account of the service the conversation last used, then of the
+//! other one (iMessage, SMS). A chat id is never made up: `chat id` with a guid chat.db
+//! does not hold is refused (-1728) on macOS 26. docs/macos.md gives the public source of
+//! each form.
 //!
 //! **Confirmation.** Messages writes a row per part it sends (the text, each file) with
 //! `is_sent = 0`, then sets `is_sent` (and `is_delivered`) or `error` (25: "Not Delivered").
@@ -28,16 +30,18 @@ use amc_core::sender::{BoxFuture, Delivery, OutgoingSend, SendError, Sender};
 use crate::chatdb::{ChatDb, SentRow};
 
 /// The script `osascript` runs. Nothing of a message is ever part of it. argv: the text,
-/// the handle of a one-to-one chat (empty for a group), how many chat ids follow, the chat
-/// ids to try in order, then the files.
+/// the handle of a one-to-one chat (empty for a group), the service whose account the
+/// participant fallback tries first (`SMS`, or anything else for iMessage), how many chat
+/// ids follow, the chat ids to try in order, then the files.
 pub const SEND_SCRIPT: &[&str] = &[
     "on run argv",
     "set msgText to item 1 of argv",
     "set handleId to item 2 of argv",
-    "set idCount to (item 3 of argv) as integer",
+    "set firstService to item 3 of argv",
+    "set idCount to (item 4 of argv) as integer",
     "set targetChat to missing value",
     "tell application \"Messages\"",
-    "repeat with i from 4 to (3 + idCount)",
+    "repeat with i from 5 to (4 + idCount)",
     "if targetChat is missing value then",
     "try",
     "set candidate to chat id (item i of argv)",
@@ -46,12 +50,17 @@ pub const SEND_SCRIPT: &[&str] = &[
     "end try",
     "end if",
     "end repeat",
+    "if targetChat is missing value and handleId is not \"\" and firstService is \"SMS\" then",
+    "try",
+    "set targetChat to participant handleId of (1st account whose service type = SMS)",
+    "end try",
+    "end if",
     "if targetChat is missing value and handleId is not \"\" then",
     "try",
     "set targetChat to participant handleId of (1st account whose service type = iMessage)",
     "end try",
     "end if",
-    "if targetChat is missing value and handleId is not \"\" then",
+    "if targetChat is missing value and handleId is not \"\" and firstService is not \"SMS\" then",
     "try",
     "set targetChat to participant handleId of (1st account whose service type = SMS)",
     "end try",
@@ -62,7 +71,7 @@ pub const SEND_SCRIPT: &[&str] = &[
     "if msgText is not \"\" then",
     "send msgText to targetChat",
     "end if",
-    "repeat with i from (4 + idCount) to (count of argv)",
+    "repeat with i from (5 + idCount) to (count of argv)",
     "send (POSIX file (item i of argv)) to targetChat",
     "end repeat",
     "end tell",
@@ -73,56 +82,88 @@ pub const SEND_SCRIPT: &[&str] = &[
 /// times out after two minutes.
 const OSASCRIPT_TIMEOUT: Duration = Duration::from_secs(130);
 
+/// The account a one-to-one chat's `participant` fallback tries first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Account {
+    /// `1st account whose service type = iMessage`, then SMS.
+    IMessage,
+    /// `1st account whose service type = SMS`, then iMessage: the conversation went on
+    /// by SMS, and a person who left iMessage is not sent an iMessage that never arrives.
+    Sms,
+}
+
 /// How a chat is addressed: the chat ids to try in order, and the person's handle for a
 /// one-to-one chat (the `participant` fallback).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Addressing {
-    /// `chat id` forms, in order.
+    /// `chat id` forms, in order: guids chat.db holds, never made up.
     pub chat_ids: Vec<String>,
     /// The person, for a one-to-one chat.
     pub handle: Option<String>,
+    /// Which account the participant fallback tries first.
+    pub first_account: Account,
     /// `chat.chat_identifier` of the conversation: what its rows are matched by.
     pub identifier: String,
 }
 
 impl Addressing {
-    /// Tries `service`'s chat id first, keeping the others' order.
-    pub fn prefer(&mut self, service: &str) {
-        let prefix = format!("{service};");
-        if let Some(at) = self.chat_ids.iter().position(|id| id.starts_with(&prefix)) {
-            let id = self.chat_ids.remove(at);
-            self.chat_ids.insert(0, id);
+    /// What was tried, for the person: each chat id, then the participant.
+    fn tried(&self) -> String {
+        let mut tried: Vec<String> = self.chat_ids.iter().map(|id| format!("chat id {id}")).collect();
+        if let Some(handle) = &self.handle {
+            tried.push(format!("{handle} as a participant"));
         }
+        if tried.is_empty() {
+            return "nothing: chat.db holds no chat for this conversation".to_owned();
+        }
+        tried.join(", ")
     }
 }
 
-/// The addressing of a chat guid (`service;-;handle` or `service;+;chatNNN`).
-pub fn addressing(guid: &str) -> Addressing {
-    let Some((service, kind, identifier)) = crate::convert::guid_parts(guid) else {
-        return Addressing { chat_ids: vec![guid.to_owned()], handle: None, identifier: guid.to_owned() };
+/// `chat.chat_identifier` of the conversation a channel's guid names (`…;-;<handle>`,
+/// `…;+;chat<id>`).
+pub fn identifier_of(guid: &str) -> &str {
+    crate::convert::guid_parts(guid).map_or(guid, |(_, _, identifier)| identifier)
+}
+
+/// The addressing of the conversation a channel's guid names (`any;-;<handle>`,
+/// `any;+;chat<id>`), given the guids chat.db holds for it (`ChatDb::chat_guids`, the
+/// chat with the newest message first) and the service of its newest message.
+pub fn addressing(guid: &str, chats: &[String], last_service: Option<&str>) -> Addressing {
+    let first_account =
+        if last_service.is_some_and(|s| s.eq_ignore_ascii_case("SMS")) { Account::Sms } else { Account::IMessage };
+    let Some((_, kind, identifier)) = crate::convert::guid_parts(guid) else {
+        return Addressing {
+            chat_ids: vec![guid.to_owned()],
+            handle: None,
+            first_account,
+            identifier: guid.to_owned(),
+        };
     };
-    let one_to_one = kind == "-" && !identifier.starts_with("chat");
-    let handle = one_to_one.then(|| identifier.to_owned());
-    let chat_ids = if service.eq_ignore_ascii_case("any") {
-        // An address is iMessage only; a phone number may be SMS or RCS too.
-        let services: &[&str] = if identifier.contains('@') { &["iMessage"] } else { &["iMessage", "SMS", "RCS"] };
-        let mut ids: Vec<String> = services.iter().map(|s| format!("{s};{kind};{identifier}")).collect();
-        // `any;-;…` can start an empty chat: only a group is tried as it is, last.
-        if kind == "+" {
-            ids.push(guid.to_owned());
-        }
-        ids
-    } else {
-        vec![guid.to_owned()]
-    };
-    Addressing { chat_ids, handle, identifier: identifier.to_owned() }
+    // `…;-;chat…` is a group addressed as one person: Messages may start an empty chat with
+    // a handle named `chat…` (openclaw/imsg#90). Never tried, and no participant either.
+    let ghost = |kind: &str, identifier: &str| kind == "-" && identifier.starts_with("chat");
+    let handle = (kind == "-" && !ghost(kind, identifier)).then(|| identifier.to_owned());
+    let chat_ids = chats
+        .iter()
+        .filter(|c| {
+            crate::convert::guid_parts(c).is_some_and(|(_, k, id)| k == kind && id == identifier && !ghost(k, id))
+        })
+        .cloned()
+        .collect();
+    Addressing { chat_ids, handle, first_account, identifier: identifier.to_owned() }
 }
 
 /// The osascript arguments after `-e` lines: see [`SEND_SCRIPT`].
 pub fn script_args(text: &str, addressing: &Addressing, files: &[PathBuf]) -> Vec<std::ffi::OsString> {
+    let first = match addressing.first_account {
+        Account::IMessage => "iMessage",
+        Account::Sms => "SMS",
+    };
     let mut args: Vec<std::ffi::OsString> = vec![
         text.into(),
         addressing.handle.clone().unwrap_or_default().into(),
+        first.into(),
         addressing.chat_ids.len().to_string().into(),
     ];
     args.extend(addressing.chat_ids.iter().map(Into::into));
@@ -170,17 +211,20 @@ impl MessagesSender {
             let mut chats = self.chats.lock().unwrap_or_else(|p| p.into_inner());
             // By conversation, not by channel: two channels of one person (an older guid and
             // a macOS 26 `any;` one) share the rows a confirmation matches.
-            chats.entry(addressing(&msg.channel_platform_id).identifier).or_default().clone()
+            chats.entry(identifier_of(&msg.channel_platform_id).to_owned()).or_default().clone()
         };
         let _one_at_a_time = lock.lock().await;
         let started_ms = amc_core::time::now_ms();
-        // One connection for the whole send: where chat.db ends now, the service the
-        // conversation last used, and every look while Messages settles the send.
-        let (chat_db, identifier) = (self.cfg.chat_db.clone(), addressing(&msg.channel_platform_id).identifier);
-        let (db, before, last_service) = tokio::task::spawn_blocking(move || {
+        // One connection for the whole send: where chat.db ends now, the chats it holds for
+        // the conversation and the service it last used, and every look while Messages
+        // settles the send.
+        let (chat_db, guid) = (self.cfg.chat_db.clone(), msg.channel_platform_id.clone());
+        let (db, before, addressing) = tokio::task::spawn_blocking(move || {
             let db = ChatDb::open(&chat_db)?;
-            let (before, last) = (db.max_rowid()?, db.last_service(&identifier).ok().flatten());
-            Ok::<_, crate::SourceError>((Arc::new(Mutex::new(db)), before, last))
+            let identifier = identifier_of(&guid);
+            let (before, chats) = (db.max_rowid()?, db.chat_guids(identifier)?);
+            let addressed = addressing(&guid, &chats, db.last_service(identifier).ok().flatten().as_deref());
+            Ok::<_, crate::SourceError>((Arc::new(Mutex::new(db)), before, addressed))
         })
         .await
         .map_err(|e| SendError::Failed(e.to_string()))?
@@ -191,7 +235,7 @@ impl MessagesSender {
                 .await
                 .map_err(|e| SendError::Failed(e.to_string()))??
         };
-        let sent = Sent { db, before, started_ms, last_service };
+        let sent = Sent { db, before, started_ms, addressing };
         let outcome = self.run_and_confirm(&msg, &sent, &files).await;
         // The copies Messages read are removed once the send is settled; an unknown one
         // stays, as Messages may still be reading it.
@@ -204,17 +248,12 @@ impl MessagesSender {
     }
 
     async fn run_and_confirm(&self, msg: &OutgoingSend, sent: &Sent, files: &[PathBuf]) -> Result<Delivery, SendError> {
-        let mut addressing = addressing(&msg.channel_platform_id);
-        // The service the conversation last used goes first: a person who moved from an
-        // iPhone to another phone is reached by SMS, not by an iMessage that never arrives.
-        if let Some(service) = &sent.last_service {
-            addressing.prefer(service);
-        }
+        let addressing = &sent.addressing;
         let mut cmd = tokio::process::Command::new(&self.cfg.osascript);
         for line in SEND_SCRIPT {
             cmd.arg("-e").arg(line);
         }
-        cmd.args(script_args(&msg.text, &addressing, files));
+        cmd.args(script_args(&msg.text, addressing, files));
         cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).kill_on_drop(true);
         let out = tokio::time::timeout(OSASCRIPT_TIMEOUT, cmd.output())
             .await
@@ -240,7 +279,7 @@ impl MessagesSender {
             if number == Some(-1728) {
                 return Err(SendError::Failed(format!(
                     "Messages has no such chat (tried {}): {}",
-                    addressing.chat_ids.join(", "),
+                    addressing.tried(),
                     stderr.trim()
                 )));
             }
@@ -299,8 +338,8 @@ struct Sent {
     /// chat.db's last ROWID before: the send's rows come after it.
     before: i64,
     started_ms: i64,
-    /// The service of the conversation's newest row.
-    last_service: Option<String>,
+    /// How the conversation is addressed, from what chat.db held before.
+    addressing: Addressing,
 }
 
 /// What a send should leave in chat.db.
@@ -419,6 +458,35 @@ impl Sender for MessagesSender {
 
 #[cfg(test)]
 mod tests {
+    use super::{Account, addressing};
+
+    #[test]
+    fn only_the_conversations_own_guids_are_chat_ids() {
+        let chats = |guids: &[&str]| guids.iter().map(|g| (*g).to_owned()).collect::<Vec<_>>();
+        for (channel, held, ids, handle) in [
+            ("any;-;+15551234567", &["any;-;+15551234567"][..], &["any;-;+15551234567"][..], Some("+15551234567")),
+            (
+                "any;-;+15551234567",
+                &["SMS;-;+15551234567", "iMessage;-;+15551234567"],
+                &["SMS;-;+15551234567", "iMessage;-;+15551234567"],
+                Some("+15551234567"),
+            ),
+            ("any;+;chat42", &["any;+;chat42", "iMessage;+;chat42"], &["any;+;chat42", "iMessage;+;chat42"], None),
+            // A ghost `any;-;chat…` row (a group addressed as a person) is never tried, and
+            // a channel named so has no participant.
+            ("any;+;chat42", &["any;-;chat42", "any;+;chat42"], &["any;+;chat42"], None),
+            ("any;-;chat42", &["any;-;chat42"], &[], None),
+            // Nothing held: nothing made up.
+            ("any;+;chat42", &[], &[], None),
+        ] {
+            let a = addressing(channel, &chats(held), None);
+            assert_eq!(a.chat_ids, ids, "{channel} {held:?}");
+            assert_eq!(a.handle.as_deref(), handle, "{channel}");
+            assert_eq!(a.first_account, Account::IMessage);
+        }
+        assert_eq!(addressing("any;-;+15551234567", &[], Some("SMS")).first_account, Account::Sms);
+    }
+
     #[test]
     fn the_error_number_is_read_from_the_end_only() {
         assert_eq!(

@@ -1,6 +1,7 @@
 //! Sending through Messages against the strict osascript stand-in
-//! (`tests/fixtures/imessage/osascript-standin.py`): macOS 26 chat ids, groups and SMS,
-//! failed and unsettled sends, text Messages normalised, Messages slow to start.
+//! (`tests/fixtures/imessage/osascript-standin.py`): chats addressed by the guids chat.db
+//! holds, groups and SMS, failed and unsettled sends, text Messages normalised, Messages
+//! slow to start.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -21,14 +22,41 @@ struct Mac {
 }
 
 impl Mac {
+    /// A chat.db with one conversation with Ada: the chat `guid` on `service` (style 45
+    /// one-to-one, 43 group), holding a message she sent.
     fn with_chat(guid: &str, service: &str, style: i32) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let chat_db = dir.path().join("chat.db");
-        let w = ChatDbWriter::create(&chat_db).expect("chat.db");
-        let ada = w.add_handle("+15551234567").expect("handle");
-        let chat = w.add_chat(guid, style, None, &[ada]).expect("chat");
-        w.connection().execute("UPDATE chat SET service_name = ?1 WHERE ROWID = ?2", (service, chat)).expect("service");
-        Self { dir, chat_db }
+        ChatDbWriter::create(&chat_db).expect("chat.db").add_handle("+15551234567").expect("handle");
+        let mac = Self { dir, chat_db };
+        mac.add_chat(guid, service, style, Some(800_000_000_000_000_000));
+        mac
+    }
+
+    /// Another chat row of the conversation, as Messages keeps one per service: holding a
+    /// message of Ada's sent at `message_date` (Apple nanoseconds), or none.
+    fn add_chat(&self, guid: &str, service: &str, style: i32, message_date: Option<i64>) {
+        let c = rusqlite::Connection::open(&self.chat_db).expect("open");
+        let identifier = guid.rsplit(';').next().expect("identifier");
+        c.execute(
+            "INSERT INTO chat (guid, style, state, chat_identifier, service_name, display_name) VALUES (?1, ?2, 3, ?3, ?4, '')",
+            (guid, style, identifier, service),
+        )
+        .expect("chat");
+        let chat = c.last_insert_rowid();
+        c.execute("INSERT INTO chat_handle_join (chat_id, handle_id) VALUES (?1, 1)", [chat]).expect("member");
+        if let Some(date) = message_date {
+            c.execute(
+                "INSERT INTO message (guid, text, handle_id, service, is_from_me, date) VALUES (?1, 'hi', 1, ?2, 0, ?3)",
+                (format!("from-ada-{chat}"), service, date),
+            )
+            .expect("message");
+            c.execute(
+                "INSERT INTO chat_message_join (chat_id, message_id, message_date) VALUES (?1, ?2, ?3)",
+                (chat, c.last_insert_rowid(), date),
+            )
+            .expect("join");
+        }
     }
 
     /// A file of the agent's, outside Messages' folders.
@@ -68,6 +96,15 @@ impl Mac {
             .lines()
             .map(|l| serde_json::from_str(l).expect("json"))
             .collect()
+    }
+
+    /// The chat ids the send with index `call` tried, and the account its participant
+    /// fallback tried first.
+    fn tried(&self, call: usize) -> (Vec<String>, String) {
+        let argv = self.calls()[call]["argv"].as_array().expect("argv").clone();
+        let count: usize = argv[3].as_str().and_then(|n| n.parse().ok()).expect("count");
+        let ids = argv[4..4 + count].iter().map(|v| v.as_str().expect("id").to_owned()).collect();
+        (ids, argv[2].as_str().expect("service").to_owned())
     }
 
     fn rows(&self) -> Vec<(String, i64, i64)> {
@@ -111,34 +148,62 @@ async fn send(sender: &MessagesSender, guid: &str, text: &str, files: &[&Path]) 
     sender.send(outgoing(guid, text, files)).await
 }
 
+/// A chat is addressed by the guids chat.db holds for it, never by one made up from another
+/// (`iMessage;-;X` for `any;-;X`): Messages refuses those on macOS 26.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn macos_26_chat_ids_are_addressed_by_service_for_dms_groups_and_sms() {
-    for (guid, service, style, first_working) in [
-        ("any;-;+15551234567", "iMessage", 45, "iMessage;-;+15551234567"),
-        ("any;-;+15551234567", "SMS", 45, "SMS;-;+15551234567"),
-        ("any;+;chat493827161", "iMessage", 43, "iMessage;+;chat493827161"),
-        ("any;-;ada@example.com", "iMessage", 45, "iMessage;-;ada@example.com"),
+async fn chats_are_addressed_by_the_guids_chat_db_holds_then_the_person_as_a_participant() {
+    for (guid, service, style, resolves) in [
+        // `chat id "any;-;…"` is refused: the person as a participant of iMessage.
+        ("any;-;+15551234567", "iMessage", 45, "no"),
+        ("any;-;ada@example.com", "iMessage", 45, "no"),
+        // A group has no participant to fall back on: its own guid, where Messages takes it.
+        ("any;+;chat493827161", "iMessage", 43, "resolve"),
     ] {
         let mac = Mac::with_chat(guid, service, style);
-        let d = send(&mac.sender(&[]), guid, "hello", &[]).await.unwrap_or_else(|e| panic!("{guid} {service}: {e}"));
+        let sender = mac.sender(&[("AMC_STANDIN_ANY_CHAT_IDS", resolves)]);
+        let d = send(&sender, guid, "hello", &[]).await.unwrap_or_else(|e| panic!("{guid} {service}: {e}"));
         assert!(!d.platform_id.is_empty());
-        let argv = mac.calls()[0]["argv"].clone();
-        let ids: Vec<&str> = argv.as_array().expect("argv")[3..].iter().filter_map(|v| v.as_str()).collect();
-        assert!(ids.contains(&first_working), "{guid} {service}: {ids:?}");
-        assert!(!ids.iter().any(|id| id.starts_with("any;-;")), "never `chat id \"any;-;…\"`: {ids:?}");
+        assert_eq!(mac.tried(0).0, [guid], "only the guid chat.db holds");
         assert_eq!(mac.rows().last().map(|r| (r.0.as_str(), r.1)), Some(("hello", 1)), "{guid} {service}");
     }
+    // Where Messages refuses the group's `any;+;` guid, nothing made up is tried instead.
+    let mac = Mac::with_chat("any;+;chat493827161", "iMessage", 43);
+    let err = send(&mac.sender(&[]), "any;+;chat493827161", "hello", &[]).await.expect_err("no chat");
+    assert!(matches!(&err, SendError::Failed(why) if why.contains("no such chat")), "{err:?}");
+    assert_eq!(mac.tried(0).0, ["any;+;chat493827161"]);
+    // The group's older `iMessage;+;` row, kept by an upgrade, is tried after the newer.
+    mac.add_chat("iMessage;+;chat493827161", "iMessage", 43, Some(700_000_000_000_000_000));
+    send(&mac.sender(&[]), "any;+;chat493827161", "hello", &[]).await.expect("sent through the older chat");
+    assert_eq!(mac.tried(1).0, ["any;+;chat493827161", "iMessage;+;chat493827161"]);
     // Before macOS 26 guids carry their service and are used as they are.
     let mac = Mac::with_chat("iMessage;+;chat1", "iMessage", 43);
-    send(&mac.sender(&[("AMC_STANDIN_MACOS", "15")]), "iMessage;+;chat1", "hi all", &[]).await.expect("sent");
+    send(&mac.sender(&[("AMC_STANDIN_MACOS", "15")]), "any;+;chat1", "hi all", &[]).await.expect("sent");
+    assert_eq!(mac.tried(0).0, ["iMessage;+;chat1"]);
+}
+
+/// A group that moved to another service leaves an empty chat row behind, which Messages
+/// cannot resolve: the row holding the messages is tried first (nixfred/blip#8).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_chat_holding_the_conversation_is_tried_before_an_empty_one() {
+    let mac = Mac::with_chat("iMessage;+;chat7", "iMessage", 43);
+    mac.add_chat("SMS;+;chat7", "SMS", 43, None);
+    send(&mac.sender(&[("AMC_STANDIN_MACOS", "15")]), "any;+;chat7", "hello", &[]).await.expect("sent");
+    assert_eq!(mac.tried(0).0, ["iMessage;+;chat7", "SMS;+;chat7"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dm_that_no_chat_id_reaches_goes_to_the_person_as_a_participant() {
-    // The chat row Messages has for Ada is not one any chat id form resolves (an unknown
-    // service): the participant fallback reaches her.
-    let mac = Mac::with_chat("any;-;+15551234567", "RCS-beta", 45);
-    send(&mac.sender(&[]), "any;-;+15551234567", "hello", &[]).await.expect("sent through the participant");
+    // Before macOS 26: Ada's chat row holds no message (it was emptied), so Messages does
+    // not resolve its guid; the participant fallback reaches her.
+    let mac = Mac::with_chat("iMessage;-;+15551234567", "iMessage", 45);
+    rusqlite::Connection::open(&mac.chat_db)
+        .expect("open")
+        .execute("DELETE FROM chat_message_join", [])
+        .expect("empty");
+    send(&mac.sender(&[("AMC_STANDIN_MACOS", "15")]), "any;-;+15551234567", "hello", &[])
+        .await
+        .expect("sent through the participant");
+    assert_eq!(mac.tried(0), (vec!["iMessage;-;+15551234567".to_owned()], "iMessage".to_owned()));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -203,19 +268,20 @@ async fn text_that_messages_normalised_and_a_slow_start_still_confirm() {
 /// is not sent an iMessage that never arrives.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_service_the_conversation_last_used_is_tried_first() {
+    // macOS 26: one `any;-;` chat, its newest message by SMS; the participant of the SMS
+    // account comes first.
     let guid = "any;-;+15551234567";
     let mac = Mac::with_chat(guid, "SMS", 45);
-    let c = rusqlite::Connection::open(&mac.chat_db).expect("open");
-    c.execute(
-        "INSERT INTO message (guid, text, handle_id, service, is_from_me, date) VALUES ('s1', 'hi', 1, 'SMS', 0, 800000000000000000)",
-        [],
-    )
-    .expect("message");
-    c.execute(
-        "INSERT INTO chat_message_join (chat_id, message_id, message_date) VALUES (1, 1, 800000000000000000)",
-        [],
-    )
-    .expect("join");
     send(&mac.sender(&[]), guid, "hello", &[]).await.expect("sent");
-    assert_eq!(mac.calls()[0]["argv"][3], "SMS;-;+15551234567", "{}", mac.calls()[0]);
+    assert_eq!(mac.tried(0), (vec![guid.to_owned()], "SMS".to_owned()), "{}", mac.calls()[0]);
+    // Before: a chat per service; the one with the newest message (SMS) comes first.
+    let mac = Mac::with_chat("iMessage;-;+15551234567", "iMessage", 45);
+    mac.add_chat("SMS;-;+15551234567", "SMS", 45, Some(900_000_000_000_000_000));
+    send(&mac.sender(&[("AMC_STANDIN_MACOS", "15")]), guid, "hello", &[]).await.expect("sent");
+    assert_eq!(mac.tried(0).0, ["SMS;-;+15551234567", "iMessage;-;+15551234567"]);
+    let service: String = rusqlite::Connection::open(&mac.chat_db)
+        .expect("open")
+        .query_row("SELECT service FROM message ORDER BY ROWID DESC LIMIT 1", [], |r| r.get(0))
+        .expect("row");
+    assert_eq!(service, "SMS", "sent in the chat the conversation last used");
 }
