@@ -205,6 +205,11 @@ pub struct Envelope {
     /// reply to it goes into the same thread.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub thread: Option<ThreadRef>,
+    /// Present on an outbound message the platform failed after it had reported it sent
+    /// (Messages marking it not delivered): why. The send's answer said `sent`; this is
+    /// what an agent finds out later.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delivery_failed: Option<String>,
 }
 
 /// A thread inside a channel, as agents see it.
@@ -341,6 +346,17 @@ pub struct OutboxItem {
     /// For a send the platform rate-limited: when it may be tried again.
     #[serde(with = "serde_ms::option")]
     pub retry_after_at: Option<Millis>,
+}
+
+/// A send the platform reported sent, as its source looks at it again: the platform may
+/// still fail it (Messages can mark a row it sent not delivered afterwards).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SentSend {
+    /// `msg_<ULID>`: the send, and its message.
+    pub id: String,
+    /// The platform ids of its parts: its message's first, then the others (a file
+    /// Messages wrote as a row of its own).
+    pub parts: Vec<String>,
 }
 
 /// What waits for the person: the counts the tray shows.

@@ -114,6 +114,10 @@ pub fn envelope_schema() -> Value {
                 "description": "Present when the message is in a thread of the channel (a Discord thread or forum post). A reply to it goes into the same thread.",
                 "properties": { "name": { "type": "string" } },
                 "required": ["name"]
+            },
+            "delivery_failed": {
+                "type": "string",
+                "description": "Present on an outbound message the platform failed after its send was answered `sent` (Messages marked it not delivered): why."
             }
         },
         "required": ["id", "source", "channel_id", "channel", "sender", "text", "sent_at", "edited_at", "unsent",
@@ -209,7 +213,9 @@ pub fn send_message() -> Tool {
              folder the person allowed, by default AMC's outbox folder). {VISIBILITY} Depending on the channel's send \
              policy the message goes out at once (status `sent`), or waits for the person's approval (status \
              `pending_review`, sent_at null): do not resend it. Status `unknown` means the platform did not confirm; \
-             the person will check it. Read-only channels refuse sends with CHANNEL_READ_ONLY."
+             the person will check it. A `sent` message the platform fails afterwards (iMessage can mark one not \
+             delivered) carries `delivery_failed`, the reason, in get_message_context. Read-only channels refuse \
+             sends with CHANNEL_READ_ONLY."
         ),
         object(json!({
             "type": "object",

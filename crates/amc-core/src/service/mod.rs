@@ -5,6 +5,7 @@
 //! # Layout
 //! - `inbox.rs`: the agents' reads (unread, context, get, mark read, channels).
 //! - `send.rs`: the agents' sends and their delivery.
+//! - `failed_later.rs`: sends the platform fails after reporting them sent.
 //! - `admin.rs`: the person's actions (approval, review, agents, pause).
 //! - `ingest.rs`: the sources' front door (messages, edits, reactions, unsends,
 //!   checkpoints, late arrivals).
@@ -15,6 +16,7 @@
 //! - `health.rs`: the sources' states.
 
 mod admin;
+mod failed_later;
 mod health;
 mod inbox;
 mod ingest;

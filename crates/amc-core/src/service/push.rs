@@ -436,6 +436,7 @@ mod tests {
             direction: Direction::Inbound,
             agent_id: None,
             thread: None,
+            delivery_failed: None,
         }
     }
 

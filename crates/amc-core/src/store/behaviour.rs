@@ -5,7 +5,7 @@
 use super::*;
 use crate::error::ErrorCode;
 use crate::model::{
-    ChannelKind, Direction, HistoryRelease, IncomingMessage, OutboxStatus, SendPolicy, SenderInfo, Source,
+    ChannelKind, Direction, HistoryRelease, IncomingMessage, OutboxStatus, SendPolicy, SenderInfo, SentSend, Source,
 };
 use crate::time::now_ms;
 use rusqlite::OptionalExtension;
@@ -402,6 +402,45 @@ fn a_held_send_is_claimed_once_and_settles_once() {
     let outbound: Vec<_> = tail.iter().filter(|m| m.direction == Direction::Outbound).collect();
     assert_eq!(outbound.len(), 1);
     assert_eq!((outbound[0].text.as_str(), outbound[0].agent_id.as_deref()), ("hi", Some("bot")));
+}
+
+/// Messages can mark a row it reported sent not delivered afterwards: a source finds the
+/// recent sent sends with their parts, and the one it reports becomes `failed`, once, its
+/// message saying why.
+#[test]
+fn a_sent_send_the_platform_fails_later_becomes_failed_and_its_message_says_why() {
+    let (_dir, store) = store();
+    store.create_agent("bot").expect("agent");
+    let ch = ingest(&store, "a", vec![msg("g1", "hello", now_ms())]).channel_id;
+    store.approve_channel(&ch, HistoryRelease::All, Some(SendPolicy::Auto)).expect("approve");
+    let since = now_ms();
+    let mut ids = Vec::new();
+    for (i, other_parts) in [vec![], vec!["p-1-file".to_owned()]].into_iter().enumerate() {
+        let SendLookup::New(send) = store.record_send(&new_send(&ch, None, OutboxStatus::Sending)).expect("send")
+        else {
+            panic!("a new send")
+        };
+        let sent = SendOutcome::Sent { platform_id: format!("p-{i}"), sent_at: since + i as i64, other_parts };
+        store.finish_send(&send.id, &sent).expect("sent");
+        ids.push(send.id);
+    }
+    let recent = |since: i64, limit: u32| store.sent_since(Source::Imessage, since, limit).expect("recent");
+    let newer = SentSend { id: ids[1].clone(), parts: vec!["p-1".into(), "p-1-file".into()] };
+    let older = SentSend { id: ids[0].clone(), parts: vec!["p-0".into()] };
+    assert_eq!(recent(since, 10), [newer.clone(), older.clone()]);
+    assert_eq!(recent(since, 1), [newer]);
+    assert_eq!(recent(since + 1, 10).len(), 1, "only those sent since");
+    assert!(store.sent_since(Source::Discord, since, 10).expect("discord").is_empty());
+
+    let why = "Messages could not deliver p-1-file (error 25: Not Delivered) after marking it sent";
+    let failed = store.fail_after_sent(&ids[1], why).expect("fail").expect("it was sent");
+    assert_eq!(failed.status, OutboxStatus::Failed);
+    assert_eq!(failed.error_code.as_deref(), Some("PLATFORM_SEND_FAILED"));
+    assert_eq!(failed.error_message.as_deref(), Some(why));
+    assert_eq!(store.fail_after_sent(&ids[1], "again").expect("again"), None, "once");
+    assert_eq!(recent(since, 10), [older], "a failed send is not looked at again");
+    assert_eq!(store.visible_message("bot", &ids[1]).expect("message").delivery_failed.as_deref(), Some(why));
+    assert_eq!(store.visible_message("bot", &ids[0]).expect("message").delivery_failed, None);
 }
 
 /// No unique index keeps platform ids apart since migration 0014: a second send the

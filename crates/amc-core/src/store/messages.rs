@@ -16,7 +16,7 @@ use crate::model::{
 use crate::time::{Millis, now_ms};
 
 /// How many columns [`ENVELOPE_COLS`] selects: a query's own columns come after them.
-pub(super) const ENVELOPE_WIDTH: usize = 17;
+pub(super) const ENVELOPE_WIDTH: usize = 18;
 
 /// The envelope's columns, for `FROM messages m JOIN channels c`.
 /// `reply_to` is shown only when the parent is inside the channel's released history, so
@@ -27,7 +27,7 @@ pub(super) const ENVELOPE_COLS: &str = "m.id, m.source, c.id, c.name, c.kind, m.
        AND p.channel = m.channel AND (c.visible_from IS NULL OR p.sent_at >= c.visible_from) \
        AND (c.stored_from IS NULL OR p.ingested_at >= c.stored_from)) \
        THEN m.reply_to END, \
-     m.reactions, m.direction, m.agent_id, \
+     m.reactions, m.direction, m.agent_id, m.delivery_failed, \
      (SELECT t.name FROM threads t WHERE t.source = m.source AND t.platform_id = m.thread_id)";
 
 /// A message's time as stored: never later than when AMC stored it. A sender's clock
@@ -54,6 +54,7 @@ pub(super) fn envelope_from_row(row: &Row<'_>) -> rusqlite::Result<Envelope> {
         attachments: Vec::new(),
         direction: parse_col(row, 14, Direction::parse)?,
         agent_id: row.get(15)?,
+        delivery_failed: row.get(16)?,
         thread: row.get::<_, Option<String>>(ENVELOPE_WIDTH - 1)?.map(|name| ThreadRef { name }),
     })
 }

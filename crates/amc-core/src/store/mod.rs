@@ -84,6 +84,7 @@ const MIGRATIONS: &[Migration] = &[
     ("0016_channel_keys", include_str!("migrations/0016_channel_keys.sql")),
     ("0017_read_marks_by_agent", include_str!("migrations/0017_read_marks_by_agent.sql")),
     ("0018_channels_by_state", include_str!("migrations/0018_channels_by_state.sql")),
+    ("0019_failed_after_sent", include_str!("migrations/0019_failed_after_sent.sql")),
 ];
 
 /// Turns the database at `path` back into one from before migration 0010 (which started
@@ -97,7 +98,8 @@ pub fn back_to_0009(path: &Path) -> Result<()> {
 }
 
 #[cfg(any(test, feature = "test-support"))]
-const BACK_TO_0009: &str = "DROP TRIGGER read_marks_of_agent; DROP TABLE read_marks; \
+const BACK_TO_0009: &str = "DROP INDEX platform_aliases_by_message; DROP INDEX outbox_sent_by_time; \
+     DROP TRIGGER read_marks_of_agent; DROP TABLE read_marks; \
      CREATE TABLE read_state (agent_id TEXT NOT NULL REFERENCES agents (id) ON DELETE CASCADE, \
      message_id TEXT NOT NULL REFERENCES messages (id) ON DELETE CASCADE, read_at INTEGER NOT NULL, \
      PRIMARY KEY (agent_id, message_id)) WITHOUT ROWID; CREATE INDEX read_state_by_message ON read_state (message_id); \

@@ -8,7 +8,7 @@ use rusqlite::{OptionalExtension, Row, Transaction, params};
 use super::Store;
 use super::channels::parse_col;
 use crate::error::{Error, ErrorCode, Result};
-use crate::model::{OutboxItem, OutboxStatus, Source, StagedAttachment};
+use crate::model::{OutboxItem, OutboxStatus, SentSend, Source, StagedAttachment};
 use crate::time::{Millis, now_ms};
 
 /// How long an idempotency record is kept.
@@ -278,6 +278,54 @@ impl Store {
                 alias_parts(tx, id, other_parts)?;
             }
             item(tx, id)?.ok_or_else(|| Error::internal("outbox row vanished"))
+        })
+    }
+
+    /// The source's sends reported sent at `since` or later, newest first, at most
+    /// `limit`, with the platform ids of their parts.
+    pub fn sent_since(&self, source: Source, since: Millis, limit: u32) -> Result<Vec<SentSend>> {
+        self.read(|tx| {
+            let mut sends: Vec<SentSend> = tx
+                .prepare_cached(
+                    "SELECT o.id, o.platform_id FROM outbox o INDEXED BY outbox_sent_by_time \
+                     JOIN channels c ON c.id = o.channel_id \
+                     WHERE o.status = 'sent' AND o.sent_at >= ?2 AND c.source = ?1 AND o.platform_id IS NOT NULL \
+                     ORDER BY o.sent_at DESC LIMIT ?3",
+                )?
+                .query_map(params![source.as_str(), since, limit], |r| {
+                    Ok(SentSend { id: r.get(0)?, parts: vec![r.get(1)?] })
+                })?
+                .collect::<rusqlite::Result<_>>()?;
+            let mut others = tx.prepare_cached(
+                "SELECT platform_id FROM platform_aliases WHERE message_id = ?1 AND source = ?2 ORDER BY platform_id",
+            )?;
+            for send in &mut sends {
+                let parts = others.query_map(params![send.id, source.as_str()], |r| r.get::<_, String>(0))?;
+                for part in parts {
+                    send.parts.push(part?);
+                }
+            }
+            Ok(sends)
+        })
+    }
+
+    /// A send reported sent that the platform failed afterwards becomes `failed` with
+    /// `message` (`PLATFORM_SEND_FAILED`), and its message says so (`delivery_failed`), in
+    /// one transaction. `None` if it is not `sent` (already failed, or pruned).
+    pub fn fail_after_sent(&self, id: &str, message: &str) -> Result<Option<OutboxItem>> {
+        self.write(|tx| {
+            let changed = tx
+                .prepare_cached(
+                    "UPDATE outbox SET status = 'failed', error_code = ?2, error_message = ?3, updated_at = ?4 \
+                     WHERE id = ?1 AND status = 'sent'",
+                )?
+                .execute(params![id, ErrorCode::PlatformSendFailed.as_str(), message, now_ms()])?;
+            if changed == 0 {
+                return Ok(None);
+            }
+            tx.prepare_cached("UPDATE messages SET delivery_failed = ?2 WHERE id = ?1 AND direction = 'outbound'")?
+                .execute(params![id, message])?;
+            item(tx, id)
         })
     }
 

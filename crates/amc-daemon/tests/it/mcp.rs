@@ -44,6 +44,27 @@ fn error_code(r: &CallToolResult) -> String {
     v["error"]["code"].as_str().expect("code").to_owned()
 }
 
+/// An agent on MCP finds out in the context of its message that a send answered `sent`
+/// failed afterwards (Messages marked it not delivered).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_the_platform_failed_after_it_was_sent_says_so_in_its_context() {
+    let d = Daemon::start().await;
+    let (_, token) = d.agent("claude").await;
+    let (ch, _) = d.channel_with("a", 1).await;
+    d.approve(&ch, json!({ "history": "all", "send_policy": "auto" })).await;
+    let c = connect(&d, &token, Some("claude")).await;
+    let v = structured(&call(&c, "send_message", json!({ "channel_id": ch, "text": "See you at 8" })).await);
+    assert_eq!(v["status"], "sent");
+    let id = v["message_id"].as_str().expect("id").to_owned();
+    let why = "Messages could not deliver the text (error 25: Not Delivered) after marking it sent";
+    assert!(d.amc.fail_after_sent(id.clone(), why.into()).await.expect("fail"));
+
+    let args = json!({ "channel_id": ch, "around_message_id": id, "before": 0, "after": 0 });
+    let v = structured(&call(&c, "get_message_context", args).await);
+    assert_eq!(v["messages"][0]["id"], id.as_str());
+    assert_eq!(v["messages"][0]["delivery_failed"], why);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rmcp_client_lists_the_tools_and_calls_each_over_the_socket() {
     let d = Daemon::start().await;

@@ -165,6 +165,37 @@ async fn idempotency_replays_the_same_send_and_refuses_key_reuse() {
     assert_eq!(code(&bad), "VALIDATION_FAILED");
 }
 
+/// A send answered `sent` that the platform fails afterwards (Messages can mark a message
+/// it sent not delivered): from then on its replay answers with the error, its message says
+/// why, and the person's log of sends has it failed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sent_send_the_platform_fails_later_answers_failed_from_then_on() {
+    let d = Daemon::start().await;
+    let (mut agent, _) = d.agent("claude").await;
+    let (ch, sent) = allowed(&d, "a", "auto").await;
+    let body = json!({ "channel_id": ch, "text": "See you at 8" });
+    let first = post_keyed(&mut agent, body.clone()).await.json();
+    assert_eq!(first["status"], "sent");
+    let id = first["message_id"].as_str().expect("id").to_owned();
+
+    let why = "Messages could not deliver the text (error 25: Not Delivered) after marking it sent";
+    assert!(d.amc.fail_after_sent(id.clone(), why.into()).await.expect("fail"));
+    assert!(!d.amc.fail_after_sent(id.clone(), why.into()).await.expect("again"), "once");
+
+    let again = post_keyed(&mut agent, body).await;
+    assert_eq!((again.status.as_u16(), code(&again).as_str()), (502, "PLATFORM_SEND_FAILED"));
+    assert_eq!(again.json()["error"]["message"], why);
+    let m = agent.get(&format!("/messages/{id}")).await.expect("get").json();
+    assert_eq!((m["direction"].as_str(), m["delivery_failed"].as_str()), (Some("outbound"), Some(why)));
+    let other = agent.get(&format!("/messages/{}", sent[0])).await.expect("get").json();
+    assert_eq!(other.get("delivery_failed"), None, "only where it applies");
+    let log = d.admin().await.get("/admin/sends?status=failed").await.expect("get").json();
+    assert_eq!(
+        (log["sends"][0]["id"].as_str(), log["sends"][0]["error_message"].as_str()),
+        (Some(id.as_str()), Some(why))
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_sends_with_one_key_deliver_once_and_distinct_keys_all_deliver() {
     let d = Daemon::start_with(|c| c.rate_limit = amc_core::ratelimit::RateLimit { burst: 100, per_minute: 100 }).await;
