@@ -82,6 +82,15 @@ pub struct RowState {
     pub may_be_message: bool,
 }
 
+/// How Messages left a row it sent, looked at again later.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SentState {
+    /// `message.error`: 0, or the error Messages set (25: "Not Delivered").
+    pub error: i64,
+    /// The `transfer_name` of its file, for a row that is a file.
+    pub file: Option<String>,
+}
+
 /// An open chat.db.
 pub struct ChatDb {
     path: PathBuf,
@@ -266,6 +275,19 @@ impl ChatDb {
         )?;
         let guids = stmt.query_map([chat_identifier], |r| r.get(0))?.collect::<rusqlite::Result<Vec<String>>>()?;
         Ok(guids)
+    }
+
+    /// How Messages left the row with this guid (`None`: no such row), by the guid's
+    /// unique index.
+    pub fn sent_state(&self, guid: &str) -> Result<Option<SentState>, SourceError> {
+        use rusqlite::OptionalExtension;
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT coalesce(m.error, 0), \
+             (SELECT a.transfer_name FROM message_attachment_join j JOIN attachment a ON a.ROWID = j.attachment_id \
+              WHERE j.message_id = m.ROWID LIMIT 1) \
+             FROM message m WHERE m.guid = ?1",
+        )?;
+        Ok(stmt.query_row([guid], |r| Ok(SentState { error: r.get(0)?, file: r.get(1)? })).optional()?)
     }
 
     /// The guid of the message at `rowid`, if there is one.

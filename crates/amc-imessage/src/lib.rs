@@ -12,6 +12,7 @@
 //! - [`watch`]: follows chat.db as Messages writes it (directory watch, debounce, fallback
 //!   check, replaced databases).
 //! - [`send`]: sends through Messages with `osascript`, confirmed in chat.db.
+//! - [`recheck`]: sends Messages fails after marking them sent, found as chat.db changes.
 //! - [`fixture`]: writes chat.db files the way Messages does, for tests and benchmarks.
 #![deny(missing_docs)]
 
@@ -19,6 +20,7 @@ pub mod chatdb;
 pub mod contacts;
 pub mod convert;
 pub mod fixture;
+pub mod recheck;
 pub mod send;
 pub mod sweep;
 pub mod sync;

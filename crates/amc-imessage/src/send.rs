@@ -381,12 +381,11 @@ fn settle(expect: &Expected<'_>, rows: &[SentRow]) -> Settled {
     }
     if let Some((r, what)) = parts.iter().find(|(r, _)| r.error != 0) {
         let sent: Vec<&str> = parts.iter().filter(|(p, _)| p.error == 0).map(|(_, w)| w.as_str()).collect();
-        let detail = match r.error {
-            25 => "error 25: Not Delivered".to_owned(),
-            n => format!("error {n}"),
-        };
-        let also = if sent.is_empty() { String::new() } else { format!("; {} went out", sent.join(", ")) };
-        return Settled::Failed(format!("Messages could not deliver {what} ({detail}){also}"));
+        return Settled::Failed(format!(
+            "Messages could not deliver {what} ({}){}",
+            error_name(r.error),
+            went_out(&sent)
+        ));
     }
     if parts.iter().all(|(r, _)| r.is_sent || r.is_delivered)
         && let Some((first, _)) = parts.first()
@@ -398,6 +397,19 @@ fn settle(expect: &Expected<'_>, rows: &[SentRow]) -> Settled {
         });
     }
     Settled::Waiting("Messages recorded the send but did not finish sending it")
+}
+
+/// Messages' `error` of a row, as the person reads it.
+pub(crate) fn error_name(error: i64) -> String {
+    match error {
+        25 => "error 25: Not Delivered".to_owned(),
+        n => format!("error {n}"),
+    }
+}
+
+/// "; the text, menu.pdf went out", or nothing when no part did.
+pub(crate) fn went_out(parts: &[&str]) -> String {
+    if parts.is_empty() { String::new() } else { format!("; {} went out", parts.join(", ")) }
 }
 
 /// A text as compared with what Messages stored: Messages may curl quotes, drop

@@ -388,6 +388,7 @@ async fn step(amc: &Amc, path: &Path, contacts: &[PathBuf], open: &mut Option<Op
                 tracing::debug!(rows = report.rows, inserted = report.inserted, "chat.db read");
             }
             amc.set_source_status(Source::Imessage, status(SourceState::Connected, None));
+            crate::recheck::recheck_sent(amc, &db).await;
         }
         Err(e) => {
             tracing::warn!(error = %e, "reading chat.db failed; trying again");

@@ -1,16 +1,22 @@
 //! Sending through Messages against the strict osascript stand-in
 //! (`tests/fixtures/imessage/osascript-standin.py`): chats addressed by the guids chat.db
-//! holds, groups and SMS, failed and unsettled sends, text Messages normalised, Messages
-//! slow to start.
+//! holds, groups and SMS, failed and unsettled sends, sends Messages fails after marking
+//! them sent, text Messages normalised, Messages slow to start.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
-use amc_core::model::{ChannelKind, SendPolicy, Source, StagedAttachment};
-use amc_core::sender::{Delivery, OutgoingSend, SendError, Sender};
+use amc_core::config::RawConfig;
+use amc_core::error::ErrorCode;
+use amc_core::events::Event;
+use amc_core::model::{ChannelKind, HistoryRelease, OutboxStatus, SendPolicy, Source, StagedAttachment};
+use amc_core::sender::{Delivery, OutgoingSend, SendError, Sender, Senders};
+use amc_core::service::{AgentCtx, Amc, SendRequest};
 use amc_core::store::SendTarget;
 use amc_imessage::fixture::ChatDbWriter;
 use amc_imessage::send::{MessagesConfig, MessagesSender};
+use amc_imessage::watch::{DirEvents, WatchConfig};
 
 const STANDIN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/imessage/osascript-standin.py");
 
@@ -284,4 +290,58 @@ async fn the_service_the_conversation_last_used_is_tried_first() {
         .query_row("SELECT service FROM message ORDER BY ROWID DESC LIMIT 1", [], |r| r.get(0))
         .expect("row");
     assert_eq!(service, "SMS", "sent in the chat the conversation last used");
+}
+
+/// Messages can mark a row it had marked sent not delivered a while later (an address it
+/// cannot route, a person who left iMessage): the send answered `sent` becomes `failed`
+/// with the reason, in the person's log of sends and for the agent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_send_messages_fails_after_marking_it_sent_becomes_failed() {
+    let guid = "any;-;+15551234567";
+    let mac = Mac::with_chat(guid, "iMessage", 45);
+    let fail_now = mac.dir.path().join("messages-fails-it-now");
+    let fail_when = fail_now.display().to_string();
+    let sender = mac.sender(&[("AMC_STANDIN_MODE", "sent-then-not-delivered"), ("AMC_STANDIN_FAIL_WHEN", &fail_when)]);
+    let config =
+        RawConfig { data_dir: Some(mac.dir.path().join("amc")), ..Default::default() }.validate().expect("config");
+    let amc = Amc::start(config, Senders::default().with(Source::Imessage, Arc::new(sender))).expect("start");
+    // chat.db followed as AMC follows it, the conversation open to an agent.
+    let stop = tokio_util::sync::CancellationToken::new();
+    let watch = WatchConfig {
+        chat_db: mac.chat_db.clone(),
+        poll: Duration::from_millis(200),
+        contacts: Vec::new(),
+        dir_events: DirEvents::All,
+    };
+    let watcher = tokio::spawn(amc_imessage::watch::run(amc.clone(), watch, stop.clone()));
+    let channels = |amc: &Amc| amc.store().admin_channels(None, None).expect("channels");
+    super::wait_until(&amc, "the conversation is read", |amc| !channels(amc).is_empty()).await;
+    let channel = channels(&amc)[0].id.clone();
+    amc.approve_channel(channel.clone(), HistoryRelease::All, Some(SendPolicy::Auto)).await.expect("approve");
+    amc.create_agent("assistant".into()).await.expect("agent");
+    let agent = AgentCtx { agent_id: "assistant".into() };
+    let req = SendRequest { channel_id: channel, text: "see you at 8".into(), reply_to: None, attachments: None };
+
+    let receipt = amc.send(&agent, req.clone(), Some("key-1".into())).await.expect("send");
+    assert_eq!(receipt.status, "sent");
+    let mut events = amc.events().subscribe();
+    std::fs::write(&fail_now, b"").expect("Messages fails the row now");
+    let status = |amc: &Amc| amc.store().outbox_item(&receipt.message_id).expect("send").status;
+    super::wait_until(&amc, "the send is failed", |amc| status(amc) == OutboxStatus::Failed).await;
+
+    // The person: the log of sends (Review) has it failed, with the reason, and was told.
+    let failed = amc.store().outbox(Some(OutboxStatus::Failed), 10).expect("log");
+    assert_eq!(failed.len(), 1);
+    let why = failed[0].error_message.clone().expect("the reason");
+    assert!(why.contains("the text") && why.contains("error 25: Not Delivered"), "{why}");
+    let told = std::iter::from_fn(|| events.try_recv().ok())
+        .any(|e| e == Event::SendChanged { send_id: receipt.message_id.clone(), status: OutboxStatus::Failed });
+    assert!(told, "a send_changed event");
+    // The agent: its message says why, and its request again answers with the error.
+    let message = amc.get_message(&agent, receipt.message_id.clone()).await.expect("message");
+    assert_eq!(message.delivery_failed.as_deref(), Some(why.as_str()));
+    let again = amc.send(&agent, req, Some("key-1".into())).await.expect_err("replayed");
+    assert_eq!((again.code, again.message.as_str()), (ErrorCode::PlatformSendFailed, why.as_str()));
+    stop.cancel();
+    watcher.await.expect("watcher");
 }
