@@ -310,6 +310,7 @@ async fn a_send_messages_fails_after_marking_it_sent_becomes_failed() {
     let watch = WatchConfig {
         chat_db: mac.chat_db.clone(),
         poll: Duration::from_millis(200),
+        sweep_every: amc_imessage::watch::SWEEP_EVERY,
         contacts: Vec::new(),
         dir_events: DirEvents::All,
     };
