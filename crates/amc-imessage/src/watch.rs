@@ -29,7 +29,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::SourceError;
 use crate::chatdb::ChatDb;
-use crate::sweep::{Recent, SweepReport, sweep_chunk};
+use crate::sweep::{Recent, SweepReport, Sweeper};
 use crate::sync::{CHECKPOINT_KEY, Checkpoint, SharedChatDb, read_checkpoint, rescan_recent, sync_once};
 
 /// How long to let a burst of file events settle before reading.
@@ -156,6 +156,8 @@ struct Open {
     slow_version: i64,
     /// The newest rows as the last read saw them.
     recent: Recent,
+    /// What the sweeps found of this file.
+    sweeper: Sweeper,
 }
 
 /// A sweep under way: the last ROWID compared, and what it did so far.
@@ -232,7 +234,7 @@ pub async fn run(amc: Amc, cfg: WatchConfig, shutdown: CancellationToken) {
                     (dirty, swept_at) = (false, Some(tokio::time::Instant::now()));
                     sweeping = Some(Sweeping { after: 0, report: SweepReport::default(), started: std::time::Instant::now() });
                 }
-                sweep_step(&amc, &open, &mut sweeping, &mut dirty).await;
+                sweep_step(&amc, &mut open, &mut sweeping, &mut dirty).await;
                 continue;
             }
             Some(namespace) = rx.recv() => {
@@ -269,13 +271,13 @@ pub async fn run(amc: Amc, cfg: WatchConfig, shutdown: CancellationToken) {
 
 /// One chunk of the sweep under way; the end of it when chat.db has no more rows. A sweep
 /// that cannot go on (chat.db closed, a read failed) ends, and another is due.
-async fn sweep_step(amc: &Amc, open: &Option<Open>, sweeping: &mut Option<Sweeping>, dirty: &mut bool) {
-    let (Some(o), Some(s)) = (open, sweeping.as_mut()) else {
+async fn sweep_step(amc: &Amc, open: &mut Option<Open>, sweeping: &mut Option<Sweeping>, dirty: &mut bool) {
+    let (Some(o), Some(s)) = (open.as_mut(), sweeping.as_mut()) else {
         *sweeping = None;
         return;
     };
     let imported = read_checkpoint(amc).is_ok_and(|c| c.imported_before());
-    let next = if imported { sweep_chunk(amc, &o.db, s.after, &mut s.report).await } else { Ok(None) };
+    let next = if imported { o.sweeper.chunk(amc, &o.db, s.after, &mut s.report).await } else { Ok(None) };
     match next {
         Ok(Some(last)) => s.after = last,
         Ok(None) => {
@@ -335,6 +337,7 @@ async fn step(amc: &Amc, path: &Path, contacts: &[PathBuf], open: &mut Option<Op
                     db: Arc::new(Mutex::new(db)),
                     identity: now_identity,
                     recent: Recent::default(),
+                    sweeper: Sweeper::default(),
                 });
             }
             Err(e) => {

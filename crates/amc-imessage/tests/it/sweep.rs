@@ -238,8 +238,9 @@ async fn a_row_with_no_text_and_no_files_is_not_a_message() {
     assert_eq!(count(&amc), 1);
 }
 
-/// A sweep of a file AMC holds as it is decodes no row; one edit far back is the one row
-/// it reads again, once.
+/// A sweep of a file AMC holds as it is decodes no row, and the next compares no chunk
+/// with the store again; one edit far back is the one row read again, once, and only its
+/// chunk is compared.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sweep_reads_again_only_the_rows_that_differ() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -248,12 +249,35 @@ async fn a_sweep_reads_again_only_the_rows_that_differ() {
     let amc = amc(dir.path());
     let db = shared(&path);
     sync_once(&amc, &db).await.expect("sync");
-    let quiet = sweep(&amc, &db).await.expect("sweep");
-    assert_eq!((quiet.rows, quiet.decoded, quiet.inserted, quiet.updated), (12_000, 0, 0, 0));
+    let mut sweeper = amc_imessage::sweep::Sweeper::default();
+    let first = sweeper.all(&amc, &db).await.expect("sweep");
+    assert_eq!((first.rows, first.unchanged, first.decoded, first.inserted, first.updated), (12_000, 0, 0, 0, 0));
+    let quiet = sweeper.all(&amc, &db).await.expect("sweep");
+    assert_eq!((quiet.rows, quiet.unchanged, quiet.decoded), (12_000, 12_000, 0));
     w.connection()
         .execute("UPDATE message SET date_edited = ?1 WHERE guid = 'm-7'", [apple_ns(T0 + 60_000)])
         .expect("edit");
-    let one = sweep(&amc, &db).await.expect("sweep");
-    assert_eq!((one.decoded, one.updated), (1, 1));
-    assert_eq!(sweep(&amc, &db).await.expect("sweep").decoded, 0);
+    let one = sweeper.all(&amc, &db).await.expect("sweep");
+    let chunk = amc_imessage::sweep::SWEEP_CHUNK as usize;
+    assert_eq!((one.unchanged, one.decoded, one.updated), (12_000 - chunk, 1, 1));
+    assert_eq!(sweep(&amc, &db).await.expect("sweep").decoded, 0, "a new sweeper compares all, and finds it as held");
+}
+
+/// A message edited between the read that stored it and the look at the newest rows that
+/// follows (the look never saw it unedited) still has its edit applied by that look.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_edited_between_its_read_and_the_next_look_keeps_its_edit() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (path, w, ada, chat) = dm_chat(dir.path(), "any;-;+15551234567");
+    fill(&w, chat, ada, "m", 10, T0);
+    let amc = amc(dir.path());
+    let db = shared(&path);
+    let mut recent = amc_imessage::sweep::Recent::default();
+    sync_once(&amc, &db).await.expect("sync");
+    recent.look(&amc, &db).await.expect("look");
+    w.add_message(chat, &text_msg("new", "see you at 8", ada, T0 + 60_000)).expect("m");
+    sync_once(&amc, &db).await.expect("sync");
+    edit_row(&w, "new", T0 + 61_000);
+    recent.look(&amc, &db).await.expect("look");
+    assert_eq!(stored(&amc, T0 + 60_000).expect("stored").text, "Test", "the edit made before the look");
 }
