@@ -345,7 +345,12 @@ async fn sweeps(
         };
         let t0 = Instant::now();
         writer.add_message(chat, &m)?;
-        wait_for(&mut events, |e| matches!(e, Event::MessagesChanged { inserted, .. } if *inserted > 0)).await?;
+        wait_for(
+            &mut events,
+            "a new message",
+            |e| matches!(e, Event::MessagesChanged { inserted, .. } if *inserted > 0),
+        )
+        .await?;
         samples.push(t0.elapsed());
     }
     println!("{}", amc_testkit::Latencies::of(samples).line("new message while sweeping back to back"));
@@ -358,7 +363,12 @@ async fn sweeps(
             "UPDATE message SET date_edited = ?1, text = ?2 WHERE guid = ?3",
             rusqlite::params![apple_ns(amc_core::time::now_ms()), format!("edited {i}"), format!("swept-{i}")],
         )?;
-        wait_for(&mut events, |e| matches!(e, Event::MessagesChanged { updated, .. } if *updated > 0)).await?;
+        wait_for(
+            &mut events,
+            "an edit while sweeping",
+            |e| matches!(e, Event::MessagesChanged { updated, .. } if *updated > 0),
+        )
+        .await?;
         samples.push(t0.elapsed());
     }
     println!("{}", amc_testkit::Latencies::of(samples).line("edit while sweeping back to back"));
@@ -386,7 +396,12 @@ async fn changes(amc: &Amc, w: &ChatDbWriter, handle: i64) -> Result<(), Box<dyn
             ..Default::default()
         };
         w.add_message(group, &m)?;
-        wait_for(&mut events, |e| matches!(e, Event::MessagesChanged { inserted, .. } if *inserted > 0)).await?;
+        wait_for(
+            &mut events,
+            "a new message",
+            |e| matches!(e, Event::MessagesChanged { inserted, .. } if *inserted > 0),
+        )
+        .await?;
         tokio::time::sleep(Duration::from_millis(5)).await;
         while events.try_recv().is_ok() {}
         let t0 = Instant::now();
@@ -394,7 +409,8 @@ async fn changes(amc: &Amc, w: &ChatDbWriter, handle: i64) -> Result<(), Box<dyn
             "UPDATE message SET date_edited = ?1, text = ?2 WHERE guid = ?3",
             rusqlite::params![apple_ns(amc_core::time::now_ms()), format!("changed {i}"), m.guid],
         )?;
-        wait_for(&mut events, |e| matches!(e, Event::MessagesChanged { updated, .. } if *updated > 0)).await?;
+        wait_for(&mut events, "an edit", |e| matches!(e, Event::MessagesChanged { updated, .. } if *updated > 0))
+            .await?;
         edits.push(t0.elapsed());
         tokio::time::sleep(Duration::from_millis(5)).await;
         while events.try_recv().is_ok() {}
@@ -404,7 +420,8 @@ async fn changes(amc: &Amc, w: &ChatDbWriter, handle: i64) -> Result<(), Box<dyn
              WHERE guid = ?3",
             rusqlite::params![apple_ns(amc_core::time::now_ms()), unsent_info(), m.guid],
         )?;
-        wait_for(&mut events, |e| matches!(e, Event::MessagesChanged { updated, .. } if *updated > 0)).await?;
+        wait_for(&mut events, "an unsend", |e| matches!(e, Event::MessagesChanged { updated, .. } if *updated > 0))
+            .await?;
         unsends.push(t0.elapsed());
         tokio::time::sleep(Duration::from_millis(5)).await;
         while events.try_recv().is_ok() {}
@@ -418,7 +435,7 @@ async fn changes(amc: &Amc, w: &ChatDbWriter, handle: i64) -> Result<(), Box<dyn
             ..Default::default()
         };
         w.add_group_event(group, &rename)?;
-        wait_for(&mut events, |e| matches!(e, Event::ChannelChanged { .. })).await?;
+        wait_for(&mut events, &format!("rename {i}"), |e| matches!(e, Event::ChannelChanged { .. })).await?;
         renames.push(t0.elapsed());
     }
     println!("{}", amc_testkit::Latencies::of(edits).line("edit in chat.db → AMC has it"));
@@ -439,6 +456,7 @@ fn unsent_info() -> Vec<u8> {
 /// Waits (10 s at most) for an event that `wanted` accepts.
 async fn wait_for(
     events: &mut tokio::sync::broadcast::Receiver<Event>,
+    what: &str,
     wanted: impl Fn(&Event) -> bool,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
@@ -446,7 +464,7 @@ async fn wait_for(
         match tokio::time::timeout_at(deadline, events.recv()).await {
             Ok(Ok(e)) if wanted(&e) => return Ok(()),
             Ok(_) => {}
-            Err(_) => return Err("no event within 10 s".into()),
+            Err(_) => return Err(format!("no event within 10 s: {what}").into()),
         }
     }
 }

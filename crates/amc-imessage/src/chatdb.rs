@@ -429,6 +429,17 @@ impl ChatDb {
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }
 
+    /// Every chat's name and number of participants, by ROWID: what names its channel, read
+    /// cheaply to tell when it changed.
+    pub fn chat_states(&self) -> Result<HashMap<i32, (String, i64)>, SourceError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT c.ROWID, coalesce(c.display_name, ''), \
+             (SELECT count(*) FROM chat_handle_join j WHERE j.chat_id = c.ROWID) FROM chat c",
+        )?;
+        let rows = stmt.query_map([], |r| Ok((r.get::<_, i32>(0)?, (r.get(1)?, r.get(2)?))))?;
+        Ok(rows.collect::<rusqlite::Result<HashMap<_, _>>>()?)
+    }
+
     /// Every chat, by ROWID, with its participants.
     pub fn chats(&self) -> Result<HashMap<i32, ChatInfo>, SourceError> {
         let mut chats = HashMap::new();

@@ -24,7 +24,7 @@ use amc_core::service::Amc;
 use crate::SourceError;
 use crate::chatdb::RowState;
 use crate::convert::unix_ms;
-use crate::sync::{SharedChatDb, SyncReport, read_checkpoint, store_rows};
+use crate::sync::{SharedChatDb, SyncReport, read_checkpoint, store_chats, store_rows};
 
 /// Rows the sweep compares at a time.
 pub const SWEEP_CHUNK: u32 = 5_000;
@@ -151,6 +151,8 @@ pub struct Recent {
     seen: HashMap<i64, RowState>,
     /// The highest ROWID the last look saw (`None` before the first look).
     seen_up_to: Option<i64>,
+    /// Each chat's name and number of members at the last look.
+    chats: HashMap<i32, (String, i64)>,
 }
 
 impl Recent {
@@ -158,15 +160,25 @@ impl Recent {
     /// changed since. A row new since the last look was stored by the read after the
     /// checkpoint, maybe before an edit or an unsend that came before this look: a new row
     /// with an edit or unsend time is read again too. (The first look only remembers: the
-    /// sweep that follows opening chat.db compares every row.)
+    /// sweep that follows opening chat.db compares every row.) A chat whose name or
+    /// members changed since is stored again: Messages may write a rename's row and the
+    /// chat's new name in separate commits.
     pub async fn look(&mut self, amc: &Amc, db: &SharedChatDb) -> Result<SweepReport, SourceError> {
         let d = db.clone();
-        let rows = tokio::task::spawn_blocking(move || {
+        let (rows, chats) = tokio::task::spawn_blocking(move || {
             let db = d.lock().unwrap_or_else(|p| p.into_inner());
-            db.row_states_after(db.max_rowid()? - RECENT_ROWS, RECENT_ROWS as u32)
+            Ok::<_, SourceError>((
+                db.row_states_after(db.max_rowid()? - RECENT_ROWS, RECENT_ROWS as u32)?,
+                db.chat_states()?,
+            ))
         })
         .await
         .map_err(|e| SourceError::Read(e.to_string()))??;
+        let renamed: Vec<i32> = chats
+            .iter()
+            .filter(|(id, now)| self.chats.get(id).is_some_and(|was| was != *now))
+            .map(|(id, _)| *id)
+            .collect();
         let changed_since = |r: &RowState| match (self.seen.get(&r.rowid), self.seen_up_to) {
             (Some(before), _) => before != r,
             (None, Some(up_to)) => r.rowid > up_to && (r.date_edited != 0 || r.date_retracted != 0),
@@ -176,9 +188,11 @@ impl Recent {
             rows.iter().filter(|r| r.joined && r.may_be_message && changed_since(r)).map(|r| r.rowid).collect();
         let mut report = SweepReport { rows: rows.len(), decoded: changed.len(), ..SweepReport::default() };
         // Remembered once stored: a look that fails finds the same changes next time.
-        if !changed.is_empty() && read_checkpoint(amc)?.imported_before() {
+        if (!changed.is_empty() || !renamed.is_empty()) && read_checkpoint(amc)?.imported_before() {
             report.add(&store_rows(amc, db, changed).await?);
+            store_chats(amc, db, renamed).await?;
         }
+        self.chats = chats;
         self.seen_up_to = Some(rows.last().map_or(self.seen_up_to.unwrap_or(0), |r| r.rowid));
         self.seen = rows.into_iter().map(|r| (r.rowid, r)).collect();
         Ok(report)

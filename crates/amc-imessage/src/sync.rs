@@ -284,6 +284,30 @@ pub(crate) async fn store_rows(amc: &Amc, db: &SharedChatDb, rowids: Vec<i64>) -
     Ok(report)
 }
 
+/// Stores these chats again as they are now (a name or its members changed with no row
+/// that says so): the channel's name follows.
+pub(crate) async fn store_chats(amc: &Amc, db: &SharedChatDb, chat_ids: Vec<i32>) -> Result<(), SourceError> {
+    if chat_ids.is_empty() {
+        return Ok(());
+    }
+    let d = db.clone();
+    let specs = tokio::task::spawn_blocking(move || {
+        let db = d.lock().unwrap_or_else(|p| p.into_inner());
+        let chats = db.chats()?;
+        Ok::<_, SourceError>(
+            chat_ids
+                .iter()
+                .filter_map(|id| chats.get(id))
+                .map(|c| (channel_of(c, db.contacts()), Vec::new()))
+                .collect::<Vec<_>>(),
+        )
+    })
+    .await
+    .map_err(|e| SourceError::Read(e.to_string()))??;
+    amc.ingest_many(Source::Imessage, specs, None).await?;
+    Ok(())
+}
+
 /// How many of the newest rows a rescan reads again.
 pub const RESCAN_ROWS: i64 = 2_000;
 

@@ -281,3 +281,35 @@ async fn a_message_edited_between_its_read_and_the_next_look_keeps_its_edit() {
     recent.look(&amc, &db).await.expect("look");
     assert_eq!(stored(&amc, T0 + 60_000).expect("stored").text, "Test", "the edit made before the look");
 }
+
+/// A group's new name committed after the rename's row (in a commit of its own, with no
+/// row after it) renames the channel on the read that commit causes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_name_committed_after_the_renames_row_renames_the_channel() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("chat.db");
+    let w = ChatDbWriter::create(&path).expect("chat.db");
+    let ada = w.add_handle("+15551234567").expect("handle");
+    let chat = w.add_chat("any;+;chat493827161", 43, Some("Trip"), &[ada]).expect("chat");
+    fill(&w, chat, ada, "m", 5, T0);
+    let amc = amc(dir.path());
+    let db = shared(&path);
+    let mut recent = amc_imessage::sweep::Recent::default();
+    sync_once(&amc, &db).await.expect("sync");
+    recent.look(&amc, &db).await.expect("look");
+    let rename = amc_imessage::fixture::GroupEvent {
+        guid: "rename".into(),
+        handle_id: ada,
+        item_type: 2,
+        group_title: Some("Lisbon trip".into()),
+        at_ms: T0 + 80_000,
+        ..Default::default()
+    };
+    w.add_group_event(chat, &rename).expect("rename");
+    w.connection().execute("UPDATE chat SET display_name = 'Trip' WHERE ROWID = ?1", [chat]).expect("as before");
+    sync_once(&amc, &db).await.expect("sync");
+    recent.look(&amc, &db).await.expect("look");
+    w.connection().execute("UPDATE chat SET display_name = 'Lisbon trip' WHERE ROWID = ?1", [chat]).expect("name");
+    recent.look(&amc, &db).await.expect("look");
+    assert_eq!(amc.store().admin_channels(None, None).expect("channels")[0].name, "Lisbon trip");
+}
