@@ -27,7 +27,7 @@ use crate::convert::unix_ms;
 use crate::sync::{SharedChatDb, SyncReport, read_checkpoint, store_chats, store_rows};
 
 /// Rows the sweep compares at a time.
-pub const SWEEP_CHUNK: u32 = 5_000;
+pub const SWEEP_CHUNK: u32 = 1_000;
 
 /// How many of the newest rows each change is compared against the last look.
 pub const RECENT_ROWS: i64 = 2_000;
