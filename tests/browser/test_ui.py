@@ -289,7 +289,7 @@ def test_pausing_all_agents_holds_sends_to_auto_channels_until_resumed(daemon: U
     agent = daemon.agent("claude-code")
     open_ui(page, daemon, "Status")
     expect(page.get_by_role("heading", name="Agents are active")).to_be_visible()
-    expect(page.locator('[data-source="imessage"]')).to_contain_text("Connected")
+    expect(page.locator('[data-source="imessage"]')).to_contain_text("Test mode")
 
     page.get_by_role("button", name="Pause all agents").click()
     expect(page.get_by_role("heading", name="Agents are paused")).to_be_visible()
@@ -464,6 +464,12 @@ def test_status_lists_each_permission_and_a_refused_one_shows_with_its_fix_live(
     expect(panel.locator('[data-permission="full-disk-access"]')).to_contain_text("Granted")
     # AMC runs with --test-sender here: nothing reaches Discord, and the page says so.
     expect(panel.locator('[data-permission="discord-bot"]')).to_contain_text("Test mode: sends are only recorded")
+    # No source reaches anyone: each is in test mode, not a green "Connected".
+    for source in ("imessage", "discord"):
+        row = page.locator(f'[data-source="{source}"]')
+        expect(row.locator(".badge")).to_have_text("Test mode")
+        expect(row).to_contain_text("nothing reaches")
+        assert row.locator(".dot").evaluate("el => getComputedStyle(el).backgroundColor") != "rgb(52, 199, 89)"
 
     # macOS refuses AMC control of Messages: the send fails with PLATFORM_AUTH, and the
     # page says what to change, without a reload.
@@ -479,7 +485,7 @@ def test_status_lists_each_permission_and_a_refused_one_shows_with_its_fix_live(
 
     # Once a send goes through, the source is well again.
     assert agent.send(ch, "pong again").status_code == 200
-    expect(page.locator('[data-source="imessage"]')).to_contain_text("Connected")
+    expect(page.locator('[data-source="imessage"] .badge')).to_have_text("Test mode")
     expect(automation).not_to_contain_text("Needed")
 
 

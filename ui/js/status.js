@@ -4,7 +4,11 @@
 import { post } from "./api.js";
 import { SOURCE, busy, h, load, replace, toast, viewHeader } from "./dom.js";
 
-const STATE = { connected: "Connected", degraded: "Needs attention", disabled: "Off" };
+const STATE = { connected: "Connected", degraded: "Needs attention", disabled: "Off", "test-mode": "Test mode" };
+
+// A source whose sends are only recorded (amc serve --test-sender) reaches no one: it shows
+// as in test mode, never as connected.
+const shownState = (s) => (s.test_mode && s.state === "connected" ? "test-mode" : s.state);
 
 let body;
 let refreshAll;
@@ -38,10 +42,10 @@ async function refresh() {
     h("section", { class: "panel", "aria-labelledby": "h-sources" },
       h("h2", { id: "h-sources", class: "section-title", text: "Sources" }),
       h("ul", { class: "rows" }, Object.entries(health.sources).map(([source, s]) => h("li", { class: "row", dataset: { source } },
-        h("span", { class: `dot ${s.state}`, "aria-hidden": "true" }),
+        h("span", { class: `dot ${shownState(s)}`, "aria-hidden": "true" }),
         h("div", { class: "row-main" },
           h("div", { class: "row-title" }, h("span", { class: "name", text: SOURCE[source] ?? source }),
-            h("span", { class: `badge source-${s.state}`, text: STATE[s.state] ?? s.state })),
+            h("span", { class: `badge source-${shownState(s)}`, text: STATE[shownState(s)] ?? s.state })),
           s.reason ? h("p", { class: "reason", text: s.reason }) : null))))),
     permissions(health.sources),
     h("section", { class: "panel", "aria-labelledby": "h-daemon" },
@@ -99,7 +103,7 @@ function permissionState(p, s) {
   if (s.state === "disabled") return ["off", `${SOURCE[p.source] ?? p.source} is off`];
   if (s.state === "degraded" && p.missing.test(s.reason ?? "")) return ["needed", "Needed"];
   // With --test-sender nothing is sent: a permission to send is neither granted nor needed.
-  if (p.sends && /^test mode/.test(s.reason ?? "")) return ["off", "Test mode: sends are only recorded"];
+  if (p.sends && s.test_mode) return ["off", "Test mode: sends are only recorded"];
   if (p.untilUsed) return ["unknown", "Asked on first send"];
   return s.state === "connected" ? ["granted", "Granted"] : ["unknown", "Unknown"];
 }

@@ -433,14 +433,23 @@ pub async fn status(raw: RawConfig, json_out: bool) -> anyhow::Result<()> {
         say!("{line}");
     }
     for (name, st) in entries(&v["sources"]) {
-        say!("  {:<9} {}{}", name, s(st, "state"), reason(st));
+        say!("  {:<9} {}", name, state(st));
     }
     degraded_status(&v)
 }
 
-/// ": why", when a source's state has a reason.
-fn reason(source: &Value) -> String {
-    text(&source["reason"]).map(|r| format!(": {r}")).unwrap_or_default()
+/// A source's state and why, as the person reads them. A source whose sends are only
+/// recorded (`amc serve --test-sender`) reaches no one: it is in test mode, not connected,
+/// and its reason, which starts with "test mode" (docs/api.md), says so.
+fn state(source: &Value) -> String {
+    let reason = text(&source["reason"]);
+    if source["test_mode"] == true && source["state"] == "connected" {
+        return reason.map_or_else(|| "test mode".to_owned(), |r| r.to_string());
+    }
+    match reason {
+        Some(r) => format!("{}: {r}", s(source, "state")),
+        None => s(source, "state").to_string(),
+    }
 }
 
 /// The line telling how far indexing older messages for search has come, while it runs.
@@ -512,7 +521,7 @@ pub async fn doctor(raw: RawConfig, chat_db: Option<std::path::PathBuf>) -> anyh
             if st["state"] == "degraded" {
                 problems += 1;
             }
-            say!("    {:<9} {}{}", name, s(st, "state"), reason(st));
+            say!("    {:<9} {}", name, state(st));
         }
     }
     if problems > 0 {

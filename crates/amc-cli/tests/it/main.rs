@@ -238,20 +238,32 @@ fn a_data_folder_that_cannot_be_one_is_said_plainly() {
     assert!(stderr.matches("os error").count() <= 1, "never the same error twice: {stderr}");
 }
 
-/// With --test-sender nothing is delivered, and `amc status` says so for each source
-/// rather than showing Discord as simply connected.
+/// With --test-sender nothing is delivered, and `amc status` and `amc doctor` say so for
+/// each source: in test mode, never simply connected.
 #[test]
 fn test_mode_says_that_sends_are_only_recorded() {
     let tmp = tempfile::tempdir().expect("tempdir");
+    // No chat.db, on a Mac too: `amc doctor` then has the daemon's word alone.
+    std::fs::write(tmp.path().join("config.toml"), "imessage_chat_db = \"\"\n").expect("config");
     let serve = Serve::start(tmp.path());
     let health = json(&amc(tmp.path(), &["--json", "status"]));
     assert_eq!(health["test_mode"], true, "{health}");
     for source in ["imessage", "discord"] {
         let reason = health["sources"][source]["reason"].as_str().unwrap_or_default();
         assert!(reason.starts_with("test mode: agents' sends are only recorded"), "{source}: {health}");
+        assert_eq!(health["sources"][source]["test_mode"], true, "{source}: {health}");
     }
     let text = stdout(&amc(tmp.path(), &["status"]));
     assert!(text.contains("nothing reaches Discord"), "{text}");
+    let doctor = stdout(&amc(tmp.path(), &["doctor"]));
+    for out in [&text, &doctor] {
+        for source in ["imessage", "discord"] {
+            let line = out.lines().find(|l| l.trim_start().starts_with(source)).unwrap_or_else(|| panic!("{out}"));
+            let state = line.trim_start()[source.len()..].trim_start();
+            assert!(state.starts_with("test mode: agents' sends"), "{line}");
+        }
+        assert!(!out.contains("connected"), "{out}");
+    }
     serve.stop();
 }
 

@@ -32,12 +32,17 @@ pub struct SourceStatus {
     /// catch-up after a connection). Absent until it has.
     #[serde(skip_serializing_if = "Option::is_none", with = "crate::time::serde_ms::option")]
     pub caught_up_at: Option<crate::time::Millis>,
+    /// Whether this source's sends are only recorded (`amc serve --test-sender`): a
+    /// `connected` source in test mode reaches no one, and the person's views say "test
+    /// mode" rather than "connected". Present only when true; set by [`Amc::health`].
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub test_mode: bool,
 }
 
 impl SourceStatus {
     /// A state and its reason.
     pub fn new(state: SourceState, reason: Option<String>) -> Self {
-        Self { state, reason, caught_up_at: None }
+        Self { state, reason, caught_up_at: None, test_mode: false }
     }
 }
 
@@ -179,6 +184,7 @@ impl Amc {
                     "test mode: agents' sends are only recorded (test-sender.jsonl); nothing reaches {}",
                     source.display_name()
                 );
+                status.test_mode = true;
                 status.reason = Some(match status.reason.take() {
                     Some(r) => format!("{note}; {r}"),
                     None => note,
