@@ -257,13 +257,19 @@ pub async fn agent(raw: RawConfig, json_out: bool, cmd: AgentCmd) -> anyhow::Res
 }
 
 fn print_channel(ch: &Value) {
-    let seen_by = match ch["agents"].as_array() {
+    let open_to = match ch["agents"].as_array() {
         None => "all agents".to_owned(),
         Some(list) if list.is_empty() => "no agent".to_owned(),
         Some(list) => list.iter().filter_map(|a| text(&a["id"]).map(|id| id.to_string())).collect::<Vec<_>>().join(","),
     };
+    // The agents a channel is open to see it only while it is allowed.
+    let seen_by = if ch["state"] == "allowed" {
+        format!("seen by {open_to}")
+    } else {
+        format!("seen by no agent now; by {open_to} once approved")
+    };
     say!(
-        "{:<30} {:<8} {:<5} {:<8} {:<9} {:>6} msgs  {}  (seen by {seen_by})",
+        "{:<30} {:<8} {:<5} {:<8} {:<9} {:>6} msgs  {}  ({seen_by})",
         s(ch, "id"),
         s(ch, "source"),
         s(ch, "kind"),

@@ -109,6 +109,8 @@ fn a_headless_install_is_administered_from_the_command_line() {
 
     let pending = stdout(&amc(dir, &["channel", "list", "--state", "pending"]));
     assert!(pending.contains(&ch) && pending.contains("Ada") && pending.contains("pending"), "{pending}");
+    // No agent sees a pending channel: the list says so, and who will once it is approved.
+    assert!(pending.contains("(seen by no agent now; by all agents once approved)"), "{pending}");
     let approved = json(&amc(dir, &["--json", "channel", "approve", &ch, "--history", "all", "--policy", "auto"]));
     assert_eq!((approved["state"].as_str(), approved["send_policy"].as_str()), (Some("allowed"), Some("auto")));
     let policy = json(&amc(dir, &["--json", "channel", "policy", &ch, "review"]));
@@ -122,6 +124,9 @@ fn a_headless_install_is_administered_from_the_command_line() {
     stdout(&amc(dir, &["resume"]));
     let blocked = json(&amc(dir, &["--json", "channel", "block", &ch]));
     assert_eq!(blocked["state"], "blocked");
+    stdout(&amc(dir, &["channel", "agents", &ch, "--set", "claude-code"]));
+    let blocked = stdout(&amc(dir, &["channel", "list", "--state", "blocked"]));
+    assert!(blocked.contains("(seen by no agent now; by claude-code once approved)"), "{blocked}");
     let bad = amc(dir, &["channel", "approve", "ch_nope"]);
     assert!(String::from_utf8_lossy(&bad.stderr).contains("NOT_FOUND"));
     assert!(stdout(&amc(dir, &["agent", "revoke", "claude-code"])).contains("Revoked"));
