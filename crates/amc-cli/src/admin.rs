@@ -114,7 +114,7 @@ pub enum ChannelCmd {
 
 #[derive(Subcommand)]
 pub enum ReviewCmd {
-    /// List sends waiting for your approval, with their conversation
+    /// List sends waiting for your approval, oldest first, under their conversation
     List,
     /// Approve a held send: it is delivered now
     Approve {
@@ -385,16 +385,9 @@ pub async fn review(raw: RawConfig, json_out: bool, cmd: ReviewCmd) -> anyhow::R
             if sends.is_empty() {
                 say!("Nothing here.");
             }
-            for snd in &sends {
-                if let Some(conv) = snd["conversation"].as_array().filter(|c| !c.is_empty()) {
-                    say!("-- conversation in {} --", s(snd, "channel_name"));
-                    for m in conv {
-                        let sender = &m["sender"];
-                        let who = text(&sender["display_name"]).or(text(&sender["id"])).unwrap_or(Shown("?"));
-                        print_message(&format!("  {} {who}: ", s(m, "sent_at")), verbatim(m, "text"));
-                    }
-                }
-                print_send(snd);
+            match cmd {
+                ReviewCmd::List => print_held(&sends),
+                _ => sends.iter().for_each(print_send),
             }
             return Ok(());
         }
@@ -409,6 +402,33 @@ pub async fn review(raw: RawConfig, json_out: bool, cmd: ReviewCmd) -> anyhow::R
         print_send(&v)
     }
     Ok(())
+}
+
+/// The held sends (the daemon lists them newest first), oldest first as agents asked, as
+/// the Review screen shows them: each channel's conversation once, then every send that
+/// waits to go into it.
+fn print_held(sends: &[Value]) {
+    let oldest_first: Vec<&Value> = sends.iter().rev().collect();
+    let mut channels: Vec<&str> = Vec::new();
+    for snd in &oldest_first {
+        let channel = verbatim(snd, "channel_id");
+        if !channels.contains(&channel) {
+            channels.push(channel);
+        }
+    }
+    for channel in channels {
+        let waiting: Vec<&Value> =
+            oldest_first.iter().copied().filter(|s| verbatim(s, "channel_id") == channel).collect();
+        if let Some(conv) = waiting.last().and_then(|snd| snd["conversation"].as_array()).filter(|c| !c.is_empty()) {
+            say!("-- conversation in {} --", s(waiting[0], "channel_name"));
+            for m in conv {
+                let sender = &m["sender"];
+                let who = text(&sender["display_name"]).or(text(&sender["id"])).unwrap_or(Shown("?"));
+                print_message(&format!("  {} {who}: ", s(m, "sent_at")), verbatim(m, "text"));
+            }
+        }
+        waiting.into_iter().for_each(print_send);
+    }
 }
 
 pub async fn pause(raw: RawConfig, json_out: bool, paused: bool) -> anyhow::Result<()> {

@@ -5,6 +5,7 @@ mod crash;
 mod discord;
 mod imessage;
 mod private_files;
+mod review;
 mod shown;
 mod stdio;
 mod tidy;

@@ -1,0 +1,54 @@
+//! `amc review list` as the person reads it: each conversation once, with the sends that
+//! wait for it.
+
+use amc_client::Connection;
+use serde_json::json;
+
+use super::{Serve, amc, json, stdout};
+
+/// Three sends held for two channels, those of one channel apart in the queue: each
+/// channel's conversation is printed once, followed by every send of that channel.
+#[test]
+fn review_list_shows_each_conversation_once_with_all_its_sends() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path();
+    let _serve = Serve::start(dir);
+    let token = json(&amc(dir, &["--json", "agent", "add", "claude"]))["token"].as_str().expect("token").to_owned();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    let connect = |token: String| async move {
+        Connection::connect(&dir.join("run/amc.sock")).await.expect("connect").with_bearer(&token)
+    };
+    let admin = std::fs::read_to_string(dir.join("admin-token")).expect("admin token").trim().to_owned();
+    let mut channels = Vec::new();
+    for (chat, said) in [("ada", "Dinner at 8?"), ("bob", "Lunch tomorrow?")] {
+        let body = json!({ "source": "imessage", "chat_id": chat, "chat_name": format!("Chat {chat}"),
+                           "messages": [{ "id": format!("{chat}-1"), "text": said, "sender": "+15551234567" }] });
+        let v = rt.block_on(async {
+            connect(admin.clone()).await.post("/admin/test/ingest", &body).await.expect("ingest").json()
+        });
+        let ch = v["channel_id"].as_str().expect("channel id").to_owned();
+        json(&amc(dir, &["--json", "channel", "approve", &ch, "--history", "all", "--policy", "review"]));
+        channels.push(ch);
+    }
+    for (ch, text) in [(&channels[0], "Yes, at 8"), (&channels[1], "Sure"), (&channels[0], "I'll bring wine")] {
+        let sent = rt.block_on(async {
+            let mut agent = connect(token.clone()).await.with_header("x-agent-id", "claude");
+            agent.post("/messages/send", &json!({ "channel_id": ch, "text": text })).await.expect("send").json()
+        });
+        assert_eq!(sent["status"], "pending_review", "{sent}");
+    }
+
+    let out = stdout(&amc(dir, &["review", "list"]));
+    for (chat, said) in [("ada", "Dinner at 8?"), ("bob", "Lunch tomorrow?")] {
+        assert_eq!(out.matches(&format!("-- conversation in Chat {chat} --")).count(), 1, "{out}");
+        assert_eq!(out.matches(said).count(), 1, "{out}");
+    }
+    // Under each conversation, every send waiting for it, oldest first.
+    let sections: Vec<&str> = out.split("-- conversation in ").skip(1).collect();
+    let under = |chat: &str| -> Vec<&str> {
+        let section = sections.iter().find(|s| s.starts_with(&format!("Chat {chat} --"))).expect("section");
+        section.lines().filter_map(|l| l.strip_prefix("    | ")).collect()
+    };
+    assert_eq!(under("ada"), ["Yes, at 8", "I'll bring wine"], "{out}");
+    assert_eq!(under("bob"), ["Sure"], "{out}");
+}
