@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use amc_client::Connection;
 use amc_core::config::RawConfig;
 
+use crate::hosts::{Host, NewAgent};
 use crate::shown::{self, Shown, entries, field as s, lines, text, verbatim};
 
 #[derive(Subcommand)]
@@ -22,6 +23,10 @@ pub enum AgentCmd {
         /// install), e.g. amc-claude-desktop.mcpb
         #[arg(long, value_name = "FILE")]
         mcpb: Option<std::path::PathBuf>,
+        /// Print only this host's configuration [default: the host the id names (with --mcpb:
+        /// claude-desktop), else Claude Code's, and the agent to add for each other host]
+        #[arg(long, value_enum)]
+        host: Option<Host>,
     },
     /// List agents
     List,
@@ -175,34 +180,6 @@ fn print_json(v: &Value) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// What to give each MCP host for this agent: Claude Code's command (for every project:
-/// `-s user`), Codex's TOML, Claude Desktop's JSON. `AMC_DATA_DIR` is named only when AMC
-/// does not use the default data folder.
-fn host_configs(id: &str, token: &str, command: &str, data_dir: Option<&std::path::Path>) -> String {
-    let quote = |v: &str| format!("'{}'", v.replace('\'', r"'\''"));
-    let json_str = |v: &str| serde_json::to_string(v).unwrap_or_default();
-    let data_dir = data_dir.map(|d| d.display().to_string());
-    let mut env = vec![("AMC_AGENT_ID", id.to_owned()), ("AMC_BEARER_TOKEN", token.to_owned())];
-    if let Some(d) = &data_dir {
-        env.push(("AMC_DATA_DIR", d.clone()));
-    }
-    let claude_env: String = env.iter().map(|(k, v)| format!(" --env {k}={}", quote(v))).collect();
-    let toml_env: Vec<String> = env.iter().map(|(k, v)| format!("{k} = {}", json_str(v))).collect();
-    let json_env: Vec<String> = env.iter().map(|(k, v)| format!("{}: {}", json_str(k), json_str(v))).collect();
-    format!(
-        "Claude Code (every project):\n  claude mcp add -s user amc{claude_env} -- {} mcp\n  \
-         and, to be told of new messages as they arrive: claude --dangerously-load-development-channels server:amc\n\n\
-         Codex CLI, in ~/.codex/config.toml:\n  [mcp_servers.amc]\n  command = {}\n  args = [\"mcp\", \"--no-push\"]\n  env = {{ {} }}\n\n\
-         Claude Desktop, in ~/Library/Application Support/Claude/claude_desktop_config.json:\n  \
-         {{ \"mcpServers\": {{ \"amc\": {{ \"command\": {}, \"args\": [\"mcp\", \"--no-push\"], \"env\": {{ {} }} }} }} }}",
-        quote(command),
-        json_str(command),
-        toml_env.join(", "),
-        json_str(command),
-        json_env.join(", "),
-    )
-}
-
 pub async fn agent(raw: RawConfig, json_out: bool, cmd: AgentCmd) -> anyhow::Result<()> {
     let data_dir = raw.data_dir.clone().filter(|d| {
         let default = amc_core::config::default_data_dir();
@@ -210,7 +187,15 @@ pub async fn agent(raw: RawConfig, json_out: bool, cmd: AgentCmd) -> anyhow::Res
     });
     let mut c = connect(raw).await?;
     match cmd {
-        AgentCmd::Add { id, mcpb } => {
+        AgentCmd::Add { id, mcpb, host } => {
+            let host = match (host, &mcpb) {
+                (Some(h), Some(_)) if h != Host::ClaudeDesktop => {
+                    bail!("a bundle (--mcpb) is for Claude Desktop: give --host claude-desktop, or no --host")
+                }
+                (Some(h), _) => Some(h),
+                (None, Some(_)) => Some(Host::ClaudeDesktop),
+                (None, None) => Host::named(&id),
+            };
             let v = ok(c.post("/admin/agents", &json!({ "id": id })).await?)?;
             if let Some(file) = &mcpb {
                 let path = format!("/admin/agents/{id}/bundle");
@@ -229,7 +214,13 @@ pub async fn agent(raw: RawConfig, json_out: bool, cmd: AgentCmd) -> anyhow::Res
                 print_json(&v)?;
             } else {
                 say!("Added agent {id}. Its token, shown this once:\n\n{}\n", s(&v, "token"));
-                say!("{}", host_configs(&id, verbatim(&v, "token"), verbatim(&v, "mcp_command"), data_dir.as_deref()));
+                let agent = NewAgent {
+                    id: &id,
+                    token: verbatim(&v, "token"),
+                    command: verbatim(&v, "mcp_command"),
+                    data_dir: data_dir.as_deref(),
+                };
+                say!("{}", host.map_or_else(|| agent.one_per_host(), |h| agent.config(h)));
             }
         }
         AgentCmd::List => {

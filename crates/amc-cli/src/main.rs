@@ -15,6 +15,7 @@ macro_rules! say {
 }
 
 mod admin;
+mod hosts;
 mod mcp;
 mod serve;
 mod shown;

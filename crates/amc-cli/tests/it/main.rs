@@ -84,7 +84,9 @@ fn a_headless_install_is_administered_from_the_command_line() {
 
     let out = stdout(&amc(dir, &["agent", "add", "claude-code"]));
     assert!(out.contains("amc_agent_"), "{out}");
-    check_host_configs(&out, dir);
+    // An agent named after its host gets that host's configuration only.
+    check_claude_code(&out, dir, "claude-code");
+    assert!(!out.contains("mcp_servers") && !out.contains("mcpServers"), "{out}");
     let listed = json(&amc(dir, &["--json", "agent", "list"]));
     assert_eq!(listed["agents"][0]["id"], "claude-code");
     let dup = amc(dir, &["agent", "add", "claude-code"]);
@@ -273,20 +275,61 @@ fn test_mode_says_that_sends_are_only_recorded() {
     serve.stop();
 }
 
-/// What `amc agent add` prints works as given: Claude Code's command as the shell reads it,
-/// Claude Desktop's JSON, Codex's TOML lines; each with the agent, its token, this install's
-/// amc and (not the default here) the data folder.
-fn check_host_configs(out: &str, dir: &Path) {
-    let token = out.split_whitespace().find(|w| w.starts_with("amc_agent_")).expect("token").to_owned();
-    let line = |prefix: &str| {
-        out.lines()
-            .map(str::trim)
-            .find(|l| l.starts_with(prefix))
-            .unwrap_or_else(|| panic!("{prefix}: {out}"))
-            .to_owned()
+/// One agent per MCP host: `--host` prints that host's configuration only; with no host,
+/// the agent is set up for Claude Code and each other host is given the command that adds
+/// an agent of its own, which works as given.
+#[test]
+fn agent_add_gives_each_host_an_agent_of_its_own() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = &tmp.path().join("amc");
+    let _serve = Serve::start(dir);
+    let others = |out: &str, host: &str| {
+        let printed =
+            [("claude-code", "claude mcp add"), ("codex", "[mcp_servers.amc]"), ("claude-desktop", "mcpServers")];
+        printed.iter().filter(|(h, _)| *h != host).all(|(_, text)| !out.contains(text))
     };
-    // The shell's reading of the Claude Code command, with `claude` printing its arguments.
-    let claude = line("claude mcp add");
+
+    let codex = stdout(&amc(dir, &["agent", "add", "cx", "--host", "codex"]));
+    check_codex(&codex, dir, "cx");
+    assert!(others(&codex, "codex"), "{codex}");
+    let desktop = stdout(&amc(dir, &["agent", "add", "desk", "--host", "claude-desktop"]));
+    check_claude_desktop(&desktop, dir, "desk");
+    assert!(others(&desktop, "claude-desktop"), "{desktop}");
+
+    let out = stdout(&amc(dir, &["agent", "add", "helper"]));
+    check_claude_code(&out, dir, "helper");
+    assert_eq!(out.matches("AMC_AGENT_ID").count(), 1, "one host's configuration: {out}");
+    assert!(out.contains("an agent of its own") && out.contains("--host"), "{out}");
+    // Each suggested command, run as printed (from another folder, with no AMC_DATA_DIR),
+    // adds that host's own agent.
+    let run = |name: &str| {
+        let line = out.lines().map(str::trim).find(|l| l.contains(&format!(" agent add {name} "))).expect(name);
+        let ran = Command::new("sh").arg("-c").arg(line).current_dir(tmp.path()).env_remove("AMC_DATA_DIR").output();
+        stdout(&ran.expect("sh"))
+    };
+    check_codex(&run("helper-codex"), dir, "helper-codex");
+    check_claude_desktop(&run("helper-claude-desktop"), dir, "helper-claude-desktop");
+    assert!(tmp.path().join("amc-helper-claude-desktop.mcpb").is_file());
+
+    // A bundle is Claude Desktop's: asked for another host, nothing is added.
+    let both = amc(dir, &["agent", "add", "mixed", "--host", "codex", "--mcpb", "mixed.mcpb"]);
+    assert!(!both.status.success() && String::from_utf8_lossy(&both.stderr).contains("Claude Desktop"));
+    assert!(!stdout(&amc(dir, &["agent", "list"])).contains("mixed"));
+}
+
+/// The line of `out` that starts with `prefix`, trimmed.
+fn line_of(out: &str, prefix: &str) -> String {
+    out.lines().map(str::trim).find(|l| l.starts_with(prefix)).unwrap_or_else(|| panic!("{prefix}: {out}")).to_owned()
+}
+
+fn token_of(out: &str) -> String {
+    out.split_whitespace().find(|w| w.starts_with("amc_agent_")).expect("token").to_owned()
+}
+
+/// Claude Code's command, as the shell reads it (with `claude` printing its arguments):
+/// the agent, its token, this install's amc and (not the default here) the data folder.
+fn check_claude_code(out: &str, dir: &Path, agent: &str) {
+    let claude = line_of(out, "claude mcp add");
     let shell = Command::new("sh")
         .arg("-c")
         .arg(format!("claude() {{ printf '%s\\n' \"$@\"; }}; {claude}"))
@@ -294,15 +337,33 @@ fn check_host_configs(out: &str, dir: &Path) {
         .expect("sh");
     let args: Vec<String> = String::from_utf8_lossy(&shell.stdout).lines().map(str::to_owned).collect();
     let data = format!("AMC_DATA_DIR={}", dir.display());
-    let want = ["mcp", "add", "-s", "user", "amc", "--env", "AMC_AGENT_ID=claude-code", "--env"];
+    let id = format!("AMC_AGENT_ID={agent}");
+    let want = ["mcp", "add", "-s", "user", "amc", "--env", &id, "--env"];
     assert_eq!(args[..want.len()], want, "{claude}");
-    assert!(args.contains(&format!("AMC_BEARER_TOKEN={token}")) && args.contains(&data), "{args:?}");
+    assert!(args.contains(&format!("AMC_BEARER_TOKEN={}", token_of(out))) && args.contains(&data), "{args:?}");
     assert!(args.ends_with(&[AMC.to_owned(), "mcp".to_owned()]) || args.last().is_some_and(|a| a == "mcp"), "{args:?}");
-    let desktop: serde_json::Value = serde_json::from_str(&line("{ \"mcpServers\"")).expect("Claude Desktop's JSON");
+}
+
+/// Claude Desktop's JSON.
+fn check_claude_desktop(out: &str, dir: &Path, agent: &str) {
+    let desktop: serde_json::Value =
+        serde_json::from_str(&line_of(out, "{ \"mcpServers\"")).expect("Claude Desktop's JSON");
     let server = &desktop["mcpServers"]["amc"];
     assert_eq!(server["args"], serde_json::json!(["mcp", "--no-push"]));
-    assert_eq!(server["env"]["AMC_BEARER_TOKEN"], token.as_str());
+    assert_eq!(server["env"]["AMC_AGENT_ID"], agent);
+    assert_eq!(server["env"]["AMC_BEARER_TOKEN"], token_of(out).as_str());
     assert_eq!(server["env"]["AMC_DATA_DIR"], dir.display().to_string());
     assert!(Path::new(server["command"].as_str().expect("command")).is_absolute(), "{server}");
-    assert!(line("env = {").contains("AMC_AGENT_ID = \"claude-code\""), "{out}");
+}
+
+/// Codex's TOML lines.
+fn check_codex(out: &str, dir: &Path, agent: &str) {
+    assert!(out.contains("[mcp_servers.amc]"), "{out}");
+    let env = line_of(out, "env = {");
+    let token = token_of(out);
+    for pair in [format!("AMC_AGENT_ID = \"{agent}\""), format!("AMC_BEARER_TOKEN = \"{token}\"")] {
+        assert!(env.contains(&pair), "{pair}: {out}");
+    }
+    assert!(env.contains(&format!("AMC_DATA_DIR = \"{}\"", dir.display())), "{out}");
+    assert!(line_of(out, "args = ").contains("\"--no-push\""), "{out}");
 }
