@@ -15,6 +15,7 @@
 //! same, and the file's identity) runs every few seconds, so a lost event never loses a
 //! message. An idle AMC wakes only for that check.
 
+use std::ffi::OsString;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -94,7 +95,7 @@ fn is_namespace(event: &notify::Event) -> bool {
 /// old watch is on a file that no longer exists.
 /// Returns what it watched: each file's identity (`None`: not there, or not watched).
 fn arm_files(watcher: &mut notify::RecommendedWatcher, chat_db: &Path) -> [Option<(u64, u64)>; 2] {
-    let wal = chat_db.with_file_name("chat.db-wal");
+    let wal = wal_of(chat_db);
     [chat_db, wal.as_path()].map(|file| {
         let _ = watcher.unwatch(file);
         match watcher.watch(file, RecursiveMode::NonRecursive) {
@@ -109,10 +110,23 @@ fn arm_files(watcher: &mut notify::RecommendedWatcher, chat_db: &Path) -> [Optio
 
 /// The identities of chat.db and chat.db-wal as they are now.
 fn file_identities(chat_db: &Path) -> [Option<(u64, u64)>; 2] {
-    [identity(chat_db), identity(&chat_db.with_file_name("chat.db-wal"))]
+    [identity(chat_db), identity(&wal_of(chat_db))]
 }
 
-fn is_ours(event: &notify::Event) -> bool {
+/// chat.db's write-ahead log, which SQLite names after the file: `chat.db-wal`, or
+/// `messages.sqlite-wal` for a copy `--chat-db` names.
+fn wal_of(chat_db: &Path) -> PathBuf {
+    let mut name = chat_db.file_name().unwrap_or_default().to_os_string();
+    name.push("-wal");
+    chat_db.with_file_name(name)
+}
+
+/// The names of chat.db's two files, as watch events give them.
+fn file_names(chat_db: &Path) -> [OsString; 2] {
+    [chat_db, wal_of(chat_db).as_path()].map(|p| p.file_name().unwrap_or_default().to_os_string())
+}
+
+fn is_ours(event: &notify::Event, names: &[OsString; 2]) -> bool {
     let relevant = matches!(
         event.kind,
         EventKind::Modify(notify::event::ModifyKind::Data(_))
@@ -122,11 +136,7 @@ fn is_ours(event: &notify::Event) -> bool {
             | EventKind::Remove(_)
             | EventKind::Any
     );
-    relevant
-        && event
-            .paths
-            .iter()
-            .any(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n == "chat.db" || n == "chat.db-wal"))
+    relevant && event.paths.iter().any(|p| p.file_name().is_some_and(|n| names.iter().any(|ours| ours == n)))
 }
 
 /// What identifies the chat.db file: a replaced or rebuilt one has another inode.
@@ -172,14 +182,15 @@ pub async fn run(amc: Amc, cfg: WatchConfig, shutdown: CancellationToken) {
     // `true`: the event made or removed a file, so the file watch is set again.
     let (tx, mut rx) = mpsc::channel::<bool>(64);
     let dir = cfg.chat_db.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
-    let (dir_tx, model) = (tx.clone(), cfg.dir_events);
+    let names = file_names(&cfg.chat_db);
+    let (dir_tx, model, dir_names) = (tx.clone(), cfg.dir_events, names.clone());
     // On a Mac the folder is not watched: notify's kqueue backend would watch each new
     // entry of ~/Library/Messages (one descriptor per file); the files' own watches, set
     // again whenever a file's identity changes, cover recreation there.
     let watch_dir = !cfg!(target_os = "macos");
     let dir_watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
         if let Ok(event) = res
-            && is_ours(&event)
+            && is_ours(&event, &dir_names)
             && (model == DirEvents::All || is_namespace(&event))
         {
             let _ = dir_tx.try_send(is_namespace(&event));
@@ -201,7 +212,7 @@ pub async fn run(amc: Amc, cfg: WatchConfig, shutdown: CancellationToken) {
     };
     let mut file_watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
         if let Ok(event) = res
-            && is_ours(&event)
+            && is_ours(&event, &names)
         {
             let _ = tx.try_send(is_namespace(&event));
         }

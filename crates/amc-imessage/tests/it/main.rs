@@ -830,6 +830,41 @@ async fn commits_to_an_open_wal_are_read_without_directory_write_events() {
     watcher.await.expect("watcher");
 }
 
+/// `--chat-db` may name a copy with another name (`messages.sqlite`): its own writes and
+/// its own write-ahead log (`messages.sqlite-wal`) are followed as chat.db's are, each
+/// commit read at once, with the fallback check and the sweep an hour away.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chat_db_under_another_name_is_followed_by_its_own_events() {
+    use amc_imessage::watch::{DirEvents, WatchConfig};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("messages.sqlite");
+    let w = ChatDbWriter::create(&path).expect("messages.sqlite");
+    let ada = w.add_handle("+15551234567").expect("handle");
+    let chat = w.add_chat("any;-;+15551234567", 45, None, &[ada]).expect("chat");
+    w.add_message(chat, &text_msg("n0", "first", ada, T0)).expect("m");
+    assert!(dir.path().join("messages.sqlite-wal").exists(), "SQLite names the log after the file");
+    let amc = amc(dir.path());
+    let stop = tokio_util::sync::CancellationToken::new();
+    let hour = std::time::Duration::from_secs(3600);
+    let watch = WatchConfig {
+        chat_db: path,
+        poll: hour,
+        sweep_every: hour,
+        contacts: Vec::new(),
+        dir_events: DirEvents::Namespace,
+    };
+    let watcher = tokio::spawn(amc_imessage::watch::run(amc.clone(), watch, stop.clone()));
+    let count =
+        |amc: &Amc| amc.store().admin_channels(None, None).expect("channels").first().map_or(0, |c| c.message_count);
+    wait_until(&amc, "the first message is read", |amc| count(amc) == 1).await;
+    for i in 1..=5 {
+        w.add_message(chat, &text_msg(&format!("n{i}"), &format!("message {i}"), ada, T0 + i)).expect("m");
+        wait_until(&amc, &format!("commit {i} is read without the fallback check"), |amc| count(amc) == i + 1).await;
+    }
+    stop.cancel();
+    watcher.await.expect("watcher");
+}
+
 /// Deleting messages in Messages (or its "keep messages" purge) is not a rebuild: nothing
 /// is read again, and the checkpoint keeps its place with the new count.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
