@@ -193,8 +193,12 @@ impl ChatDb {
             path: path.display().to_string(),
             message: e.to_string(),
         };
-        if !path.exists() {
-            return Err(cannot(&"no such file"));
+        // Only a file that is not there is missing: a folder macOS keeps from AMC without
+        // Full Disk Access answers "operation not permitted", not "no such file".
+        match path.try_exists() {
+            Ok(true) => {}
+            Ok(false) => return Err(SourceError::Missing(path.display().to_string())),
+            Err(e) => return Err(cannot(&e)),
         }
         let conn =
             Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)

@@ -29,7 +29,7 @@ pub mod watch;
 /// Why the iMessage source cannot read chat.db.
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {
-    /// chat.db cannot be opened: on macOS, usually missing Full Disk Access.
+    /// chat.db is there but cannot be opened: on macOS, usually missing Full Disk Access.
     #[error("cannot open {path}: {message}")]
     CannotOpen {
         /// The file.
@@ -37,6 +37,9 @@ pub enum SourceError {
         /// What failed.
         message: String,
     },
+    /// There is no file at the path (a `--chat-db` naming none, or Messages never set up).
+    #[error("no file at {0}")]
+    Missing(String),
     /// The file is not a Messages database.
     #[error("{0} is not a Messages database")]
     NotMessages(String),

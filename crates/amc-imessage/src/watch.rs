@@ -148,8 +148,15 @@ fn status(state: SourceState, reason: Option<String>) -> SourceStatus {
     SourceStatus::new(state, reason)
 }
 
-/// The advice for a chat.db that cannot be opened.
+/// The advice for a chat.db that cannot be opened: where to name the right file when there
+/// is none, else Full Disk Access.
 pub fn full_disk_access_advice(path: &Path, e: &SourceError) -> String {
+    if let SourceError::Missing(_) = e {
+        return format!(
+            "chat.db is missing: {e}. Name the Messages database with --chat-db or imessage_chat_db in \
+             config.toml (on macOS, Messages keeps it at ~/Library/Messages/chat.db once it is set up)."
+        );
+    }
     format!(
         "{e}. On macOS, give AMC Full Disk Access: System Settings → Privacy & Security → Full Disk Access, \
          turn on AMC (or the terminal running `amc serve`), then restart it. chat.db is expected at {}.",

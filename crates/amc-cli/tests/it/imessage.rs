@@ -122,11 +122,18 @@ async fn messages_written_by_another_process_reach_agents_and_a_replaced_chat_db
     drop(serve);
 }
 
+/// A chat.db that cannot be opened (here a folder; on a Mac, one without Full Disk Access).
+fn unreadable_chat_db(dir: &Path) -> std::path::PathBuf {
+    let path = dir.join("Messages/chat.db");
+    std::fs::create_dir_all(&path).expect("mkdir");
+    path
+}
+
 #[test]
 fn doctor_says_how_to_fix_an_unreadable_chat_db() {
     let tmp = tempfile::tempdir().expect("tempdir");
-    let missing = tmp.path().join("Messages/chat.db");
-    let out = amc(&tmp.path().join("amc"), &["doctor", "--chat-db", missing.to_str().expect("utf8")]);
+    let unreadable = unreadable_chat_db(tmp.path());
+    let out = amc(&tmp.path().join("amc"), &["doctor", "--chat-db", unreadable.to_str().expect("utf8")]);
     assert!(!out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("Full Disk Access") && text.contains("Privacy & Security"), "{text}");
@@ -135,12 +142,25 @@ fn doctor_says_how_to_fix_an_unreadable_chat_db() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("2 problem(s)"));
 }
 
+/// A `--chat-db` naming no file is said to be missing: Full Disk Access would not help.
+#[test]
+fn doctor_says_a_chat_db_that_is_not_there_is_missing() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let missing = tmp.path().join("messages.sqlite");
+    let out = amc(&tmp.path().join("amc"), &["doctor", "--chat-db", missing.to_str().expect("utf8")]);
+    assert!(!out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.lines().find(|l| l.contains("iMessage:")).unwrap_or_else(|| panic!("{text}"));
+    assert!(line.contains("missing") && line.contains("messages.sqlite") && line.contains("--chat-db"), "{line}");
+    assert!(!line.contains("Full Disk Access"), "{line}");
+}
+
 #[test]
 fn a_chat_db_that_cannot_be_read_is_reported_with_the_fix() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let data = tmp.path().join("amc");
-    let missing = tmp.path().join("Messages/chat.db");
-    let _serve = Serve::start_with(&data, &["--chat-db", missing.to_str().expect("utf8")]);
+    let unreadable = unreadable_chat_db(tmp.path());
+    let _serve = Serve::start_with(&data, &["--chat-db", unreadable.to_str().expect("utf8")]);
     let (health, status) = amc_testkit::poll_until("iMessage to be degraded", || {
         let out = amc(&data, &["--json", "status"]);
         let health: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;

@@ -295,11 +295,21 @@ async fn reading_again_never_duplicates_and_new_rows_arrive_after_the_checkpoint
 
 #[test]
 fn a_missing_file_or_another_database_is_reported_clearly() {
+    use amc_imessage::watch::full_disk_access_advice;
     let dir = tempfile::tempdir().expect("tempdir");
-    match ChatDb::open(&dir.path().join("nope.db")) {
-        Err(SourceError::CannotOpen { .. }) => {}
-        other => panic!("{:?}", other.err()),
-    }
+    // A file that is not there is missing: no permission would help.
+    let missing = dir.path().join("nope.db");
+    let e = ChatDb::open(&missing).err().expect("no file");
+    assert!(matches!(e, SourceError::Missing(_)), "{e:?}");
+    let advice = full_disk_access_advice(&missing, &e);
+    assert!(advice.contains("missing") && advice.contains("nope.db"), "{advice}");
+    assert!(!advice.contains("Full Disk Access"), "{advice}");
+    // One that is there but cannot be opened (here a folder) may want Full Disk Access.
+    let folder = dir.path().join("chat.db");
+    std::fs::create_dir(&folder).expect("mkdir");
+    let e = ChatDb::open(&folder).err().expect("a folder");
+    assert!(matches!(e, SourceError::CannotOpen { .. }), "{e:?}");
+    assert!(full_disk_access_advice(&folder, &e).contains("Full Disk Access"));
     let other = dir.path().join("other.db");
     rusqlite::Connection::open(&other).expect("db").execute_batch("CREATE TABLE t (x);").expect("table");
     match ChatDb::open(&other) {
