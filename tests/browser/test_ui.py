@@ -532,6 +532,48 @@ def test_at_the_narrowest_window_the_log_and_the_token_dialog_fit(daemon: UiDaem
     assert clipped == 0, clipped
 
 
+# Where each character of the element's text starting with `text` is drawn, and how much
+# of the element's box shows: [[top, right], …], and the box's right edge inside its padding.
+DRAWN_CHARS = """(el, text) => {
+    const walk = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+    while (walk.nextNode() && !walk.currentNode.data.startsWith(text));
+    const node = walk.currentNode, range = document.createRange(), out = [];
+    for (let i = 0; i < text.length; i++) {
+        range.setStart(node, i);
+        range.setEnd(node, i + 1);
+        const at = range.getBoundingClientRect();
+        out.push([Math.round(at.top), at.right]);
+    }
+    const box = el.getBoundingClientRect();
+    return [out, box.right - parseFloat(getComputedStyle(el).paddingRight)];
+}"""
+
+
+def test_at_the_narrowest_window_the_log_keeps_numbers_whole_and_shows_the_message(daemon: UiDaemon, page: Page):
+    page.set_viewport_size({"width": 720, "height": 700})
+    agent = daemon.agent("claude-desktop")
+    message = "Running ten minutes late, start without me and order the usual for the table"
+    # Unknown senders' chats are named by their number: up to 15 digits after the +.
+    numbers = ["+15551234567", "+447700900123456"]
+    for number in numbers:
+        out = daemon.admin("POST", "/admin/test/ingest", {"source": "imessage", "chat_id": f"any;-;{number}", "chat_name": number,
+                                                          "messages": [{"id": number, "text": "hi", "sender": number}]})
+        daemon.admin("POST", f"/admin/channels/{out['channel_id']}/approve", {"history": "all", "send_policy": "review"})
+        assert agent.send(out["channel_id"], message).json()["status"] == "pending_review"
+    open_ui(page, daemon, "Review")
+    table = page.locator("table.log")
+    expect(table.locator("tbody tr")).to_have_count(2)
+    for number in numbers:
+        row = table.locator("tbody tr", has_text=number)
+        cell = row.locator("td", has_text=number)
+        chars, _ = cell.evaluate(DRAWN_CHARS, number)
+        assert len({top for top, _ in chars}) == 1, f"{number} is broken over lines: {chars}"
+        # The message's column shows a good part of it, not a few letters.
+        chars, right = row.locator(".clip", has_text=message[:10]).evaluate(DRAWN_CHARS, message)
+        shown = sum(1 for _, r in chars if r <= right + 0.5)
+        assert shown >= 28, f"only {shown} characters of the message show: {message[:shown]}"
+
+
 def test_channels_show_names_and_addresses_never_raw_ids(daemon: UiDaemon, page: Page):
     daemon.admin("POST", "/admin/test/ingest", {"source": "imessage", "chat_id": "any;-;+15551234567", "chat_name": "Ada Lovelace",
                                                 "messages": [{"id": "a1", "text": "hi"}]})
@@ -642,7 +684,7 @@ def test_text_that_would_hide_or_reorder_itself_is_shown_whole_and_in_order(daem
     expect(conversation.locator(".bubble").nth(1)).to_have_text(EMOJI)
     log_row = page.locator(f'tr[data-send="{r.json()["message_id"]}"]')
     expect(log_row).to_contain_text("wired the $4,000 deposit…⟨U+000D⟩⟨U+001B⟩[2K")
-    read_in_order(log_row.locator("td").nth(2))
+    read_in_order(log_row.locator(".log-channel"))
     assert page.locator("main").evaluate(HIDDEN_LEFT) == []
 
     page.get_by_role("navigation", name="Sections").get_by_role("link", name="Inbox").click()

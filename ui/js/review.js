@@ -96,7 +96,7 @@ async function loadDecisions() {
     replace(decisions, empty("No tool decisions yet", "Every tool request and your answer to it is kept here."));
     return;
   }
-  replace(decisions, h("table", { class: "table log" },
+  replace(decisions, h("table", { class: "table log decisions" },
     h("caption", { class: "visually-hidden", text: "Tool requests and decisions, newest first" }),
     h("thead", {}, h("tr", {}, ["Asked", "Agent", "Tool", "What", "Decision"].map((t) => h("th", { scope: "col", text: t })))),
     h("tbody", {}, done.map((t) =>
@@ -211,14 +211,17 @@ async function loadLog() {
     replace(log, empty(logFilter ? `No sends with status “${STATUS[logFilter]}”` : "No sends yet", "Every message an agent sends through AMC is listed here."));
     return;
   }
-  replace(log, h("table", { class: "table log" },
+  // The agent and the channel share a column, the channel on a line of its own: so the
+  // message keeps a usable width at the narrowest window, and a channel named by a phone
+  // number is never broken inside it.
+  replace(log, h("table", { class: "table log sends" },
     h("caption", { class: "visually-hidden", text: "Agents' sends, newest first" }),
-    h("thead", {}, h("tr", {}, ["When", "Agent", "Channel", "Message", "Status"].map((t) => h("th", { scope: "col", text: t })))),
+    h("thead", {}, h("tr", {}, ["When", "Agent → channel", "Message", "Status"].map((t) => h("th", { scope: "col", text: t })))),
     h("tbody", {}, data.sends.map((s) =>
       h("tr", { class: s.status === "unknown" ? "flag" : null, dataset: { send: s.id } },
         h("td", {}, time(s.created_at)),
-        h("td", { text: s.agent_id }),
-        h("td", { text: s.channel_name }),
+        h("td", {}, h("span", { class: "log-agent", text: s.agent_id }), " →",
+          h("span", { class: "log-channel", text: s.channel_name })),
         h("td", { class: "text-cell" }, h("span", { class: "clip", text: s.text || "(attachments only)" }),
           s.status === "unknown" ? h("span", { class: "note warn-text", text: "The platform did not confirm this send. Check the conversation before anyone sends it again." }) : null,
           s.error_message ? h("span", { class: "note", text: s.error_message }) : null),
