@@ -362,6 +362,20 @@ def test_the_inbox_shows_which_agents_read_each_message(daemon: UiDaemon, page: 
     expect(page.locator(".message", has_text="Second").locator(".chip")).to_have_text(["claude-code"])
 
 
+def test_the_inbox_says_nothing_of_agents_reading_the_persons_own_messages(daemon: UiDaemon, page: Page):
+    out = daemon.admin("POST", "/admin/test/ingest", {"source": "imessage", "chat_id": "ada", "chat_name": "Ada", "messages": [
+        {"id": "a1", "text": "Dinner at 8?", "sender": "+15551234567"},
+        {"id": "a2", "text": "On my way", "sender": "me", "is_self": True}]})
+    daemon.admin("POST", f"/admin/channels/{out['channel_id']}/approve", {"history": "all"})
+    daemon.agent("claude-code")
+    # The person's own messages are never unread for an agent: no "not read yet" under them.
+    open_ui(page, daemon, "Inbox")
+    expect(page.locator(".message", has_text="Dinner at 8?")).to_contain_text("Not read by any agent yet")
+    own = page.locator(".message", has_text="On my way")
+    expect(own).to_contain_text("You: On my way")
+    expect(own).not_to_contain_text("read")
+
+
 def test_the_inbox_search_finds_words_without_accents_and_marks_them(daemon: UiDaemon, page: Page):
     daemon.chat("ada", ["Café at noon?", "The flight lands at 9"], approve={"history": "all"})
     daemon.chat("bob", ["café in secret"])  # pending: not searched

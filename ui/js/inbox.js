@@ -61,13 +61,14 @@ function item(m, excerpt) {
   const outbound = m.direction === "outbound";
   const who = outbound ? `${m.agent_id ?? "An agent"} via AMC` : m.sender.is_self ? "You" : (m.sender.display_name ?? m.sender.id);
   const readBy = m.read_by ?? [];
+  // The person's own messages are never unread for an agent: nothing waits to be read there.
   const reads = excerpt !== undefined
     ? null
     : outbound
       ? h("span", { class: "muted", text: "Sent by an agent" })
       : readBy.length
         ? h("span", { class: "reads" }, h("span", { class: "muted", text: "Read by " }), readBy.map((a) => h("span", { class: "chip", text: a })))
-        : h("span", { class: "muted", text: "Not read by any agent yet" });
+        : m.sender.is_self ? null : h("span", { class: "muted", text: "Not read by any agent yet" });
   return h("li", { class: "row message", dataset: { message: m.id } },
     h("div", { class: "row-main" },
       h("div", { class: "row-title" },
