@@ -362,6 +362,15 @@ def test_the_inbox_shows_which_agents_read_each_message(daemon: UiDaemon, page: 
     expect(page.locator(".message", has_text="Second").locator(".chip")).to_have_text(["claude-code"])
 
 
+# The width an input's placeholder takes in the input's font, and the room the input has for it.
+PLACEHOLDER_ROOM = """el => {
+    const style = getComputedStyle(el);
+    const ctx = document.createElement("canvas").getContext("2d");
+    ctx.font = `${style.fontStyle} ${style.fontWeight} ${style.fontSize} ${style.fontFamily}`;
+    return [ctx.measureText(el.placeholder).width, el.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight)];
+}"""
+
+
 def test_the_inbox_says_nothing_of_agents_reading_the_persons_own_messages(daemon: UiDaemon, page: Page):
     out = daemon.admin("POST", "/admin/test/ingest", {"source": "imessage", "chat_id": "ada", "chat_name": "Ada", "messages": [
         {"id": "a1", "text": "Dinner at 8?", "sender": "+15551234567"},
@@ -374,6 +383,15 @@ def test_the_inbox_says_nothing_of_agents_reading_the_persons_own_messages(daemo
     own = page.locator(".message", has_text="On my way")
     expect(own).to_contain_text("You: On my way")
     expect(own).not_to_contain_text("read")
+
+
+def test_the_inbox_search_box_shows_its_whole_placeholder(daemon: UiDaemon, page: Page):
+    open_ui(page, daemon, "Inbox")
+    # At the width the tests use and at the narrowest window.
+    for width in (1180, 720):
+        page.set_viewport_size({"width": width, "height": 800})
+        needed, room = page.get_by_label("Search messages").evaluate(PLACEHOLDER_ROOM)
+        assert needed <= room, f"at {width} px the placeholder needs {needed:.0f} px and has {room:.0f}"
 
 
 def test_the_inbox_search_finds_words_without_accents_and_marks_them(daemon: UiDaemon, page: Page):

@@ -12,7 +12,7 @@ function mount(el) {
   list = h("div", { class: "list-area", "aria-live": "polite" });
   const searchId = nextId("inbox-search");
   let timer = null;
-  const box = h("form", { class: "field inline search", role: "search", onsubmit: (e) => e.preventDefault() },
+  const box = h("form", { class: "field inline search messages-search", role: "search", onsubmit: (e) => e.preventDefault() },
     h("label", { for: searchId, class: "visually-hidden", text: "Search messages" }),
     h("input", {
       id: searchId, type: "search", placeholder: "Search messages: words or \"a phrase\"", autocomplete: "off",
