@@ -89,7 +89,7 @@ def tray_template(size):
 def main():
     big = app_icon(1024)
     big.save(HERE / "icon.png", optimize=True)
-    for name, px in [("32x32.png", 32), ("128x128.png", 128), ("128x128@2x.png", 256)]:
+    for name, px in [("32x32.png", 32), ("128x128.png", 128), ("128x128@2x.png", 256), ("512x512.png", 512)]:
         app_icon(px).save(HERE / name, optimize=True)
     big.save(HERE / "icon.icns", sizes=[(16, 16), (32, 32), (64, 64), (128, 128), (256, 256), (512, 512), (1024, 1024)])
     tray_template(22).save(HERE / "tray-template.png", optimize=True)

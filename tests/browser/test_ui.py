@@ -254,6 +254,8 @@ def test_an_agent_added_in_the_ui_works_with_the_copied_token_until_revoked(daem
     assert bundle.value.suggested_filename == "amc-claude-code.mcpb"
     with zipfile.ZipFile(bundle.value.path()) as archive:
         assert json.loads(archive.read("manifest.json"))["server"]["mcp_config"]["env"]["AMC_BEARER_TOKEN"] == token
+        # The icon at the size the bundle format recommends.
+        assert struct.unpack(">II", archive.read("icon.png")[16:24]) == (512, 512)
     # How to have new messages pushed into a Claude Code session (docs/mcp.md, section 4).
     channel = dialog.get_by_label("Claude Code with new messages pushed", exact=True).input_value()
     assert shlex.split(channel) == ["claude", "--dangerously-load-development-channels", "server:amc"], channel

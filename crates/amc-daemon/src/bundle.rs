@@ -10,8 +10,8 @@ use std::path::Path;
 
 use serde_json::json;
 
-/// The bundle's icon: AMC's.
-pub const ICON: &[u8] = include_bytes!("../../../icons/128x128.png");
+/// The bundle's icon: AMC's, at the 512×512 the bundle format recommends.
+pub const ICON: &[u8] = include_bytes!("../../../icons/512x512.png");
 
 /// The manifest version written.
 pub const MANIFEST_VERSION: &str = "0.3";
@@ -86,4 +86,18 @@ pub fn build(b: &BundleFor<'_>, icon: &[u8]) -> std::io::Result<Vec<u8>> {
     out.start_file(ENTRY_POINT, stored).map_err(std::io::Error::other)?;
     out.write_all(&amc)?;
     Ok(out.finish().map_err(std::io::Error::other)?.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    /// The bundle format's validator (`mcpb validate`) recommends a 512×512 PNG icon "for
+    /// best display in Claude Desktop"; a smaller one is scaled up there.
+    #[test]
+    fn the_bundles_icon_is_a_512_pixel_png() {
+        let icon = super::ICON;
+        assert_eq!(&icon[..8], b"\x89PNG\r\n\x1a\n", "a PNG");
+        assert_eq!(&icon[12..16], b"IHDR");
+        let side = |at: usize| u32::from_be_bytes([icon[at], icon[at + 1], icon[at + 2], icon[at + 3]]);
+        assert_eq!((side(16), side(20)), (512, 512));
+    }
 }
