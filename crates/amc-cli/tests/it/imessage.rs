@@ -245,8 +245,12 @@ async fn sends_go_through_messages_verbatim_and_are_confirmed_in_chat_db() {
     for (call, text) in calls.iter().zip(hostile.iter().copied().chain([long.as_str()])) {
         assert_eq!(call["argv"][0], text, "the text reaches Messages verbatim, as an argument");
         assert_eq!(call["argv"][1], "+15551234567", "the person, for the participant fallback");
-        assert_eq!(call["argv"][3], "iMessage;-;+15551234567", "a macOS 26 chat id is addressed by service");
-        assert!(!call["argv"].to_string().contains("any;-;"), "never `chat id \"any;-;…\"`: {call}");
+        assert_eq!(call["argv"][2], "iMessage", "the account the conversation last used first, for the fallback");
+        assert_eq!(
+            (&call["argv"][3], &call["argv"][4]),
+            (&serde_json::json!("1"), &serde_json::json!("any;-;+15551234567")),
+            "the chat is addressed only by the guid chat.db holds for it, never one made up: {call}"
+        );
         let script: Vec<&str> = call["script"].as_array().expect("script").iter().filter_map(|l| l.as_str()).collect();
         assert_eq!(script, amc_imessage::send::SEND_SCRIPT, "the script never changes");
     }
