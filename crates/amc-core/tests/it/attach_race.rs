@@ -1,7 +1,7 @@
 //! An agent racing AMC's attachment checks: the file it names must be the file staged.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use amc_core::attach::{Accepted, AttachmentPolicy};
 
@@ -69,7 +69,7 @@ fn a_parent_directory_swapped_for_a_symlink_never_stages_a_file_from_outside() {
     std::fs::create_dir(outbox.join("d")).expect("mkdir");
     std::fs::write(outbox.join("d/report.txt"), b"fine").expect("write");
     std::os::unix::fs::symlink(dir.path().join("outside/d"), outbox.join("alt")).expect("symlink");
-    let swaps = AtomicU64::new(0);
+    let swaps = std::sync::atomic::AtomicU64::new(0);
     let (a, b) = (outbox.join("d"), outbox.join("alt"));
     let out = race(&policy, &outbox.join("d/report.txt"), SENDS, || {
         rustix::fs::renameat_with(rustix::fs::CWD, &a, rustix::fs::CWD, &b, rustix::fs::RenameFlags::EXCHANGE)
