@@ -81,6 +81,10 @@ pub struct PushParams {
     /// The `amc mcp` session asking: it is also told the person's answers to its tool
     /// requests, and counts as alive while it asks.
     pub session: Option<String>,
+    /// The `ack` of the last batch this session was told and has not acknowledged: the push
+    /// goes on after it without recording it. A session not yet known to show what it is
+    /// told (a host's health check) is told what is new without using it up.
+    pub after: Option<String>,
 }
 
 /// How long after its last push request an agent still counts as pushed to: the bridge
@@ -209,8 +213,34 @@ struct Ack {
     n: bool,
 }
 
-/// The most tool decisions told in one batch.
+/// The most tool decisions one acknowledgement records.
 const DECISIONS_LIMIT: usize = 100;
+
+/// What an acknowledgement records: where the push stands, the tool decisions told, and
+/// whether anything was told at all.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Told {
+    position: PushPosition,
+    decisions: Vec<String>,
+    any: bool,
+}
+
+impl PushPosition {
+    /// This position, then `next` told after it: the higher floor, and each channel at the
+    /// furthest it was told, where that is above the floor.
+    fn then(&self, next: PushPosition) -> PushPosition {
+        let floor = self.floor.max(next.floor);
+        let mut channels: Vec<(String, i64)> = Vec::new();
+        for (channel, through) in self.channels.iter().cloned().chain(next.channels) {
+            match channels.iter_mut().find(|(c, _)| *c == channel) {
+                Some((_, t)) => *t = (*t).max(through),
+                None => channels.push((channel, through)),
+            }
+        }
+        channels.retain(|(_, t)| *t > floor);
+        PushPosition { floor, channels }
+    }
+}
 
 type HmacSha256 = hmac::Hmac<sha2::Sha256>;
 
@@ -238,17 +268,18 @@ impl AckSigner {
         mac
     }
 
-    fn encode(&self, agent_id: &str, p: &PushPosition, told: &[String], any: bool) -> String {
+    fn encode(&self, agent_id: &str, told: &Told) -> String {
         use base64::Engine;
         use base64::engine::general_purpose::URL_SAFE_NO_PAD;
         use hmac::Mac;
-        let ack = Ack { f: p.floor, c: p.channels.clone(), t: told.to_vec(), n: any };
+        let p = &told.position;
+        let ack = Ack { f: p.floor, c: p.channels.clone(), t: told.decisions.clone(), n: told.any };
         let payload = serde_json::to_vec(&ack).unwrap_or_default();
         let tag = self.mac(agent_id, &payload).finalize().into_bytes();
         format!("v1.{}.{}", URL_SAFE_NO_PAD.encode(&payload), URL_SAFE_NO_PAD.encode(tag))
     }
 
-    fn decode(&self, agent_id: &str, s: &str) -> Result<(PushPosition, Vec<String>, bool)> {
+    fn decode(&self, agent_id: &str, s: &str) -> Result<Told> {
         use base64::Engine;
         use base64::engine::general_purpose::URL_SAFE_NO_PAD;
         use hmac::Mac;
@@ -269,7 +300,7 @@ impl AckSigner {
         if ack.t.len() > DECISIONS_LIMIT || ack.t.iter().any(|id| !id.starts_with("tr_") || id.len() > 64) {
             return Err(invalid());
         }
-        Ok((PushPosition { floor: ack.f, channels: ack.c }, ack.t, ack.n))
+        Ok(Told { position: PushPosition { floor: ack.f, channels: ack.c }, decisions: ack.t, any: ack.n })
     }
 }
 
@@ -308,6 +339,10 @@ impl Amc {
         {
             return Err(Error::validation("session must be 1 to 64 of A-Z, a-z, 0-9, - and _"));
         }
+        let told = match &p.after {
+            Some(after) => self.inner.push.signer.decode(&agent.agent_id, after)?,
+            None => Told::default(),
+        };
         let deadline = Instant::now() + Duration::from_secs(timeout as u64);
         // Listen before looking, so a message stored in between still wakes the wait.
         let mut events = self.events().subscribe();
@@ -318,12 +353,13 @@ impl Amc {
         tokio::pin!(cancelled);
         loop {
             let (agent_id, session) = (agent.agent_id.clone(), p.session.clone());
-            let decisions = match session {
+            let mut decisions = match session {
                 Some(session) => self.blocking(move |s| s.undelivered_decisions(&agent_id, &session)).await?,
                 None => Vec::new(),
             };
-            let agent_id = agent.agent_id.clone();
-            let scan = self.blocking(move |s| s.push_scan(&agent_id, SCAN_LIMIT)).await?;
+            decisions.retain(|(id, _, _)| !told.decisions.contains(id));
+            let (agent_id, from) = (agent.agent_id.clone(), told.position.clone());
+            let scan = self.blocking(move |s| s.push_scan(&agent_id, &from, SCAN_LIMIT)).await?;
             let composed = {
                 let mut windows = self.inner.push.windows.lock().unwrap_or_else(|p| p.into_inner());
                 let mine = windows.entry(agent.agent_id.clone()).or_default();
@@ -333,17 +369,22 @@ impl Amc {
                 }
                 composed
             };
-            let told: Vec<String> = decisions.iter().take(DECISIONS_LIMIT).map(|(id, _, _)| id.clone()).collect();
+            // An acknowledgement stands for every batch told since the last one recorded.
+            let room = DECISIONS_LIMIT.saturating_sub(told.decisions.len());
+            decisions.truncate(room);
+            let mut told_now = told.clone();
+            told_now.decisions.extend(decisions.iter().map(|(id, _, _)| id.clone()));
             let mut items: Vec<PushItem> = decisions
                 .into_iter()
-                .take(DECISIONS_LIMIT)
                 .map(|(_, request_id, allowed)| PushItem::Permission {
                     request_id,
                     behavior: if allowed { "allow" } else { "deny" }.to_owned(),
                 })
                 .collect();
             items.extend(composed.items);
-            let ack = self.inner.push.signer.encode(&agent.agent_id, &composed.position, &told, !items.is_empty());
+            told_now.position = told.position.then(composed.position);
+            told_now.any |= !items.is_empty();
+            let ack = self.inner.push.signer.encode(&agent.agent_id, &told_now);
             let batch = PushBatch { ack, items };
             if !batch.items.is_empty() {
                 return Ok(batch);
@@ -404,11 +445,11 @@ impl Amc {
 
     /// Records that a batch from [`Amc::next_push`] went out.
     pub async fn ack_push(&self, agent: &AgentCtx, ack: &str) -> Result<()> {
-        let (position, told, any) = self.inner.push.signer.decode(&agent.agent_id, ack)?;
+        let told = self.inner.push.signer.decode(&agent.agent_id, ack)?;
         let agent_id = agent.agent_id.clone();
         self.blocking(move |s| {
-            s.record_push(&agent_id, &position, any)?;
-            if told.is_empty() { Ok(()) } else { s.mark_decisions_delivered(&agent_id, &told) }
+            s.record_push(&agent_id, &told.position, told.any)?;
+            if told.decisions.is_empty() { Ok(()) } else { s.mark_decisions_delivered(&agent_id, &told.decisions) }
         })
         .await
     }
@@ -516,12 +557,23 @@ mod tests {
     }
 
     #[test]
+    fn a_position_told_after_another_keeps_the_furthest_of_each() {
+        let earlier = PushPosition { floor: 3, channels: vec![("ch_b".into(), 5), ("ch_c".into(), 9)] };
+        let next = PushPosition { floor: 6, channels: vec![("ch_c".into(), 7), ("ch_d".into(), 8)] };
+        // ch_b is under the new floor; ch_c was told furthest in the earlier batch.
+        assert_eq!(
+            earlier.then(next),
+            PushPosition { floor: 6, channels: vec![("ch_c".into(), 9), ("ch_d".into(), 8)] }
+        );
+    }
+
+    #[test]
     fn an_ack_holds_only_as_signed_for_its_agent() {
         let signer = AckSigner::new(b"key".to_vec());
         let p = PushPosition { floor: 7, channels: vec![("ch_01HXYZABCDEFGHJKMNPQRSTVWX".into(), 9)] };
-        let told = vec!["tr_01HXYZABCDEFGHJKMNPQRSTVWX".to_owned()];
-        let ack = signer.encode("claude", &p, &told, true);
-        assert_eq!(signer.decode("claude", &ack).expect("round trip"), (p.clone(), told, true));
+        let told = Told { position: p, decisions: vec!["tr_01HXYZABCDEFGHJKMNPQRSTVWX".to_owned()], any: true };
+        let ack = signer.encode("claude", &told);
+        assert_eq!(signer.decode("claude", &ack).expect("round trip"), told);
         let (head, tag) = ack.rsplit_once('.').expect("tag");
         let (_, payload) = head.split_once('.').expect("payload");
         let far = {

@@ -67,26 +67,31 @@ impl Store {
     }
 
     /// Up to `limit` messages to push to the agent, above its floor and above where their
-    /// channel was pushed: inbound, not the person's own, visible, and still unread.
-    pub fn push_scan(&self, agent_id: &str, limit: u32) -> Result<PushScan> {
+    /// channel was pushed: inbound, not the person's own, visible, and still unread. `told`
+    /// is a position a session was told through but has not recorded: the scan starts above
+    /// it too, so the session is not told the same messages again.
+    pub fn push_scan(&self, agent_id: &str, told: &PushPosition, limit: u32) -> Result<PushScan> {
         self.read(|tx| {
-            let floor: i64 = tx
+            let recorded: i64 = tx
                 .prepare_cached("SELECT floor FROM push_floors WHERE agent_id = ?1")?
                 .query_row([agent_id], |r| r.get(0))
                 .optional()?
                 .ok_or_else(|| Error::unauthorized("unknown agent"))?;
+            let floor = recorded.max(told.floor);
+            let told_channels = serde_json::to_string(&told.channels).map_err(Error::internal)?;
             let newest: i64 =
                 tx.prepare_cached("SELECT coalesce(max(rowid), 0) FROM messages")?.query_row([], |r| r.get(0))?;
             let sql = format!(
                 "SELECT {ENVELOPE_COLS}, m.rowid FROM messages m JOIN channels c ON c.key = m.channel \
                  LEFT JOIN push_channels p ON p.agent_id = ?1 AND p.channel_id = c.id \
-                 WHERE m.rowid > ?2 AND m.rowid > coalesce(p.through, ?2) AND {} \
-                 ORDER BY m.rowid LIMIT ?3",
+                 WHERE m.rowid > ?2 AND m.rowid > coalesce(p.through, ?2) \
+                 AND m.rowid > coalesce((SELECT max(t.value ->> 1) FROM json_each(?4) t WHERE t.value ->> 0 = c.id), ?2) \
+                 AND {} ORDER BY m.rowid LIMIT ?3",
                 unread_to("?1")
             );
             let mut stmt = tx.prepare_cached(&sql)?;
             let rows = stmt
-                .query_map(params![agent_id, floor, limit], |r| {
+                .query_map(params![agent_id, floor, limit, told_channels], |r| {
                     Ok((r.get::<_, i64>(ENVELOPE_WIDTH)?, envelope_from_row(r)?))
                 })?
                 .collect::<rusqlite::Result<Vec<_>>>()?;

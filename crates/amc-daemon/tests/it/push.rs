@@ -226,3 +226,54 @@ async fn only_an_ack_the_daemon_handed_to_this_agent_moves_its_push() {
     let mut agent = d.connect_agent(&token, "claude").await;
     assert_eq!(told(&next(&mut agent, 25).await), ["still told"]);
 }
+
+/// One push batch for the agent after `told`, a batch it was told and has not acknowledged.
+async fn next_after(agent: &mut amc_client::Connection, told: &Value, wait: u32) -> Value {
+    let after = told["ack"].as_str().expect("ack");
+    let r = agent.get(&format!("/messages/push?timeout_seconds={wait}&after={after}")).await.expect("push");
+    assert_eq!(r.status, 200, "{:?}", r.json());
+    r.json()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_push_after_an_unrecorded_batch_goes_on_and_uses_nothing_up() {
+    let d = Daemon::start().await;
+    let (mut agent, _) = d.agent("claude").await;
+    let (busy, _) = d.channel_with("busy", 0).await;
+    let (quiet, _) = d.channel_with("quiet", 0).await;
+    for c in [&busy, &quiet] {
+        d.approve(c, json!({ "history": "all" })).await;
+    }
+    let start = next(&mut agent, 1).await;
+    ack(&mut agent, &start).await;
+    // A burst held in one channel, told past it in the other.
+    let burst: Vec<_> = (0..5).map(|i| msg(&format!("busy-{i}"), &format!("burst {i}"), now_ms())).collect();
+    d.ingest(Source::Imessage, "busy", burst).await;
+    d.ingest(Source::Imessage, "quiet", vec![msg("quiet-1", "meanwhile", now_ms())]).await;
+    let first = next(&mut agent, 25).await;
+    assert_eq!(told(&first), ["burst 0", "burst 1", "burst 2", "meanwhile"], "{first}");
+    // Told but not recorded: the session goes on after it, and is not told any of it again.
+    let second = next_after(&mut agent, &first, 25).await;
+    assert_eq!(told(&second), ["+2"], "{second}");
+    d.ingest(Source::Imessage, "quiet", vec![msg("quiet-2", "later", now_ms())]).await;
+    let third = next_after(&mut agent, &second, 25).await;
+    assert_eq!(told(&third), ["later"], "{third}");
+
+    // Nothing was used up: a session asking from the recorded place is told it all again.
+    let again = told(&next(&mut agent, 25).await);
+    for text in ["burst 0", "meanwhile", "later"] {
+        assert!(again.iter().any(|t| t == text), "{text} is not told again: {again:?}");
+    }
+    // The last batch's acknowledgement stands for every batch told before it.
+    ack(&mut agent, &third).await;
+    assert_eq!(told(&next(&mut agent, 1).await), Vec::<String>::new());
+
+    // Only an acknowledgement handed to this agent is a place to go on from.
+    let (mut other, _) = d.agent("other").await;
+    for after in ["not-an-ack", &handmade_ack(json!({ "f": 0, "c": [] }))] {
+        let r = agent.get(&format!("/messages/push?timeout_seconds=1&after={after}")).await.expect("push");
+        assert_eq!((r.status.as_u16(), code(&r)), (422, "VALIDATION_FAILED".to_owned()), "{after}");
+    }
+    let r = other.get(&format!("/messages/push?timeout_seconds=1&after={}", third["ack"].as_str().expect("ack"))).await;
+    assert_eq!(code(&r.expect("push")), "VALIDATION_FAILED");
+}
