@@ -221,10 +221,10 @@ async def test_the_bridge_says_when_amc_is_not_running_and_never_hangs(tmp_path:
         result = await s.call_tool("list_unread_messages", {})
         err = envelope(result)
         assert err["code"] == "AMC_UNAVAILABLE" and err["status"] == 503, err
-        assert "not running" in err["message"]
-        with pytest.raises(Exception) as listed:
-            await s.list_tools()
-        assert "not running" in str(listed.value)
+        assert "not running" in err["message"] and "amc serve" in err["message"], err
+        # The tools are listed all the same (test_late_start.py: the host is told once AMC is up).
+        listed = [t.name for t in (await s.list_tools()).tools]
+        assert listed[:4] == ["list_unread_messages", "send_message", "mark_read", "get_message_context"]
     assert time.monotonic() - started < 20
     errlog.seek(0)
     lines = [l for l in errlog.read().splitlines() if l.strip()]

@@ -4,8 +4,9 @@
 //! relays `tools/list` and `tools/call` to the daemon's socket with the agent's token.
 //!
 //! It never hangs and never guesses: if the daemon is down or refuses the token, every
-//! request gets an error that says so, and it keeps trying on each new request, so a
-//! daemon started later is picked up.
+//! call gets an error that says so, and it keeps trying on each new request, so a daemon
+//! started later is picked up. `tools/list` is answered all the same (`toolset`), and the
+//! host is told to list again once the daemon answers.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -13,24 +14,20 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CustomNotification, Implementation, ListToolsResult,
-    PaginatedRequestParams, ResultType, ServerCapabilities, ServerConfig,
+    PaginatedRequestParams, ResultType, ServerCapabilities, ServerConfig, SubscriptionFilter,
 };
-use rmcp::service::{NotificationContext, Peer, RequestContext, RunningService};
-use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::{ErrorData as McpError, RoleClient, RoleServer, ServerHandler, ServiceExt};
-use tokio::sync::Mutex;
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use tokio_util::sync::CancellationToken;
 
 use amc_core::{Error, ErrorCode};
 
+use crate::link::{Failure, Link};
 use crate::server::failure;
+use crate::toolset::Toolset;
 
-/// How long one call to the daemon may take before the bridge gives up on it. Long
-/// enough for a send the platform takes its time to confirm.
-const CALL_TIMEOUT: Duration = Duration::from_secs(120);
 /// How long checking on or connecting to the daemon may take.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What the bridge needs to reach the daemon as an agent.
 #[derive(Clone, PartialEq, Eq)]
@@ -140,46 +137,44 @@ pub(crate) async fn agent_connection(cfg: &BridgeConfig) -> Result<amc_client::C
     Ok(conn)
 }
 
-type Upstream = Arc<RunningService<RoleClient, ()>>;
-
 /// The stdio side: an MCP server whose tools are the daemon's.
 pub struct Bridge {
-    cfg: BridgeConfig,
-    /// A problem no retry can fix (a broken config): every request answers with it.
-    fixed_problem: Option<Problem>,
-    upstream: Arc<Mutex<Option<Upstream>>>,
-    /// Cancelled when the host goes away: ends the push.
-    stop_push: CancellationToken,
+    link: Arc<Link>,
+    /// What the host was given of the tools, and where it listens for changes.
+    toolset: Arc<Toolset>,
+    /// Cancelled when the host goes away: ends the push and the watch on the daemon.
+    host_gone: CancellationToken,
     /// The push, once the host is initialized (once per session).
     push: Arc<std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>>,
     /// This session's id at the daemon: its tool requests, and the answers to them.
     session: String,
 }
 
-/// How a relayed request failed.
-enum Failure {
-    /// The daemon answered with an MCP protocol error: pass it on as it is.
-    Protocol(McpError),
-    /// The bridge could not get an answer.
-    Unreachable { problem: Problem, handed_over: bool },
-}
-
 impl Bridge {
     /// A bridge for `cfg`; it connects to the daemon on the first request.
     pub fn new(cfg: BridgeConfig) -> Self {
+        Self::with(cfg, None)
+    }
+
+    /// A bridge that answers every request with `problem`.
+    pub fn broken(cfg: BridgeConfig, problem: Problem) -> Self {
+        Self::with(cfg, Some(problem))
+    }
+
+    fn with(cfg: BridgeConfig, fixed_problem: Option<Problem>) -> Self {
+        let builtin =
+            if cfg.endpoint.ends_with("/relay") { crate::relay::relay_tools() } else { crate::tools::inbox_tools() };
         Self {
-            cfg,
-            fixed_problem: None,
-            upstream: Arc::new(Mutex::new(None)),
-            stop_push: CancellationToken::new(),
+            link: Arc::new(Link::new(cfg, fixed_problem)),
+            toolset: Arc::new(Toolset::new(builtin)),
+            host_gone: CancellationToken::new(),
             push: Default::default(),
             session: uuid::Uuid::new_v4().simple().to_string(),
         }
     }
 
-    /// A bridge that answers every request with `problem`.
-    pub fn broken(cfg: BridgeConfig, problem: Problem) -> Self {
-        Self { fixed_problem: Some(problem), ..Self::new(cfg) }
+    fn cfg(&self) -> &BridgeConfig {
+        self.link.cfg()
     }
 
     /// Serves MCP on the host's stdin and stdout (`io`, which the binary opens) until the
@@ -189,111 +184,44 @@ impl Bridge {
         R: tokio::io::AsyncRead + Send + Unpin + 'static,
         W: tokio::io::AsyncWrite + Send + Unpin + 'static,
     {
-        let upstream = self.upstream.clone();
-        let (stop_push, push, cfg, session) =
-            (self.stop_push.clone(), self.push.clone(), self.cfg.clone(), self.session.clone());
+        let (link, host_gone, push, session) =
+            (self.link.clone(), self.host_gone.clone(), self.push.clone(), self.session.clone());
+        // From the start, so that a host started before AMC hears of its tools once AMC is up.
+        let follow = tokio::spawn(crate::toolset::follow(link.clone(), self.toolset.clone(), host_gone.clone()));
         let running = self.serve(io).await.map_err(std::io::Error::other)?;
         let ended = running.waiting().await;
         // The push acknowledges what it wrote before it ends.
-        stop_push.cancel();
+        host_gone.cancel();
+        let _ = follow.await;
         let push = push.lock().unwrap_or_else(|p| p.into_inner()).take();
         if let Some(push) = push {
             let _ = tokio::time::timeout(CONNECT_TIMEOUT, push).await;
             // Tool requests still waiting for the person leave the tray now.
-            let _ = tokio::time::timeout(CONNECT_TIMEOUT, crate::push::end_session(&cfg, &session)).await;
+            let _ = tokio::time::timeout(CONNECT_TIMEOUT, crate::push::end_session(link.cfg(), &session)).await;
         }
         ended.map_err(std::io::Error::other)?;
         // The host closed stdin: close the daemon side cleanly too.
-        if let Some(up) = upstream.lock().await.take()
-            && let Ok(up) = Arc::try_unwrap(up)
-        {
-            let _ = up.cancel().await;
-        }
+        link.close().await;
         Ok(())
-    }
-
-    async fn connect(&self) -> Result<RunningService<RoleClient, ()>, Problem> {
-        check(&self.cfg).await?;
-        let uri = format!("http://localhost{}", self.cfg.endpoint);
-        let mut headers = std::collections::HashMap::new();
-        if let Some(id) = &self.cfg.agent_id {
-            let value = id.parse().map_err(|_| Problem::Refused("AMC_AGENT_ID is not a valid header value".into()))?;
-            headers.insert(http::HeaderName::from_static("x-agent-id"), value);
-        }
-        let config = StreamableHttpClientTransportConfig::with_uri(uri.as_str())
-            .auth_header(self.cfg.token.clone().unwrap_or_default())
-            .custom_headers(headers);
-        let socket = self.cfg.socket.to_string_lossy().into_owned();
-        // One client per connection to the daemon: its requests reuse open connections
-        // to the socket rather than opening one each.
-        let client = reqwest_mcp::Client::builder()
-            .unix_socket(self.cfg.socket.as_path())
-            .build()
-            .map_err(|e| Problem::Other(e.to_string()))?;
-        let transport = StreamableHttpClientTransport::with_client(client, config);
-        match tokio::time::timeout(CONNECT_TIMEOUT, ().serve(transport)).await {
-            Ok(Ok(running)) => Ok(running),
-            Ok(Err(e)) => Err(check(&self.cfg).await.err().unwrap_or(Problem::Other(e.to_string()))),
-            Err(_) => Err(Problem::NotResponding(socket)),
-        }
-    }
-
-    /// The connection to the daemon, made if there is none. Connecting happens outside
-    /// the lock, so a slow daemon never queues every other request behind it.
-    async fn upstream(&self) -> Result<Upstream, Problem> {
-        if let Some(p) = &self.fixed_problem {
-            return Err(p.clone());
-        }
-        if let Some(up) = self.upstream.lock().await.as_ref().filter(|u| !u.is_closed()) {
-            return Ok(up.clone());
-        }
-        let fresh = Arc::new(self.connect().await?);
-        let mut slot = self.upstream.lock().await;
-        match slot.as_ref().filter(|u| !u.is_closed()) {
-            Some(other) => Ok(other.clone()),
-            None => {
-                *slot = Some(fresh.clone());
-                Ok(fresh)
-            }
-        }
-    }
-
-    /// Runs `f` against the daemon. Calls run side by side; one call's failure never
-    /// touches another's. A dead connection is replaced on the next request.
-    async fn relay<T, F>(&self, f: F) -> Result<T, Failure>
-    where
-        F: AsyncFnOnce(&Peer<RoleClient>) -> Result<T, rmcp::ServiceError>,
-    {
-        let up = self.upstream().await.map_err(|problem| Failure::Unreachable { problem, handed_over: false })?;
-        let problem = match tokio::time::timeout(CALL_TIMEOUT, f(up.peer())).await {
-            Ok(Ok(v)) => return Ok(v),
-            Ok(Err(rmcp::ServiceError::McpError(e))) => return Err(Failure::Protocol(e)),
-            Ok(Err(e)) => check(&self.cfg).await.err().unwrap_or(Problem::Other(e.to_string())),
-            Err(_) => Problem::NotResponding(self.cfg.socket.display().to_string()),
-        };
-        let mut slot = self.upstream.lock().await;
-        if slot.as_ref().is_some_and(|s| Arc::ptr_eq(s, &up) && s.is_closed()) {
-            *slot = None;
-        }
-        Err(Failure::Unreachable { problem, handed_over: true })
     }
 }
 
 impl Bridge {
     fn relays_threads(&self) -> bool {
-        self.cfg.endpoint.ends_with("/relay")
+        self.cfg().endpoint.ends_with("/relay")
     }
 
     /// Whether this bridge pushes new messages to the host.
     fn pushes(&self) -> bool {
-        self.cfg.push && !self.relays_threads() && self.fixed_problem.is_none() && self.cfg.agent_id.is_some()
+        let cfg = self.cfg();
+        cfg.push && !self.relays_threads() && self.link.fixed_problem().is_none() && cfg.agent_id.is_some()
     }
 }
 
 impl ServerHandler for Bridge {
     fn get_info(&self) -> ServerConfig {
         let relay = self.relays_threads();
-        let mut capabilities = ServerCapabilities::builder().enable_tools().build();
+        let mut capabilities = ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build();
         let instructions = if relay {
             crate::relay::RELAY_INSTRUCTIONS.to_owned()
         } else if self.pushes() {
@@ -313,11 +241,32 @@ impl ServerHandler for Bridge {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.toolset.listen_on_session(context.peer.clone());
         let mut push = self.push.lock().unwrap_or_else(|p| p.into_inner());
         if self.pushes() && push.is_none() {
-            let run = crate::push::run(self.cfg.clone(), self.session.clone(), context.peer, self.stop_push.clone());
+            let run = crate::push::run(self.cfg().clone(), self.session.clone(), context.peer, self.host_gone.clone());
             *push = Some(tokio::spawn(run));
         }
+    }
+
+    fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        Some(if requested.tools_list_changed == Some(true) {
+            SubscriptionFilter::builder().tools_list_changed().build()
+        } else {
+            SubscriptionFilter::new()
+        })
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        if context.accepted().tools_list_changed == Some(true) {
+            self.toolset.listen_on(context.sink().clone());
+        }
+        tokio::select! {
+            () = context.cancelled() => {}
+            () = self.host_gone.cancelled() => {}
+        }
+        self.toolset.stop_listening_on(context.sink().id());
+        Ok(())
     }
 
     async fn on_custom_notification(
@@ -330,7 +279,7 @@ impl ServerHandler for Bridge {
         }
         // Claude Code waits on its own prompt meanwhile: relaying must not hold up the
         // session's other messages.
-        let (cfg, session) = (self.cfg.clone(), self.session.clone());
+        let (cfg, session) = (self.cfg().clone(), self.session.clone());
         tokio::spawn(async move { crate::push::relay_tool_request(&cfg, &session, notification.params).await });
     }
 
@@ -339,10 +288,19 @@ impl ServerHandler for Bridge {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let mut listed = self.relay(async |up| up.list_tools(request).await).await.map_err(|f| match f {
-            Failure::Protocol(e) => e,
-            Failure::Unreachable { problem, .. } => McpError::internal_error(problem.envelope().message, None),
-        })?;
+        let whole = request.as_ref().is_none_or(|r| r.cursor.is_none());
+        let mut listed = match self.link.relay(async |up| up.list_tools(request).await).await {
+            Ok(listed) => {
+                if whole && listed.next_cursor.is_none() {
+                    self.toolset.answered_by_daemon(&listed.tools);
+                }
+                listed
+            }
+            Err(Failure::Protocol(e)) => return Err(e),
+            // The host still gets the tools: each call says what is wrong, and the host is
+            // told to list them again once AMC answers.
+            Err(Failure::Unreachable { .. }) => ListToolsResult::with_all_items(self.toolset.answer_alone()),
+        };
         // The daemon's answer came in the bridge's own (older) protocol, without
         // `resultType`; a host on 2026-07-28 requires it (rmcp strips it for older hosts).
         listed.result_type.get_or_insert(ResultType::COMPLETE);
@@ -359,7 +317,7 @@ impl ServerHandler for Bridge {
         // A host that cancels the call cancels it upstream too (dropping the request tells
         // the daemon), so a cancelled wait_for_messages does not linger there.
         let relayed = tokio::select! {
-            r = self.relay(async |up| up.call_tool(request).await) => r,
+            r = self.link.relay(async |up| up.call_tool(request).await) => r,
             () = context.ct.cancelled() => return Err(McpError::internal_error("cancelled by the client", None)),
         };
         match relayed {

@@ -6,6 +6,8 @@
 //! - [`server`]: the rmcp server handler; it calls the core's service layer directly.
 //! - [`relay`]: the relay toolset (threads between agents), its own server at `/mcp/relay`.
 //! - [`bridge`]: stdio ⇄ the daemon's socket, for hosts that cannot dial a socket.
+//! - `link`: the bridge's MCP connection to the daemon.
+//! - `toolset`: what the host knows of the bridge's tools, and telling it they changed.
 //! - [`channel`]: Claude Code channel notifications, for the bridge's push.
 //! - [`direct`]: relay calls answered without rmcp's per-request service.
 #![deny(missing_docs)]
@@ -13,10 +15,12 @@
 pub mod bridge;
 pub mod channel;
 pub mod direct;
+mod link;
 mod push;
 pub mod relay;
 pub mod server;
 pub mod tools;
+mod toolset;
 
 use std::sync::Arc;
 
