@@ -283,13 +283,14 @@ async def test_wait_for_unread_messages_through_the_bridge(daemon: Daemon):
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_the_sdks_own_client_works_through_the_bridge_in_both_eras(daemon: Daemon, mode: str):
     """`mcp.Client` as it comes: `auto` probes `server/discover` and speaks 2026-07-28, whose
-    results must carry `resultType`; `legacy` takes the `initialize` handshake."""
+    results must carry `resultType`; `legacy` takes the `initialize` handshake. The inbox's
+    bridge runs without its push here, which holds it to the handshake (test_push.py)."""
     token = daemon.add_agent("claude")
     ch, ids = daemon.chat("a", ["hello"], approve={"history": "all", "send_policy": "auto"})
     for relay in (False, True):
         env = {"AMC_DATA_DIR": str(daemon.data_dir), "PATH": os.environ.get("PATH", ""),
                "AMC_BEARER_TOKEN": token, "AMC_AGENT_ID": "claude"}
-        args = ["mcp", "--relay"] if relay else ["mcp"]
+        args = ["mcp", "--relay"] if relay else ["mcp", "--no-push"]
         async with Client(StdioServerParameters(command=amc_binary(), args=args, env=env), mode=mode) as client:
             if mode == "auto":
                 assert client.protocol_version == "2026-07-28", client.protocol_version

@@ -13,7 +13,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
-from mcp import ClientSession, StdioServerParameters
+from mcp import Client, ClientSession, StdioServerParameters
 from mcp.client import NotificationBinding
 from mcp.client.stdio import stdio_client
 from pydantic import BaseModel
@@ -115,6 +115,22 @@ async def test_the_bridge_declares_the_channel_and_pushes_what_the_agent_may_see
         unread = await session.call_tool("list_unread_messages", {})
         assert [m["id"] for m in unread.structured_content["messages"]] == before + [new]
         assert got.empty(), "nothing else was pushed"
+
+
+async def test_a_pushing_bridge_speaks_the_handshake_claude_code_takes_channels_on(daemon: Daemon):
+    """Claude Code skips a channel it reached on 2026-07-28 ("connection negotiated a modern
+    protocol revision with no unsolicited notification path"): a bridge that pushes offers
+    only the `initialize` handshake, which a client probing `server/discover` falls back to."""
+    token = daemon.add_agent("claude")
+    env = {"AMC_DATA_DIR": str(daemon.data_dir), "PATH": os.environ.get("PATH", ""),
+           "AMC_BEARER_TOKEN": token, "AMC_AGENT_ID": "claude"}
+    async with Client(StdioServerParameters(command=amc_binary(), args=["mcp"], env=env), mode="auto") as client:
+        assert client.protocol_version == "2025-11-25", client.protocol_version
+        assert "claude/channel" in client.server_capabilities.experimental
+    # Without the push nothing holds the bridge to the handshake.
+    no_push = StdioServerParameters(command=amc_binary(), args=["mcp", "--no-push"], env=env)
+    async with Client(no_push, mode="auto") as client:
+        assert client.protocol_version == "2026-07-28", client.protocol_version
 
 
 async def test_no_push_declares_nothing_and_pushes_nothing(daemon: Daemon):

@@ -8,13 +8,14 @@
 //! started later is picked up. `tools/list` is answered all the same (`toolset`), and the
 //! host is told to list again once the daemon answers.
 
+use std::borrow::Cow;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CustomNotification, Implementation, ListToolsResult,
-    PaginatedRequestParams, ResultType, ServerCapabilities, ServerConfig, SubscriptionFilter,
+    PaginatedRequestParams, ProtocolVersion, ResultType, ServerCapabilities, ServerConfig, SubscriptionFilter,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
@@ -219,6 +220,19 @@ impl Bridge {
 }
 
 impl ServerHandler for Bridge {
+    /// A bridge that pushes speaks only the `initialize` handshake: Claude Code takes
+    /// channel notifications only from a server it did not reach on 2026-07-28 ("connection
+    /// negotiated a modern protocol revision with no unsolicited notification path", its
+    /// debug log says), and it falls back to `initialize` when `server/discover` offers no
+    /// 2026-07-28.
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        if self.pushes() {
+            Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::LATEST_WITH_INITIALIZE))
+        } else {
+            Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS)
+        }
+    }
+
     fn get_info(&self) -> ServerConfig {
         let relay = self.relays_threads();
         let mut capabilities = ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build();
