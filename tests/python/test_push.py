@@ -164,8 +164,10 @@ async def test_the_push_goes_on_after_the_bridge_and_the_daemon_restart(tmp_path
     token = daemon.add_agent("claude")
     daemon.chat("a", [], approve={"history": "all"})
     try:
-        async with pushed(data, token) as (_, _, got):
+        # A session someone works in: it calls a tool and stays, so what it is told is recorded.
+        async with pushed(data, token, "--push-settle-ms", "200") as (session, _, got):
             await agent_pushing(daemon)
+            await session.call_tool("list_channels", {})
             ingest(daemon, "a", ["one"], first=1)
             assert [e.content for e in await take(got, 1)] == ["one"]
             await recorded(daemon, None)
@@ -182,6 +184,28 @@ async def test_the_push_goes_on_after_the_bridge_and_the_daemon_restart(tmp_path
             assert [e.content for e in await take(got, 1)] == ["four"], "nothing came twice"
     finally:
         daemon.stop()
+
+
+def place_push(daemon: Daemon, token: str) -> None:
+    """Places the agent's push after what AMC holds, as a session of the past did."""
+    agent = {"Authorization": f"Bearer {token}", "X-Agent-ID": "claude"}
+    batch = daemon.http.get("/messages/push?timeout_seconds=1", headers=agent).json()
+    assert daemon.http.post("/messages/push/ack", json={"ack": batch["ack"]}, headers=agent).status_code == 200
+
+
+async def test_a_health_check_leaves_what_waited_to_the_next_session(daemon: Daemon):
+    """`claude mcp list` and `claude mcp get` start the bridge, list its tools and close it:
+    told the backlog, they leave it for the session after them."""
+    token = daemon.add_agent("claude")
+    daemon.chat("a", [], approve={"history": "all"})
+    place_push(daemon, token)
+    ingest(daemon, "a", ["while nobody listened"])
+    async with pushed(daemon.data_dir, token) as (session, _, got):
+        await session.list_tools()
+        assert [e.content for e in await take(got, 1)] == ["while nobody listened"]
+    assert last_pushed(daemon) is None, "the health check recorded the backlog as told"
+    async with pushed(daemon.data_dir, token) as (_, _, got):
+        assert [e.content for e in await take(got, 1)] == ["while nobody listened"]
 
 
 PERMISSION = "notifications/claude/channel/permission"

@@ -24,6 +24,10 @@ pub struct McpArgs {
     /// still read them with list_unread_messages or wait_for_unread_messages
     #[arg(long)]
     no_push: bool,
+    /// How long, in milliseconds, a session must stay open having called a tool before what
+    /// it was pushed is recorded as told (30 s); for tests
+    #[arg(long, hide = true)]
+    push_settle_ms: Option<u64>,
 }
 
 pub async fn run(raw: RawConfig, args: McpArgs) -> anyhow::Result<()> {
@@ -50,6 +54,7 @@ pub async fn run(raw: RawConfig, args: McpArgs) -> anyhow::Result<()> {
         token: token.clone().ok().flatten(),
         agent_id: args.agent_id.filter(|a| !a.is_empty()),
         push: !args.no_push,
+        push_settle: args.push_settle_ms.map_or(amc_mcp::working::SETTLE, std::time::Duration::from_millis),
     };
     // A broken setup is said at once, in one line, and every MCP request answers with it:
     // the host sees why rather than a process that died.

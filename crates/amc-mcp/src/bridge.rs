@@ -26,6 +26,7 @@ use amc_core::{Error, ErrorCode};
 use crate::link::{Failure, Link};
 use crate::server::failure;
 use crate::toolset::Toolset;
+use crate::working::Working;
 
 /// How long checking on or connecting to the daemon may take.
 pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -44,6 +45,9 @@ pub struct BridgeConfig {
     /// Whether to push new messages to the host as Claude Code channel notifications
     /// (the inbox only; `amc mcp --no-push` turns it off).
     pub push: bool,
+    /// How long a session must stay open, having called a tool, before what it was pushed
+    /// is recorded as told ([`crate::working::SETTLE`] unless a test wants it shorter).
+    pub push_settle: Duration,
 }
 
 impl std::fmt::Debug for BridgeConfig {
@@ -54,6 +58,7 @@ impl std::fmt::Debug for BridgeConfig {
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
             .field("agent_id", &self.agent_id)
             .field("push", &self.push)
+            .field("push_settle", &self.push_settle)
             .finish()
     }
 }
@@ -149,6 +154,8 @@ pub struct Bridge {
     push: Arc<std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>>,
     /// This session's id at the daemon: its tool requests, and the answers to them.
     session: String,
+    /// Whether the host works in this session, rather than checking that the server starts.
+    working: Arc<Working>,
 }
 
 impl Bridge {
@@ -166,6 +173,7 @@ impl Bridge {
         let builtin =
             if cfg.endpoint.ends_with("/relay") { crate::relay::relay_tools() } else { crate::tools::inbox_tools() };
         Self {
+            working: Arc::new(Working::new(cfg.push_settle)),
             link: Arc::new(Link::new(cfg, fixed_problem)),
             toolset: Arc::new(Toolset::new(builtin)),
             host_gone: CancellationToken::new(),
@@ -258,7 +266,13 @@ impl ServerHandler for Bridge {
         self.toolset.listen_on_session(context.peer.clone());
         let mut push = self.push.lock().unwrap_or_else(|p| p.into_inner());
         if self.pushes() && push.is_none() {
-            let run = crate::push::run(self.cfg().clone(), self.session.clone(), context.peer, self.host_gone.clone());
+            let run = crate::push::run(
+                self.cfg().clone(),
+                self.session.clone(),
+                context.peer,
+                self.working.clone(),
+                self.host_gone.clone(),
+            );
             *push = Some(tokio::spawn(run));
         }
     }
@@ -291,6 +305,8 @@ impl ServerHandler for Bridge {
         if notification.method != crate::channel::PERMISSION_REQUEST_METHOD || !self.pushes() {
             return;
         }
+        // Only a session that took the channel relays its prompts.
+        self.working.worked();
         // Claude Code waits on its own prompt meanwhile: relaying must not hold up the
         // session's other messages.
         let (cfg, session) = (self.cfg().clone(), self.session.clone());
@@ -326,6 +342,7 @@ impl ServerHandler for Bridge {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        self.working.worked();
         // A tool call is relayed once, never retried, so nothing can go out twice.
         let name = request.name.clone();
         // A host that cancels the call cancels it upstream too (dropping the request tells

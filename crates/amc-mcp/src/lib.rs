@@ -8,6 +8,7 @@
 //! - [`bridge`]: stdio ⇄ the daemon's socket, for hosts that cannot dial a socket.
 //! - `link`: the bridge's MCP connection to the daemon.
 //! - `toolset`: what the host knows of the bridge's tools, and telling it they changed.
+//! - [`working`]: whether the host works in its session or only checks that the server starts.
 //! - [`channel`]: Claude Code channel notifications, for the bridge's push.
 //! - [`direct`]: relay calls answered without rmcp's per-request service.
 #![deny(missing_docs)]
@@ -21,6 +22,7 @@ pub mod relay;
 pub mod server;
 pub mod tools;
 mod toolset;
+pub mod working;
 
 use std::sync::Arc;
 

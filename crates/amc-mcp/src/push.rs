@@ -4,11 +4,15 @@
 //!
 //! - The host going away stops it; a batch not written is not acknowledged, so the next
 //!   session is told it.
+//! - Only a session that has shown it works in what it is told ([`Working`]) acknowledges.
+//!   Until then the push goes on after what it told (`after`) without recording it: a host's
+//!   health check, told the backlog, leaves it to the next session.
 //! - A daemon that stops or restarts is waited for and picked up again; an acknowledgement
 //!   that could not reach it is given again before anything else.
 //! - A refused agent (revoked, or without `AMC_AGENT_ID`) is said once on stderr, and asked
 //!   again now and then: the tools' answers tell the agent the rest.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::RoleServer;
@@ -19,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::bridge::{BridgeConfig, agent_connection, check};
 use crate::channel;
+use crate::working::Working;
 
 /// How long one push request may wait at the daemon.
 const WAIT_SECONDS: u64 = 25;
@@ -38,13 +43,16 @@ enum Stop {
     Failed,
     /// The daemon refused this agent: try again now and then.
     Refused,
+    /// The session showed it works while the push waited: acknowledge what it was told now.
+    Shown,
 }
 
 /// What carries over from one round to the next.
 #[derive(Default)]
 struct State {
-    /// The acknowledgement of a batch that went out, not yet taken by the daemon.
-    unacked: Option<String>,
+    /// The acknowledgement of the last batch that went out, not yet taken by the daemon:
+    /// given once the session has shown it works, and meanwhile the place to go on from.
+    told: Option<String>,
     /// The problem last said on stderr.
     said: Option<String>,
     /// Whether the last round got an answer from the daemon.
@@ -53,15 +61,22 @@ struct State {
 
 /// Pushes to `peer` until `stop` is cancelled (the host went away) or the host's side of
 /// the transport closes.
-pub(crate) async fn run(cfg: BridgeConfig, session: String, peer: Peer<RoleServer>, stop: CancellationToken) {
+pub(crate) async fn run(
+    cfg: BridgeConfig,
+    session: String,
+    peer: Peer<RoleServer>,
+    working: Arc<Working>,
+    stop: CancellationToken,
+) {
     // What the bridge said at its start (the same check) is not said again.
     let mut state = State { said: check(&cfg).await.err().map(|p| p.to_string()), ..State::default() };
     let mut pause = FIRST_PAUSE;
     loop {
         state.answered = false;
-        let ended = round(&cfg, &session, &peer, &mut state, &stop).await;
+        let ended = round(&cfg, &session, &peer, &working, &mut state, &stop).await;
         let wait = match ended {
             Stop::HostGone => return,
+            Stop::Shown => continue,
             Stop::Refused => REFUSED_PAUSE,
             Stop::Failed => {
                 if state.answered {
@@ -96,11 +111,12 @@ async fn report(cfg: &BridgeConfig, state: &mut State) {
 }
 
 /// Asks and pushes until something fails. Only the wait for news ends when `stop` is
-/// cancelled: a batch written out is always acknowledged first.
+/// cancelled: a batch written out to a working session is always acknowledged first.
 async fn round(
     cfg: &BridgeConfig,
     session: &str,
     peer: &Peer<RoleServer>,
+    working: &Working,
     state: &mut State,
     stop: &CancellationToken,
 ) -> Stop {
@@ -109,15 +125,28 @@ async fn round(
         return Stop::Failed;
     };
     loop {
-        if !acknowledge(&mut conn, state).await {
+        if working.is_shown() && !acknowledge(&mut conn, state).await {
             return Stop::Failed;
         }
         if stop.is_cancelled() || peer.is_transport_closed() {
             return Stop::HostGone;
         }
-        let path = format!("/messages/push?timeout_seconds={WAIT_SECONDS}&session={session}");
+        let mut path = format!("/messages/push?timeout_seconds={WAIT_SECONDS}&session={session}");
+        if let Some(told) = &state.told {
+            path.push_str(&format!("&after={told}"));
+        }
+        // What was told is acknowledged as soon as the session shows it works, not after
+        // the wait: the request is given up, and the next round acknowledges first.
+        let shown = async {
+            if state.told.is_some() && !working.is_shown() {
+                working.shown().await
+            } else {
+                std::future::pending().await
+            }
+        };
         let asked = tokio::select! {
             asked = tokio::time::timeout(Duration::from_secs(WAIT_SECONDS) + SLACK, conn.get(&path)) => asked,
+            () = shown => return Stop::Shown,
             () = stop.cancelled() => return Stop::HostGone,
         };
         let resp = match asked {
@@ -128,6 +157,11 @@ async fn round(
             }
         };
         if !resp.status.is_success() {
+            if resp.status.as_u16() == 422 && state.told.take().is_some() {
+                // A place the daemon no longer takes: go on from the recorded one, which
+                // tells this session again what it was told.
+                return Stop::Failed;
+            }
             if resp.status.as_u16() == 401 {
                 report(cfg, state).await;
                 return Stop::Refused;
@@ -147,7 +181,7 @@ async fn round(
                 return Stop::HostGone;
             }
         }
-        state.unacked = batch["ack"].as_str().map(str::to_owned);
+        state.told = batch["ack"].as_str().map(str::to_owned);
     }
 }
 
@@ -190,13 +224,13 @@ pub(crate) async fn end_session(cfg: &BridgeConfig, session: &str) {
 /// Gives the daemon the acknowledgement of the batch that went out, if any. False when the
 /// daemon could not be reached (it is given again on the next round).
 async fn acknowledge(conn: &mut amc_client::Connection, state: &mut State) -> bool {
-    let Some(ack) = state.unacked.as_deref() else { return true };
+    let Some(ack) = state.told.as_deref() else { return true };
     match conn.post("/messages/push/ack", &json!({ "ack": ack })).await {
-        Ok(r) if r.status.is_success() => state.unacked = None,
+        Ok(r) if r.status.is_success() => state.told = None,
         Ok(r) => {
             // An acknowledgement the daemon refuses will never be taken: drop it.
             say(&mut state.said, format!("push acknowledgement refused: {}", message(&r)));
-            state.unacked = None;
+            state.told = None;
         }
         Err(_) => return false,
     }

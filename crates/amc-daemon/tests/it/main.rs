@@ -2,6 +2,7 @@
 //! temporary database, spoken to over HTTP on the socket.
 
 mod approval;
+mod bridge;
 mod events;
 mod fuzz;
 mod harness;
