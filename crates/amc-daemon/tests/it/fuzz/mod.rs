@@ -2,7 +2,7 @@
 //! for a bounded time. It covers the REST extractors (paths, queries, bodies, headers),
 //! both MCP toolsets' arguments (read from their own `tools/list`), relay cursors and
 //! tokens, attachment references, push and its acknowledgements (handed out, altered and
-//! forged), tool requests and the person's answers, the agent bundle, search (FTS syntax,
+//! forged, given back as `ack` or as the `after` of a push), tool requests and the person's answers, the agent bundle, search (FTS syntax,
 //! NUL, CJK, huge queries, altered cursors), which agents a channel is open to, and HTTP
 //! written by hand where a client library would refuse (targets over 64 KiB, too many or
 //! malformed headers, malformed request lines), on the socket and on loopback TCP. Every
@@ -345,11 +345,16 @@ impl Fuzz<'_> {
         if self.pushes.len() >= PUSHES_AT_ONCE {
             return;
         }
-        let q = self.query(&["timeout_seconds", "timeout_seconds", "session", "x"], |f, key| match key {
+        let q = self.query(&["timeout_seconds", "timeout_seconds", "session", "after", "x"], |f, key| match key {
             "timeout_seconds" => {
                 f.pick(&["1", "1", "1", "0", "26", "-1", "x", "", "1.0", "99999999999999999999", "%00"]).to_owned()
             }
             "session" if f.rng.random_bool(0.7) => f.pick(SESSIONS).to_owned(),
+            // The place a session was told through: an ack handed out, altered, forged or junk.
+            "after" => match pool::ack(&mut f.rng, &f.pool, &f.acks, &f.channels).1 {
+                Value::String(ack) => ack,
+                other => other.to_string(),
+            },
             _ => f.pool.string(&mut f.rng),
         });
         // A push with no timeout waits 25 seconds: every push here names one.
