@@ -159,7 +159,7 @@ pub struct Bridge {
 }
 
 impl Bridge {
-    /// A bridge for `cfg`; it connects to the daemon on the first request.
+    /// A bridge for `cfg`; it looks for the daemon once it serves.
     pub fn new(cfg: BridgeConfig) -> Self {
         Self::with(cfg, None)
     }
@@ -199,7 +199,7 @@ impl Bridge {
         let follow = tokio::spawn(crate::toolset::follow(link.clone(), self.toolset.clone(), host_gone.clone()));
         let running = self.serve(io).await.map_err(std::io::Error::other)?;
         let ended = running.waiting().await;
-        // The push acknowledges what it wrote before it ends.
+        // The push acknowledges what it wrote, if the session worked, before it ends.
         host_gone.cancel();
         let _ = follow.await;
         let push = push.lock().unwrap_or_else(|p| p.into_inner()).take();
