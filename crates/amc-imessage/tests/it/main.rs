@@ -609,15 +609,7 @@ async fn rows_written_below_the_checkpoint_of_a_chat_db_rebuilt_in_place_are_rea
 
     let count = |amc: &Amc| amc.store().admin_channels(None, None).expect("channels")[0].message_count;
     let mut events = amc.events().subscribe();
-    let stop = tokio_util::sync::CancellationToken::new();
-    let watch = amc_imessage::watch::WatchConfig {
-        chat_db: path.clone(),
-        poll: std::time::Duration::from_millis(200),
-        sweep_every: amc_imessage::watch::SWEEP_EVERY,
-        contacts: Vec::new(),
-        dir_events: amc_imessage::watch::DirEvents::All,
-    };
-    let watcher = tokio::spawn(amc_imessage::watch::run(amc.clone(), watch, stop.clone()));
+    let watcher = Watcher::start(&amc, &path, SOON, amc_imessage::watch::SWEEP_EVERY);
     // The rebuild fills the gaps with ten messages restored from elsewhere, in one
     // transaction, as a rebuild writes: the watcher never sees a row at its first ROWID,
     // nor a row moved while its chat's join is not.
@@ -639,8 +631,7 @@ async fn rows_written_below_the_checkpoint_of_a_chat_db_rebuilt_in_place_are_rea
     })
     .await
     .expect("the watcher reads the rows written below its checkpoint");
-    stop.cancel();
-    watcher.await.expect("watcher");
+    watcher.stop().await;
     assert_eq!(count(&amc), 30);
 
     // After a restart too: more rows below the checkpoint, found on opening.
@@ -654,6 +645,40 @@ async fn rows_written_below_the_checkpoint_of_a_chat_db_rebuilt_in_place_are_rea
     sync_once(&amc, &db).await.expect("sync");
     assert_eq!(count(&amc), 35);
 }
+
+/// A running watcher of a chat.db.
+struct Watcher {
+    stop: tokio_util::sync::CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Watcher {
+    /// Watches `path` with a fallback check every `poll` and a sweep at most every
+    /// `sweep_every`, given only the folder events a Mac's FSEvents delivers.
+    fn start(amc: &Amc, path: &Path, poll: std::time::Duration, sweep_every: std::time::Duration) -> Self {
+        use amc_imessage::watch::{DirEvents, WatchConfig};
+        let cfg = WatchConfig {
+            chat_db: path.to_owned(),
+            poll,
+            sweep_every,
+            contacts: Vec::new(),
+            dir_events: DirEvents::Namespace,
+        };
+        let stop = tokio_util::sync::CancellationToken::new();
+        let task = tokio::spawn(amc_imessage::watch::run(amc.clone(), cfg, stop.clone()));
+        Self { stop, task }
+    }
+
+    async fn stop(self) {
+        self.stop.cancel();
+        self.task.await.expect("watcher");
+    }
+}
+
+/// A short period, so the tests need not wait for the real ones.
+const SOON: std::time::Duration = std::time::Duration::from_millis(200);
+/// Never, within a test: only the event path can deliver.
+const NEVER: std::time::Duration = std::time::Duration::from_secs(3600);
 
 /// Waits, event by event, until `done` holds for the store (at most 20 s).
 async fn wait_until(amc: &Amc, what: &str, done: impl Fn(&Amc) -> bool) {
@@ -685,15 +710,7 @@ async fn edits_and_unsends_of_old_messages_are_applied_wherever_the_row_lies() {
     let db = shared(&path);
     sync_once(&amc, &db).await.expect("sync");
     drop(db);
-    let stop = tokio_util::sync::CancellationToken::new();
-    let watch = amc_imessage::watch::WatchConfig {
-        chat_db: path.clone(),
-        poll: std::time::Duration::from_millis(200),
-        sweep_every: std::time::Duration::from_millis(200),
-        contacts: Vec::new(),
-        dir_events: amc_imessage::watch::DirEvents::All,
-    };
-    let watcher = tokio::spawn(amc_imessage::watch::run(amc.clone(), watch, stop.clone()));
+    let watcher = Watcher::start(&amc, &path, SOON, SOON);
     w.connection()
         .execute(
             "UPDATE message SET date_edited = ?1, message_summary_info = ?2, attributedBody = ?3, text = NULL \
@@ -726,8 +743,7 @@ async fn edits_and_unsends_of_old_messages_are_applied_wherever_the_row_lies() {
         msgs[0].edited_at.is_some() && msgs[1].unsent
     })
     .await;
-    stop.cancel();
-    watcher.await.expect("watcher");
+    watcher.stop().await;
     let msgs = first_two(&amc);
     assert_eq!(msgs[0].text, "Test", "the edited text");
     assert_eq!(msgs[1].text, "my door code is 4711", "an unsent message keeps what AMC last saw");
@@ -809,7 +825,6 @@ async fn group_events_are_not_messages_and_a_rename_renames_the_channel() {
 /// check (an hour here), even by a writer at `synchronous=FULL` that never closes the file.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn commits_to_an_open_wal_are_read_without_directory_write_events() {
-    use amc_imessage::watch::{DirEvents, WatchConfig};
     let dir = tempfile::tempdir().expect("tempdir");
     let messages = dir.path().join("Messages");
     std::fs::create_dir_all(&messages).expect("mkdir");
@@ -820,15 +835,7 @@ async fn commits_to_an_open_wal_are_read_without_directory_write_events() {
     let chat = w.add_chat("any;-;+15551234567", 45, None, &[ada]).expect("chat");
     w.add_message(chat, &text_msg("w0", "first", ada, T0)).expect("m");
     let amc = amc(dir.path());
-    let stop = tokio_util::sync::CancellationToken::new();
-    let watch = WatchConfig {
-        chat_db: path.clone(),
-        poll: std::time::Duration::from_secs(3600),
-        sweep_every: amc_imessage::watch::SWEEP_EVERY,
-        contacts: Vec::new(),
-        dir_events: DirEvents::Namespace,
-    };
-    let watcher = tokio::spawn(amc_imessage::watch::run(amc.clone(), watch, stop.clone()));
+    let watcher = Watcher::start(&amc, &path, NEVER, amc_imessage::watch::SWEEP_EVERY);
     let count =
         |amc: &Amc| amc.store().admin_channels(None, None).expect("channels").first().map_or(0, |c| c.message_count);
     wait_until(&amc, "the first message is read", |amc| count(amc) == 1).await;
@@ -836,8 +843,7 @@ async fn commits_to_an_open_wal_are_read_without_directory_write_events() {
         w.add_message(chat, &text_msg(&format!("w{i}"), &format!("message {i}"), ada, T0 + i)).expect("m");
         wait_until(&amc, &format!("commit {i} is read without the fallback check"), |amc| count(amc) == i + 1).await;
     }
-    stop.cancel();
-    watcher.await.expect("watcher");
+    watcher.stop().await;
 }
 
 /// `--chat-db` may name a copy with another name (`messages.sqlite`): its own writes and
@@ -845,7 +851,6 @@ async fn commits_to_an_open_wal_are_read_without_directory_write_events() {
 /// commit read at once, with the fallback check and the sweep an hour away.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_chat_db_under_another_name_is_followed_by_its_own_events() {
-    use amc_imessage::watch::{DirEvents, WatchConfig};
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("messages.sqlite");
     let w = ChatDbWriter::create(&path).expect("messages.sqlite");
@@ -854,16 +859,7 @@ async fn a_chat_db_under_another_name_is_followed_by_its_own_events() {
     w.add_message(chat, &text_msg("n0", "first", ada, T0)).expect("m");
     assert!(dir.path().join("messages.sqlite-wal").exists(), "SQLite names the log after the file");
     let amc = amc(dir.path());
-    let stop = tokio_util::sync::CancellationToken::new();
-    let hour = std::time::Duration::from_secs(3600);
-    let watch = WatchConfig {
-        chat_db: path,
-        poll: hour,
-        sweep_every: hour,
-        contacts: Vec::new(),
-        dir_events: DirEvents::Namespace,
-    };
-    let watcher = tokio::spawn(amc_imessage::watch::run(amc.clone(), watch, stop.clone()));
+    let watcher = Watcher::start(&amc, &path, NEVER, NEVER);
     let count =
         |amc: &Amc| amc.store().admin_channels(None, None).expect("channels").first().map_or(0, |c| c.message_count);
     wait_until(&amc, "the first message is read", |amc| count(amc) == 1).await;
@@ -871,8 +867,7 @@ async fn a_chat_db_under_another_name_is_followed_by_its_own_events() {
         w.add_message(chat, &text_msg(&format!("n{i}"), &format!("message {i}"), ada, T0 + i)).expect("m");
         wait_until(&amc, &format!("commit {i} is read without the fallback check"), |amc| count(amc) == i + 1).await;
     }
-    stop.cancel();
-    watcher.await.expect("watcher");
+    watcher.stop().await;
 }
 
 /// Deleting messages in Messages (or its "keep messages" purge) is not a rebuild: nothing

@@ -2,17 +2,12 @@
 //! late, syncing an edit stamped long ago), nothing stays wrong in AMC longer than one
 //! sweep; and edits, unsends and renames of the newest rows come on the same read as new
 //! messages.
-
-use std::time::Duration;
-
 use amc_core::service::Amc;
 use amc_imessage::fixture::{ChatDbWriter, apple_ns};
 use amc_imessage::sweep::sweep;
 use amc_imessage::sync::sync_once;
-use amc_imessage::watch::{DirEvents, WatchConfig};
-use tokio_util::sync::CancellationToken;
 
-use super::{T0, amc, blob, dm_chat, move_rowids, shared, text_msg, wait_until};
+use super::{NEVER, SOON, T0, Watcher, amc, blob, dm_chat, move_rowids, shared, text_msg, wait_until};
 
 /// Edits the row with this guid as Messages records an edit made at `at` (its text is now
 /// "Test").
@@ -30,39 +25,6 @@ fn edit_row(w: &ChatDbWriter, guid: &str, at: i64) {
         )
         .expect("edit");
 }
-
-/// A running watcher of `path`.
-struct Watcher {
-    stop: CancellationToken,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Watcher {
-    /// Watches with a fallback check every `poll` and a sweep at most every `sweep_every`,
-    /// given only the folder events a Mac's FSEvents delivers.
-    fn start(amc: &Amc, path: &std::path::Path, poll: Duration, sweep_every: Duration) -> Self {
-        let cfg = WatchConfig {
-            chat_db: path.to_owned(),
-            poll,
-            sweep_every,
-            contacts: Vec::new(),
-            dir_events: DirEvents::Namespace,
-        };
-        let stop = CancellationToken::new();
-        let task = tokio::spawn(amc_imessage::watch::run(amc.clone(), cfg, stop.clone()));
-        Self { stop, task }
-    }
-
-    async fn stop(self) {
-        self.stop.cancel();
-        self.task.await.expect("watcher");
-    }
-}
-
-/// A short period, so the tests need not wait for the real ones.
-const SOON: Duration = Duration::from_millis(200);
-/// Never, within a test: only the event path can deliver.
-const NEVER: Duration = Duration::from_secs(3600);
 
 fn count(amc: &Amc) -> i64 {
     amc.store().admin_channels(None, None).expect("channels").iter().map(|c| c.message_count).sum()
