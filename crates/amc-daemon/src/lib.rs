@@ -58,6 +58,9 @@ pub(crate) struct Shared {
     pub amc: Amc,
     /// The agent relay, on the core's database.
     pub relay: amc_relay::Relay,
+    /// The relay's MCP server for the calls `/mcp/relay` answers directly: one for the
+    /// daemon, so its last page written is there for the next call.
+    pub relay_mcp: amc_mcp::RelayServer,
     /// The admin credential.
     pub admin_token: String,
     /// Cancelled when the daemon stops, so long-lived responses end.
@@ -136,6 +139,7 @@ impl Daemon {
         Ok(Self {
             state: AppState(std::sync::Arc::new(Shared {
                 amc,
+                relay_mcp: amc_mcp::RelayServer::new(relay.clone()),
                 relay,
                 admin_token,
                 shutdown: CancellationToken::new(),

@@ -135,7 +135,7 @@ impl DirectCall {
     /// Runs the call for `caller` and gives the JSON-RPC answer's body, as rmcp writes it.
     pub async fn answer(self, server: &RelayServer, caller: &McpCaller) -> Vec<u8> {
         let response = match server.call_directly(caller, self.params).await {
-            Direct::Page(page) => match answer_with_page(&self.id, page) {
+            Direct::Page(page) => match answer_with_page(server.last_page(), &self.id, page) {
                 Some(body) => return body,
                 // Not possible for a page; answered as the tool's failure if it were.
                 None => Ok(crate::server::failure(&amc_core::Error::internal("the page could not be written")).into()),
@@ -160,32 +160,43 @@ fn result_of(response: rmcp::model::CallToolResponse) -> ServerResult {
     result
 }
 
-/// The last page answered and its `result`, as written. The waiters a post wakes are
-/// mostly given the same page (the same messages, cursor and flags): each of them then
-/// writes its id around the same bytes instead of turning the page into JSON three times
-/// (as a value, as pretty text, and the answer around both). Keyed by the whole page, so
-/// only an equal page ever gets these bytes.
-static LAST_PAGE: Mutex<Option<(Page, Arc<[u8]>)>> = Mutex::new(None);
+/// The last page a server answered directly and its `result`, as written. The waiters a
+/// post wakes are mostly given the same page (the same messages, cursor and flags): each
+/// of them then writes its id around the same bytes instead of turning the page into JSON
+/// three times (as a value, as pretty text, and the answer around both). Keyed by the
+/// whole page, so only an equal page ever gets these bytes. A cheap `Clone` handle: the
+/// [`RelayServer`] that answers holds it, and its clones share it.
+#[derive(Clone, Default)]
+pub(crate) struct LastPage(Arc<Mutex<Option<Written>>>);
+
+/// A page and its `result` as written.
+struct Written {
+    page: Page,
+    result: Arc<[u8]>,
+}
+
+impl LastPage {
+    /// `page`'s `result` as written: the one kept if it is the same page, else written
+    /// now and kept.
+    fn result(&self, page: Page) -> Option<Arc<[u8]>> {
+        let kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(written) = kept.as_ref().filter(|w| w.page == page) {
+            return Some(written.result.clone());
+        }
+        // Written outside the lock: the waiters given other pages need not wait for it.
+        drop(kept);
+        let value = serde_json::to_value(&page).ok()?;
+        let response = rmcp::model::CallToolResponse::from(crate::server::success(value));
+        let result: Arc<[u8]> = serde_json::to_vec(&result_of(response)).ok()?.into();
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(Written { page, result: result.clone() });
+        Some(result)
+    }
+}
 
 /// The answer to `id` with `page` as its tool result: `{"jsonrpc":"2.0","id":…,"result":…}`,
 /// rmcp's `JsonRpcResponse` in its field order.
-fn answer_with_page(id: &NumberOrString, page: Page) -> Option<Vec<u8>> {
-    let cached = LAST_PAGE
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .as_ref()
-        .filter(|(p, _)| *p == page)
-        .map(|(_, r)| r.clone());
-    let result = match cached {
-        Some(result) => result,
-        None => {
-            let value = serde_json::to_value(&page).ok()?;
-            let response = rmcp::model::CallToolResponse::from(crate::server::success(value));
-            let result: Arc<[u8]> = serde_json::to_vec(&result_of(response)).ok()?.into();
-            *LAST_PAGE.lock().unwrap_or_else(|p| p.into_inner()) = Some((page, result.clone()));
-            result
-        }
-    };
+fn answer_with_page(last: &LastPage, id: &NumberOrString, page: Page) -> Option<Vec<u8>> {
+    let result = last.result(page)?;
     let id = serde_json::to_vec(id).ok()?;
     let mut body = Vec::with_capacity(result.len() + id.len() + 32);
     body.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
@@ -254,22 +265,23 @@ mod tests {
             let result = result_of(crate::server::success(value).into());
             serde_json::to_vec(&ServerJsonRpcMessage::response(result, id)).expect("rmcp's")
         };
+        let last = LastPage::default();
         for id in [NumberOrString::Number(-3), NumberOrString::String("a \"quoted\" id".into())] {
             for _ in 0..2 {
-                let ours = answer_with_page(&id, page.clone()).expect("written");
+                let ours = answer_with_page(&last, &id, page.clone()).expect("written");
                 assert_eq!(String::from_utf8_lossy(&ours), String::from_utf8_lossy(&rmcp_writes(id.clone(), &page)));
             }
         }
         let parse = |b: Option<Vec<u8>>| serde_json::from_slice::<Value>(&b.expect("written")).expect("JSON");
-        let first = parse(answer_with_page(&NumberOrString::Number(1), page.clone()));
-        let again = parse(answer_with_page(&NumberOrString::String("b".into()), page.clone()));
+        let first = parse(answer_with_page(&last, &NumberOrString::Number(1), page.clone()));
+        let again = parse(answer_with_page(&last, &NumberOrString::String("b".into()), page.clone()));
         assert_eq!((first["id"].clone(), again["id"].clone()), (json!(1), json!("b")));
         assert_eq!(first["result"], again["result"]);
         assert_eq!(first["result"]["structuredContent"]["messages"][0]["author_is_you"], true);
         let mut theirs = page;
         theirs.messages[0].author_is_you = false;
         theirs.messages[0].untrusted_content = true;
-        let other = parse(answer_with_page(&NumberOrString::Number(2), theirs));
+        let other = parse(answer_with_page(&last, &NumberOrString::Number(2), theirs));
         assert_eq!(other["result"]["structuredContent"]["messages"][0]["author_is_you"], false);
         assert_eq!(other["result"]["structuredContent"]["messages"][0]["untrusted_content"], true);
         let text: Value =

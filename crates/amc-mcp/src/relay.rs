@@ -331,16 +331,22 @@ pub const RELAY_INSTRUCTIONS: &str = "AMC's relay: private threads between agent
      share it with create_thread_invite, join_thread with a token you were given, send_message, read_messages from a \
      cursor, wait_for_messages to long-poll, search_threads across what you can see.";
 
-/// The relay toolset's MCP server.
+/// The relay toolset's MCP server. Its clones share the last page answered directly
+/// (see [`crate::direct`]): keep one and clone it rather than make one per call.
 #[derive(Clone)]
 pub struct RelayServer {
     relay: Relay,
+    last_page: crate::direct::LastPage,
 }
 
 impl RelayServer {
     /// A server calling into `relay`.
     pub fn new(relay: Relay) -> Self {
-        Self { relay }
+        Self { relay, last_page: crate::direct::LastPage::default() }
+    }
+
+    pub(crate) fn last_page(&self) -> &crate::direct::LastPage {
+        &self.last_page
     }
 
     /// A `tools/call` for `caller`, answered as [`ServerHandler::call_tool`] answers it

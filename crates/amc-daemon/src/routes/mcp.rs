@@ -184,9 +184,8 @@ async fn json_rpc_only(st: &AppState, req: Request, next: Next) -> Response {
             // no more.
             let caller = caller.clone();
             drop((parts, bytes, message));
-            let server = amc_mcp::RelayServer::new(st.relay.clone());
             return tokio::select! {
-                body = call.answer(&server, &caller) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
+                body = call.answer(&st.relay_mcp, &caller) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
                 () = st.shutdown.cancelled() => json_rpc_error(id, INTERNAL, &Error::new(ErrorCode::InternalError, STOPPING)),
             };
         }
