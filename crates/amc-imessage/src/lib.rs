@@ -13,12 +13,14 @@
 //!   check, replaced databases).
 //! - [`send`]: sends through Messages with `osascript`, confirmed in chat.db.
 //! - [`recheck`]: sends Messages fails after marking them sent, found as chat.db changes.
-//! - [`fixture`]: writes chat.db files the way Messages does, for tests and benchmarks.
+//! - `fixture` (feature `fixture`): writes chat.db files the way Messages does, for tests
+//!   and benchmarks; not in AMC's binaries.
 #![deny(missing_docs)]
 
 pub mod chatdb;
 pub mod contacts;
 pub mod convert;
+#[cfg(any(test, feature = "fixture"))]
 pub mod fixture;
 pub mod recheck;
 pub mod send;
