@@ -16,8 +16,9 @@ mod window;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 
 use amc_tray_model::scheme::Scheme;
 use clap::Parser;
@@ -63,7 +64,6 @@ fn main() -> ExitCode {
     let raw = flags.start.apply(RawConfig { data_dir: flags.data_dir, ..Default::default() });
     let stop = CancellationToken::new();
     let (scheme, scheme_rx) = tokio::sync::watch::channel(None);
-    let running: Arc<Mutex<Option<amc_runtime::Running>>> = Arc::default();
     let failed = Arc::new(AtomicBool::new(false));
     let builder = tauri::Builder::default();
     // First, so that a second launch hands over to the first before anything else.
@@ -74,15 +74,16 @@ fn main() -> ExitCode {
         .plugin(tauri_plugin_notification::init())
         .plugin(tauri_plugin_autostart::init(tauri_plugin_autostart::MacosLauncher::LaunchAgent, Some(vec![AT_LOGIN])));
     let started = CancellationToken::new();
-    let start_thread: Arc<Mutex<Option<std::thread::JoinHandle<()>>>> = Arc::default();
+    // The start's thread is made once the app runs (its setup): handed back here, where
+    // AMC is stopped, with what it started.
+    let (start_thread, start_thread_rx) = std::sync::mpsc::sync_channel(1);
     let start = Start {
         raw,
         runtime: runtime.handle().clone(),
         scheme,
-        running: running.clone(),
         failed: failed.clone(),
         started: started.clone(),
-        thread: start_thread.clone(),
+        thread: start_thread,
         stop: stop.clone(),
         hidden: flags.hidden,
     };
@@ -112,17 +113,15 @@ fn main() -> ExitCode {
         _ => {}
     });
     stop.cancel();
-    // A start that has ended has put AMC in its slot (or failed): wait for its thread to
-    // be done with it. One still under way (a long store update) is left behind: the
+    // A start that has ended has AMC running (or failed): its thread hands it over once
+    // done with it. One still under way (a long store update) is left behind: the
     // update's transaction goes with the process, and runs again at the next launch.
-    if started.is_cancelled()
-        && let Some(thread) = start_thread.lock().ok().and_then(|mut t| t.take())
-    {
-        let _ = thread.join();
-    }
+    let running = match start_thread_rx.try_recv() {
+        Ok(thread) if started.is_cancelled() => thread.join().ok().flatten(),
+        _ => None,
+    };
     let code =
         if failed.load(Ordering::SeqCst) { ExitCode::FAILURE } else { ExitCode::from(u8::try_from(code).unwrap_or(1)) };
-    let running = running.lock().ok().and_then(|mut r| r.take());
     let code = stop_amc(&runtime, running, code);
     // Nothing left running may hold the process: a task waiting on the app's main thread
     // after its event loop ended would never be answered.
@@ -136,11 +135,11 @@ struct Start {
     raw: RawConfig,
     runtime: tokio::runtime::Handle,
     scheme: tokio::sync::watch::Sender<Option<Scheme>>,
-    running: Arc<Mutex<Option<amc_runtime::Running>>>,
     failed: Arc<AtomicBool>,
-    /// Cancelled once the start has ended, AMC in `running` or `failed` set.
+    /// Cancelled once the start has ended, AMC running or `failed` set.
     started: CancellationToken,
-    thread: Arc<Mutex<Option<std::thread::JoinHandle<()>>>>,
+    /// Where the start's thread goes, to be joined for AMC at the end.
+    thread: std::sync::mpsc::SyncSender<JoinHandle<Option<amc_runtime::Running>>>,
     stop: CancellationToken,
     hidden: bool,
 }
@@ -150,24 +149,23 @@ impl Start {
     /// update it for seconds): once it runs, the tray gets its menu and the window opens
     /// (unless started hidden, as at login); if it cannot start, the person is told why.
     fn spawn(self, app: &AppHandle) -> Result<(), Box<dyn std::error::Error>> {
-        let tray = tray::starting(app, self.started.clone())?;
+        // The reporter goes with the start: the tray stops following the update then.
+        let updates = amc_core::db::UpdateReporter::default();
+        let tray = tray::starting(app, self.started.clone(), updates.subscribe())?;
         let app = app.clone();
         let thread = self.thread.clone();
         let handle = std::thread::Builder::new().name("amc-start".into()).spawn(move || {
             let (runtime, raw) = (self.runtime, self.raw);
-            let result =
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| runtime.block_on(amc_runtime::start(raw))))
-                    .unwrap_or_else(|_| Err(anyhow::anyhow!("AMC stopped while starting (see the log)")));
-            let on_main = match result {
+            let start = || runtime.block_on(amc_runtime::start_reporting(raw, &updates));
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(start))
+                .unwrap_or_else(|_| Err(anyhow::anyhow!("AMC stopped while starting (see the log)")));
+            let (running, on_main) = match result {
                 Ok(running) => {
                     let amc = running.amc().clone();
                     self.scheme.send_replace(Some(Scheme::new(running.in_process())));
-                    if let Ok(mut slot) = self.running.lock() {
-                        *slot = Some(running);
-                    }
                     self.started.cancel();
                     let (handle, stop, hidden) = (app.clone(), self.stop, self.hidden);
-                    app.run_on_main_thread(move || {
+                    let on_main = app.run_on_main_thread(move || {
                         if let Err(e) = tray::create(&handle, &tray.icon, amc, stop) {
                             tracing::error!(error = %e, "the tray menu could not be built");
                         }
@@ -176,7 +174,8 @@ impl Start {
                         if !hidden {
                             window::show(&handle);
                         }
-                    })
+                    });
+                    (Some(running), on_main)
                 }
                 Err(e) => {
                     // The person may have started the app from a terminal: say it there too.
@@ -184,19 +183,20 @@ impl Start {
                     self.failed.store(true, Ordering::SeqCst);
                     self.started.cancel();
                     let (handle, message) = (app.clone(), format!("{e:#}"));
-                    app.run_on_main_thread(move || {
+                    let on_main = app.run_on_main_thread(move || {
                         tray.failed();
                         refused::show(&handle, message);
-                    })
+                    });
+                    (None, on_main)
                 }
             };
             if let Err(e) = on_main {
                 tracing::error!(error = %e, "the app stopped before AMC started");
             }
+            running
         })?;
-        if let Ok(mut slot) = thread.lock() {
-            *slot = Some(handle);
-        }
+        // The one send: the channel has room for it, and setup runs once.
+        let _ = thread.try_send(handle);
         Ok(())
     }
 }

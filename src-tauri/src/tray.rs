@@ -26,8 +26,8 @@ struct Live {
     tray: TrayIcon<Wry>,
 }
 
-/// How often the menu says again how far AMC's start is.
-const STARTING_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
+/// How far an update of the store is, as the start tells it.
+pub type Updates = tokio::sync::watch::Receiver<Option<amc_core::db::UpdateProgress>>;
 
 /// The tray icon while AMC starts, and the menu item that says how far.
 pub struct Starting {
@@ -43,10 +43,11 @@ impl Starting {
     }
 }
 
-/// The tray icon, with a menu that says AMC is starting (how far a store update is) and
-/// Quit, kept current until `started` is cancelled. [`create`] then gives it its menu.
-pub fn starting(app: &AppHandle, started: CancellationToken) -> tauri::Result<Starting> {
-    let label = amc_tray_model::view::starting_label(amc_core::db::update_progress().as_ref());
+/// The tray icon, with a menu that says AMC is starting (how far a store update is, as
+/// `updates` tells it) and Quit, kept current until `started` is cancelled or the start
+/// lets go of the update's reporter. [`create`] then gives it its menu.
+pub fn starting(app: &AppHandle, started: CancellationToken, mut updates: Updates) -> tauri::Result<Starting> {
+    let label = amc_tray_model::view::starting_label(updates.borrow_and_update().as_ref());
     let status = MenuItem::with_id(app, "starting", &label, false, None::<&str>)?;
     let quit = MenuItem::with_id(app, "quit-starting", "Quit AMC", true, None::<&str>)?;
     let menu = Menu::with_items(app, &[&status, &PredefinedMenuItem::separator(app)?, &quit])?;
@@ -70,9 +71,9 @@ pub fn starting(app: &AppHandle, started: CancellationToken) -> tauri::Result<St
         loop {
             tokio::select! {
                 () = started.cancelled() => break,
-                () = tokio::time::sleep(STARTING_EVERY) => {}
+                changed = updates.changed() => if changed.is_err() { break },
             }
-            let label = amc_tray_model::view::starting_label(amc_core::db::update_progress().as_ref());
+            let label = amc_tray_model::view::starting_label(updates.borrow_and_update().as_ref());
             if label != said {
                 said.clone_from(&label);
                 let (shown, item, started) = (shown.clone(), item.clone(), started.clone());

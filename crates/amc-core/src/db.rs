@@ -248,8 +248,14 @@ struct Readers {
 impl Database {
     /// Opens (creating if needed) the database at `path`, readable by this account only,
     /// and applies the core's pending `migrations`.
-    #[tracing::instrument(skip_all, fields(path = %path.display()), err)]
+    #[cfg(test)]
     pub(crate) fn open(path: &Path, migrations: &[Migration]) -> Result<Self> {
+        Self::open_reporting(path, migrations, &UpdateReporter::default())
+    }
+
+    /// [`open`](Self::open), telling `updates` how far the migrations are.
+    #[tracing::instrument(skip_all, fields(path = %path.display()), err)]
+    pub(crate) fn open_reporting(path: &Path, migrations: &[Migration], updates: &UpdateReporter) -> Result<Self> {
         // Created 0600 here rather than by SQLite (0644 less the umask), and SQLite gives
         // its log and shared-memory files the database's mode. A database made by an older
         // AMC may be wider: narrowed too.
@@ -257,7 +263,7 @@ impl Database {
         std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(crate::files::FILE_MODE))?;
         let mut writer = open_connection(path, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE)?;
         writer.pragma_update(None, "journal_mode", "wal")?;
-        migrate_core(&mut writer, migrations)?;
+        migrate_core(&mut writer, migrations, updates)?;
         let reader = warm_reader(path)?;
         let checkpointer = Arc::new(Checkpointer::default());
         // The pragma replaces any log hook: first the pragma, then the hook.
@@ -544,7 +550,7 @@ fn warm_reader(path: &Path) -> Result<Connection> {
 /// others refer to (SQLite's documented way to change a table's constraints), and checked
 /// before it commits: a migration that leaves a broken reference fails and changes
 /// nothing. A migration that takes more than a few seconds says how far it is.
-fn migrate_core(conn: &mut Connection, migrations: &[Migration]) -> Result<()> {
+fn migrate_core(conn: &mut Connection, migrations: &[Migration], updates: &UpdateReporter) -> Result<()> {
     let current: usize = conn.pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0))?.try_into().unwrap_or(0);
     if current > migrations.len() {
         return Err(newer("core", current, migrations.len()));
@@ -564,12 +570,12 @@ fn migrate_core(conn: &mut Connection, migrations: &[Migration]) -> Result<()> {
         conn.pragma_update(None, "foreign_keys", false)?;
         let step = Step { rewriting: rewrites(sql), done, of };
         let percent = overall_percent(StepState::NotStarted, step);
-        set_update_progress(Some(UpdateProgress { migration: name, rewritten: 0, total, percent }));
+        updates.report(Some(UpdateProgress { migration: name, rewritten: 0, total, percent }));
         done += usize::from(step.rewriting);
-        let log = progress_log(name, total, step);
+        let log = progress_log(name, total, step, updates.clone());
         conn.progress_handler(PROGRESS_STEPS, Some(log))?;
         let applied = apply_core(conn, name, sql, i + 1);
-        set_update_progress(None);
+        updates.report(None);
         conn.progress_handler(0, None::<fn() -> bool>)?;
         conn.pragma_update(None, "foreign_keys", true)?;
         applied?;
@@ -642,18 +648,31 @@ fn step_state(
     }
 }
 
-/// The update under way in this process, if any (see [`update_progress`]).
-static UPDATING: Mutex<Option<UpdateProgress>> = Mutex::new(None);
+/// Where an update of the store says how far it is: the one who starts AMC makes it,
+/// keeps a [`subscribe`](Self::subscribe)d receiver for whoever shows it (the tray),
+/// and hands it to the start ([`crate::service::Amc::start_reporting`]). A receiver is
+/// woken when what it would show changes (the migration, the percent, every message
+/// rewritten), not at each message; `None` while no migration runs. The default has no
+/// receiver, for starts that show nothing.
+#[derive(Clone, Debug, Default)]
+pub struct UpdateReporter(tokio::sync::watch::Sender<Option<UpdateProgress>>);
 
-/// How far the store's update is, while a migration of AMC's runs in this process:
-/// `None` the rest of the time.
-pub fn update_progress() -> Option<UpdateProgress> {
-    UPDATING.lock().map(|u| u.clone()).unwrap_or(None)
-}
+impl UpdateReporter {
+    /// A receiver of the update's progress, told each change.
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<Option<UpdateProgress>> {
+        self.0.subscribe()
+    }
 
-fn set_update_progress(progress: Option<UpdateProgress>) {
-    if let Ok(mut u) = UPDATING.lock() {
-        *u = progress;
+    fn report(&self, progress: Option<UpdateProgress>) {
+        // What a receiver shows: the count of messages rewritten only once it is all.
+        let shown = |p: &Option<UpdateProgress>| {
+            p.as_ref().map(|p| (p.migration, p.percent, p.total.is_some_and(|t| t > 0 && p.rewritten >= t)))
+        };
+        self.0.send_if_modified(|now| {
+            let changed = shown(now) != shown(&progress);
+            *now = progress;
+            changed
+        });
     }
 }
 
@@ -699,10 +718,15 @@ fn overall_percent(state: StepState, step: Step) -> Option<u8> {
 /// How many SQLite instructions run between two looks at a migration's progress.
 const PROGRESS_STEPS: std::ffi::c_int = 100_000;
 
-/// The progress handler of migration `name`: every few seconds it logs how long the
-/// migration has run and, for one that rewrites the messages, how many it has rewritten
-/// of `total`.
-fn progress_log(name: &'static str, total: Option<u64>, step: Step) -> impl FnMut() -> bool + Send + 'static {
+/// The progress handler of migration `name`: it tells `updates` how far the update is,
+/// and every few seconds it logs how long the migration has run and, for one that
+/// rewrites the messages, how many it has rewritten of `total`.
+fn progress_log(
+    name: &'static str,
+    total: Option<u64>,
+    step: Step,
+    updates: UpdateReporter,
+) -> impl FnMut() -> bool + Send + 'static {
     use std::sync::atomic::Ordering;
     let keyed_before = KEYS_COMPUTED.load(Ordering::Relaxed);
     let started = std::time::Instant::now();
@@ -721,7 +745,7 @@ fn progress_log(name: &'static str, total: Option<u64>, step: Step) -> impl FnMu
             StepState::NotStarted
         };
         let percent = overall_percent(state, step);
-        set_update_progress(Some(UpdateProgress { migration: name, rewritten, total, percent }));
+        updates.report(Some(UpdateProgress { migration: name, rewritten, total, percent }));
         if said.elapsed() >= PROGRESS_EVERY {
             said = std::time::Instant::now();
             let seconds = started.elapsed().as_secs();
@@ -847,6 +871,34 @@ mod tests {
         assert_eq!(count(&path), (2, 2, 2), "dropping the old table deleted no child");
         assert!(Database::open(&path, CORE).is_err(), "refused");
         assert_eq!(count(&path), (2, 2, 2), "nothing changed");
+    }
+
+    /// Whoever shows the update is woken when what it shows changes, not at each message
+    /// rewritten, and is told when the migrations are over.
+    #[test]
+    fn an_updates_receiver_is_told_what_it_shows() {
+        let updates = UpdateReporter::default();
+        let mut shown = updates.subscribe();
+        let at = |rewritten, percent| {
+            Some(UpdateProgress { migration: "0016_channel_keys", rewritten, total: Some(10), percent })
+        };
+        updates.report(at(1, Some(4)));
+        assert!(shown.has_changed().expect("open"), "the migration began");
+        assert_eq!(*shown.borrow_and_update(), at(1, Some(4)));
+        updates.report(at(2, Some(4)));
+        assert!(!shown.has_changed().expect("open"), "the same percent: nothing to show");
+        assert_eq!(*shown.borrow(), at(2, Some(4)), "yet the count is there for a look");
+        updates.report(at(3, Some(12)));
+        assert!(shown.has_changed().expect("open"), "a new percent");
+        shown.mark_unchanged();
+        updates.report(at(10, Some(12)));
+        assert!(shown.has_changed().expect("open"), "every message rewritten");
+        shown.mark_unchanged();
+        let dir = tempfile::tempdir().expect("tempdir");
+        let migrations: &[Migration] = &[("0001_t", "CREATE TABLE t (x INTEGER);")];
+        drop(Database::open_reporting(&dir.path().join("amc.db"), migrations, &updates).expect("open"));
+        assert!(shown.has_changed().expect("open"), "told of the migration");
+        assert_eq!(*shown.borrow(), None, "and that it is over");
     }
 
     /// Reads beyond the pool's size wait for a reader instead of opening more, and a read

@@ -20,6 +20,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use amc_core::config::RawConfig;
+use amc_core::db::UpdateReporter;
 use amc_core::model::Source;
 use amc_core::sender::{RecordingSender, Senders};
 use amc_core::service::{Amc, SourceState, SourceStatus};
@@ -89,6 +90,12 @@ pub struct Running {
 /// sources and serves. Fails with a message for the person when another AMC (`amc serve`
 /// or the tray app) already runs on the same data directory.
 pub async fn start(raw: RawConfig) -> anyhow::Result<Running> {
+    start_reporting(raw, &UpdateReporter::default()).await
+}
+
+/// [`start`], telling `updates` how far an update of the store is while a new release's
+/// migrations run (the tray shows it).
+pub async fn start_reporting(raw: RawConfig, updates: &UpdateReporter) -> anyhow::Result<Running> {
     let config = raw.validate()?;
     amc_core::files::create_dir_all(&config.data_dir).map_err(|e| {
         anyhow::anyhow!(
@@ -154,7 +161,7 @@ pub async fn start(raw: RawConfig) -> anyhow::Result<Running> {
         contacts,
         dir_events: amc_imessage::watch::DirEvents::All,
     });
-    let amc = Amc::start(config, senders).context("starting AMC")?;
+    let amc = Amc::start_reporting(config, senders, updates).context("starting AMC")?;
     // Every table is migrated (the relay's too) before any source writes.
     let daemon =
         amc_daemon::Daemon::new(amc.clone()).context("starting the daemon (the admin token, the relay's tables)")?;

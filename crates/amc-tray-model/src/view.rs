@@ -62,7 +62,8 @@ fn count(n: u64, one: &str, many: &str, tail: &str) -> String {
 }
 
 /// What the tray says while AMC starts, before its menu is ready: that it starts, or,
-/// while a new release updates the store (`amc_core::db::update_progress`), how far that is.
+/// while a new release updates the store (as its `amc_core::db::UpdateReporter` tells), how
+/// far that is.
 pub fn starting_label(update: Option<&UpdateProgress>) -> String {
     match update {
         None => "Starting AMC…".to_owned(),

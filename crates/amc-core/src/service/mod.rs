@@ -32,6 +32,7 @@ use std::time::Instant;
 
 use crate::attach::AttachmentPolicy;
 use crate::config::Config;
+use crate::db::UpdateReporter;
 use crate::error::{Error, Result};
 use crate::events::{Event, EventBus};
 use crate::ratelimit::RateLimiter;
@@ -106,11 +107,17 @@ impl Amc {
     /// Opens the store, settles sends a previous run left in flight (they become
     /// `unknown`), and prepares the attachment folders.
     pub fn start(config: Config, senders: Senders) -> Result<Self> {
+        Self::start_reporting(config, senders, &UpdateReporter::default())
+    }
+
+    /// [`start`](Self::start), telling `updates` how far an update of the store is (a new
+    /// release's migrations may take a while; the tray shows it).
+    pub fn start_reporting(config: Config, senders: Senders, updates: &UpdateReporter) -> Result<Self> {
         crate::files::create_dir_all(&config.data_dir)?;
         // Messages are private: only the person's account may read AMC's files (a folder
         // made by an older AMC may be wider).
         std::fs::set_permissions(&config.data_dir, std::os::unix::fs::PermissionsExt::from_mode(0o700))?;
-        let store = Store::open(&config.db_path())?;
+        let store = Store::open_reporting(&config.db_path(), updates)?;
         let interrupted = store.recover_interrupted_sends()?;
         if !interrupted.is_empty() {
             tracing::warn!(

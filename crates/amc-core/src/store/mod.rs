@@ -172,7 +172,13 @@ impl std::ops::Deref for Store {
 impl Store {
     /// Opens (creating if needed) the database at `path` and applies pending migrations.
     pub fn open(path: &Path) -> Result<Self> {
-        Ok(Self { db: Database::open(path, MIGRATIONS)?, ids: Arc::new(Mutex::new(ulid::Generator::new())) })
+        Self::open_reporting(path, &crate::db::UpdateReporter::default())
+    }
+
+    /// [`open`](Self::open), telling `updates` how far the migrations are.
+    pub fn open_reporting(path: &Path, updates: &crate::db::UpdateReporter) -> Result<Self> {
+        let db = Database::open_reporting(path, MIGRATIONS, updates)?;
+        Ok(Self { db, ids: Arc::new(Mutex::new(ulid::Generator::new())) })
     }
 
     /// The database under the store, for parts with their own tables (the relay).
