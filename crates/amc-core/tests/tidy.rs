@@ -357,3 +357,43 @@ fn platform_ids_are_looked_up_through_one_condition() {
         assert!(!text.contains("amc_platform_key("), "{} spells the platform key lookup itself", rel(&p));
     }
 }
+
+/// No process-wide state that code fills and others poll: a `static` lock or once-cell is
+/// shared by every AMC in the process (tests run many) and hides who owns it. Hand a
+/// cheap `Clone` handle or a channel to whoever needs it instead (the store's update
+/// progress is an `UpdateReporter` given at start; the relay's last page is its server's).
+#[test]
+fn no_static_holds_state_behind_a_lock() {
+    let mut all = sources();
+    files(&workspace().join("src-tauri/src"), "rs", &mut all);
+    for p in all {
+        for line in production(&p).lines() {
+            let code = line.trim_start();
+            let declared = ["static ", "pub static ", "pub(crate) static "].iter().any(|s| code.starts_with(s));
+            for kind in ["Mutex", "RwLock", "OnceLock", "OnceCell"] {
+                assert!(
+                    !(declared && code.contains(kind)),
+                    "{}: a static {kind} ({code}); make it state owned by a handle that is passed in",
+                    rel(&p)
+                );
+            }
+        }
+    }
+}
+
+/// The tray shell holds no value filled in after it was shared (`Arc<Mutex<Option<…>>>`):
+/// what starts later is handed over when it exists (a channel, a thread's result).
+#[test]
+fn the_tray_shell_has_no_two_phase_state() {
+    let mut shell = Vec::new();
+    files(&workspace().join("src-tauri/src"), "rs", &mut shell);
+    assert!(!shell.is_empty(), "the tray shell's code is in src-tauri/src");
+    for p in shell {
+        let text = production(&p).split_whitespace().collect::<String>();
+        assert!(
+            !text.contains("Mutex<Option<"),
+            "{} shares a Mutex<Option<…>> filled in later; hand the value over once it exists",
+            rel(&p)
+        );
+    }
+}

@@ -171,6 +171,7 @@ impl std::ops::Deref for Store {
 
 impl Store {
     /// Opens (creating if needed) the database at `path` and applies pending migrations.
+    #[cfg(any(test, feature = "test-support"))]
     pub fn open(path: &Path) -> Result<Self> {
         Self::open_reporting(path, &crate::db::UpdateReporter::default())
     }
