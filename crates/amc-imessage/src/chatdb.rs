@@ -106,12 +106,6 @@ pub struct ChatDb {
 /// How long the newest rows may wait for their chat before they are read as they are.
 const JOIN_GRACE: Duration = Duration::from_secs(60);
 
-/// Whether a row can be read now, without waiting for the row that puts it in its chat:
-/// it is in one, or it is a tapback (which names its message, not a chat).
-pub fn waits_for_nothing(m: &Message) -> bool {
-    m.chat_id.is_some() || crate::convert::is_reaction(m)
-}
-
 /// The projection `imessage-database` decodes, built from the columns this chat.db has
 /// (older macOS versions lack some), filtered to rows after a ROWID.
 fn message_query(caps: &Capabilities) -> String {
@@ -376,7 +370,7 @@ impl ChatDb {
     }
 
     /// Whether to leave out the newest rows that have no chat yet, from `first` on (the
-    /// first row after the last one that [`waits_for_nothing`], or `None` when there is
+    /// first row after the last one in a chat or a tapback, or `None` when there is
     /// none): a writer may commit a message before the row that puts it in its chat, and
     /// a read in between would pass the message by for good. They come back with the next
     /// read, joined; rows that stay without a chat for a minute are let through as they are.

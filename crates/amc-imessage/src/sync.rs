@@ -12,7 +12,7 @@ use amc_core::model::{IncomingMessage, Source};
 use amc_core::service::Amc;
 
 use crate::SourceError;
-use crate::chatdb::{ChatDb, waits_for_nothing};
+use crate::chatdb::ChatDb;
 use crate::convert::{attachment_of, channel_of, is_reaction, message_of, reaction_of};
 
 /// The checkpoint's key in AMC's source state.
@@ -119,6 +119,12 @@ impl Batch {
             .filter(|(_, msgs)| !msgs.is_empty())
             .collect()
     }
+}
+
+/// Whether a row can be read now, without waiting for the row that puts it in its chat:
+/// it is in one, or it is a tapback (which names its message, not a chat).
+fn waits_for_nothing(m: &imessage_database::tables::messages::Message) -> bool {
+    m.chat_id.is_some() || is_reaction(m)
 }
 
 /// Reads rows after `checkpoint` (on a blocking thread: chat.db may be busy for a while),
