@@ -334,8 +334,6 @@ async fn sweeps(
     let t = Instant::now();
     let mut samples = Vec::new();
     for i in 0..100 {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        while events.try_recv().is_ok() {}
         let m = FixtureMessage {
             guid: format!("swept-{i}"),
             text: Some(format!("while sweeping {i}")),
@@ -343,33 +341,14 @@ async fn sweeps(
             sent_at_ms: amc_core::time::now_ms(),
             ..Default::default()
         };
-        let t0 = Instant::now();
-        writer.add_message(chat, &m)?;
-        wait_for(
-            &mut events,
-            "a new message",
-            |e| matches!(e, Event::MessagesChanged { inserted, .. } if *inserted > 0),
-        )
-        .await?;
-        samples.push(t0.elapsed());
+        samples
+            .push(timed(&mut events, SWEEP_PAUSE, "a new message", inserted, || writer.add_message(chat, &m)).await?);
     }
     println!("{}", amc_testkit::Latencies::of(samples).line("new message while sweeping back to back"));
     let mut samples = Vec::new();
     for i in 0..100 {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        while events.try_recv().is_ok() {}
-        let t0 = Instant::now();
-        writer.connection().execute(
-            "UPDATE message SET date_edited = ?1, text = ?2 WHERE guid = ?3",
-            rusqlite::params![apple_ns(amc_core::time::now_ms()), format!("edited {i}"), format!("swept-{i}")],
-        )?;
-        wait_for(
-            &mut events,
-            "an edit while sweeping",
-            |e| matches!(e, Event::MessagesChanged { updated, .. } if *updated > 0),
-        )
-        .await?;
-        samples.push(t0.elapsed());
+        let edit = || edit(writer.connection(), &format!("swept-{i}"), &format!("edited {i}"));
+        samples.push(timed(&mut events, SWEEP_PAUSE, "an edit while sweeping", updated, edit).await?);
     }
     println!("{}", amc_testkit::Latencies::of(samples).line("edit while sweeping back to back"));
     println!(
@@ -395,37 +374,17 @@ async fn changes(amc: &Amc, w: &ChatDbWriter, handle: i64) -> Result<(), Box<dyn
             sent_at_ms: amc_core::time::now_ms(),
             ..Default::default()
         };
-        w.add_message(group, &m)?;
-        wait_for(
-            &mut events,
-            "a new message",
-            |e| matches!(e, Event::MessagesChanged { inserted, .. } if *inserted > 0),
-        )
-        .await?;
-        tokio::time::sleep(Duration::from_millis(5)).await;
-        while events.try_recv().is_ok() {}
-        let t0 = Instant::now();
-        w.connection().execute(
-            "UPDATE message SET date_edited = ?1, text = ?2 WHERE guid = ?3",
-            rusqlite::params![apple_ns(amc_core::time::now_ms()), format!("changed {i}"), m.guid],
-        )?;
-        wait_for(&mut events, "an edit", |e| matches!(e, Event::MessagesChanged { updated, .. } if *updated > 0))
-            .await?;
-        edits.push(t0.elapsed());
-        tokio::time::sleep(Duration::from_millis(5)).await;
-        while events.try_recv().is_ok() {}
-        let t0 = Instant::now();
-        w.connection().execute(
-            "UPDATE message SET date_edited = ?1, date_retracted = ?1, message_summary_info = ?2, text = NULL \
-             WHERE guid = ?3",
-            rusqlite::params![apple_ns(amc_core::time::now_ms()), unsent_info(), m.guid],
-        )?;
-        wait_for(&mut events, "an unsend", |e| matches!(e, Event::MessagesChanged { updated, .. } if *updated > 0))
-            .await?;
-        unsends.push(t0.elapsed());
-        tokio::time::sleep(Duration::from_millis(5)).await;
-        while events.try_recv().is_ok() {}
-        let t0 = Instant::now();
+        timed(&mut events, PAUSE, "a new message", inserted, || w.add_message(group, &m)).await?;
+        let edit = || edit(w.connection(), &m.guid, &format!("changed {i}"));
+        edits.push(timed(&mut events, PAUSE, "an edit", updated, edit).await?);
+        let unsend = || {
+            w.connection().execute(
+                "UPDATE message SET date_edited = ?1, date_retracted = ?1, message_summary_info = ?2, text = NULL \
+                 WHERE guid = ?3",
+                rusqlite::params![apple_ns(amc_core::time::now_ms()), unsent_info(), m.guid],
+            )
+        };
+        unsends.push(timed(&mut events, PAUSE, "an unsend", updated, unsend).await?);
         let rename = GroupEvent {
             guid: format!("rename-{i}"),
             handle_id: handle,
@@ -434,14 +393,55 @@ async fn changes(amc: &Amc, w: &ChatDbWriter, handle: i64) -> Result<(), Box<dyn
             at_ms: amc_core::time::now_ms(),
             ..Default::default()
         };
-        w.add_group_event(group, &rename)?;
-        wait_for(&mut events, &format!("rename {i}"), |e| matches!(e, Event::ChannelChanged { .. })).await?;
-        renames.push(t0.elapsed());
+        let renamed = |e: &Event| matches!(e, Event::ChannelChanged { .. });
+        renames.push(
+            timed(&mut events, PAUSE, &format!("rename {i}"), renamed, || w.add_group_event(group, &rename)).await?,
+        );
     }
     println!("{}", amc_testkit::Latencies::of(edits).line("edit in chat.db → AMC has it"));
     println!("{}", amc_testkit::Latencies::of(unsends).line("unsend in chat.db → AMC has it"));
     println!("{}", amc_testkit::Latencies::of(renames).line("rename in chat.db → AMC has it"));
     Ok(())
+}
+
+/// The pause before a timed change: the watcher's quick looks after the last one settle.
+const PAUSE: Duration = Duration::from_millis(5);
+/// The same while the watcher sweeps: a chunk or two of the sweep between changes.
+const SWEEP_PAUSE: Duration = Duration::from_millis(20);
+
+/// Makes `change` (a commit in chat.db) after a pause, and times it until AMC's event that
+/// `wanted` accepts.
+async fn timed<T>(
+    events: &mut tokio::sync::broadcast::Receiver<Event>,
+    pause: Duration,
+    what: &str,
+    wanted: impl Fn(&Event) -> bool,
+    change: impl FnOnce() -> rusqlite::Result<T>,
+) -> Result<Duration, Box<dyn std::error::Error>> {
+    tokio::time::sleep(pause).await;
+    while events.try_recv().is_ok() {}
+    let t0 = Instant::now();
+    change()?;
+    wait_for(events, what, wanted).await?;
+    Ok(t0.elapsed())
+}
+
+/// A message stored for the first time.
+fn inserted(e: &Event) -> bool {
+    matches!(e, Event::MessagesChanged { inserted, .. } if *inserted > 0)
+}
+
+/// A stored message changed.
+fn updated(e: &Event) -> bool {
+    matches!(e, Event::MessagesChanged { updated, .. } if *updated > 0)
+}
+
+/// Edits the row with this guid to `text`, now, as Messages records an edit.
+fn edit(c: &rusqlite::Connection, guid: &str, text: &str) -> rusqlite::Result<usize> {
+    c.execute(
+        "UPDATE message SET date_edited = ?1, text = ?2 WHERE guid = ?3",
+        rusqlite::params![apple_ns(amc_core::time::now_ms()), text, guid],
+    )
 }
 
 /// The `message_summary_info` Messages writes for an unsent message.
