@@ -272,13 +272,13 @@ impl Converter {
 
 /// Reads the rows at these ROWIDs again and stores what differs: a row the sweep or the
 /// look at the newest rows found missing, edited, unsent or newly in its chat. A new
-/// message sent longer ago than the late horizon is stored as not news.
+/// message sent longer ago than the late horizon is stored as not news. Only after the
+/// first import (the callers look first): a row found then is a late one, not history.
 pub(crate) async fn store_rows(amc: &Amc, db: &SharedChatDb, rowids: Vec<i64>) -> Result<SyncReport, SourceError> {
     let mut report = SyncReport::default();
     if rowids.is_empty() {
         return Ok(report);
     }
-    let imported_before = read_checkpoint(amc)?.imported_before();
     let d = db.clone();
     let mut batch = tokio::task::spawn_blocking(move || {
         let db = d.lock().unwrap_or_else(|p| p.into_inner());
@@ -286,7 +286,7 @@ pub(crate) async fn store_rows(amc: &Amc, db: &SharedChatDb, rowids: Vec<i64>) -
     })
     .await
     .map_err(|e| SourceError::Read(e.to_string()))??;
-    store_batch(amc, &mut batch, None, imported_before, &mut report).await?;
+    store_batch(amc, &mut batch, None, true, &mut report).await?;
     Ok(report)
 }
 
