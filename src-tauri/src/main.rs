@@ -150,7 +150,7 @@ impl Start {
     /// (unless started hidden, as at login); if it cannot start, the person is told why.
     fn spawn(self, app: &AppHandle) -> Result<(), Box<dyn std::error::Error>> {
         // The reporter goes with the start: the tray stops following the update then.
-        let updates = amc_core::db::UpdateReporter::default();
+        let updates = amc_core::service::UpdateReporter::default();
         let tray = tray::starting(app, self.started.clone(), updates.subscribe())?;
         let app = app.clone();
         let thread = self.thread.clone();

@@ -27,7 +27,7 @@ struct Live {
 }
 
 /// How far an update of the store is, as the start tells it.
-pub type Updates = tokio::sync::watch::Receiver<Option<amc_core::db::UpdateProgress>>;
+pub type Updates = tokio::sync::watch::Receiver<Option<amc_core::service::UpdateProgress>>;
 
 /// The tray icon while AMC starts, and the menu item that says how far.
 pub struct Starting {

@@ -5,7 +5,8 @@ use std::path::PathBuf;
 use clap::Args;
 
 use amc_core::config::RawConfig;
-use amc_mcp::bridge::{Bridge, BridgeConfig, Problem, check};
+use amc_mcp::bridge::Bridge;
+use amc_mcp::reach::{BridgeConfig, Problem, check};
 
 use crate::shown::Shown;
 

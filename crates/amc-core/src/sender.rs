@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
 
+use crate::model::{RemoteFile, SendTarget};
 use crate::model::{Source, StagedAttachment};
-use crate::store::SendTarget;
 use crate::time::{Millis, now_ms};
 
 /// A boxed future, so senders can live behind `dyn`.
@@ -72,19 +72,6 @@ pub enum SendError {
     /// channel is recorded as gone with this reason.
     #[error("{0}; nothing was sent")]
     Gone(String),
-}
-
-/// A file a platform keeps, which AMC fetches when an agent asks for it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RemoteFile {
-    /// Where the platform said the file was.
-    pub url: String,
-    /// The platform's id for the attachment.
-    pub attachment_platform_id: Option<String>,
-    /// The platform id of the message it belongs to.
-    pub message_platform_id: String,
-    /// The platform id of the message's channel.
-    pub channel_platform_id: String,
 }
 
 /// Why a remote file could not be fetched.

@@ -15,6 +15,7 @@
 
 #![allow(clippy::print_stdout)] // a bench binary reports on stdout
 
+use amc_testkit::Stored;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -83,7 +84,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         db_bytes as f64 / 1e6
     );
     let index_bytes = |prefix: &str| -> amc_core::error::Result<i64> {
-        store.read(|tx| {
+        store.database().read(|tx| {
             Ok(tx.query_row(
                 "SELECT coalesce(sum(pgsize), 0) FROM dbstat WHERE name GLOB ?1",
                 [format!("{prefix}*")],
@@ -92,7 +93,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         })
     };
     // The same messages as if stored before the index: the backlog, indexed in the background.
-    store.write(|tx| {
+    store.database().write(|tx| {
         Ok(tx.execute_batch(
             "INSERT INTO messages_fts (messages_fts) VALUES ('delete-all'); DELETE FROM messages_cjk; \
              INSERT INTO search_backlog (id, lo, hi, total) SELECT 1, min(rowid), max(rowid), count(*) FROM messages;",
@@ -363,8 +364,8 @@ fn ingest_with_and_without_index(
     let (_b, plain) = open("unicode61")?;
     let (_c, without) = open("without")?;
     let drop = "DROP TRIGGER messages_fts_insert; DROP TRIGGER messages_fts_update; DROP TRIGGER messages_fts_delete;";
-    without.store().write(|tx| Ok(tx.execute_batch(drop)?))?;
-    plain.store().write(|tx| {
+    without.store().database().write(|tx| Ok(tx.execute_batch(drop)?))?;
+    plain.store().database().write(|tx| {
         Ok(tx.execute_batch(
             "DROP TRIGGER messages_fts_insert; CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages \
              WHEN NOT new.unsent BEGIN INSERT INTO messages_fts (rowid, text) VALUES (new.rowid, new.text); END;",

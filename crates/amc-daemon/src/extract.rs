@@ -12,6 +12,9 @@ use crate::error::ApiError;
 use amc_core::ErrorCode;
 use amc_core::service::AgentCtx;
 
+/// The largest REST request body accepted (a send with its JSON).
+pub const MAX_REST_BODY_BYTES: usize = 1024 * 1024;
+
 /// A JSON body, with unknown fields, wrong types and bad syntax as `VALIDATION_FAILED`
 /// and bodies over the limit as `PAYLOAD_TOO_LARGE`.
 pub struct ApiJson<T>(pub T);
@@ -22,10 +25,7 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
         let bytes = axum::body::Bytes::from_request(req, state).await.map_err(|rejection| {
             if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                ApiError::new(
-                    ErrorCode::PayloadTooLarge,
-                    format!("request body is over {} bytes", crate::routes::MAX_REST_BODY_BYTES),
-                )
+                ApiError::new(ErrorCode::PayloadTooLarge, format!("request body is over {} bytes", MAX_REST_BODY_BYTES))
             } else {
                 ApiError::new(ErrorCode::ValidationFailed, "could not read the request body")
             }

@@ -105,7 +105,7 @@ fn guarded(routes: Router, tcp: Option<std::net::SocketAddr>) -> Router {
     let guarded = tower::ServiceBuilder::new()
         .layer(CatchPanicLayer::custom(guard::panic_response))
         .layer(guard::HeaderLimitLayer)
-        .layer(axum::extract::DefaultBodyLimit::max(routes::MAX_REST_BODY_BYTES))
+        .layer(axum::extract::DefaultBodyLimit::max(extract::MAX_REST_BODY_BYTES))
         .service(routes);
     let mut router = Router::new().fallback_service(guarded);
     if let Some(addr) = tcp {

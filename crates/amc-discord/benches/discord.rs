@@ -5,6 +5,7 @@
 //! connection at Discord's heartbeat interval (about 90 s; `AMC_BENCH_ZOMBIE=0` skips it).
 #![allow(clippy::print_stdout)] // a bench binary reports on stdout
 
+use amc_testkit::Stored;
 use std::time::{Duration, Instant};
 
 use amc_client::Connection;

@@ -11,7 +11,7 @@ use amc_core::time::Millis;
 use serenity::all::{ChannelId, Message, MessageId, MessagePagination};
 
 use crate::convert;
-use crate::gateway::Shared;
+use crate::shared::{Shared, UNREADABLE};
 
 /// Discord's largest page of messages.
 const PAGE: u8 = 100;
@@ -158,7 +158,7 @@ async fn recheck(shared: &Shared, ch: &AllowedChannel, anchor: u64) -> bool {
             Err(e) if discord_code(&e) == Some(WRONG_CHANNEL_TYPE) => return true,
             Err(e) if discord_code(&e) == Some(MISSING_ACCESS) => {
                 if !shared.in_known_guild(channel) {
-                    shared.gone(vec![channel], crate::gateway::UNREADABLE.into()).await;
+                    shared.gone(vec![channel], UNREADABLE.into()).await;
                 }
                 return true;
             }
@@ -305,7 +305,7 @@ async fn walk(shared: &Shared, ch: &AllowedChannel, thread: Option<&ThreadSpec>,
                 // one of a server the bot left while away is marked here.
                 if discord_code(&e) == Some(MISSING_ACCESS) {
                     if thread.is_none() && !shared.in_known_guild(channel) {
-                        shared.gone(vec![channel], crate::gateway::UNREADABLE.into()).await;
+                        shared.gone(vec![channel], UNREADABLE.into()).await;
                     }
                     return true;
                 }

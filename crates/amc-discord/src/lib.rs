@@ -20,6 +20,7 @@ pub mod fake;
 pub mod gateway;
 mod history;
 pub mod send;
+mod shared;
 pub mod token;
 
 use std::sync::Arc;
@@ -64,7 +65,7 @@ impl Discord {
     pub async fn run(self, amc: Amc, stop: CancellationToken) {
         let http = Arc::new(self.http());
         let person = self.settings.user_id.as_deref().and_then(|id| id.parse::<u64>().ok()).map(UserId::new);
-        let shared = Arc::new(gateway::Shared::new(amc.clone(), http, self.settings.history_limit, person));
+        let shared = Arc::new(shared::Shared::new(amc.clone(), http, self.settings.history_limit, person));
         let (queue, events) = tokio::sync::mpsc::unbounded_channel();
         let consumer = tokio::spawn(gateway::consume(shared.clone(), events));
         tokio::spawn(gateway::follow_approvals(shared.clone(), stop.clone()));
@@ -90,7 +91,7 @@ impl Discord {
 
     async fn connect(
         self,
-        shared: Arc<gateway::Shared>,
+        shared: Arc<shared::Shared>,
         queue: tokio::sync::mpsc::UnboundedSender<gateway::Incoming>,
         stop: CancellationToken,
     ) {
@@ -126,7 +127,7 @@ impl Discord {
                         .to_owned()
                 }
                 Err(serenity::Error::Gateway(GatewayError::DisallowedGatewayIntents)) => {
-                    gateway::CONTENT_INTENT_FIX.to_owned()
+                    shared::CONTENT_INTENT_FIX.to_owned()
                 }
                 Err(e) => format!("the Discord connection failed: {e}"),
             };

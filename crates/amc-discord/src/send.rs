@@ -7,7 +7,8 @@
 use std::time::Duration;
 
 use amc_core::config::Secret;
-use amc_core::sender::{BoxFuture, Delivery, FetchError, OutgoingSend, RemoteFile, SendError, Sender};
+use amc_core::model::RemoteFile;
+use amc_core::sender::{BoxFuture, Delivery, FetchError, OutgoingSend, SendError, Sender};
 use amc_core::time::now_ms;
 use reqwest::StatusCode;
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue, RETRY_AFTER};

@@ -10,6 +10,7 @@
 //! ingest must still store every row.
 #![allow(clippy::print_stdout)] // a bench binary reports on stdout
 
+use amc_testkit::Stored;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 

@@ -18,11 +18,13 @@ pub mod channel;
 pub mod direct;
 mod link;
 mod push;
+pub mod reach;
 pub mod relay;
 pub mod server;
 pub mod tools;
 mod toolset;
 pub mod working;
+mod written;
 
 use std::sync::Arc;
 

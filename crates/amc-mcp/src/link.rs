@@ -12,7 +12,7 @@ use rmcp::{ErrorData as McpError, RoleClient, ServiceExt};
 use tokio::io::AsyncReadExt;
 use tokio::sync::Mutex;
 
-use crate::bridge::{BridgeConfig, CONNECT_TIMEOUT, Problem, check};
+use crate::reach::{BridgeConfig, CONNECT_TIMEOUT, Problem, check};
 
 /// How long one call to the daemon may take before the bridge gives up on it. Long
 /// enough for a send the platform takes its time to confirm.

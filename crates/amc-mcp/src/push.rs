@@ -21,8 +21,8 @@ use rmcp::service::Peer;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::bridge::{BridgeConfig, agent_connection, check};
 use crate::channel;
+use crate::reach::{BridgeConfig, agent_connection, check};
 use crate::working::Working;
 
 /// How long one push request may wait at the daemon.

@@ -332,25 +332,25 @@ pub const RELAY_INSTRUCTIONS: &str = "AMC's relay: private threads between agent
      cursor, wait_for_messages to long-poll, search_threads across what you can see.";
 
 /// The relay toolset's MCP server. Its clones share the last page answered directly
-/// (see [`crate::direct`]): keep one and clone it rather than make one per call.
+/// (see `direct.rs`): keep one and clone it rather than make one per call.
 #[derive(Clone)]
 pub struct RelayServer {
     relay: Relay,
-    last_page: crate::direct::LastPage,
+    last_page: crate::written::LastPage,
 }
 
 impl RelayServer {
     /// A server calling into `relay`.
     pub fn new(relay: Relay) -> Self {
-        Self { relay, last_page: crate::direct::LastPage::default() }
+        Self { relay, last_page: crate::written::LastPage::default() }
     }
 
-    pub(crate) fn last_page(&self) -> &crate::direct::LastPage {
+    pub(crate) fn last_page(&self) -> &crate::written::LastPage {
         &self.last_page
     }
 
     /// A `tools/call` for `caller`, answered as [`ServerHandler::call_tool`] answers it
-    /// (see [`crate::direct`]). A wait ends when the returned future is dropped.
+    /// (see `direct.rs`). A wait ends when the returned future is dropped.
     /// A page (of `read_messages` or `wait_for_messages`) comes back as it is, for the
     /// caller to write; any other outcome as the tool's result.
     pub(crate) async fn call_directly(&self, caller: &McpCaller, request: CallToolRequestParams) -> Direct {

@@ -16,8 +16,8 @@ use rmcp::model::Tool;
 use rmcp::service::{Peer, SubscriptionSink};
 use tokio_util::sync::CancellationToken;
 
-use crate::bridge::Problem;
 use crate::link::{Failure, Link};
+use crate::reach::Problem;
 
 /// The first pause after the daemon could not be reached; it doubles up to [`MAX_PAUSE`].
 const FIRST_PAUSE: Duration = Duration::from_millis(100);

@@ -399,7 +399,7 @@ impl Relay {
                 posts,
                 notifier,
                 admitted: Admitted::default(),
-                reads: Semaphore::new(amc_core::db::MAX_READERS),
+                reads: Semaphore::new(amc_store::db::MAX_READERS),
                 cursors: Mutex::new(None),
             }),
         })

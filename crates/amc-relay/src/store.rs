@@ -6,9 +6,9 @@
 use rusqlite::{OptionalExtension, Row, Transaction, params};
 use serde::Serialize;
 
-use amc_core::db::{Database, Migration};
 use amc_core::error::{Error, ErrorCode, Result};
 use amc_core::time::{Millis, serde_ms};
+use amc_store::db::{Database, Migration};
 
 /// The relay's migrations, in order, versioned as the `relay` part of the database.
 const MIGRATIONS: &[Migration] = &[

@@ -20,9 +20,9 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use amc_core::config::RawConfig;
-use amc_core::db::UpdateReporter;
 use amc_core::model::Source;
 use amc_core::sender::{RecordingSender, Senders};
+use amc_core::service::UpdateReporter;
 use amc_core::service::{Amc, SourceState, SourceStatus};
 use amc_imessage::send::{MessagesConfig, MessagesSender};
 use amc_imessage::watch::WatchConfig;

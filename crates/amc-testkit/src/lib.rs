@@ -3,6 +3,8 @@
 //! - [`bench`]: latency summaries, so every bench reports alike.
 //! - [`eventually`]: waits for a state to hold, with a deadline, instead of sleeping a
 //!   fixed time and hoping.
+//! - [`Stored`]: the store under a running core, for what a test sets up or reads
+//!   directly (production code reaches it only through the core's service layer).
 #![deny(missing_docs)]
 
 pub mod bench;
@@ -11,6 +13,20 @@ use std::future::Future;
 use std::time::Duration;
 
 pub use bench::Latencies;
+
+/// The store under a running [`Amc`](amc_core::service::Amc), opened beside it on the
+/// same file: what a test sets up or reads without going through the service layer.
+/// Each call opens it again (a few milliseconds), so it never holds a stale view.
+pub trait Stored {
+    /// The store.
+    fn store(&self) -> amc_store::Store;
+}
+
+impl Stored for amc_core::service::Amc {
+    fn store(&self) -> amc_store::Store {
+        amc_store::Store::open(&self.config().db_path()).expect("the store beside the core")
+    }
+}
 
 /// How long [`eventually`] waits before failing the test.
 pub const DEADLINE: Duration = Duration::from_secs(30);

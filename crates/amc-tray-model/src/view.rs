@@ -1,8 +1,8 @@
 //! The tray menu's state and the words it shows.
 
-use amc_core::db::UpdateProgress;
 use amc_core::model::Waiting;
 use amc_core::service::Amc;
+use amc_core::service::UpdateProgress;
 
 /// What the tray shows: what waits for the person, and whether agents are paused.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -62,7 +62,7 @@ fn count(n: u64, one: &str, many: &str, tail: &str) -> String {
 }
 
 /// What the tray says while AMC starts, before its menu is ready: that it starts, or,
-/// while a new release updates the store (as its `amc_core::db::UpdateReporter` tells), how
+/// while a new release updates the store (as its `amc_core::service::UpdateReporter` tells), how
 /// far that is.
 pub fn starting_label(update: Option<&UpdateProgress>) -> String {
     match update {

@@ -13,8 +13,9 @@ mod tidy;
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 
+use amc_core::model::ChannelSpec;
 use amc_core::model::{ChannelKind, IncomingMessage, SenderInfo, Source};
-use amc_core::store::{ChannelSpec, Store};
+use amc_store::Store;
 
 const AMC: &str = env!("CARGO_BIN_EXE_amc");
 

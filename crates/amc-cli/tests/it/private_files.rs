@@ -6,8 +6,9 @@ use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use amc_core::model::ChannelSpec;
 use amc_core::model::{ChannelKind, IncomingMessage, SenderInfo, Source};
-use amc_core::store::{ChannelSpec, Store};
+use amc_store::Store;
 use serde_json::json;
 
 use super::{AMC, json, stdout};

@@ -65,7 +65,7 @@ pub struct Health {
     /// While the messages stored before the search index are being indexed, and once that
     /// has taken more than a second: how far it is. Search finds the newest first.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub search_index: Option<crate::store::IndexProgress>,
+    pub search_index: Option<amc_store::IndexProgress>,
 }
 
 pub(super) struct Registry {
@@ -89,18 +89,6 @@ impl Registry {
             })
             .collect();
         Self { states: RwLock::new(states), send_problems: RwLock::default() }
-    }
-}
-
-impl PartialOrd for Source {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Source {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.as_str().cmp(other.as_str())
     }
 }
 

@@ -6,9 +6,10 @@ use super::{AgentCtx, Amc};
 use crate::error::{Error, Result};
 use crate::events::Event;
 use crate::ids::{is_channel_id, is_message_id};
+use crate::model::AttachmentFile;
 use crate::model::{ChannelInfo, Envelope, Source};
-use crate::store::{AttachmentFile, UnreadQuery};
 use crate::time::{format_ms, parse_rfc3339};
+use amc_store::UnreadQuery;
 
 /// The most ids one `mark_read` takes.
 pub const MARK_READ_MAX_IDS: usize = 1000;

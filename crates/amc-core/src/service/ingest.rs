@@ -6,8 +6,8 @@
 use super::Amc;
 use crate::error::{Error, Result};
 use crate::events::Event;
+use crate::model::{AllowedChannel, ChannelSpec, IngestReport, ReactionChange, ThreadSpec};
 use crate::model::{IncomingMessage, Reaction, Source};
-use crate::store::{AllowedChannel, ChannelSpec, IngestReport, ReactionChange, ThreadSpec};
 use crate::time::Millis;
 
 impl Amc {

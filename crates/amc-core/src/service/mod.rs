@@ -32,21 +32,22 @@ use std::time::Instant;
 
 use crate::attach::AttachmentPolicy;
 use crate::config::Config;
-use crate::db::UpdateReporter;
 use crate::error::{Error, Result};
 use crate::events::{Event, EventBus};
 use crate::ratelimit::RateLimiter;
 use crate::sender::Senders;
-use crate::store::Store;
+use amc_store::Store;
 
 pub use admin::{AdminSend, InboxItem};
+pub use amc_store::db::{UpdateProgress, UpdateReporter};
+pub use amc_store::{HELD_BOUNDS, SEND_LOG_KEPT};
 pub use health::{Health, SourceState, SourceStatus};
 pub use inbox::{
     ContextPage, ContextParams, MAX_UNREAD_WAIT_SECONDS, MarkReadResult, UnreadPage, UnreadParams, WaitUnreadParams,
 };
 pub use push::{MAX_PUSH_WAIT_SECONDS, PUSH_BURST, PUSH_WINDOW, PushBatch, PushItem, PushParams};
 pub use search::{MAX_QUERY_CHARS, SearchPage, SearchParams, SearchResult};
-pub use send::{AttachmentRef, HELD_BOUNDS, SEND_LOG_KEPT, SendReceipt, SendRequest};
+pub use send::{AttachmentRef, SendReceipt, SendRequest};
 pub use tools::{SESSION_GONE_AFTER, TOOL_REQUEST_BOUNDS, TOOL_REQUESTS_KEPT_FOR, ToolAsk};
 
 const PAUSED_SETTING: &str = "agents_paused";
@@ -73,7 +74,7 @@ struct Inner {
     /// The push's acknowledgements, windows and sessions.
     push: push::PushState,
     /// The search backlog's indexing while it runs: when it began, and how far it is.
-    indexing: std::sync::Mutex<Option<(Instant, crate::store::IndexProgress)>>,
+    indexing: std::sync::Mutex<Option<(Instant, amc_store::IndexProgress)>>,
     /// A first import is under way: indexing waits for its end.
     deferring: AtomicBool,
     /// Store work running at once on the blocking pool (see [`Amc::blocking`]).
@@ -146,20 +147,19 @@ impl Amc {
                 deferring: AtomicBool::new(false),
                 tokens: Default::default(),
                 vetted: Default::default(),
-                lanes: tokio::sync::Semaphore::new(crate::db::MAX_READERS + 2),
+                lanes: tokio::sync::Semaphore::new(amc_store::db::MAX_READERS + 2),
             }),
         })
     }
 
-    /// The store, for the core's own tests and, with the `test-support` feature, other
-    /// crates' tests. Sources and edges go through the service layer instead.
-    #[cfg(any(test, feature = "test-support"))]
-    pub fn store(&self) -> &Store {
+    /// The store, for the core's own tests.
+    #[cfg(test)]
+    pub(crate) fn store(&self) -> &Store {
         &self.inner.store
     }
 
     /// AMC's database, for parts that keep their own tables in it (the relay).
-    pub fn database(&self) -> &crate::db::Database {
+    pub fn database(&self) -> &amc_store::db::Database {
         self.inner.store.database()
     }
 

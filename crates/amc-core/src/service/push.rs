@@ -23,7 +23,7 @@ use crate::error::{Error, Result};
 use crate::events::Event;
 use crate::ids::is_channel_id;
 use crate::model::{ChannelRef, Envelope, Source};
-use crate::store::{PushPosition, PushScan};
+use amc_store::{PushPosition, PushScan};
 
 /// The most messages pushed one by one per channel per [`PUSH_WINDOW`].
 pub const PUSH_BURST: usize = 3;
@@ -223,23 +223,6 @@ struct Told {
     position: PushPosition,
     decisions: Vec<String>,
     any: bool,
-}
-
-impl PushPosition {
-    /// This position, then `next` told after it: the higher floor, and each channel at the
-    /// furthest it was told, where that is above the floor.
-    fn then(&self, next: PushPosition) -> PushPosition {
-        let floor = self.floor.max(next.floor);
-        let mut channels: Vec<(String, i64)> = Vec::new();
-        for (channel, through) in self.channels.iter().cloned().chain(next.channels) {
-            match channels.iter_mut().find(|(c, _)| *c == channel) {
-                Some((_, t)) => *t = (*t).max(through),
-                None => channels.push((channel, through)),
-            }
-        }
-        channels.retain(|(_, t)| *t > floor);
-        PushPosition { floor, channels }
-    }
 }
 
 type HmacSha256 = hmac::Hmac<sha2::Sha256>;

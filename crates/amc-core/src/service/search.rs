@@ -8,8 +8,8 @@ use super::inbox::{check_channel_id, parse_source, ranged};
 use super::{AgentCtx, Amc};
 use crate::error::{Error, Result};
 use crate::model::Envelope;
-use crate::store::{SearchQuery, spaceless};
 use crate::time::parse_rfc3339;
+use amc_store::{SearchQuery, spaceless};
 
 /// The longest query, in characters.
 pub const MAX_QUERY_CHARS: usize = 500;
@@ -243,7 +243,7 @@ impl Amc {
     }
 
     /// The backlog's progress, once indexing has taken more than a second.
-    pub(super) fn search_indexing(&self) -> Option<crate::store::IndexProgress> {
+    pub(super) fn search_indexing(&self) -> Option<amc_store::IndexProgress> {
         shown(*self.inner.indexing.lock().unwrap_or_else(|p| p.into_inner()), std::time::Instant::now())
     }
 }
@@ -251,9 +251,9 @@ impl Amc {
 /// The progress to show at `now`: none in the first second, so a short indexing never
 /// flashes by.
 fn shown(
-    state: Option<(std::time::Instant, crate::store::IndexProgress)>,
+    state: Option<(std::time::Instant, amc_store::IndexProgress)>,
     now: std::time::Instant,
-) -> Option<crate::store::IndexProgress> {
+) -> Option<amc_store::IndexProgress> {
     state.filter(|(started, _)| now.duration_since(*started) > SHOW_INDEXING_AFTER).map(|(_, p)| p)
 }
 
@@ -292,7 +292,7 @@ mod tests {
     #[test]
     fn indexing_shows_only_once_it_takes_more_than_a_second() {
         let started = std::time::Instant::now();
-        let p = crate::store::IndexProgress { done: 2_000, total: 10_000 };
+        let p = amc_store::IndexProgress { done: 2_000, total: 10_000 };
         assert_eq!(shown(Some((started, p)), started + std::time::Duration::from_millis(900)), None);
         assert_eq!(shown(Some((started, p)), started + std::time::Duration::from_millis(1_100)), Some(p));
         assert_eq!(shown(None, started + std::time::Duration::from_secs(5)), None);

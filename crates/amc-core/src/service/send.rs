@@ -9,19 +9,14 @@ use super::{AgentCtx, Amc};
 use crate::attach::Accepted;
 use crate::error::{Error, ErrorCode, Result};
 use crate::events::Event;
+use crate::model::SendTarget;
 use crate::model::{OutboxItem, OutboxStatus, SendPolicy};
 use crate::sender::{OutgoingSend, SendError};
-use crate::store::{HeldBounds, NewSend, SendLookup, SendOutcome, SendTarget};
 use crate::time::{Millis, now_ms, serde_ms};
+use amc_store::{HELD_BOUNDS, NewSend, SendLookup, SendOutcome};
 
 /// The longest text AMC passes to a platform, in bytes.
 pub const MAX_TEXT_BYTES: usize = 64 * 1024;
-/// What one agent's sends waiting for review may take: 100 sends, and 256 MiB of their text
-/// and staged files (`QUOTA_EXCEEDED` past either).
-pub const HELD_BOUNDS: HeldBounds = HeldBounds { sends: 100, bytes: 256 << 20 };
-/// The log of one agent's finished sends keeps its newest 10,000, and 64 MiB of their
-/// text; older ones leave it once a day old (the housekeeping, every minute).
-pub const SEND_LOG_KEPT: (u32, i64) = (10_000, 64 << 20);
 /// The most attachments one send takes.
 pub const MAX_ATTACHMENTS: usize = 10;
 /// The attachment limit when a source has not said its own.

@@ -16,7 +16,7 @@ use super::{AgentCtx, Amc};
 use crate::error::{Error, Result};
 use crate::events::Event;
 use crate::model::{ToolRequest, ToolRequestStatus};
-use crate::store::{NewToolRequest, Store, ToolRequestBounds};
+use amc_store::{NewToolRequest, Store, ToolRequestBounds};
 
 /// How long a session may go without asking for its push before it counts as ended: the
 /// longest push wait and the bridge's slowest retry, with room to spare.

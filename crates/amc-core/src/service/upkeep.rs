@@ -12,7 +12,7 @@ use crate::error::Result;
 use crate::events::Event;
 use crate::every::Every;
 use crate::model::OutboxStatus;
-use crate::store::Store;
+use amc_store::Store;
 
 /// How often the housekeeping runs.
 const EVERY: Duration = Duration::from_secs(60);
@@ -80,7 +80,7 @@ impl Amc {
             let_the_allocator_purge();
         }
         // Its own reads and writes are no use that a release should follow.
-        let _own = crate::db::Uncounted::enter();
+        let _own = amc_store::db::Uncounted::enter();
         let store = &self.inner.store;
         if let Err(e) = self.expire_stale_sends(store) {
             tracing::warn!(error = %e, "could not check for stuck sends");
@@ -94,7 +94,7 @@ impl Amc {
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "could not prune old tool requests"),
         }
-        let (kept, kept_bytes) = super::send::SEND_LOG_KEPT;
+        let (kept, kept_bytes) = amc_store::SEND_LOG_KEPT;
         match store.prune_send_log(kept, kept_bytes) {
             Ok(n) if n > 0 => tracing::debug!(pruned = n, "old sends left the log"),
             Ok(_) => {}
@@ -111,15 +111,15 @@ impl Amc {
         // Due once anything read or wrote since the last release: a spell of reads fills
         // the readers' caches, and a look at chat.db that finds nothing new still maps
         // the pages its lookups touched.
-        if store.idle_for().is_none_or(|d| d >= IDLE) && store.release_due() {
+        let db = store.database();
+        if db.idle_for().is_none_or(|d| d >= IDLE) && db.release_due() {
             // On a thread that ends with the release: what the caches held is returned to
             // the system when a thread's allocator heap goes with it, and not while this
             // one sleeps a minute between ticks (measured: 78 MiB at rest against 29).
             let released = std::thread::scope(|s| {
-                match std::thread::Builder::new().name("amc-release".into()).spawn_scoped(s, || store.release_memory())
-                {
+                match std::thread::Builder::new().name("amc-release".into()).spawn_scoped(s, || db.release_memory()) {
                     Ok(release) => release.join().unwrap_or(Ok(false)),
-                    Err(_) => store.release_memory(),
+                    Err(_) => db.release_memory(),
                 }
             });
             match released {
@@ -162,12 +162,13 @@ fn let_the_allocator_purge() {
 /// Folds the write-ahead log into the database and truncates it when it holds something
 /// and either nothing was written for [`IDLE`] or `force`; true when it did.
 fn fold_wal(store: &Store, force: bool) -> Result<bool> {
-    let wal = store.path().with_extension("db-wal");
+    let db = store.database();
+    let wal = db.path().with_extension("db-wal");
     let pending = std::fs::metadata(&wal).map(|m| m.len() > 0).unwrap_or(false);
-    if !pending || !(force || store.idle_for().is_some_and(|d| d >= IDLE)) {
+    if !pending || !(force || db.idle_for().is_some_and(|d| d >= IDLE)) {
         return Ok(false);
     }
-    store.checkpoint()
+    db.checkpoint()
 }
 
 /// The fallback timer's next tick; never, without one.
@@ -184,9 +185,10 @@ async fn tick(timer: &mut Option<tokio::time::Interval>) {
 mod tests {
     use super::*;
     use crate::config::RawConfig;
+    use crate::model::ChannelSpec;
     use crate::model::{ChannelKind, HistoryRelease, Source};
     use crate::sender::Senders;
-    use crate::store::{ChannelSpec, NewSend, SendLookup};
+    use amc_store::{NewSend, SendLookup};
 
     /// The housekeeping's first round runs as it starts, on its own thread: a send the
     /// platform never confirmed becomes `unknown`, and the feed says so.

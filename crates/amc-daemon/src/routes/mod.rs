@@ -12,9 +12,6 @@ use axum::routing::{get, post};
 
 use crate::AppState;
 
-/// The largest REST request body accepted (a send with its JSON).
-pub const MAX_REST_BODY_BYTES: usize = 1024 * 1024;
-
 /// Every route, with the envelope for unknown routes and wrong methods.
 pub fn router(state: AppState) -> Router {
     let inbox_mcp = amc_mcp::inbox_service(state.amc.clone(), state.shutdown.child_token());

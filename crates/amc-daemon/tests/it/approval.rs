@@ -1,6 +1,7 @@
 //! The person's control: nothing of a pending or blocked channel reaches an agent by
 //! any route, and approval releases exactly the history chosen.
 
+use amc_testkit::Stored;
 use serde_json::json;
 
 use super::harness::{Daemon, attachment, code, ids, msg};
@@ -50,8 +51,12 @@ async fn a_new_channel_is_pending_and_invisible_by_every_route() {
     assert_eq!(admin_view["message_count"], 1);
     assert_eq!(admin_view["visible_count"], 0);
     // Agents never learn the attachment's id while pending; a guessed id must still fail.
-    let att_id: String =
-        d.amc.store().read(|tx| Ok(tx.query_row("SELECT id FROM attachments", [], |r| r.get(0))?)).expect("att id");
+    let att_id: String = d
+        .amc
+        .store()
+        .database()
+        .read(|tx| Ok(tx.query_row("SELECT id FROM attachments", [], |r| r.get(0))?))
+        .expect("att id");
     let att_path = format!("/attachments/{att_id}");
     assert_hidden(&mut agent, &ch, &sent[0], Some(&att_path)).await;
 

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use amc_core::model::Source;
 use amc_core::time::now_ms;
-use amc_mcp::bridge::{Bridge, BridgeConfig};
+use amc_mcp::bridge::Bridge;
+use amc_mcp::reach::BridgeConfig;
 use rmcp::model::{CallToolRequestParams, CustomNotification};
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};

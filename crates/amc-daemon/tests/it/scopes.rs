@@ -3,6 +3,7 @@
 //! as another agent, for every hidden message by id, by context, by attachment, as a reply
 //! target, in the unread list, the wait and the push, and counts what leaks.
 
+use amc_testkit::Stored;
 use serde_json::{Value, json};
 
 use amc_core::model::Source;
@@ -23,6 +24,7 @@ async fn channel(d: &Daemon, chat: &str) -> (String, Vec<String>, String) {
     let att = d
         .amc
         .store()
+        .database()
         .read(|tx| Ok(tx.query_row("SELECT id FROM attachments WHERE message_id = ?1", [&sent[1]], |r| r.get(0))?))
         .expect("attachment");
     (ch, sent, att)

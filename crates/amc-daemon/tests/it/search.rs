@@ -181,7 +181,7 @@ async fn search_finds_only_what_the_agent_may_see_and_pages() {
 async fn a_word_in_nearly_every_message_lists_the_newest_first_and_pages() {
     let d = Daemon::start().await;
     let (mut agent, _) = d.agent("claude").await;
-    let n = amc_core::store::RANK_UP_TO as usize + 10;
+    let n = amc_store::RANK_UP_TO as usize + 10;
     let base = now_ms() - n as i64 * 1000;
     let msgs: Vec<_> =
         (0..n).map(|i| msg(&format!("m{i}"), &format!("status update {i}"), base + i as i64 * 1000)).collect();
@@ -208,7 +208,7 @@ async fn messages_stored_before_the_index_are_found_once_indexed() {
     // As a database written before search existed (migration 0010 starts its index over).
     let db = d.config.db_path();
     let dir = d.stop().await;
-    amc_core::store::back_to_0009(&db).expect("downgrade");
+    amc_store::back_to_0009(&db).expect("downgrade");
 
     let d = Daemon::start_in(dir, |_| {}, None).await;
     let (mut agent, _) = d.agent("claude").await;
@@ -245,9 +245,7 @@ async fn hidden_channels_never_change_how_an_agents_results_are_ordered() {
     // More matches than are ranked, in a pending channel, a blocked one, and one open only
     // to another agent.
     let many = |chat: &str| -> Vec<_> {
-        (0..=amc_core::store::RANK_UP_TO)
-            .map(|i| msg(&format!("{chat}-{i}"), &format!("parcel {i}"), now_ms()))
-            .collect()
+        (0..=amc_store::RANK_UP_TO).map(|i| msg(&format!("{chat}-{i}"), &format!("parcel {i}"), now_ms())).collect()
     };
     d.ingest(Source::Imessage, "pending", many("pending")).await;
     let (blocked, _) = d.ingest(Source::Imessage, "blocked", many("blocked")).await;

@@ -1,6 +1,7 @@
 //! Agents' sends: policies, review, idempotency, limits, attachments, platform
 //! failures, unknown outcomes, and never sending twice.
 
+use amc_testkit::Stored;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -10,8 +11,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use super::harness::{Daemon, code, ids, msg};
 use amc_core::model::{OutboxStatus, Source};
 use amc_core::sender::{BoxFuture, Delivery, OutgoingSend, SendError, Sender};
-use amc_core::store::{NewSend, SendLookup};
 use amc_core::time::now_ms;
+use amc_store::{NewSend, SendLookup};
 
 async fn allowed(d: &Daemon, chat: &str, policy: &str) -> (String, Vec<String>) {
     let (ch, sent) = d.channel_with(chat, 2).await;
@@ -555,8 +556,12 @@ async fn a_platform_echo_that_arrives_first_becomes_the_sent_message_not_a_secon
     let (mut agent, _) = d.agent("claude").await;
     let (mut other, _) = d.agent("codex").await;
     let (ch, sent) = allowed(&d, "a", "auto").await;
-    let newest =
-        || d.amc.store().read(|tx| Ok(tx.query_row("SELECT max(rowid) FROM messages", [], |r| r.get::<_, i64>(0))?));
+    let newest = || {
+        d.amc
+            .store()
+            .database()
+            .read(|tx| Ok(tx.query_row("SELECT max(rowid) FROM messages", [], |r| r.get::<_, i64>(0))?))
+    };
     let before = newest().expect("rowid");
     let r = agent.post("/messages/send", &json!({ "channel_id": ch, "text": "hello" })).await.expect("post");
     assert_eq!(r.json()["status"], "sent", "{:?}", r.json());
@@ -570,10 +575,10 @@ async fn a_platform_echo_that_arrives_first_becomes_the_sent_message_not_a_secon
     // the push's positions rely on.
     assert_eq!(newest().expect("rowid"), before + 2, "the echo's row and the send's row were both made");
     let (_, next) = d.ingest(Source::Imessage, "a", vec![msg_of("after", "after the echo")]).await;
-    let next_rowid = d
-        .amc
-        .store()
-        .read(|tx| Ok(tx.query_row("SELECT rowid FROM messages WHERE id = ?1", [&next[0]], |r| r.get::<_, i64>(0))?));
+    let next_rowid =
+        d.amc.store().database().read(|tx| {
+            Ok(tx.query_row("SELECT rowid FROM messages WHERE id = ?1", [&next[0]], |r| r.get::<_, i64>(0))?)
+        });
     assert_eq!(next_rowid.expect("rowid"), before + 3);
     let unread = ids(&other.get("/messages/unread").await.expect("get").json());
     assert_eq!(unread, [sent, next].concat(), "the echo is not unread");

@@ -4,6 +4,7 @@
 mod send;
 mod sweep;
 
+use amc_testkit::Stored;
 use std::path::{Path, PathBuf};
 
 use amc_core::config::RawConfig;
@@ -422,7 +423,7 @@ async fn old_messages_that_arrive_late_are_stored_but_not_surfaced_as_unread() {
     w.add_message(chat, &text_msg("new", "just now", ada, now)).expect("m");
     let report = sync_once(&amc, &db).await.expect("sync");
     assert_eq!((report.inserted, report.late), (2, 1));
-    let q = amc_core::store::UnreadQuery { limit: 100, ..Default::default() };
+    let q = amc_store::UnreadQuery { limit: 100, ..Default::default() };
     let (unread, _) = amc.store().unread("claude", &q).expect("unread");
     let texts: Vec<&str> = unread.iter().map(|m| m.text.as_str()).collect();
     assert_eq!(texts, vec!["hello", "just now"], "the late message is kept out of unread");

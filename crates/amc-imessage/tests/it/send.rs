@@ -3,6 +3,7 @@
 //! holds, groups and SMS, failed and unsettled sends, sends Messages fails after marking
 //! them sent, text Messages normalised, Messages slow to start.
 
+use amc_testkit::Stored;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,10 +11,10 @@ use std::time::Duration;
 use amc_core::config::RawConfig;
 use amc_core::error::ErrorCode;
 use amc_core::events::Event;
+use amc_core::model::SendTarget;
 use amc_core::model::{ChannelKind, HistoryRelease, OutboxStatus, SendPolicy, Source, StagedAttachment};
 use amc_core::sender::{Delivery, OutgoingSend, SendError, Sender, Senders};
 use amc_core::service::{AgentCtx, Amc, SendRequest};
-use amc_core::store::SendTarget;
 use amc_imessage::fixture::ChatDbWriter;
 use amc_imessage::send::{MessagesConfig, MessagesSender};
 use amc_imessage::watch::{DirEvents, WatchConfig};

@@ -6,6 +6,7 @@ use amc_core::service::Amc;
 use amc_imessage::fixture::{ChatDbWriter, apple_ns};
 use amc_imessage::sweep::sweep;
 use amc_imessage::sync::sync_once;
+use amc_testkit::Stored;
 
 use super::{NEVER, SOON, T0, Watcher, amc, blob, dm_chat, move_rowids, shared, text_msg, wait_until};
 

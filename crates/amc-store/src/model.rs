@@ -4,10 +4,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::time::{Millis, serde_ms};
 
-pub use crate::store::{
-    AllowedChannel, AttachmentFile, ChannelSpec, IngestReport, ReactionChange, SendTarget, ThreadSpec,
-};
-
 macro_rules! str_enum {
     ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $variant:ident = $s:literal),+ $(,)? }) => {
         $(#[$m])*
@@ -508,4 +504,135 @@ pub struct IncomingAttachment {
     pub remote_url: Option<String>,
     /// Whether the file can be fetched now.
     pub available: bool,
+}
+
+/// A channel as a source describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChannelSpec {
+    /// The platform's id (chat guid, Discord channel id).
+    pub platform_id: String,
+    /// The name to show; empty when the source does not know it (a stored name stays).
+    pub name: String,
+    /// `dm` or `group`.
+    pub kind: ChannelKind,
+}
+
+/// The parts of a channel the send path needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SendTarget {
+    /// `ch_<ULID>`.
+    pub id: String,
+    /// The source.
+    pub source: Source,
+    /// The platform's id.
+    pub platform_id: String,
+    /// The name.
+    pub name: String,
+    /// The kind.
+    pub kind: ChannelKind,
+    /// The send policy.
+    pub send_policy: SendPolicy,
+    /// Why the platform no longer has the channel for AMC, if it does not.
+    pub gone: Option<String>,
+}
+
+/// A thread inside a channel (a Discord thread or forum post): its platform id and name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ThreadSpec {
+    /// The platform's id of the thread.
+    pub platform_id: String,
+    /// Its name.
+    pub name: String,
+}
+
+/// An allowed channel, as a source reading its history back needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AllowedChannel {
+    /// `ch_<ULID>`.
+    pub id: String,
+    /// The platform's id.
+    pub platform_id: String,
+    /// The kind.
+    pub kind: ChannelKind,
+    /// Messages sent at or after this time are visible (`None`: all history).
+    pub visible_from: Option<Millis>,
+}
+
+impl From<&ChannelAdmin> for AllowedChannel {
+    fn from(c: &ChannelAdmin) -> Self {
+        Self { id: c.id.clone(), platform_id: c.platform_id.clone(), kind: c.kind, visible_from: c.visible_from }
+    }
+}
+
+/// What an ingest did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IngestReport {
+    /// The channel's id.
+    pub channel_id: String,
+    /// Whether the channel was seen for the first time (it is `pending`).
+    pub channel_created: bool,
+    /// Whether the channel, already stored, changed its name or kind, or came back.
+    pub channel_changed: bool,
+    /// Ids of messages stored for the first time.
+    pub inserted: Vec<String>,
+    /// Their platform ids, in the same order.
+    pub inserted_platform_ids: Vec<String>,
+    /// Ids of stored messages whose text, edit, unsend or reactions changed.
+    pub updated: Vec<String>,
+}
+
+/// Where an attachment's file is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttachmentFile {
+    /// The local file, when AMC has one.
+    pub local_path: Option<String>,
+    /// The file name.
+    pub filename: Option<String>,
+    /// The MIME type.
+    pub mime_type: Option<String>,
+    /// Whether the file can be read now.
+    pub available: bool,
+    /// The size the platform reported.
+    pub size_bytes: Option<i64>,
+    /// Where the platform keeps the file, when it is fetched on demand (Discord).
+    pub remote: Option<RemoteFile>,
+    /// The source of the message.
+    pub source: Source,
+}
+
+/// A change to a message's reactions, as a source reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReactionChange {
+    /// The platform id of the message reacted to.
+    pub target_platform_id: String,
+    /// The reaction.
+    pub reaction: Reaction,
+    /// Added (`true`) or taken back (`false`).
+    pub added: bool,
+}
+
+/// A file a platform keeps, which AMC fetches when an agent asks for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteFile {
+    /// Where the platform said the file was.
+    pub url: String,
+    /// The platform's id for the attachment.
+    pub attachment_platform_id: Option<String>,
+    /// The platform id of the message it belongs to.
+    pub message_platform_id: String,
+    /// The platform id of the message's channel.
+    pub channel_platform_id: String,
+}
+
+/// Sources in the order of their names (how lists of them are shown).
+impl PartialOrd for Source {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Source {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.as_str().cmp(other.as_str())
+    }
 }

@@ -5,7 +5,8 @@ use rusqlite::{OptionalExtension, Row, Transaction, params};
 use super::Store;
 use crate::error::{Error, Result};
 use crate::model::{
-    ChannelAdmin, ChannelAgent, ChannelInfo, ChannelKind, ChannelState, HistoryRelease, SendPolicy, Source, Waiting,
+    AllowedChannel, ChannelAdmin, ChannelAgent, ChannelInfo, ChannelKind, ChannelSpec, ChannelState, HistoryRelease,
+    SendPolicy, SendTarget, Source, Waiting,
 };
 use crate::time::{Millis, now_ms};
 
@@ -105,64 +106,6 @@ fn policy_for(agent: &str) -> String {
 const DAY_MS: i64 = 86_400_000;
 /// How far before a "from now" approval a message stored after it may say it was sent.
 pub const FROM_NOW_CLOCK_SKEW_MS: i64 = 2 * 60_000;
-
-/// A channel as a source describes it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ChannelSpec {
-    /// The platform's id (chat guid, Discord channel id).
-    pub platform_id: String,
-    /// The name to show; empty when the source does not know it (a stored name stays).
-    pub name: String,
-    /// `dm` or `group`.
-    pub kind: ChannelKind,
-}
-
-/// The parts of a channel the send path needs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SendTarget {
-    /// `ch_<ULID>`.
-    pub id: String,
-    /// The source.
-    pub source: Source,
-    /// The platform's id.
-    pub platform_id: String,
-    /// The name.
-    pub name: String,
-    /// The kind.
-    pub kind: ChannelKind,
-    /// The send policy.
-    pub send_policy: SendPolicy,
-    /// Why the platform no longer has the channel for AMC, if it does not.
-    pub gone: Option<String>,
-}
-
-/// A thread inside a channel (a Discord thread or forum post): its platform id and name.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ThreadSpec {
-    /// The platform's id of the thread.
-    pub platform_id: String,
-    /// Its name.
-    pub name: String,
-}
-
-/// An allowed channel, as a source reading its history back needs it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AllowedChannel {
-    /// `ch_<ULID>`.
-    pub id: String,
-    /// The platform's id.
-    pub platform_id: String,
-    /// The kind.
-    pub kind: ChannelKind,
-    /// Messages sent at or after this time are visible (`None`: all history).
-    pub visible_from: Option<Millis>,
-}
-
-impl From<&ChannelAdmin> for AllowedChannel {
-    fn from(c: &ChannelAdmin) -> Self {
-        Self { id: c.id.clone(), platform_id: c.platform_id.clone(), kind: c.kind, visible_from: c.visible_from }
-    }
-}
 
 pub(super) fn parse_col<T>(row: &Row<'_>, idx: usize, parse: fn(&str) -> Option<T>) -> rusqlite::Result<T> {
     let s: String = row.get(idx)?;
@@ -288,7 +231,7 @@ impl Store {
     /// Records that the platform no longer has these channels for AMC (deleted, or AMC
     /// removed), with the reason for the person; returns the ids of those newly gone.
     pub fn mark_channels_gone(&self, source: Source, platform_ids: &[String], reason: &str) -> Result<Vec<String>> {
-        self.write(|tx| {
+        self.db.write(|tx| {
             let mut gone = Vec::new();
             let mut stmt = tx.prepare_cached(
                 "UPDATE channels SET gone_at = ?3, gone_reason = ?4, updated_at = ?3 \
@@ -308,7 +251,7 @@ impl Store {
     /// The approved channels the platform took away (deleted, AMC removed or shut out),
     /// by source: their names, for the source's health.
     pub fn gone_allowed(&self) -> Result<Vec<(Source, String)>> {
-        self.read(|tx| {
+        self.db.read(|tx| {
             let mut stmt = tx.prepare_cached(
                 "SELECT source, name FROM channels WHERE state = 'allowed' AND gone_at IS NOT NULL ORDER BY name",
             )?;
@@ -320,12 +263,12 @@ impl Store {
     /// Finds or creates a channel (new channels start `pending`); returns its id and whether it is new.
     #[cfg(any(test, feature = "test-support"))]
     pub fn ensure_channel(&self, source: Source, spec: &ChannelSpec) -> Result<(String, bool)> {
-        self.write(|tx| upsert(tx, source, spec, now_ms()).map(|c| (c.id, c.created)))
+        self.db.write(|tx| upsert(tx, source, spec, now_ms()).map(|c| (c.id, c.created)))
     }
 
     /// How many channels wait for the person's decision and how many sends for review.
     pub fn waiting(&self) -> Result<Waiting> {
-        self.read(|tx| {
+        self.db.read(|tx| {
             let (channels, sends, tools) = tx.query_row(
                 "SELECT (SELECT count(*) FROM channels WHERE state = 'pending'), \
                         (SELECT count(*) FROM outbox WHERE status = 'held'), \
@@ -339,7 +282,7 @@ impl Store {
 
     /// A source's allowed channels, without the counts the person's list shows.
     pub fn allowed_channels(&self, source: Source) -> Result<Vec<AllowedChannel>> {
-        self.read(|tx| {
+        self.db.read(|tx| {
             let mut stmt = tx.prepare_cached(
                 "SELECT id, platform_id, kind, visible_from FROM channels WHERE source = ?1 AND state = 'allowed'",
             )?;
@@ -359,7 +302,7 @@ impl Store {
     /// `search` matches the name or platform id, case-insensitively.
     pub fn admin_channels(&self, state: Option<ChannelState>, search: Option<&str>) -> Result<Vec<ChannelAdmin>> {
         let pattern = search.map(|s| format!("%{}%", s.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_")));
-        self.read(|tx| {
+        self.db.read(|tx| {
             let sql = format!(
                 "SELECT {ADMIN_COLS} FROM channels c WHERE (?1 IS NULL OR c.state = ?1) \
                  AND (?2 IS NULL OR c.name LIKE ?2 ESCAPE '\\' OR c.platform_id LIKE ?2 ESCAPE '\\') \
@@ -373,7 +316,7 @@ impl Store {
 
     /// One channel for the person.
     pub fn admin_channel(&self, id: &str) -> Result<ChannelAdmin> {
-        self.read(|tx| {
+        self.db.read(|tx| {
             let sql = format!("SELECT {ADMIN_COLS} FROM channels c WHERE c.id = ?1");
             tx.prepare_cached(&sql)?
                 .query_row([id], admin_from_row)
@@ -399,7 +342,7 @@ impl Store {
             HistoryRelease::All => (None, None),
             HistoryRelease::LastDays(days) => (Some(now - i64::from(days) * DAY_MS), None),
         };
-        self.write(|tx| {
+        self.db.write(|tx| {
             let changed = tx
                 .prepare_cached(
                     "UPDATE channels SET state = 'allowed', visible_from = ?2, stored_from = ?5, \
@@ -416,7 +359,7 @@ impl Store {
 
     /// Blocks a channel: from this moment nothing of it reaches agents.
     pub fn block_channel(&self, id: &str) -> Result<ChannelAdmin> {
-        self.write(|tx| {
+        self.db.write(|tx| {
             let changed = tx
                 .prepare_cached("UPDATE channels SET state = 'blocked', updated_at = ?2 WHERE id = ?1")?
                 .execute(params![id, now_ms()])?;
@@ -430,7 +373,7 @@ impl Store {
 
     /// Sets what an agent's send to this channel does.
     pub fn set_send_policy(&self, id: &str, policy: SendPolicy) -> Result<ChannelAdmin> {
-        self.write(|tx| {
+        self.db.write(|tx| {
             let changed = tx
                 .prepare_cached("UPDATE channels SET send_policy = ?2, updated_at = ?3 WHERE id = ?1")?
                 .execute(params![id, policy.as_str(), now_ms()])?;
@@ -445,7 +388,7 @@ impl Store {
     /// The channels the agent may use, most recently active first, each with the agent's
     /// send policy there.
     pub fn visible_channels(&self, agent_id: &str, source: Option<Source>) -> Result<Vec<ChannelInfo>> {
-        self.read(|tx| {
+        self.db.read(|tx| {
             let sql = format!(
                 "SELECT c.id, c.source, c.name, c.kind, {}, \
                  CASE WHEN (c.visible_from IS NULL OR c.last_message_at >= c.visible_from) \
@@ -473,18 +416,18 @@ impl Store {
 
     /// The channel an agent wants to send to, if it may see it, with its send policy there.
     pub fn send_target(&self, agent_id: &str, id: &str) -> Result<Option<SendTarget>> {
-        self.read(|tx| target(tx, id, Some(agent_id)))
+        self.db.read(|tx| target(tx, id, Some(agent_id)))
     }
 
     /// The channel of a held send, whatever its state now (the person decides).
     pub fn channel_target(&self, id: &str) -> Result<Option<SendTarget>> {
-        self.read(|tx| target(tx, id, None))
+        self.db.read(|tx| target(tx, id, None))
     }
 
     /// Opens the channel to every agent (`None`), or to these agents only, keeping the
     /// send policies of agents still listed. `NOT_FOUND` for an unknown channel or agent.
     pub fn set_channel_agents(&self, id: &str, agents: Option<&[String]>) -> Result<ChannelAdmin> {
-        self.write(|tx| {
+        self.db.write(|tx| {
             let changed = tx
                 .prepare_cached("UPDATE channels SET audience = ?2, updated_at = ?3 WHERE id = ?1")?
                 .execute(params![id, if agents.is_some() { "some" } else { "all" }, now_ms()])?;
@@ -517,7 +460,7 @@ impl Store {
     /// An agent's own send policy on a channel open to it (`None`: the channel's).
     /// `NOT_FOUND` when the channel is not listed as open to that agent.
     pub fn set_agent_send_policy(&self, id: &str, agent_id: &str, policy: Option<SendPolicy>) -> Result<ChannelAdmin> {
-        self.write(|tx| {
+        self.db.write(|tx| {
             let changed = tx
                 .prepare_cached("UPDATE channel_agents SET send_policy = ?3 WHERE channel_id = ?1 AND agent_id = ?2")?
                 .execute(params![id, agent_id, policy.map(SendPolicy::as_str)])?;

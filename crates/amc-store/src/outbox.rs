@@ -11,6 +11,13 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::model::{OutboxItem, OutboxStatus, SentSend, Source, StagedAttachment};
 use crate::time::{Millis, now_ms};
 
+/// What one agent's sends waiting for review may take: 100 sends, and 256 MiB of their text
+/// and staged files (`QUOTA_EXCEEDED` past either).
+pub const HELD_BOUNDS: HeldBounds = HeldBounds { sends: 100, bytes: 256 << 20 };
+/// The log of one agent's finished sends keeps its newest 10,000, and 64 MiB of their
+/// text; older ones leave it once a day old (the housekeeping, every minute).
+pub const SEND_LOG_KEPT: (u32, i64) = (10_000, 64 << 20);
+
 /// How long an idempotency record is kept.
 pub const IDEMPOTENCY_TTL_MS: i64 = 24 * 3_600_000;
 
@@ -138,13 +145,14 @@ pub enum SendOutcome {
 impl Store {
     /// How many of the agent's sends are held, and the bytes of their text and files.
     pub fn held_by(&self, agent_id: &str) -> Result<(u32, i64)> {
-        self.read(|tx| Ok(tx.prepare_cached(HELD_BY_AGENT)?.query_row([agent_id], |r| Ok((r.get(0)?, r.get(1)?)))?))
+        self.db
+            .read(|tx| Ok(tx.prepare_cached(HELD_BY_AGENT)?.query_row([agent_id], |r| Ok((r.get(0)?, r.get(1)?)))?))
     }
 
     /// The send an agent made with this idempotency key in the last 24 hours, and the
     /// hash of its request.
     pub fn find_idempotent(&self, agent_id: &str, key: &str) -> Result<Option<([u8; 32], OutboxItem)>> {
-        self.read(|tx| {
+        self.db.read(|tx| {
             let found: Option<(Vec<u8>, String)> = tx
                 .prepare_cached(
                     "SELECT request_hash, outbox_id FROM idempotency WHERE agent_id = ?1 AND key = ?2 AND created_at > ?3",
@@ -162,7 +170,7 @@ impl Store {
     /// The same key with another payload is `IDEMPOTENCY_KEY_REUSE`.
     pub fn record_send(&self, send: &NewSend<'_>) -> Result<SendLookup> {
         let now = now_ms();
-        self.write(|tx| {
+        self.db.write(|tx| {
             if let Some((key, hash)) = send.idempotency {
                 let earlier: Option<(Vec<u8>, String)> = tx
                     .prepare_cached(
@@ -228,7 +236,7 @@ impl Store {
     }
 
     fn transition(&self, id: &str, from: OutboxStatus, to: OutboxStatus, note: Option<&str>) -> Result<OutboxItem> {
-        self.write(|tx| {
+        self.db.write(|tx| {
             let changed = tx
                 .prepare_cached(
                     "UPDATE outbox SET status = ?3, updated_at = ?4, error_message = coalesce(?5, error_message) \
@@ -247,7 +255,7 @@ impl Store {
     /// outbound message of its channel, with the send's id, in the same transaction.
     pub fn finish_send(&self, id: &str, outcome: &SendOutcome) -> Result<OutboxItem> {
         let now = now_ms();
-        self.write(|tx| {
+        self.db.write(|tx| {
             let (status, sent_at, platform_id, code, message, retry_at) = match outcome {
                 SendOutcome::Sent { platform_id, sent_at, .. } => {
                     (OutboxStatus::Sent, Some(*sent_at), Some(platform_id.as_str()), None, None, None)
@@ -284,7 +292,7 @@ impl Store {
     /// The source's sends reported sent at `since` or later, newest first, at most
     /// `limit`, with the platform ids of their parts.
     pub fn sent_since(&self, source: Source, since: Millis, limit: u32) -> Result<Vec<SentSend>> {
-        self.read(|tx| {
+        self.db.read(|tx| {
             let mut sends: Vec<SentSend> = tx
                 .prepare_cached(
                     "SELECT o.id, o.platform_id FROM outbox o INDEXED BY outbox_sent_by_time \
@@ -313,7 +321,7 @@ impl Store {
     /// `message` (`PLATFORM_SEND_FAILED`), and its message says so (`delivery_failed`), in
     /// one transaction. `None` if it is not `sent` (already failed, or pruned).
     pub fn fail_after_sent(&self, id: &str, message: &str) -> Result<Option<OutboxItem>> {
-        self.write(|tx| {
+        self.db.write(|tx| {
             let changed = tx
                 .prepare_cached(
                     "UPDATE outbox SET status = 'failed', error_code = ?2, error_message = ?3, updated_at = ?4 \
@@ -332,7 +340,7 @@ impl Store {
     /// Sends stuck in `sending` since before `older_than` (their delivery task died)
     /// become `unknown`; returns their ids.
     pub fn expire_stale_sends(&self, older_than: Millis) -> Result<Vec<String>> {
-        self.write(|tx| {
+        self.db.write(|tx| {
             let ids: Vec<String> = tx
                 .prepare_cached("SELECT id FROM outbox WHERE status = 'sending' AND updated_at < ?1")?
                 .query_map([older_than], |r| r.get(0))?
@@ -350,7 +358,7 @@ impl Store {
     /// Sends that were in flight when AMC stopped become `unknown`: they may have gone
     /// out, so they are shown to the person and never retried by AMC. Returns their ids.
     pub fn recover_interrupted_sends(&self) -> Result<Vec<String>> {
-        self.write(|tx| {
+        self.db.write(|tx| {
             let ids: Vec<String> = tx
                 .prepare_cached("SELECT id FROM outbox WHERE status = 'sending'")?
                 .query_map([], |r| r.get(0))?
@@ -365,19 +373,20 @@ impl Store {
     }
 
     /// Moves a send's last change back to `at`, as if it had waited since then.
-    #[cfg(test)]
-    pub(crate) fn backdate_send(&self, id: &str, at: Millis) -> Result<()> {
-        self.write(|tx| Ok(tx.execute("UPDATE outbox SET updated_at = ?2 WHERE id = ?1", params![id, at]).map(drop)?))
+    #[cfg(any(test, feature = "test-support"))]
+    pub fn backdate_send(&self, id: &str, at: Millis) -> Result<()> {
+        self.db
+            .write(|tx| Ok(tx.execute("UPDATE outbox SET updated_at = ?2 WHERE id = ?1", params![id, at]).map(drop)?))
     }
 
     /// One send.
     pub fn outbox_item(&self, id: &str) -> Result<OutboxItem> {
-        self.read(|tx| item(tx, id)?.ok_or_else(|| Error::not_found("send")))
+        self.db.read(|tx| item(tx, id)?.ok_or_else(|| Error::not_found("send")))
     }
 
     /// Sends, newest first, optionally of one status.
     pub fn outbox(&self, status: Option<OutboxStatus>, limit: u32) -> Result<Vec<OutboxItem>> {
-        self.read(|tx| {
+        self.db.read(|tx| {
             let sql = format!(
                 "SELECT {OUTBOX_COLS} FROM outbox o JOIN channels c ON c.id = o.channel_id \
                  WHERE (?1 IS NULL OR o.status = ?1) ORDER BY o.created_at DESC, o.id DESC LIMIT ?2"
@@ -394,7 +403,7 @@ impl Store {
     /// still answered as the first one was, and never sent again). A delivered send stays
     /// in its conversation as a message. Returns how many left.
     pub fn prune_send_log(&self, kept: u32, kept_bytes: i64) -> Result<usize> {
-        self.write(|tx| {
+        self.db.write(|tx| {
             Ok(tx
                 .prepare_cached(
                     "DELETE FROM outbox WHERE id IN (SELECT id FROM ( \
@@ -411,7 +420,7 @@ impl Store {
 
     /// Forgets idempotency records older than 24 hours; returns how many.
     pub fn purge_idempotency(&self) -> Result<usize> {
-        self.write(|tx| {
+        self.db.write(|tx| {
             Ok(tx
                 .prepare_cached("DELETE FROM idempotency WHERE created_at <= ?1")?
                 .execute([now_ms() - IDEMPOTENCY_TTL_MS])?)

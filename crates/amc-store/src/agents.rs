@@ -29,7 +29,7 @@ impl Store {
         }
         let token = new_token(AGENT_TOKEN_PREFIX);
         let now = now_ms();
-        self.write(|tx| {
+        self.db.write(|tx| {
             let exists: bool =
                 tx.prepare_cached("SELECT count(*) > 0 FROM agents WHERE id = ?1")?.query_row([id], |r| r.get(0))?;
             if exists {
@@ -57,7 +57,7 @@ impl Store {
     /// The agent a token belongs to, if the token is valid and not revoked.
     pub fn authenticate_agent(&self, token: &str) -> Result<Option<String>> {
         let hash = hash_token(token);
-        let found = self.read(|tx| {
+        let found = self.db.read(|tx| {
             Ok(tx
                 .prepare_cached("SELECT id, token_hash, revoked_at, last_seen_at FROM agents WHERE token_hash = ?1")?
                 .query_row([hash.as_slice()], |r| {
@@ -73,7 +73,7 @@ impl Store {
         }
         let now = now_ms();
         if last_seen.is_none_or(|t| now - t > SEEN_RESOLUTION_MS) {
-            self.write(|tx| {
+            self.db.write(|tx| {
                 tx.prepare_cached("UPDATE agents SET last_seen_at = ?2 WHERE id = ?1")?.execute(params![id, now])?;
                 Ok(())
             })?;
@@ -83,7 +83,7 @@ impl Store {
 
     /// Every agent, revoked ones included.
     pub fn agents(&self) -> Result<Vec<AgentInfo>> {
-        self.read(|tx| {
+        self.db.read(|tx| {
             let mut stmt = tx.prepare_cached(
                 "SELECT a.id, a.created_at, a.last_seen_at, a.revoked_at, p.pushed_at FROM agents a \
                  LEFT JOIN push_floors p ON p.agent_id = a.id ORDER BY a.created_at, a.id",
@@ -95,7 +95,7 @@ impl Store {
 
     /// Whether the agent is revoked (an unknown agent counts as revoked).
     pub fn is_agent_revoked(&self, id: &str) -> Result<bool> {
-        self.read(|tx| {
+        self.db.read(|tx| {
             let revoked: Option<Option<i64>> = tx
                 .prepare_cached("SELECT revoked_at FROM agents WHERE id = ?1")?
                 .query_row([id], |r| r.get(0))
@@ -106,7 +106,7 @@ impl Store {
 
     /// Revokes an agent's token at once; its read state is kept.
     pub fn revoke_agent(&self, id: &str) -> Result<AgentInfo> {
-        self.write(|tx| {
+        self.db.write(|tx| {
             let changed = tx
                 .prepare_cached("UPDATE agents SET revoked_at = coalesce(revoked_at, ?2) WHERE id = ?1")?
                 .execute(params![id, now_ms()])?;
@@ -156,8 +156,8 @@ mod tests {
         let (_, token) = store.create_agent("claude").expect("create");
         assert_eq!(store.authenticate_agent(&token).expect("auth").as_deref(), Some("claude"));
         assert_eq!(store.authenticate_agent("amc_agent_wrong").expect("auth"), None);
-        let mut raw = std::fs::read(store.path()).expect("read db");
-        raw.extend(std::fs::read(store.path().with_extension("db-wal")).unwrap_or_default());
+        let mut raw = std::fs::read(store.database().path()).expect("read db");
+        raw.extend(std::fs::read(store.database().path().with_extension("db-wal")).unwrap_or_default());
         assert!(!raw.windows(token.len()).any(|w| w == token.as_bytes()), "token stored in clear");
         assert_eq!(store.create_agent("claude").err().map(|e| e.code), Some(crate::error::ErrorCode::Conflict));
         store.revoke_agent("claude").expect("revoke");

@@ -5,7 +5,8 @@
 use super::*;
 use crate::error::ErrorCode;
 use crate::model::{
-    ChannelKind, Direction, HistoryRelease, IncomingMessage, OutboxStatus, SendPolicy, SenderInfo, SentSend, Source,
+    ChannelKind, ChannelSpec, Direction, HistoryRelease, IncomingMessage, IngestReport, OutboxStatus, SendPolicy,
+    SenderInfo, SentSend, Source,
 };
 use crate::time::now_ms;
 use rusqlite::OptionalExtension;
@@ -113,6 +114,7 @@ fn both_forms_of_visibility_select_the_same_messages() {
     ingest(&store, "from-now", vec![msg("from-now-later", "later", now + 1)]);
     let selected = |agent: &str, condition: String| -> Vec<i64> {
         store
+            .database()
             .read(|tx| {
                 let sql = format!(
                     "SELECT m.rowid FROM messages m JOIN channels c ON c.key = m.channel WHERE {condition} ORDER BY 1"
@@ -178,6 +180,7 @@ fn merging_the_channels_lists_what_the_walk_in_time_order_lists() {
         {
             // What is unread, by the per-message condition alone: no floor, no paging.
             let expected: Vec<String> = store
+                .database()
                 .read(|tx| {
                     let sql = format!(
                         "SELECT m.id FROM messages m JOIN channels c ON c.key = m.channel WHERE {} \
@@ -216,6 +219,7 @@ fn merging_the_channels_lists_what_the_walk_in_time_order_lists() {
 /// SQLite's plan for `sql` with `params` bound, one step a line.
 fn query_plan(store: &Store, sql: &str, params: &[&str]) -> String {
     store
+        .database()
         .read(|tx| {
             let mut stmt = tx.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?;
             let steps = stmt
@@ -275,6 +279,7 @@ fn from_now_hides_what_was_stored_before_the_approval() {
     let report = ingest(&store, "a", vec![msg("g1", "before", now_ms())]);
     // Stored a second before the approval (within one millisecond, it would count as now).
     store
+        .database()
         .write(|tx| Ok(tx.execute("UPDATE messages SET ingested_at = ingested_at - 1000", [])?))
         .expect("stored earlier");
     store.approve_channel(&report.channel_id, HistoryRelease::FromNow, None).expect("approve");
@@ -313,6 +318,7 @@ fn marking_read_moves_the_floor_only_over_what_was_read() {
     let ids = &report.inserted;
     let floor = || -> (i64, String) {
         store
+            .database()
             .read(|tx| {
                 Ok(tx.query_row("SELECT floor_at, floor_id FROM agents WHERE id = 'bot'", [], |r| {
                     Ok((r.get(0)?, r.get(1)?))
@@ -363,7 +369,7 @@ fn new_send<'a>(channel: &'a str, key: Option<(&'a str, [u8; 32])>, status: Outb
         reply_to: None,
         attachments: &[],
         status,
-        held_bounds: crate::service::HELD_BOUNDS,
+        held_bounds: super::HELD_BOUNDS,
     }
 }
 
@@ -504,6 +510,7 @@ fn settings_of_an_unknown_channel_are_not_found() {
 /// cannot be checked row for row against `messages`; the searches below do that.)
 fn indexed(store: &Store, table: &str, matching: &str) -> Vec<i64> {
     store
+        .database()
         .write(|tx| {
             for t in ["messages_fts", "messages_cjk"] {
                 tx.execute(&format!("INSERT INTO {t} ({t}) VALUES ('integrity-check')"), [])?;
@@ -557,6 +564,7 @@ fn messages_stored_before_the_index_are_indexed_newest_first_and_kept_right_mean
 fn the_envelope_width_is_the_number_of_envelope_columns() {
     let (_dir, store) = store();
     let count = store
+        .database()
         .read(|tx| {
             let sql = format!(
                 "SELECT {} FROM messages m JOIN channels c ON c.key = m.channel",
@@ -622,6 +630,7 @@ fn a_deferral_never_reopens_rows_the_indexer_already_indexed() {
 /// The insert trigger's text, if it is there.
 fn insert_trigger_sql(store: &Store) -> Option<String> {
     store
+        .database()
         .read(|tx| {
             Ok(tx
                 .query_row(
@@ -673,11 +682,11 @@ fn a_deferral_a_crash_never_ended_indexes_everything_after_a_restart() {
 fn the_send_log_keeps_each_agents_newest_sends() {
     let (_dir, store) = store();
     let ch = ingest(&store, "a", vec![msg("g1", "hello", now_ms())]).channel_id;
-    let (kept, kept_bytes) = crate::service::SEND_LOG_KEPT;
+    let (kept, kept_bytes) = super::SEND_LOG_KEPT;
     let day_ago = now_ms() - super::outbox::IDEMPOTENCY_TTL_MS - 1;
     let old = kept as i64 + 500;
     store
-        .write(|tx| {
+        .database().write(|tx| {
             let mut insert = tx.prepare(
                 "INSERT INTO outbox (id, agent_id, channel_id, text, status, created_at, updated_at) \
                  VALUES (?1, ?2, ?3, 'hi', ?4, ?5, ?5)",
@@ -702,6 +711,7 @@ fn the_send_log_keeps_each_agents_newest_sends() {
     let pruned = store.prune_send_log(kept, kept_bytes).expect("prune");
     assert_eq!(pruned as i64, old - kept as i64);
     let left: Vec<String> = store
+        .database()
         .read(|tx| {
             let mut q =
                 tx.prepare("SELECT id FROM outbox WHERE id NOT LIKE 'msg_bot_%' OR id = 'msg_bot_000000' ORDER BY id")?;
@@ -710,6 +720,7 @@ fn the_send_log_keeps_each_agents_newest_sends() {
         .expect("read");
     assert_eq!(left, ["msg_bot_000000", "msg_held", "msg_other", "msg_young"]);
     let bot: i64 = store
+        .database()
         .read(|tx| Ok(tx.query_row("SELECT count(*) FROM outbox WHERE agent_id = 'bot'", [], |r| r.get(0))?))
         .expect("count");
     // The newest 10,000 (the young one among them), the held one, and the one still named.

@@ -6,12 +6,12 @@ use std::collections::{BTreeSet, HashMap};
 use rusqlite::{OptionalExtension, Row, Transaction, params};
 
 use super::Store;
-use super::channels::{ChannelSpec, ThreadSpec, VISIBLE, lower_floors, parse_col, unread_to, upsert, visible_to};
+use super::channels::{VISIBLE, lower_floors, parse_col, unread_to, upsert, visible_to};
 use super::channels::{agent_key, channel_key, open_channels_to, unread_in_scan_to};
 use crate::error::{Error, Result};
 use crate::model::{
-    AttachmentInfo, ChannelKind, ChannelRef, Direction, Envelope, Held, IncomingMessage, Reaction, SenderInfo, Source,
-    ThreadRef,
+    AttachmentFile, AttachmentInfo, ChannelKind, ChannelRef, ChannelSpec, Direction, Envelope, Held, IncomingMessage,
+    IngestReport, Reaction, ReactionChange, RemoteFile, SenderInfo, Source, ThreadRef, ThreadSpec,
 };
 use crate::time::{Millis, now_ms};
 
@@ -144,42 +144,6 @@ fn floor_of(tx: &Transaction<'_>, agent_id: &str) -> Result<Option<(Millis, Stri
         .optional()?)
 }
 
-/// What an ingest did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct IngestReport {
-    /// The channel's id.
-    pub channel_id: String,
-    /// Whether the channel was seen for the first time (it is `pending`).
-    pub channel_created: bool,
-    /// Whether the channel, already stored, changed its name or kind, or came back.
-    pub channel_changed: bool,
-    /// Ids of messages stored for the first time.
-    pub inserted: Vec<String>,
-    /// Their platform ids, in the same order.
-    pub inserted_platform_ids: Vec<String>,
-    /// Ids of stored messages whose text, edit, unsend or reactions changed.
-    pub updated: Vec<String>,
-}
-
-/// Where an attachment's file is.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AttachmentFile {
-    /// The local file, when AMC has one.
-    pub local_path: Option<String>,
-    /// The file name.
-    pub filename: Option<String>,
-    /// The MIME type.
-    pub mime_type: Option<String>,
-    /// Whether the file can be read now.
-    pub available: bool,
-    /// The size the platform reported.
-    pub size_bytes: Option<i64>,
-    /// Where the platform keeps the file, when it is fetched on demand (Discord).
-    pub remote: Option<crate::sender::RemoteFile>,
-    /// The source of the message.
-    pub source: Source,
-}
-
 /// The filters of `GET /messages/unread`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct UnreadQuery {
@@ -245,7 +209,7 @@ impl Store {
         thread: Option<&ThreadSpec>,
     ) -> Result<Vec<IngestReport>> {
         let now = now_ms();
-        self.write(|tx| {
+        self.db.write(|tx| {
             let mut reports = Vec::new();
             let mut lowest: Option<(Millis, String)> = None;
             let mut pending = Pending::read(tx)?;
@@ -302,7 +266,7 @@ impl Store {
 
     /// A source's checkpoint value, if any.
     pub fn source_state(&self, source: Source, key: &str) -> Result<Option<String>> {
-        self.read(|tx| {
+        self.db.read(|tx| {
             Ok(tx
                 .prepare_cached("SELECT value FROM source_state WHERE source = ?1 AND key = ?2")?
                 .query_row(params![source.as_str(), key], |r| r.get(0))
@@ -312,7 +276,7 @@ impl Store {
 
     /// Sets a source's checkpoint value on its own (ingest can write it with the data).
     pub fn set_source_state(&self, source: Source, key: &str, value: &str) -> Result<()> {
-        self.write(|tx| set_source_state(tx, source, key, value))
+        self.db.write(|tx| set_source_state(tx, source, key, value))
     }
 
     /// The agent's unread messages, oldest first, and `next_since`.
@@ -330,7 +294,7 @@ impl Store {
         if q.limit == 0 {
             return Ok((Vec::new(), q.since));
         }
-        let (messages, advance) = self.read(|tx| {
+        let (messages, advance) = self.db.read(|tx| {
             let generation: i64 =
                 tx.prepare_cached("SELECT value FROM unread_generation WHERE id = 1")?.query_row([], |r| r.get(0))?;
             let floor = floor_of(tx, agent_id)?.ok_or_else(|| Error::unauthorized("unknown agent"))?;
@@ -393,7 +357,7 @@ impl Store {
         if let Some((generation, old, new)) = advance {
             // Only if nothing that could add an older unread message happened since the
             // read. An optimisation: failing it changes nothing the agent sees.
-            let raised = self.write(|tx| {
+            let raised = self.db.write(|tx| {
                 tx.prepare_cached(
                     "UPDATE agents SET floor_at = ?3, floor_id = ?4 WHERE id = ?1 AND floor_at = ?5 AND floor_id = ?6 \
                      AND (SELECT value FROM unread_generation WHERE id = 1) = ?2",
@@ -416,7 +380,7 @@ impl Store {
         // One statement for all of them, the ids as one JSON array.
         let listed = serde_json::to_string(&unique).map_err(Error::internal)?;
         let now = now_ms();
-        self.write(|tx| {
+        self.db.write(|tx| {
             tx.prepare_cached(&mark_read_sql())?.execute(params![agent_id, listed, now])?;
             raise_floor_past_read(tx, agent_id)
         })?;
@@ -425,7 +389,7 @@ impl Store {
 
     /// A message visible to the agent, or `MESSAGE_NOT_FOUND`.
     pub fn visible_message(&self, agent_id: &str, id: &str) -> Result<Envelope> {
-        self.read(|tx| visible_one(tx, agent_id, id, None))
+        self.db.read(|tx| visible_one(tx, agent_id, id, None))
     }
 
     /// The target message with up to `before` and `after` visible neighbours in its
@@ -438,7 +402,7 @@ impl Store {
         before: u32,
         after: u32,
     ) -> Result<Vec<Envelope>> {
-        self.read(|tx| {
+        self.db.read(|tx| {
             let target = visible_one(tx, agent_id, around, Some(channel_id))?;
             let visible = visible_to("?5");
             let channel = channel_key("?1");
@@ -471,7 +435,7 @@ impl Store {
 
     /// The agents that have read each of `ids`.
     pub fn readers(&self, ids: &[String]) -> Result<HashMap<String, Vec<String>>> {
-        self.read(|tx| {
+        self.db.read(|tx| {
             let mut stmt = tx.prepare_cached(
                 // Agent by agent, through the marks' primary key (CROSS JOIN keeps that
                 // order; read marks have no index by message since migration 0017).
@@ -489,7 +453,7 @@ impl Store {
 
     /// Recent messages of allowed channels, newest first, for the person's inbox view.
     pub fn recent_visible(&self, limit: u32) -> Result<Vec<Envelope>> {
-        self.read(|tx| {
+        self.db.read(|tx| {
             let sql = format!(
                 "SELECT {ENVELOPE_COLS} FROM messages m INDEXED BY messages_by_time JOIN channels c ON c.key = m.channel \
                  WHERE {VISIBLE} ORDER BY m.sent_at DESC, m.id DESC LIMIT ?1"
@@ -502,7 +466,7 @@ impl Store {
     /// Messages of any channel, visible or not, newest first: the person sees the
     /// conversation around a held send even in a channel agents cannot read.
     pub fn channel_tail(&self, channel_id: &str, limit: u32) -> Result<Vec<Envelope>> {
-        self.read(|tx| {
+        self.db.read(|tx| {
             let sql = format!(
                 "SELECT {ENVELOPE_COLS} FROM messages m JOIN channels c ON c.key = m.channel \
                  WHERE m.channel = {} ORDER BY m.sent_at DESC, m.id DESC LIMIT ?2",
@@ -517,7 +481,7 @@ impl Store {
 
     /// The local file of an attachment visible to the agent, if AMC has one.
     pub fn visible_attachment(&self, agent_id: &str, id: &str) -> Result<AttachmentFile> {
-        self.read(|tx| {
+        self.db.read(|tx| {
             let sql = format!(
                 "SELECT a.local_path, a.filename, a.mime_type, a.available, a.size_bytes, a.remote_url, a.platform_id, \
                  m.platform_id, c.platform_id, m.source FROM attachments a \
@@ -527,7 +491,7 @@ impl Store {
             tx.prepare_cached(&sql)?
                 .query_row([id, agent_id], |r| {
                     let remote = r.get::<_, Option<String>>(5)?.map(|url| -> rusqlite::Result<_> {
-                        Ok(crate::sender::RemoteFile {
+                        Ok(RemoteFile {
                             url,
                             attachment_platform_id: r.get(6)?,
                             message_platform_id: r.get(7)?,
@@ -782,7 +746,7 @@ impl Store {
     /// How each of these platform ids is held, for those that are: one indexed look per id
     /// in one read transaction.
     pub fn held(&self, source: Source, platform_ids: &[String]) -> Result<HashMap<String, Held>> {
-        self.read(|tx| {
+        self.db.read(|tx| {
             let mut message = tx.prepare_cached(concat!(
                 "SELECT edited_at, unsent FROM messages WHERE ",
                 at_platform_id!("", "?1", "?2")
@@ -813,7 +777,7 @@ impl Store {
 
     /// Whether a message with this platform id is stored (a source checking what it read).
     pub fn has_platform_message(&self, source: Source, platform_id: &str) -> Result<bool> {
-        self.read(|tx| {
+        self.db.read(|tx| {
             Ok(tx
                 .prepare_cached(concat!(
                     "SELECT EXISTS (SELECT 1 FROM messages WHERE ",
@@ -827,7 +791,7 @@ impl Store {
     /// A message's platform id and, when it is in a thread, the thread's platform id: a
     /// reply to it goes there.
     pub fn reply_target(&self, id: &str) -> Result<Option<(String, Option<String>)>> {
-        self.read(|tx| {
+        self.db.read(|tx| {
             Ok(tx
                 .prepare_cached(
                     "SELECT platform_id, thread_id FROM messages WHERE id = ?1 AND platform_id IS NOT NULL",
@@ -839,7 +803,7 @@ impl Store {
 
     /// A setting the person changed, if any.
     pub fn setting(&self, key: &str) -> Result<Option<String>> {
-        self.read(|tx| {
+        self.db.read(|tx| {
             Ok(tx
                 .prepare_cached("SELECT value FROM settings WHERE key = ?1")?
                 .query_row([key], |r| r.get(0))
@@ -849,7 +813,7 @@ impl Store {
 
     /// Changes a setting.
     pub fn set_setting(&self, key: &str, value: &str) -> Result<()> {
-        self.write(|tx| {
+        self.db.write(|tx| {
             tx.prepare_cached(
                 "INSERT INTO settings (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
             )?
@@ -859,24 +823,13 @@ impl Store {
     }
 }
 
-/// A change to a message's reactions, as a source reports it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReactionChange {
-    /// The platform id of the message reacted to.
-    pub target_platform_id: String,
-    /// The reaction.
-    pub reaction: Reaction,
-    /// Added (`true`) or taken back (`false`).
-    pub added: bool,
-}
-
 impl Store {
     /// Applies reaction changes in order, in one transaction. An added reaction replaces
     /// the sender's earlier one on that message (one reaction per person, as iMessage
     /// has it); a removal takes away the sender's reaction with that emoji. Returns the
     /// ids of the messages whose reactions changed, each once, with their channels.
     pub fn apply_reactions(&self, source: Source, changes: &[ReactionChange]) -> Result<Vec<(String, String)>> {
-        self.write(|tx| {
+        self.db.write(|tx| {
             let mut changed: Vec<(String, String)> = Vec::new();
             for c in changes {
                 let found: Option<(String, String, String)> = tx
@@ -920,7 +873,7 @@ impl Store {
         platform_id: &str,
         emoji: Option<&str>,
     ) -> Result<Option<(String, String)>> {
-        self.write(|tx| {
+        self.db.write(|tx| {
             let found: Option<(String, String, String)> = tx
                 .prepare_cached(concat!(
                     "SELECT id, (SELECT c.id FROM channels c WHERE c.key = channel), reactions FROM messages WHERE ",
@@ -946,7 +899,7 @@ impl Store {
     /// are dropped, and the edit time is left alone (a deletion is not an edit). Returns
     /// the ids of the messages that changed, with their channels.
     pub fn mark_unsent(&self, source: Source, platform_ids: &[String]) -> Result<Vec<(String, String)>> {
-        self.write(|tx| {
+        self.db.write(|tx| {
             let mut changed = Vec::new();
             let mut stmt = tx.prepare_cached(concat!(
                 "UPDATE messages SET unsent = 1, reactions = '[]' WHERE ",
@@ -974,7 +927,7 @@ impl Store {
     /// they were sent) among those with numeric ids (Discord's snowflakes; not the test
     /// sender's) and not in a thread, for a source that fetches history from there.
     pub fn message_bounds(&self, channel_id: &str) -> Result<Option<(String, String)>> {
-        self.read(|tx| {
+        self.db.read(|tx| {
             let channel = channel_key("?1");
             let newest: Option<String> = tx
                 .prepare_cached(&format!(
@@ -999,7 +952,7 @@ impl Store {
     /// their reactions: what a source compares with the platform's recent window to find
     /// edits, deletions and reaction changes made while AMC was away.
     pub fn stored_since(&self, channel_id: &str, since: Millis) -> Result<Vec<(String, Vec<Reaction>)>> {
-        self.read(|tx| {
+        self.db.read(|tx| {
             let mut stmt = tx.prepare_cached(&format!(
                 "SELECT platform_id, reactions FROM messages WHERE channel = {} AND sent_at >= ?2 \
                  AND NOT unsent AND platform_id IS NOT NULL AND thread_id IS NULL",
@@ -1016,7 +969,7 @@ impl Store {
     /// A channel's threads as stored: each one's platform id, name, and newest stored
     /// message's platform id, for a source that reads each thread back from there.
     pub fn thread_anchors(&self, channel_id: &str) -> Result<Vec<(ThreadSpec, Option<String>)>> {
-        self.read(|tx| {
+        self.db.read(|tx| {
             let mut stmt = tx.prepare_cached(
                 "SELECT t.platform_id, t.name, (SELECT m.platform_id FROM messages m INDEXED BY messages_by_thread \
                    WHERE m.thread_id = t.platform_id AND m.source = t.source AND m.platform_id NOT GLOB '*[^0-9]*' \
@@ -1033,7 +986,7 @@ impl Store {
     /// synced from iCloud long after it was sent) are kept, but not surfaced as new.
     pub fn mark_read_for_all_agents(&self, ids: &[String]) -> Result<()> {
         let now = now_ms();
-        self.write(|tx| {
+        self.db.write(|tx| {
             let mut stmt = tx.prepare_cached(
                 "INSERT INTO read_marks (agent, message, read_at) SELECT a.rowid, m.rowid, ?2 \
                  FROM agents a JOIN messages m ON m.id = ?1 WHERE true ON CONFLICT (agent, message) DO NOTHING",

@@ -1,17 +1,23 @@
-//! The store: the core's typed access to AMC's database ([`crate::db::Database`]). This
-//! module tree is the only code of the core that writes SQL; the service layer calls the
-//! typed methods here. It is crate-private: sources and edges go through the service
-//! layer (`Amc`), never here.
+//! AMC's one SQLite database, below the core: the connections and migrations ([`db`]),
+//! the core's tables with their typed SQL (the only code of AMC that writes SQL to them;
+//! the relay keeps its own tables, on the same [`db::Database`]), and the types they
+//! hold. Only `amc-core` and `amc-relay` depend on this crate (a tidy test reads the
+//! manifests): sources and edges go through the core's service layer.
 //!
 //! # Layout
-//! - `mod.rs`: the core's migrations and the message id generator.
+//! - [`db`]: the connections, the checkpoints, the migrations and their progress.
+//! - `lib.rs`: the core's migrations, the message id generator, [`Store`].
 //! - `channels.rs`: channels and the person's approval.
 //! - `messages.rs`: ingest, unread, context, read state.
 //! - `agents.rs`: agents and their hashed tokens.
 //! - `outbox.rs`: agents' sends and their idempotency records.
 //! - `push.rs`: where each agent's push of new messages stands.
 //! - `tools.rs`: hosts' requests to use a tool, and the person's decisions.
-//! - `search.rs`: full-text search of messages.
+//! - `search.rs`: full-text search of messages; [`rank`] orders its results.
+//! - [`model`], [`ids`], [`time`], [`token`], [`error`]: the types stored, defined here
+//!   once and used by every crate above.
+//! - [`files`]: the files and folders AMC writes, private from the moment they exist.
+#![deny(missing_docs)]
 
 /// The SQL condition that message `$m` (a table alias with its dot, or `""`) has the
 /// platform id `$id` of the source `$source` (both SQL expressions): found through the
@@ -41,10 +47,18 @@ mod agents;
 #[cfg(test)]
 mod behaviour;
 mod channels;
+pub mod db;
+pub mod error;
+pub mod files;
+pub mod ids;
 mod messages;
+pub mod model;
 mod outbox;
 mod push;
+pub mod rank;
 mod search;
+pub mod time;
+pub mod token;
 mod tools;
 
 use std::path::Path;
@@ -53,9 +67,8 @@ use std::sync::{Arc, Mutex};
 use crate::db::{Database, Migration};
 use crate::error::Result;
 
-pub use channels::{AllowedChannel, ChannelSpec, SendTarget, ThreadSpec};
-pub use messages::{AttachmentFile, IngestReport, ReactionChange, UnreadQuery};
-pub use outbox::{HeldBounds, NewSend, SendLookup, SendOutcome};
+pub use messages::UnreadQuery;
+pub use outbox::{HELD_BOUNDS, HeldBounds, NewSend, SEND_LOG_KEPT, SendLookup, SendOutcome};
 pub use push::{PushPosition, PushScan};
 #[cfg(any(test, feature = "test-support"))]
 pub use search::RANK_UP_TO;
@@ -161,14 +174,6 @@ pub struct Store {
     ids: Arc<Mutex<ulid::Generator>>,
 }
 
-impl std::ops::Deref for Store {
-    type Target = Database;
-
-    fn deref(&self) -> &Database {
-        &self.db
-    }
-}
-
 impl Store {
     /// Opens (creating if needed) the database at `path` and applies pending migrations.
     #[cfg(any(test, feature = "test-support"))]
@@ -182,7 +187,8 @@ impl Store {
         Ok(Self { db, ids: Arc::new(Mutex::new(ulid::Generator::new())) })
     }
 
-    /// The database under the store, for parts with their own tables (the relay).
+    /// The database under the store: its upkeep (checkpoints, memory), and the parts with
+    /// tables of their own (the relay).
     pub fn database(&self) -> &Database {
         &self.db
     }
@@ -207,6 +213,7 @@ fn schema_version() -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::ChannelSpec;
     use rusqlite::Connection;
 
     #[test]
@@ -215,6 +222,7 @@ mod tests {
         let path = dir.path().join("amc.db");
         let store = Store::open(&path).expect("open");
         let (version, tables, journal): (i64, i64, String) = store
+            .database()
             .read(|tx| {
                 Ok((
                     tx.pragma_query_value(None, "user_version", |r| r.get(0))?,
@@ -229,7 +237,8 @@ mod tests {
         drop(store);
         // Opening again applies nothing and keeps the data.
         let again = Store::open(&path).expect("reopen");
-        let v: i64 = again.read(|tx| Ok(tx.pragma_query_value(None, "user_version", |r| r.get(0))?)).expect("v");
+        let v: i64 =
+            again.database().read(|tx| Ok(tx.pragma_query_value(None, "user_version", |r| r.get(0))?)).expect("v");
         assert_eq!(v as usize, schema_version());
     }
 
@@ -263,6 +272,7 @@ mod tests {
         /// id, platform id, state, visible_from, send policy, last message, message count.
         type Row = (String, String, String, Option<i64>, String, i64, i64);
         let rows: Vec<Row> = store
+            .database()
             .read(|tx| {
                 let mut stmt = tx.prepare(
                     "SELECT c.id, c.platform_id, c.state, c.visible_from, c.send_policy, c.last_message_at, \
@@ -336,7 +346,7 @@ mod tests {
 
         let store = Store::open(&path).expect("migrated");
         store
-            .read(|tx| {
+            .database().read(|tx| {
                 let channel = "(SELECT c.id FROM channels c WHERE c.key = channel)";
                 assert_eq!(rows(tx, channel), before, "every message, with its rowid, in its channel");
                 let channels: Vec<(i64, String)> = tx
@@ -390,13 +400,17 @@ mod tests {
             ChannelSpec { platform_id: "iMessage;-;+15551234567".into(), name: "Ada".into(), kind: ChannelKind::Dm };
         let report = store.ingest(Source::Imessage, &chat, &[again], None).expect("ingest");
         assert!(report.inserted_platform_ids.is_empty(), "read again, it is not stored twice");
-        let count: i64 =
-            store.read(|tx| Ok(tx.query_row("SELECT count(*) FROM messages", [], |r| r.get(0))?)).expect("n");
+        let count: i64 = store
+            .database()
+            .read(|tx| Ok(tx.query_row("SELECT count(*) FROM messages", [], |r| r.get(0))?))
+            .expect("n");
         assert_eq!(count, 2003);
         // A message's read marks go with it, as its foreign key's cascade took them.
-        store.write(|tx| Ok(tx.execute("DELETE FROM messages WHERE id = 'msg_1'", [])?)).expect("delete");
-        let marks: i64 =
-            store.read(|tx| Ok(tx.query_row("SELECT count(*) FROM read_marks", [], |r| r.get(0))?)).expect("n");
+        store.database().write(|tx| Ok(tx.execute("DELETE FROM messages WHERE id = 'msg_1'", [])?)).expect("delete");
+        let marks: i64 = store
+            .database()
+            .read(|tx| Ok(tx.query_row("SELECT count(*) FROM read_marks", [], |r| r.get(0))?))
+            .expect("n");
         assert_eq!(marks, 0);
     }
 
@@ -415,7 +429,7 @@ mod tests {
     fn foreign_keys_are_enforced() {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = Store::open(&dir.path().join("amc.db")).expect("open");
-        let res = store.write(|tx| {
+        let res = store.database().write(|tx| {
             tx.execute("INSERT INTO attachments (id, message_id) VALUES ('att_x', 'msg_x')", [])?;
             Ok(())
         });
@@ -442,7 +456,7 @@ mod tests {
             reply_to: None,
             attachments: &[],
             status,
-            held_bounds: crate::service::HELD_BOUNDS,
+            held_bounds: HELD_BOUNDS,
         };
         store.record_send(&send(OutboxStatus::Held)).expect("held");
         store.record_send(&send(OutboxStatus::Held)).expect("held");

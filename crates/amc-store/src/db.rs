@@ -532,7 +532,7 @@ fn register_functions(conn: &Connection) -> Result<()> {
                 ValueRef::Null => Err(rusqlite::Error::InvalidFunctionParameterType(i, rusqlite::types::Type::Null)),
             }
         };
-        Ok(crate::store::platform_key(&text(0)?, &text(1)?))
+        Ok(crate::platform_key(&text(0)?, &text(1)?))
     })?;
     Ok(())
 }
@@ -650,7 +650,7 @@ fn step_state(
 
 /// Where an update of the store says how far it is: the one who starts AMC makes it,
 /// keeps a [`subscribe`](Self::subscribe)d receiver for whoever shows it (the tray),
-/// and hands it to the start ([`crate::service::Amc::start_reporting`]). A receiver is
+/// and hands it to the core's start (`Amc::start_reporting`). A receiver is
 /// woken when what it would show changes (the migration, the percent, every message
 /// rewritten), not at each message; `None` while no migration runs. The default has no
 /// receiver, for starts that show nothing.

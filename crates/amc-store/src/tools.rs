@@ -60,7 +60,7 @@ impl Store {
         req: &NewToolRequest,
         bounds: ToolRequestBounds,
     ) -> Result<(ToolRequest, bool)> {
-        self.write(|tx| {
+        self.db.write(|tx| {
             let existing = tx
                 .prepare_cached(&format!(
                     "SELECT {COLS} FROM tool_requests WHERE agent_id = ?1 AND session = ?2 AND request_id = ?3"
@@ -115,7 +115,7 @@ impl Store {
 
     /// Requests, newest first: the pending ones, or the whole log.
     pub fn tool_requests(&self, status: Option<ToolRequestStatus>, limit: u32) -> Result<Vec<ToolRequest>> {
-        self.read(|tx| {
+        self.db.read(|tx| {
             let mut stmt = tx.prepare_cached(&format!(
                 "SELECT {COLS} FROM tool_requests WHERE ?1 IS NULL OR status = ?1 \
                  ORDER BY created_at DESC, rowid DESC LIMIT ?2"
@@ -128,7 +128,7 @@ impl Store {
     /// The person's answer, taken only while the request is pending. `CONFLICT` when it
     /// was answered already or its session ended.
     pub fn decide_tool(&self, id: &str, allow: bool) -> Result<ToolRequest> {
-        self.write(|tx| {
+        self.db.write(|tx| {
             let status = if allow { ToolRequestStatus::Allowed } else { ToolRequestStatus::Denied };
             let changed = tx
                 .prepare_cached(
@@ -149,7 +149,7 @@ impl Store {
 
     /// Forgets the requests answered or gone before `before`; returns how many.
     pub fn prune_tool_requests(&self, before: Millis) -> Result<usize> {
-        self.write(|tx| {
+        self.db.write(|tx| {
             Ok(tx
                 .prepare_cached(
                     "DELETE FROM tool_requests WHERE status <> 'pending' AND coalesce(decided_at, created_at) < ?1",
@@ -160,7 +160,7 @@ impl Store {
 
     /// Marks a session's pending requests gone (the session ended); returns them.
     pub fn end_tool_session(&self, agent_id: &str, session: &str) -> Result<Vec<ToolRequest>> {
-        self.write(|tx| {
+        self.db.write(|tx| {
             let gone = tx
                 .prepare_cached(&format!(
                     "UPDATE tool_requests SET status = 'gone', decided_at = ?3 \
@@ -174,7 +174,7 @@ impl Store {
 
     /// The sessions with pending requests, each with its newest request's time.
     pub fn tool_sessions_waiting(&self) -> Result<Vec<(String, String, Millis)>> {
-        self.read(|tx| {
+        self.db.read(|tx| {
             let mut stmt = tx.prepare_cached(
                 "SELECT agent_id, session, max(created_at) FROM tool_requests WHERE status = 'pending' \
                  GROUP BY agent_id, session",
@@ -186,7 +186,7 @@ impl Store {
 
     /// The person's decisions a session has not been told yet: (id, request id, allowed).
     pub fn undelivered_decisions(&self, agent_id: &str, session: &str) -> Result<Vec<(String, String, bool)>> {
-        self.read(|tx| {
+        self.db.read(|tx| {
             let mut stmt = tx.prepare_cached(
                 "SELECT id, request_id, status = 'allowed' FROM tool_requests \
                  WHERE agent_id = ?1 AND session = ?2 AND status IN ('allowed', 'denied') AND delivered_at IS NULL \
@@ -199,7 +199,7 @@ impl Store {
 
     /// Records that the agent's session was told these decisions.
     pub fn mark_decisions_delivered(&self, agent_id: &str, ids: &[String]) -> Result<()> {
-        self.write(|tx| {
+        self.db.write(|tx| {
             let mut stmt = tx.prepare_cached(
                 "UPDATE tool_requests SET delivered_at = ?3 WHERE id = ?2 AND agent_id = ?1 AND delivered_at IS NULL",
             )?;

@@ -219,7 +219,7 @@ impl Store {
     /// the newest first when more than [`RANK_UP_TO`] of them match.
     pub fn search(&self, agent: Option<&str>, q: &SearchQuery) -> Result<Vec<SearchHit>> {
         let mut plan = Plan::new(q);
-        self.read(|tx| {
+        self.db.read(|tx| {
             let visible = match agent {
                 Some(a) => {
                     let p = plan.bind(a.to_owned());
@@ -307,7 +307,7 @@ impl Store {
     /// a row to come: a backlog the indexer already worked down from the top (rows above
     /// it are indexed) is left as it is, and the triggers index row by row meanwhile.
     pub fn defer_indexing(&self) -> Result<()> {
-        self.write(|tx| {
+        self.db.write(|tx| {
             tx.execute(
                 "INSERT INTO search_backlog (id, lo, hi, total) \
                  SELECT 1, coalesce(max(rowid), 0) + 1, ?1, 0 FROM messages WHERE true \
@@ -327,7 +327,7 @@ impl Store {
     /// Ends a deferral: the backlog reaches up to the newest message, and counts what it
     /// holds. A backlog the indexer lowered meanwhile is left as it is.
     pub fn end_deferral(&self) -> Result<()> {
-        self.write(|tx| {
+        self.db.write(|tx| {
             tx.execute(
                 "UPDATE search_backlog SET hi = (SELECT coalesce(max(rowid), 0) FROM messages), \
                  total = done + (SELECT count(*) FROM messages WHERE rowid >= search_backlog.lo) \
@@ -343,7 +343,7 @@ impl Store {
     /// transaction; returns the progress, or `None` when the backlog is done.
     pub fn index_more(&self, batch: u32) -> Result<Option<IndexProgress>> {
         let glob = spaceless_glob();
-        self.write(|tx| {
+        self.db.write(|tx| {
             let Some((lo, hi, total, done)) = tx
                 .query_row("SELECT lo, hi, total, done FROM search_backlog", [], |r| {
                     Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?, r.get::<_, i64>(3)?))

@@ -31,6 +31,23 @@ pub struct PushPosition {
     pub channels: Vec<(String, i64)>,
 }
 
+impl PushPosition {
+    /// This position, then `next` told after it: the higher floor, and each channel at the
+    /// furthest it was told, where that is above the floor.
+    pub fn then(&self, next: PushPosition) -> PushPosition {
+        let floor = self.floor.max(next.floor);
+        let mut channels: Vec<(String, i64)> = Vec::new();
+        for (channel, through) in self.channels.iter().cloned().chain(next.channels) {
+            match channels.iter_mut().find(|(c, _)| *c == channel) {
+                Some((_, t)) => *t = (*t).max(through),
+                None => channels.push((channel, through)),
+            }
+        }
+        channels.retain(|(_, t)| *t > floor);
+        PushPosition { floor, channels }
+    }
+}
+
 /// The setting that holds the key push acknowledgements are signed with.
 const ACK_KEY_SETTING: &str = "push_ack_key";
 
@@ -39,7 +56,7 @@ impl Store {
     /// the database, so an acknowledgement handed out before a restart still holds after.
     pub fn push_ack_key(&self) -> Result<Vec<u8>> {
         let fresh = crate::token::new_token("");
-        self.write(|tx| {
+        self.db.write(|tx| {
             tx.prepare_cached("INSERT INTO settings (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO NOTHING")?
                 .execute(params![ACK_KEY_SETTING, fresh])?;
             let key: String = tx
@@ -52,7 +69,7 @@ impl Store {
     /// The agent's push floor, set to the newest stored message the first time it is
     /// asked: a new agent is pushed what arrives from now on, not its whole history.
     pub fn push_floor(&self, agent_id: &str) -> Result<i64> {
-        self.write(|tx| {
+        self.db.write(|tx| {
             tx.prepare_cached(
                 "INSERT INTO push_floors (agent_id, floor) \
                  SELECT id, (SELECT coalesce(max(rowid), 0) FROM messages) FROM agents \
@@ -71,7 +88,7 @@ impl Store {
     /// is a position a session was told through but has not recorded: the scan starts above
     /// it too, so the session is not told the same messages again.
     pub fn push_scan(&self, agent_id: &str, told: &PushPosition, limit: u32) -> Result<PushScan> {
-        self.read(|tx| {
+        self.db.read(|tx| {
             let recorded: i64 = tx
                 .prepare_cached("SELECT floor FROM push_floors WHERE agent_id = ?1")?
                 .query_row([agent_id], |r| r.get(0))
@@ -110,7 +127,7 @@ impl Store {
     /// pushed again; and never past the newest message stored. A channel the agent cannot
     /// see now (the person blocked it since the batch) is not kept.
     pub fn record_push(&self, agent_id: &str, position: &PushPosition, told: bool) -> Result<()> {
-        self.write(|tx| {
+        self.db.write(|tx| {
             tx.prepare_cached(
                 "UPDATE push_floors SET floor = max(floor, min(?2, (SELECT coalesce(max(rowid), 0) FROM messages))), \
                  pushed_at = CASE WHEN ?3 THEN ?4 ELSE pushed_at END WHERE agent_id = ?1",
