@@ -429,7 +429,9 @@ pub fn fold(text: &str) -> String {
     mapped.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// Copies attachments into the folder Messages may read.
+/// Puts the send's staged attachments in the folder Messages may read: linked, so the
+/// file is written once (the staged copy is private, and so is the link); copied only
+/// where the two folders are on different volumes.
 fn copy_attachments(cfg: &MessagesConfig, msg: &OutgoingSend) -> Result<Vec<PathBuf>, SendError> {
     if msg.attachments.is_empty() {
         return Ok(Vec::new());
@@ -449,6 +451,9 @@ fn copy_attachments(cfg: &MessagesConfig, msg: &OutgoingSend) -> Result<Vec<Path
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_else(|| format!("{i}-file"));
             let dest = dir.join(name);
+            if std::fs::hard_link(&a.path, &dest).is_ok() {
+                return Ok(dest);
+            }
             // Created private, not with the staged copy's mode carried over by a copy.
             let copied = std::fs::File::open(&a.path)
                 .and_then(|mut from| std::io::copy(&mut from, &mut amc_core::files::create(&dest)?));

@@ -155,7 +155,7 @@ impl Amc {
         let task = tokio::spawn(async move {
             let item = amc.blocking(move |s| s.claim_held(&id)).await?;
             amc.publish(Event::SendChanged { send_id: item.id.clone(), status: item.status });
-            amc.deliver_now(item).await
+            amc.deliver_now(item, None).await
         });
         task.await.map_err(Error::internal)?
     }

@@ -141,7 +141,9 @@ struct Record {
     staged: Vec<crate::model::StagedAttachment>,
     status: OutboxStatus,
     stage_id: String,
-    target_id: String,
+    /// The channel as the checks read it: the send is delivered to it without reading it
+    /// again.
+    target: SendTarget,
 }
 
 /// A send that passed every check that costs nothing: where it goes, and its local files
@@ -196,7 +198,7 @@ impl Amc {
             staged,
             status,
             stage_id,
-            target_id: target.id,
+            target,
         };
         self.record_and_deliver(record).await
     }
@@ -295,7 +297,7 @@ impl Amc {
     async fn record_and_deliver(&self, r: Record) -> Result<SendReceipt> {
         let amc = self.clone();
         let task = tokio::spawn(async move {
-            let Record { agent_id, idempotency, req, staged, status, stage_id, target_id } = r;
+            let Record { agent_id, idempotency, req, staged, status, stage_id, target } = r;
             let lookup = amc
                 .blocking(move |s| {
                     s.record_send(&NewSend {
@@ -313,16 +315,20 @@ impl Amc {
             match lookup {
                 Ok(SendLookup::New(item)) => {
                     amc.publish(Event::SendChanged { send_id: item.id.clone(), status: item.status });
-                    let item = if item.status == OutboxStatus::Sending { amc.deliver_now(item).await? } else { item };
+                    let item = if item.status == OutboxStatus::Sending {
+                        amc.deliver_now(item, Some(target)).await?
+                    } else {
+                        item
+                    };
                     SendReceipt::from_item(&item, false)
                 }
                 // A concurrent request with the same key got there first.
                 Ok(SendLookup::Replay(item)) => {
-                    amc.discard_stage(&stage_id, &target_id).await;
+                    amc.discard_stage(&stage_id, &target.id).await;
                     amc.replay(item).await
                 }
                 Err(e) => {
-                    amc.discard_stage(&stage_id, &target_id).await;
+                    amc.discard_stage(&stage_id, &target.id).await;
                     Err(e)
                 }
             }
@@ -396,9 +402,11 @@ impl Amc {
     }
 
     /// Calls the platform once and records what happened. Whatever fails here, the send
-    /// leaves `sending`: it is recorded `failed` (nothing went out) or `unknown`.
-    pub(super) async fn deliver_now(&self, item: OutboxItem) -> Result<OutboxItem> {
-        let outcome = self.call_platform(&item).await;
+    /// leaves `sending`: it is recorded `failed` (nothing went out) or `unknown`. `target`:
+    /// the channel, when the send's checks read it just now (a send the person approves
+    /// later reads it here).
+    pub(super) async fn deliver_now(&self, item: OutboxItem, target: Option<SendTarget>) -> Result<OutboxItem> {
+        let outcome = self.call_platform(&item, target).await;
         let id = item.id.clone();
         let mut recorded = None;
         for attempt in 0..3u64 {
@@ -446,11 +454,14 @@ impl Amc {
         });
     }
 
-    async fn call_platform(&self, item: &OutboxItem) -> SendOutcome {
+    async fn call_platform(&self, item: &OutboxItem, target: Option<SendTarget>) -> SendOutcome {
         let (channel_id, reply_to) = (item.channel_id.clone(), item.reply_to.clone());
         let looked_up = self
             .blocking(move |s| {
-                let target = s.channel_target(&channel_id)?.ok_or_else(Error::channel_not_found)?;
+                let target = match target {
+                    Some(t) => t,
+                    None => s.channel_target(&channel_id)?.ok_or_else(Error::channel_not_found)?,
+                };
                 let reply = match reply_to {
                     Some(r) => s.reply_target(&r)?,
                     None => None,

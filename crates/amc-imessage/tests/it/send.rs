@@ -242,6 +242,25 @@ async fn every_file_of_a_send_is_confirmed_and_its_copy_removed() {
     assert!(why.contains("menu.pdf") && why.contains("the text went out"), "{why}");
 }
 
+/// The staged file is handed to Messages as it is: linked into the folder Messages reads,
+/// not written a second time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_staged_file_is_linked_where_messages_reads_it_not_copied_again() {
+    use std::os::unix::fs::MetadataExt;
+    let guid = "any;-;+15551234567";
+    let mac = Mac::with_chat(guid, "iMessage", 45);
+    let menu = mac.file("menu.pdf", b"%PDF menu");
+    // Unknown: the file Messages was given stays where it is.
+    let err = send(&mac.sender(&[("AMC_STANDIN_MODE", "never-sent")]), guid, "the menu", &[&menu]).await;
+    assert!(matches!(err, Err(SendError::Unknown(_))), "{err:?}");
+    let folders: Vec<_> = std::fs::read_dir(mac.readable().join("AMC")).expect("copies").flatten().collect();
+    let given: Vec<_> = folders.iter().flat_map(|f| std::fs::read_dir(f.path()).expect("send's folder")).collect();
+    assert_eq!(given.len(), 1, "one file given to Messages");
+    let given = given[0].as_ref().expect("entry").metadata().expect("meta");
+    let staged = std::fs::metadata(&menu).expect("meta");
+    assert_eq!((given.dev(), given.ino()), (staged.dev(), staged.ino()), "the staged file itself, linked");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_file_staged_where_messages_cannot_read_it_is_not_delivered() {
     let guid = "any;-;+15551234567";
