@@ -4,7 +4,6 @@
 //! Linux), so AMC at rest in the menu bar is the daemon alone; showing it creates it again.
 
 use amc_tray_model::scheme::Scheme;
-use tauri::http::{HeaderValue, header};
 use tauri::{AppHandle, Manager, WebviewWindowBuilder};
 
 /// The window's label in `tauri.conf.json`.
@@ -18,24 +17,10 @@ pub fn register(
     scheme: tokio::sync::watch::Receiver<Option<Scheme>>,
 ) -> tauri::Builder<tauri::Wry> {
     builder.register_asynchronous_uri_scheme_protocol(amc_tray_model::scheme::SCHEME, move |ctx, request, responder| {
-        let mut scheme = scheme.clone();
-        // Tauri applies the configured CSP to its own assets only: these pages get it too.
         let csp = ctx.app_handle().config().app.security.csp.as_ref().map(|c| c.to_string());
+        let scheme = scheme.clone();
         tauri::async_runtime::spawn(async move {
-            // The window opens once AMC runs; one shown earlier (a second launch during
-            // a store update) waits for it. Nothing to wait for if AMC could not start.
-            let ready = scheme.wait_for(Option::is_some).await.ok().and_then(|s| s.clone());
-            let Some(scheme) = ready else {
-                let mut unavailable = tauri::http::Response::new(b"AMC is not running".to_vec());
-                *unavailable.status_mut() = tauri::http::StatusCode::SERVICE_UNAVAILABLE;
-                responder.respond(unavailable);
-                return;
-            };
-            let mut response = scheme.dispatch(request).await;
-            if let Some(value) = csp.and_then(|c| HeaderValue::from_str(&c).ok()) {
-                response.headers_mut().entry(header::CONTENT_SECURITY_POLICY).or_insert(value);
-            }
-            responder.respond(response);
+            responder.respond(amc_tray_model::scheme::answer(scheme, request, csp).await);
         });
     })
 }

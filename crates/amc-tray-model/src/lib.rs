@@ -10,6 +10,8 @@
 //! - [`install`]: "Install command-line tool", linking this install's `amc` into a
 //!   folder on `PATH`.
 //! - [`desktop`]: what the desktop session offers (a display, a session bus).
+//! - [`start`]: starts AMC beside the tray on a thread of its own, says how far the start
+//!   is, and stops AMC when the app ends.
 //! - [`follow`]: follows the core's events to keep the view current and to raise one
 //!   notice for what newly waits, never a flood.
 #![deny(missing_docs)]
@@ -18,4 +20,5 @@ pub mod desktop;
 pub mod follow;
 pub mod install;
 pub mod scheme;
+pub mod start;
 pub mod view;

@@ -37,6 +37,28 @@ const EVENT_RETRY_MS: u32 = 100;
 /// The admin event stream's path.
 const EVENTS: &str = "/admin/events";
 
+/// Answers one request of the window once AMC runs (`scheme` holds its way to the daemon):
+/// a window shown earlier (a second launch during a store update) waits for it, and is
+/// answered `503` if AMC could not start. `csp`, the app's Content-Security-Policy, is
+/// given to every page that has none: the app applies it to its own assets only.
+pub async fn answer(
+    mut scheme: tokio::sync::watch::Receiver<Option<Scheme>>,
+    req: Request<Vec<u8>>,
+    csp: Option<String>,
+) -> Response<Vec<u8>> {
+    let ready = scheme.wait_for(Option::is_some).await.ok().and_then(|s| s.clone());
+    let Some(scheme) = ready else {
+        let mut unavailable = Response::new(b"AMC is not running".to_vec());
+        *unavailable.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+        return unavailable;
+    };
+    let mut response = scheme.dispatch(req).await;
+    if let Some(value) = csp.and_then(|c| HeaderValue::from_str(&c).ok()) {
+        response.headers_mut().entry(header::CONTENT_SECURITY_POLICY).or_insert(value);
+    }
+    response
+}
+
 /// Answers the window's requests through the daemon in this process
 /// (`Running::in_process`). A cheap `Clone` handle: clones share the event subscription.
 #[derive(Clone)]

@@ -53,6 +53,102 @@ impl TrayView {
     }
 }
 
+/// One entry of the tray's menu, as the shell builds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Entry {
+    /// An item that does [`Action`] when chosen.
+    Item(Action, String),
+    /// An item with a check mark.
+    Check(Action, String, bool),
+    /// A line that says something and does nothing (id [`NOTE`]).
+    Note(String),
+    /// A line between groups.
+    Separator,
+}
+
+/// The id of the menu's [`Entry::Note`].
+pub const NOTE: &str = "note";
+
+/// The menu while AMC starts: how far it is (`label`, see [`starting_label`]), and Quit,
+/// which is safe while the store updates (its transaction is rolled back, and the update
+/// starts over at the next launch).
+pub fn starting_menu(label: &str) -> Vec<Entry> {
+    vec![Entry::Note(label.to_owned()), Entry::Separator, Entry::Item(Action::Quit, "Quit AMC".to_owned())]
+}
+
+/// What a menu item does; its id in the menu is [`Action::id`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// Opens the window.
+    Open,
+    /// Says how many channels wait; opens the window.
+    Channels,
+    /// Says how many sends wait; opens the window.
+    Sends,
+    /// Says how many tool requests wait; opens the window.
+    Tools,
+    /// Holds every agent's send (checked while paused).
+    Pause,
+    /// Starts the app at login (checked while it does).
+    Login,
+    /// Links `amc` into a folder on `PATH`.
+    Install,
+    /// Quits the app.
+    Quit,
+}
+
+const ACTIONS: [(Action, &str); 8] = [
+    (Action::Open, "open"),
+    (Action::Channels, "channels"),
+    (Action::Sends, "sends"),
+    (Action::Tools, "tools"),
+    (Action::Pause, "pause"),
+    (Action::Login, "login"),
+    (Action::Install, "install"),
+    (Action::Quit, "quit"),
+];
+
+impl Action {
+    /// The item's id in the menu.
+    pub fn id(self) -> &'static str {
+        ACTIONS.iter().find(|(a, _)| *a == self).map_or("", |(_, id)| id)
+    }
+
+    /// The action of the item with `id`, if it is one of these.
+    pub fn of(id: &str) -> Option<Self> {
+        ACTIONS.iter().find(|(_, i)| *i == id).map(|(a, _)| *a)
+    }
+}
+
+impl TrayView {
+    /// The menu once AMC runs, `at_login` saying whether the app starts at login.
+    pub fn menu(&self, at_login: bool) -> Vec<Entry> {
+        let item = |a, label: &str| Entry::Item(a, label.to_owned());
+        vec![
+            item(Action::Open, "Open AMC"),
+            Entry::Separator,
+            Entry::Item(Action::Channels, self.channels_label()),
+            Entry::Item(Action::Sends, self.sends_label()),
+            Entry::Item(Action::Tools, self.tools_label()),
+            Entry::Separator,
+            Entry::Check(Action::Pause, "Pause all agents".to_owned(), self.paused),
+            Entry::Check(Action::Login, "Launch at login".to_owned(), at_login),
+            item(Action::Install, "Install Command-Line Tool…"),
+            Entry::Separator,
+            item(Action::Quit, "Quit AMC"),
+        ]
+    }
+
+    /// The items whose words follow AMC, with their words now.
+    pub fn live(&self) -> [(Action, String); 3] {
+        [
+            (Action::Channels, self.channels_label()),
+            (Action::Sends, self.sends_label()),
+            (Action::Tools, self.tools_label()),
+        ]
+    }
+}
+
 fn count(n: u64, one: &str, many: &str, tail: &str) -> String {
     match n {
         0 => format!("No {many} {tail}"),
@@ -87,6 +183,25 @@ pub async fn toggle_pause(amc: Amc) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_item_of_the_menu_is_found_by_its_id_and_says_what_waits() {
+        let menu = view(2, 1, true).menu(false);
+        let actions: Vec<Action> = menu
+            .iter()
+            .filter_map(|e| match e {
+                Entry::Item(a, _) | Entry::Check(a, _, _) => Some(*a),
+                Entry::Note(_) | Entry::Separator => None,
+            })
+            .collect();
+        assert_eq!(actions.len(), ACTIONS.len(), "each action once: {menu:?}");
+        assert!(actions.iter().all(|a| Action::of(a.id()) == Some(*a)));
+        assert!(menu.contains(&Entry::Item(Action::Channels, "2 channels waiting".into())), "{menu:?}");
+        assert!(menu.contains(&Entry::Check(Action::Pause, "Pause all agents".into(), true)), "{menu:?}");
+        assert_eq!(view(0, 3, false).live()[1], (Action::Sends, "3 sends to review".into()));
+        assert_eq!(Action::of(NOTE), None);
+        assert!(starting_menu("Starting AMC…").contains(&Entry::Item(Action::Quit, "Quit AMC".into())));
+    }
 
     fn view(channels: u64, sends: u64, paused: bool) -> TrayView {
         TrayView { waiting: Waiting { channels, sends, tools: 0 }, paused }

@@ -2,6 +2,7 @@
 
 mod follow;
 mod scheme;
+mod start;
 
 use amc_core::config::RawConfig;
 
