@@ -55,7 +55,9 @@ pub async fn run(raw: RawConfig, args: McpArgs) -> anyhow::Result<()> {
         token: token.clone().ok().flatten(),
         agent_id: args.agent_id.filter(|a| !a.is_empty()),
         push: !args.no_push,
-        push_settle: args.push_settle_ms.map_or(amc_mcp::working::SETTLE, std::time::Duration::from_millis),
+        push_settle: args
+            .push_settle_ms
+            .map_or(amc_mcp::claude_channel::working::SETTLE, std::time::Duration::from_millis),
     };
     // A broken setup is said at once, in one line, and every MCP request answers with it:
     // the host sees why rather than a process that died.

@@ -19,11 +19,11 @@ use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use tokio_util::sync::CancellationToken;
 
+use crate::claude_channel::working::Working;
 use crate::link::{Failure, Link};
 use crate::reach::{BridgeConfig, CONNECT_TIMEOUT, Problem};
 use crate::server::failure;
 use crate::toolset::Toolset;
-use crate::working::Working;
 
 /// The stdio side: an MCP server whose tools are the daemon's.
 pub struct Bridge {
@@ -88,7 +88,9 @@ impl Bridge {
         if let Some(push) = push {
             let _ = tokio::time::timeout(CONNECT_TIMEOUT, push).await;
             // Tool requests still waiting for the person leave the tray now.
-            let _ = tokio::time::timeout(CONNECT_TIMEOUT, crate::push::end_session(link.cfg(), &session)).await;
+            let _ =
+                tokio::time::timeout(CONNECT_TIMEOUT, crate::claude_channel::push::end_session(link.cfg(), &session))
+                    .await;
         }
         ended.map_err(std::io::Error::other)?;
         // The host closed stdin: close the daemon side cleanly too.
@@ -130,12 +132,12 @@ impl ServerHandler for Bridge {
             crate::relay::RELAY_INSTRUCTIONS.to_owned()
         } else if self.pushes() {
             capabilities.experimental = Some(
-                [crate::channel::CHANNEL_CAPABILITY, crate::channel::PERMISSION_CAPABILITY]
+                [crate::claude_channel::CHANNEL_CAPABILITY, crate::claude_channel::PERMISSION_CAPABILITY]
                     .into_iter()
                     .map(|c| (c.to_owned(), Default::default()))
                     .collect(),
             );
-            format!("{} {}", crate::server::INBOX_INSTRUCTIONS, crate::channel::PUSH_INSTRUCTIONS)
+            format!("{} {}", crate::server::INBOX_INSTRUCTIONS, crate::claude_channel::PUSH_INSTRUCTIONS)
         } else {
             crate::server::INBOX_INSTRUCTIONS.to_owned()
         };
@@ -148,7 +150,7 @@ impl ServerHandler for Bridge {
         self.toolset.listen_on_session(context.peer.clone());
         let mut push = self.push.lock().unwrap_or_else(|p| p.into_inner());
         if self.pushes() && push.is_none() {
-            let run = crate::push::run(
+            let run = crate::claude_channel::push::run(
                 self.cfg().clone(),
                 self.session.clone(),
                 context.peer,
@@ -184,7 +186,7 @@ impl ServerHandler for Bridge {
         notification: CustomNotification,
         _context: NotificationContext<RoleServer>,
     ) {
-        if notification.method != crate::channel::PERMISSION_REQUEST_METHOD || !self.pushes() {
+        if notification.method != crate::claude_channel::PERMISSION_REQUEST_METHOD || !self.pushes() {
             return;
         }
         // Only a session that took the channel relays its prompts.
@@ -192,7 +194,9 @@ impl ServerHandler for Bridge {
         // Claude Code waits on its own prompt meanwhile: relaying must not hold up the
         // session's other messages.
         let (cfg, session) = (self.cfg().clone(), self.session.clone());
-        tokio::spawn(async move { crate::push::relay_tool_request(&cfg, &session, notification.params).await });
+        tokio::spawn(async move {
+            crate::claude_channel::push::relay_tool_request(&cfg, &session, notification.params).await
+        });
     }
 
     async fn list_tools(

@@ -6,24 +6,24 @@
 //! - [`server`]: the rmcp server handler; it calls the core's service layer directly.
 //! - [`relay`]: the relay toolset (threads between agents), its own server at `/mcp/relay`.
 //! - [`bridge`]: stdio ⇄ the daemon's socket, for hosts that cannot dial a socket.
+//! - [`reach`]: the bridge's configuration, and whether the daemon answers.
 //! - `link`: the bridge's MCP connection to the daemon.
 //! - `toolset`: what the host knows of the bridge's tools, and telling it they changed.
-//! - [`working`]: whether the host works in its session or only checks that the server starts.
-//! - [`channel`]: Claude Code channel notifications, for the bridge's push.
-//! - [`direct`]: relay calls answered without rmcp's per-request service.
+//! - [`claude_channel`]: the Claude Code channel: the bridge's push of new messages to a
+//!   working session, its notifications, and the tool requests it relays to the person.
+//! - [`direct`]: relay calls answered without rmcp's per-request service; `written`, the
+//!   page it answered last, as written.
 #![deny(missing_docs)]
 
 pub mod bridge;
-pub mod channel;
+pub mod claude_channel;
 pub mod direct;
 mod link;
-mod push;
 pub mod reach;
 pub mod relay;
 pub mod server;
 pub mod tools;
 mod toolset;
-pub mod working;
 mod written;
 
 use std::sync::Arc;

@@ -24,7 +24,7 @@ pub struct BridgeConfig {
     /// (the inbox only; `amc mcp --no-push` turns it off).
     pub push: bool,
     /// How long a session must stay open, having called a tool, before what it was pushed
-    /// is recorded as told ([`crate::working::SETTLE`] unless a test wants it shorter).
+    /// is recorded as told (`claude_channel::working::SETTLE` unless a test wants it shorter).
     pub push_settle: Duration,
 }
 

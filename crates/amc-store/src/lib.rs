@@ -11,8 +11,8 @@
 //! - `messages.rs`: ingest, unread, context, read state.
 //! - `agents.rs`: agents and their hashed tokens.
 //! - `outbox.rs`: agents' sends and their idempotency records.
-//! - `push.rs`: where each agent's push of new messages stands.
-//! - `tools.rs`: hosts' requests to use a tool, and the person's decisions.
+//! - `claude_channel/`: the Claude Code channel's tables: where each agent's push of new
+//!   messages stands (`push.rs`), and hosts' requests to use a tool (`tools.rs`).
 //! - `search.rs`: full-text search of messages; [`rank`] orders its results.
 //! - [`model`], [`ids`], [`time`], [`token`], [`error`]: the types stored, defined here
 //!   once and used by every crate above.
@@ -47,6 +47,7 @@ mod agents;
 #[cfg(test)]
 mod behaviour;
 mod channels;
+mod claude_channel;
 pub mod db;
 pub mod error;
 pub mod files;
@@ -54,12 +55,10 @@ pub mod ids;
 mod messages;
 pub mod model;
 mod outbox;
-mod push;
 pub mod rank;
 mod search;
 pub mod time;
 pub mod token;
-mod tools;
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -67,13 +66,12 @@ use std::sync::{Arc, Mutex};
 use crate::db::{Database, Migration};
 use crate::error::Result;
 
+pub use claude_channel::{NewToolRequest, PushPosition, PushScan, ToolRequestBounds};
 pub use messages::UnreadQuery;
 pub use outbox::{HELD_BOUNDS, HeldBounds, NewSend, SEND_LOG_KEPT, SendLookup, SendOutcome};
-pub use push::{PushPosition, PushScan};
 #[cfg(any(test, feature = "test-support"))]
 pub use search::RANK_UP_TO;
 pub use search::{IndexProgress, SearchQuery, spaceless};
-pub use tools::{NewToolRequest, ToolRequestBounds};
 
 /// The core's migrations, in order; `PRAGMA user_version` is the number applied.
 const MIGRATIONS: &[Migration] = &[

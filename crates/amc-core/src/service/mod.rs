@@ -10,20 +10,20 @@
 //! - `ingest.rs`: the sources' front door (messages, edits, reactions, unsends,
 //!   checkpoints, late arrivals).
 //! - `search.rs`: `search_messages`, words and phrases over what an agent may see.
-//! - `push.rs`: new messages told to agents as they arrive, bursts folded.
-//! - `tools.rs`: hosts' requests to use a tool, answered by the person.
+//! - `claude_channel/`: the Claude Code channel: new messages told to agents' sessions as
+//!   they arrive, bursts folded (`push.rs`), and hosts' requests to use a tool, answered by
+//!   the person (`tools.rs`).
 //! - `upkeep.rs`: the housekeeping that runs every minute.
 //! - `health.rs`: the sources' states.
 
 mod admin;
+mod claude_channel;
 mod failed_later;
 mod health;
 mod inbox;
 mod ingest;
-mod push;
 mod search;
 mod send;
-mod tools;
 mod upkeep;
 
 use std::sync::Arc;
@@ -41,14 +41,14 @@ use amc_store::Store;
 pub use admin::{AdminSend, InboxItem};
 pub use amc_store::db::{UpdateProgress, UpdateReporter};
 pub use amc_store::{HELD_BOUNDS, SEND_LOG_KEPT};
+pub use claude_channel::{MAX_PUSH_WAIT_SECONDS, PUSH_BURST, PUSH_WINDOW, PushBatch, PushItem, PushParams};
+pub use claude_channel::{SESSION_GONE_AFTER, TOOL_REQUEST_BOUNDS, TOOL_REQUESTS_KEPT_FOR, ToolAsk};
 pub use health::{Health, SourceState, SourceStatus};
 pub use inbox::{
     ContextPage, ContextParams, MAX_UNREAD_WAIT_SECONDS, MarkReadResult, UnreadPage, UnreadParams, WaitUnreadParams,
 };
-pub use push::{MAX_PUSH_WAIT_SECONDS, PUSH_BURST, PUSH_WINDOW, PushBatch, PushItem, PushParams};
 pub use search::{MAX_QUERY_CHARS, SearchPage, SearchParams, SearchResult};
 pub use send::{AttachmentRef, SendReceipt, SendRequest};
-pub use tools::{SESSION_GONE_AFTER, TOOL_REQUEST_BOUNDS, TOOL_REQUESTS_KEPT_FOR, ToolAsk};
 
 const PAUSED_SETTING: &str = "agents_paused";
 
@@ -72,7 +72,7 @@ struct Inner {
     /// Bumped on every revocation, so an agent's waits end at once.
     revocations: tokio::sync::watch::Sender<u64>,
     /// The push's acknowledgements, windows and sessions.
-    push: push::PushState,
+    push: claude_channel::PushState,
     /// The search backlog's indexing while it runs: when it began, and how far it is.
     indexing: std::sync::Mutex<Option<(Instant, amc_store::IndexProgress)>>,
     /// A first import is under way: indexing waits for its end.
@@ -142,7 +142,7 @@ impl Amc {
                 started: Instant::now(),
                 url_filter: crate::attach::url::is_public,
                 revocations: tokio::sync::watch::Sender::new(0),
-                push: push::PushState::new(push_key),
+                push: claude_channel::PushState::new(push_key),
                 indexing: Default::default(),
                 deferring: AtomicBool::new(false),
                 tokens: Default::default(),

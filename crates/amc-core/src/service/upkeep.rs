@@ -88,7 +88,7 @@ impl Amc {
         if let Err(e) = self.end_silent_sessions(store) {
             tracing::warn!(error = %e, "could not check for ended sessions");
         }
-        let before = crate::time::now_ms() - super::tools::TOOL_REQUESTS_KEPT_FOR.as_millis() as i64;
+        let before = crate::time::now_ms() - super::TOOL_REQUESTS_KEPT_FOR.as_millis() as i64;
         match store.prune_tool_requests(before) {
             Ok(n) if n > 0 => tracing::debug!(pruned = n, "old tool requests forgotten"),
             Ok(_) => {}

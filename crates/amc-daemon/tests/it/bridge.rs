@@ -25,7 +25,7 @@ struct Host(mpsc::UnboundedSender<String>);
 
 impl ClientHandler for Host {
     async fn on_custom_notification(&self, n: CustomNotification, _: NotificationContext<RoleClient>) {
-        if n.method == amc_mcp::channel::CHANNEL_METHOD {
+        if n.method == amc_mcp::claude_channel::CHANNEL_METHOD {
             let content = n.params.as_ref().and_then(|p| p["content"].as_str()).unwrap_or_default();
             let _ = self.0.send(content.to_owned());
         }

@@ -12,10 +12,10 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::{AgentCtx, Amc};
 use crate::error::{Error, Result};
 use crate::events::Event;
 use crate::model::{ToolRequest, ToolRequestStatus};
+use crate::service::{AgentCtx, Amc};
 use amc_store::{NewToolRequest, Store, ToolRequestBounds};
 
 /// How long a session may go without asking for its push before it counts as ended: the
@@ -46,7 +46,7 @@ pub struct ToolAsk {
 }
 
 /// Whether `s` is a plain id: 1 to 64 of `A-Z a-z 0-9 - _`.
-pub(super) fn is_plain_id(s: &str) -> bool {
+pub(in crate::service) fn is_plain_id(s: &str) -> bool {
     (1..=64).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
@@ -143,7 +143,7 @@ impl Amc {
     }
 
     /// Ends the sessions that stopped asking for their push: their pending requests go.
-    pub(super) async fn expire_tool_sessions(&self) -> Result<()> {
+    pub(in crate::service) async fn expire_tool_sessions(&self) -> Result<()> {
         if self.just_started() {
             return Ok(());
         }
@@ -152,7 +152,7 @@ impl Amc {
     }
 
     /// The same, on the calling thread (it makes store calls).
-    pub(super) fn end_silent_sessions(&self, store: &Store) -> Result<()> {
+    pub(in crate::service) fn end_silent_sessions(&self, store: &Store) -> Result<()> {
         if self.just_started() {
             return Ok(());
         }

@@ -21,9 +21,8 @@ use rmcp::service::Peer;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::channel;
+use super::working::Working;
 use crate::reach::{BridgeConfig, agent_connection, check};
-use crate::working::Working;
 
 /// How long one push request may wait at the daemon.
 const WAIT_SECONDS: u64 = 25;
@@ -174,7 +173,7 @@ async fn round(
         state.said = None;
         let batch = resp.json();
         for item in batch["items"].as_array().into_iter().flatten() {
-            let Some((method, params)) = channel::notification(item) else { continue };
+            let Some((method, params)) = super::notification(item) else { continue };
             let note = ServerNotification::CustomNotification(CustomNotification::new(method, Some(params)));
             if peer.send_notification(note).await.is_err() {
                 // Not written: the next session is told it.

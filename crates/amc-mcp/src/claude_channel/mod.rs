@@ -1,4 +1,7 @@
-//! Claude Code channels: how `amc mcp` tells a session about new messages.
+//! The Claude Code channel, the MCP side (the service's part is the core's
+//! `service/claude_channel/`, its tables amc-store's `claude_channel/`): how `amc mcp`
+//! tells a session about new messages (`push.rs`), when a session counts as working
+//! (`working.rs`), and the words of each notification (here).
 //!
 //! A server that declares `capabilities.experimental["claude/channel"]` may send
 //! `notifications/claude/channel` with `params.content` (a string) and `params.meta` (string
@@ -11,6 +14,9 @@
 //! The daemon decides what to push (`GET /messages/push`); this module only words it.
 //! Everything from the message is the sender's: it goes in `content`, and facts the model
 //! may rely on (ids, the channel, attachments) go in `meta`, where a sender cannot forge them.
+
+pub(crate) mod push;
+pub mod working;
 
 use serde_json::{Map, Value, json};
 

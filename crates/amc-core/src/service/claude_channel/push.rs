@@ -18,11 +18,11 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
-use super::{AgentCtx, Amc};
 use crate::error::{Error, Result};
 use crate::events::Event;
 use crate::ids::is_channel_id;
 use crate::model::{ChannelRef, Envelope, Source};
+use crate::service::{AgentCtx, Amc};
 use amc_store::{PushPosition, PushScan};
 
 /// The most messages pushed one by one per channel per [`PUSH_WINDOW`].
@@ -94,7 +94,7 @@ const PUSHING_GRACE: Duration = Duration::from_secs(30);
 /// Push requests by agent and session (`""` for a caller that names none): how many are
 /// in progress, and when the last one started or ended. Whether an agent is pushed to and
 /// whether a bridge session is still alive (for its tool requests) both read it.
-pub(super) type Sessions = HashMap<(String, String), (usize, Instant)>;
+pub(in crate::service) type Sessions = HashMap<(String, String), (usize, Instant)>;
 
 /// Counts a push request in progress while it lives.
 struct InProgress<'a> {
@@ -118,7 +118,7 @@ impl Drop for InProgress<'_> {
 
 /// One channel's recent pushes for one agent.
 #[derive(Debug, Default)]
-pub(super) struct Window {
+pub(in crate::service) struct Window {
     /// When each of the last pushes went out, within [`PUSH_WINDOW`].
     sent: VecDeque<Instant>,
     /// Since when messages beyond the burst are held back.
@@ -126,7 +126,7 @@ pub(super) struct Window {
 }
 
 /// Every agent's windows, by agent and channel.
-pub(super) type Windows = HashMap<String, HashMap<String, Window>>;
+pub(in crate::service) type Windows = HashMap<String, HashMap<String, Window>>;
 
 /// What one look at the store gives.
 #[derive(Debug)]
@@ -230,12 +230,12 @@ type HmacSha256 = hmac::Hmac<sha2::Sha256>;
 /// Signs the acknowledgements handed out and checks those given back: an agent can only
 /// give back one the daemon handed to it, so a forged position (far ahead, or naming
 /// channels it cannot see) never moves its push.
-pub(super) struct AckSigner {
+pub(in crate::service) struct AckSigner {
     key: Vec<u8>,
 }
 
 impl AckSigner {
-    pub(super) fn new(key: Vec<u8>) -> Self {
+    pub(in crate::service) fn new(key: Vec<u8>) -> Self {
         Self { key }
     }
 
@@ -289,14 +289,14 @@ impl AckSigner {
 
 /// The push's state besides the store: the acknowledgements' key, each agent's recent
 /// pushes per channel, and the push requests of each bridge session.
-pub(super) struct PushState {
+pub(in crate::service) struct PushState {
     signer: AckSigner,
     windows: std::sync::Mutex<Windows>,
     sessions: std::sync::Mutex<Sessions>,
 }
 
 impl PushState {
-    pub(super) fn new(key: Vec<u8>) -> Self {
+    pub(in crate::service) fn new(key: Vec<u8>) -> Self {
         Self { signer: AckSigner::new(key), windows: Default::default(), sessions: Default::default() }
     }
 }
@@ -406,13 +406,13 @@ impl Amc {
 
     /// Whether a session of the agent is being pushed to: a push request in progress, or
     /// one that ended moments ago.
-    pub(super) fn is_pushing(&self, agent_id: &str) -> bool {
+    pub(in crate::service) fn is_pushing(&self, agent_id: &str) -> bool {
         let sessions = self.inner.push.sessions.lock().unwrap_or_else(|p| p.into_inner());
         sessions.iter().any(|((agent, _), (n, last))| agent == agent_id && (*n > 0 || last.elapsed() < PUSHING_GRACE))
     }
 
     /// Whether the push of one bridge session asks now or did within `within`.
-    pub(super) fn session_alive(&self, agent_id: &str, session: &str, within: Duration) -> bool {
+    pub(in crate::service) fn session_alive(&self, agent_id: &str, session: &str, within: Duration) -> bool {
         let sessions = self.inner.push.sessions.lock().unwrap_or_else(|p| p.into_inner());
         sessions
             .get(&(agent_id.to_owned(), session.to_owned()))

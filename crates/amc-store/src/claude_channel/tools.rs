@@ -2,8 +2,8 @@
 
 use rusqlite::{OptionalExtension, Row, params};
 
-use super::Store;
-use super::channels::parse_col;
+use crate::Store;
+use crate::channels::parse_col;
 use crate::error::{Error, Result};
 use crate::model::{ToolRequest, ToolRequestStatus};
 use crate::time::{Millis, now_ms};

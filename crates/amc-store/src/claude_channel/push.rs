@@ -1,13 +1,13 @@
 //! Where each agent's push stands: a floor in storage order (message rowids), and the
-//! channels that got ahead of it. The service layer (`service/push.rs`) decides what to
+//! channels that got ahead of it. The service layer (`service/claude_channel/push.rs`) decides what to
 //! push; this module finds what is new and records what was handled.
 
 use rusqlite::{OptionalExtension, params};
 
-use super::Store;
-use super::channels::{open_to, unread_to};
-use super::messages::{ENVELOPE_COLS, ENVELOPE_WIDTH, envelope_from_row, load_attachments};
+use crate::Store;
+use crate::channels::{open_to, unread_to};
 use crate::error::{Error, Result};
+use crate::messages::{ENVELOPE_COLS, ENVELOPE_WIDTH, envelope_from_row, load_attachments};
 use crate::model::Envelope;
 
 /// What is new for an agent since its push position: the messages it would see in its
