@@ -8,14 +8,14 @@
 //! - [`service`]: what agents and the person can do, with the rules (approval,
 //!   send policy, idempotency, rate limits) applied in one place.
 //! - [`sender`]: the interface sources implement to deliver an agent's send.
-//! - [`attach`]: checks on the files and URLs an agent asks to send.
+//! - The checks on the files and URLs an agent asks to send are `amc-attach`, a crate of its
+//!   own beside the store.
 //! - [`events`]: the change feed the UI follows.
 //! - [`every`]: periodic work kept by threads of its own, so an idle AMC rarely wakes.
 //! - [`config`]: validated configuration.
 //! - [`text`]: the characters shown as code points on terminals and screens.
 #![deny(missing_docs)]
 
-pub mod attach;
 pub mod config;
 pub mod events;
 pub mod every;

@@ -53,9 +53,12 @@ const OWNERS: &[(&str, &[&str])] = &[
     ("imessage-database", &["crates/amc-imessage"]),
     ("rusqlite", &["crates/amc-store", "crates/amc-relay", "crates/amc-imessage"]),
     // The store sits below the core: sources and edges go through the core's service
-    // layer; the relay keeps tables of its own on the same database. The test kit, a
+    // layer; the relay keeps tables of its own on the same database; the attachment
+    // checks, beside the store, take its error table and private files. The test kit, a
     // dev-dependency only (checked below), opens it beside a running core for tests.
-    ("amc-store", &["crates/amc-core", "crates/amc-relay", "crates/amc-testkit"]),
+    ("amc-store", &["crates/amc-core", "crates/amc-relay", "crates/amc-attach", "crates/amc-testkit"]),
+    // An agent's files are opened and its URLs fetched in one crate, which the core uses.
+    ("amc-attach", &["crates/amc-core"]),
 ];
 
 #[test]
@@ -223,17 +226,19 @@ fn tests_never_sleep_a_fixed_time() {
     }
 }
 
-/// The store is the bottom layer and the core the one above it: the store depends on no
-/// other AMC crate, the core on the store alone (the relay depends on both, never the
-/// other way round).
+/// The store is the bottom layer, the attachment checks beside it and the core above both:
+/// the store depends on no other AMC crate, the checks on the store alone, the core on the
+/// two (the relay depends on the core, never the other way round).
 #[test]
 fn the_store_and_the_core_are_the_bottom_layers() {
-    let store = dependencies(&workspace().join("crates/amc-store/Cargo.toml"));
-    assert!(store.iter().any(|d| d == "rusqlite"), "the manifest was read: {store:?}");
-    assert!(!store.iter().any(|d| d.starts_with("amc-")), "amc-store depends on {store:?}");
-    let core = dependencies(&workspace().join("crates/amc-core/Cargo.toml"));
-    let above: Vec<_> = core.iter().filter(|d| d.starts_with("amc-") && *d != "amc-store").collect();
-    assert!(core.iter().any(|d| d == "amc-store") && above.is_empty(), "amc-core depends on {core:?}");
+    let amc = |manifest: &str| -> Vec<String> {
+        let deps = dependencies(&workspace().join(manifest));
+        assert!(!deps.is_empty(), "{manifest} was read");
+        deps.into_iter().filter(|d| d.starts_with("amc-")).collect()
+    };
+    assert!(amc("crates/amc-store/Cargo.toml").is_empty());
+    assert_eq!(amc("crates/amc-attach/Cargo.toml"), ["amc-store"]);
+    assert_eq!(amc("crates/amc-core/Cargo.toml"), ["amc-attach", "amc-store"]);
 }
 
 /// Only the relay keeps tables of its own in AMC's database, so only it (and the core)

@@ -339,7 +339,7 @@ impl Amc {
             }
         })?;
         let path = cached.clone();
-        self.run_blocking(move || crate::attach::write_private(&path, &bytes).map_err(Error::internal)).await?;
+        self.run_blocking(move || amc_attach::write_private(&path, &bytes).map_err(Error::internal)).await?;
         file.local_path = Some(cached.to_string_lossy().into_owned());
         Ok(file)
     }

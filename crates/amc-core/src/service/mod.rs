@@ -30,12 +30,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use crate::attach::AttachmentPolicy;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::events::{Event, EventBus};
 use crate::ratelimit::RateLimiter;
 use crate::sender::Senders;
+use amc_attach::AttachmentPolicy;
 use amc_store::Store;
 
 pub use admin::{AdminSend, InboxItem};
@@ -68,7 +68,7 @@ struct Inner {
     health: health::Registry,
     paused: AtomicBool,
     started: Instant,
-    url_filter: crate::attach::url::AddressFilter,
+    url_filter: amc_attach::url::AddressFilter,
     /// Bumped on every revocation, so an agent's waits end at once.
     revocations: tokio::sync::watch::Sender<u64>,
     /// The push's acknowledgements, windows and sessions.
@@ -140,7 +140,7 @@ impl Amc {
                 attachments,
                 paused: AtomicBool::new(paused),
                 started: Instant::now(),
-                url_filter: crate::attach::url::is_public,
+                url_filter: amc_attach::url::is_public,
                 revocations: tokio::sync::watch::Sender::new(0),
                 push: claude_channel::PushState::new(push_key),
                 indexing: Default::default(),

@@ -6,13 +6,13 @@ use sha2::{Digest, Sha256};
 
 use super::inbox::{check_channel_id, check_message_id};
 use super::{AgentCtx, Amc};
-use crate::attach::Accepted;
 use crate::error::{Error, ErrorCode, Result};
 use crate::events::Event;
 use crate::model::SendTarget;
 use crate::model::{OutboxItem, OutboxStatus, SendPolicy};
 use crate::sender::{OutgoingSend, SendError};
 use crate::time::{Millis, now_ms, serde_ms};
+use amc_attach::Accepted;
 use amc_store::{HELD_BOUNDS, NewSend, SendLookup, SendOutcome};
 
 /// The longest text AMC passes to a platform, in bytes.
@@ -151,7 +151,7 @@ struct Record {
 struct Checked {
     target: SendTarget,
     max_bytes: u64,
-    files: Vec<Option<crate::attach::CheckedFile>>,
+    files: Vec<Option<amc_attach::CheckedFile>>,
 }
 
 impl Amc {
@@ -262,7 +262,7 @@ impl Amc {
         req: &SendRequest,
         target: &SendTarget,
         max_bytes: u64,
-        files: Vec<Option<crate::attach::CheckedFile>>,
+        files: Vec<Option<amc_attach::CheckedFile>>,
     ) -> Result<Vec<crate::model::StagedAttachment>> {
         self.inner
             .limiter
@@ -353,7 +353,7 @@ impl Amc {
     async fn fetch_and_stage(
         &self,
         stage_id: &str,
-        checked: Vec<Option<crate::attach::CheckedFile>>,
+        checked: Vec<Option<amc_attach::CheckedFile>>,
         refs: &[AttachmentRef],
         max_bytes: u64,
     ) -> Result<Vec<crate::model::StagedAttachment>> {
@@ -361,8 +361,9 @@ impl Amc {
         for (c, r) in checked.into_iter().zip(refs) {
             match (c, &r.url) {
                 (Some(f), _) => files.push(Accepted::File(f)),
-                (None, Some(url)) => files
-                    .push(Accepted::Download(crate::attach::url::fetch(url, max_bytes, self.inner.url_filter).await?)),
+                (None, Some(url)) => {
+                    files.push(Accepted::Download(amc_attach::url::fetch(url, max_bytes, self.inner.url_filter).await?))
+                }
                 (None, None) => return Err(Error::internal("attachment without url or path")),
             }
         }

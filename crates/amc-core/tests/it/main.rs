@@ -1,3 +1,3 @@
 //! amc-core's integration tests: the public API used as the daemon uses it.
 
-mod attach_race;
+mod own_files;

@@ -9,6 +9,11 @@
 //! following no symlink ([`beneath`]), and that descriptor is what gets copied. AMC's
 //! own files (the database, the tokens, the socket, config.toml) live in its data
 //! directory, which no walk may enter: they cannot be sent whatever folders are allowed.
+//!
+//! A crate of its own because it is a security boundary: the only code that opens an
+//! agent's files or fetches its URLs (with reqwest and rustix), used by the core alone.
+
+#![deny(missing_docs)]
 
 mod beneath;
 pub mod url;
@@ -22,8 +27,8 @@ use std::sync::Arc;
 
 use beneath::FileId;
 
-use crate::error::{Error, ErrorCode, Result};
-use crate::model::StagedAttachment;
+use amc_store::error::{Error, ErrorCode, Result};
+use amc_store::model::StagedAttachment;
 
 /// The folders agents may send files from, resolved once at start-up.
 #[derive(Debug, Clone)]
@@ -88,9 +93,9 @@ impl AttachmentPolicy {
     /// folders inside `data_dir` other than the outbox: nothing of AMC's own is sendable.
     pub fn new(dirs: &[PathBuf], staging: &Path, data_dir: &Path) -> Result<Self> {
         if let Some(outbox) = dirs.first() {
-            crate::files::create_dir_all(outbox)?;
+            amc_store::files::create_dir_all(outbox)?;
         }
-        crate::files::create_dir_all(staging)?;
+        amc_store::files::create_dir_all(staging)?;
         let staging = staging.canonicalize()?;
         let data = data_dir.canonicalize()?;
         let outbox = dirs.first().and_then(|o| o.canonicalize().ok());
@@ -202,7 +207,7 @@ impl AttachmentPolicy {
             return Ok(Vec::new());
         }
         let dir = self.staging.join(stage_id);
-        crate::files::create_dir_all(&dir)?;
+        amc_store::files::create_dir_all(&dir)?;
         let staged: Result<Vec<_>> =
             files.iter().enumerate().map(|(i, f)| self.stage_one(&dir, i, f, max_bytes)).collect();
         if staged.is_err() {
@@ -241,7 +246,7 @@ impl AttachmentPolicy {
             }
         };
         let dest = dir.join(format!("{index}-{}", short_name(&filename)));
-        let mut out = crate::files::create(&dest)?;
+        let mut out = amc_store::files::create(&dest)?;
         out.write_all(&bytes)?;
         out.sync_all()?;
         Ok(StagedAttachment { path: dest.display().to_string(), filename, size_bytes: bytes.len() as u64, origin })
@@ -262,7 +267,7 @@ impl AttachmentPolicy {
 
 /// Writes a file AMC keeps (a fetched attachment) whole or not at all, private.
 pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    crate::files::write_atomic(path, bytes)
+    amc_store::files::write_atomic(path, bytes)
 }
 
 /// Shortens a file name to [`MAX_NAME_BYTES`], keeping its extension.

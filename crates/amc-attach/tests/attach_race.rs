@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use amc_core::attach::{Accepted, AttachmentPolicy};
+use amc_attach::{Accepted, AttachmentPolicy};
 
 /// What became of the sends made while an agent raced them.
 #[derive(Debug, Default)]

@@ -153,35 +153,3 @@ fn refuses_a_file_over_the_platform_limit() {
     let err = policy.check_path(file.to_str().expect("utf8"), 100).expect_err("too large");
     assert_eq!(err.code, ErrorCode::AttachmentTooLargeForPlatform);
 }
-
-/// Every file AMC keeps for itself sits in the data directory, which no walk enters: with
-/// `/` allowed, none of them can be sent.
-#[test]
-fn every_file_amc_keeps_is_refused_with_the_root_allowed() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::write(dir.path().join(crate::config::CONFIG_FILE), "attachment_dirs = [\"/\"]\n").expect("write");
-    let config = crate::config::RawConfig { data_dir: Some(dir.path().to_owned()), ..Default::default() }
-        .validate()
-        .expect("config");
-    let policy =
-        AttachmentPolicy::new(&config.attachment_dirs, &config.staging_dir(), &config.data_dir).expect("policy");
-    assert!(policy.allowed_dirs().contains(&PathBuf::from("/")));
-    let own = [
-        config.db_path(),
-        config.socket_path(),
-        config.admin_token_path(),
-        config.test_sender_log(),
-        config.data_dir.join(crate::config::CONFIG_FILE),
-        config.staging_dir().join("s/0-a.txt"),
-        config.attachment_cache_dir().join("a.png"),
-    ];
-    for path in own {
-        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-        if !path.exists() {
-            std::fs::write(&path, b"private").expect("write");
-        }
-        assert!(path.starts_with(&config.data_dir), "{} is outside the data directory", path.display());
-        let err = policy.check_path(path.to_str().expect("utf8"), 1 << 20).expect_err("AMC's own file");
-        assert_eq!(err.code, ErrorCode::ValidationFailed, "{}", path.display());
-    }
-}
