@@ -22,8 +22,8 @@ use tauri::{AppHandle, RunEvent};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use amc_core::config::RawConfig;
 use amc_core::service::UpdateReporter;
+use amc_runtime::RawConfig;
 
 fn main() -> ExitCode {
     let flags = start::Flags::parse();

@@ -8,7 +8,7 @@ use clap::{Subcommand, ValueEnum};
 use serde_json::{Value, json};
 
 use amc_client::Connection;
-use amc_core::config::RawConfig;
+use amc_runtime::RawConfig;
 
 use crate::hosts::{Host, NewAgent};
 use crate::shown::{self, Shown, entries, field as s, lines, text, verbatim};
@@ -143,7 +143,7 @@ pub enum ReviewCmd {
 }
 
 pub(crate) async fn connect(raw: RawConfig) -> anyhow::Result<Connection> {
-    let config = raw.validate()?;
+    let config = raw.validate()?.core;
     let token_path = config.admin_token_path();
     let socket = config.socket_path();
     let not_running = || {
@@ -495,7 +495,7 @@ pub async fn doctor(raw: RawConfig, chat_db: Option<std::path::PathBuf>) -> anyh
     let named_chat_db = chat_db.is_some();
     let config = RawConfig { chat_db, ..raw.clone() }.validate()?;
     let mut problems = 0;
-    say!("Data folder: {}", config.data_dir.display());
+    say!("Data folder: {}", config.core.data_dir.display());
     let health = match connect(raw).await {
         Ok(mut c) => Some(ok(c.get("/healthz").await?)?),
         Err(e) => {
@@ -506,7 +506,7 @@ pub async fn doctor(raw: RawConfig, chat_db: Option<std::path::PathBuf>) -> anyh
     };
     let running_imessage =
         health.as_ref().map(|h| h["sources"]["imessage"].clone()).filter(|s| s["state"] != "disabled");
-    match (config.chat_db.as_deref(), &running_imessage) {
+    match (config.imessage.chat_db.as_deref(), &running_imessage) {
         // The running AMC follows a chat.db: its state is the answer (below).
         (_, Some(_)) if !named_chat_db => {}
         (None, _) => say!("  iMessage: off (no chat.db configured; set imessage_chat_db or --chat-db)"),
@@ -520,7 +520,7 @@ pub async fn doctor(raw: RawConfig, chat_db: Option<std::path::PathBuf>) -> anyh
             }
         },
     }
-    match config.osascript.as_deref() {
+    match config.imessage.osascript.as_deref() {
         None => say!("  Sending iMessages: off (no osascript; on macOS it is /usr/bin/osascript)"),
         Some(p) if p.exists() => say!(
             "  Sending iMessages: {}; the first send asks macOS to let AMC control Messages (System Settings → \

@@ -119,7 +119,7 @@ fn main() -> std::process::ExitCode {
         }
     };
     let result = runtime.block_on(async move {
-        let raw = amc_core::config::RawConfig { data_dir: cli.data_dir.clone(), ..Default::default() };
+        let raw = amc_runtime::RawConfig { data_dir: cli.data_dir.clone(), ..Default::default() };
         match cli.command {
             Command::Serve(args) => serve::run(raw, args).await,
             Command::Mcp(args) => mcp::run(raw, args).await,

@@ -4,9 +4,9 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use amc_core::config::RawConfig;
 use amc_mcp::bridge::Bridge;
 use amc_mcp::reach::{BridgeConfig, Problem, check};
+use amc_runtime::RawConfig;
 
 use crate::shown::Shown;
 
@@ -35,7 +35,7 @@ pub async fn run(raw: RawConfig, args: McpArgs) -> anyhow::Result<()> {
     let endpoint = if args.relay { "/mcp/relay" } else { "/mcp" }.to_owned();
     let config = raw.clone().validate();
     let socket = match &config {
-        Ok(c) => c.socket_path(),
+        Ok(c) => c.core.socket_path(),
         Err(_) => RawConfig { data_dir: raw.data_dir.clone(), ..Default::default() }
             .data_dir
             .map(|d| d.join("run/amc.sock"))

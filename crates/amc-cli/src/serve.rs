@@ -2,7 +2,7 @@
 
 use clap::Args;
 
-use amc_core::config::RawConfig;
+use amc_runtime::RawConfig;
 
 #[derive(Args)]
 pub struct ServeArgs {

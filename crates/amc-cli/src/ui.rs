@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use clap::Args;
 
-use amc_core::config::RawConfig;
+use amc_runtime::RawConfig;
 
 #[derive(Args)]
 pub struct UiArgs {
@@ -20,7 +20,7 @@ pub struct UiArgs {
 }
 
 pub async fn run(raw: RawConfig, args: UiArgs) -> anyhow::Result<()> {
-    let config = RawConfig { listen: args.listen, ..raw.clone() }.validate()?;
+    let config = RawConfig { listen: args.listen, ..raw.clone() }.validate()?.core;
     // The running AMC knows where it listens, whichever way it was told.
     let running = match crate::admin::connect(raw).await {
         Ok(mut c) => c.get("/admin/listen").await.ok().map(|r| r.json()),

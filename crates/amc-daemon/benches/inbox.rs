@@ -20,7 +20,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use amc_client::Connection;
-use amc_core::config::RawConfig;
+use amc_core::config::Config;
 use amc_core::model::ChannelSpec;
 use amc_core::model::{ChannelKind, HistoryRelease, IncomingMessage, SenderInfo, Source};
 use amc_core::sender::Senders;
@@ -38,7 +38,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let per_channel = total / CHANNELS;
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let dir = tempfile::tempdir()?;
-    let config = RawConfig { data_dir: Some(dir.path().to_owned()), ..Default::default() }.validate()?;
+    let config = Config::new(dir.path().to_owned());
     let amc = Amc::start(config.clone(), Senders::default())?;
     let store = amc.store().clone();
 
@@ -357,7 +357,7 @@ fn ingest_with_and_without_index(
 ) -> Result<(), Box<dyn std::error::Error>> {
     let open = |name: &str| -> Result<(tempfile::TempDir, Amc), Box<dyn std::error::Error>> {
         let dir = tempfile::tempdir_in(config.data_dir.parent().unwrap_or(&config.data_dir))?;
-        let c = RawConfig { data_dir: Some(dir.path().join(name)), ..Default::default() }.validate()?;
+        let c = Config::new(dir.path().join(name));
         Ok((dir, Amc::start(c, Senders::default())?))
     };
     let (_a, with) = open("with")?;

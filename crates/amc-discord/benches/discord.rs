@@ -23,7 +23,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let config = format!("discord_token = \"{TOKEN}\"\n{}imessage_chat_db = \"\"\n", fake.config(dir.path())?);
     std::fs::write(dir.path().join("config.toml"), config)?;
     let connected = fake.connected(Duration::from_secs(20));
-    let raw = amc_core::config::RawConfig { data_dir: Some(dir.path().to_owned()), ..Default::default() };
+    let raw = amc_runtime::RawConfig { data_dir: Some(dir.path().to_owned()), ..Default::default() };
     let running = amc_runtime::start(raw).await?;
     assert!(connected.await, "the bot connected");
     let socket = dir.path().join("run/amc.sock");

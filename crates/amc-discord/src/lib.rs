@@ -7,8 +7,10 @@
 //! # Layout
 //! - [`convert`]: Discord's objects in AMC's terms.
 //! - [`gateway`]: the event handler, health, approvals followed.
-//! - [`history`]: history fetched through REST, bounded and paginated.
+//! - `shared`: what the handler and the history fetches share.
+//! - `history`: history fetched through REST, bounded and paginated.
 //! - [`send`]: sends, Discord's errors, attachments fetched on demand.
+//! - [`settings`]: the source's settings (`DiscordSettings`), as the runtime reads them.
 //! - [`token`]: the bot's token from the configuration or the Keychain.
 //! - `fake` (feature `fake`): a local stand-in for Discord (REST and gateway), for tests
 //!   and benchmarks; never in AMC's binaries.
@@ -20,17 +22,18 @@ pub mod fake;
 pub mod gateway;
 mod history;
 pub mod send;
+pub mod settings;
 mod shared;
 pub mod token;
 
 use std::sync::Arc;
 
-use amc_core::config::{DiscordSettings, Secret};
 use amc_core::model::Source;
 use amc_core::service::{Amc, SourceState, SourceStatus};
 use serenity::all::{ClientBuilder, UserId};
 use serenity::gateway::GatewayError;
 use serenity::http::HttpBuilder;
+use settings::{DiscordSettings, Secret};
 use tokio_util::sync::CancellationToken;
 
 pub use send::DiscordSender;

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use amc_core::config::Secret;
+use crate::settings::Secret;
 use amc_core::model::RemoteFile;
 use amc_core::sender::{BoxFuture, Delivery, FetchError, OutgoingSend, SendError, Sender};
 use amc_core::time::now_ms;

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use amc_core::config::{DiscordToken, Secret};
+use crate::settings::{DiscordToken, Secret};
 
 /// The Keychain item's service name.
 pub const KEYCHAIN_SERVICE: &str = "AMC";

@@ -14,7 +14,7 @@ use amc_testkit::Stored;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use amc_core::config::RawConfig;
+use amc_core::config::Config;
 use amc_core::events::Event;
 use amc_core::model::HistoryRelease;
 use amc_core::model::Source;
@@ -102,7 +102,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
         // Initial ingest into an empty AMC.
         let data = tmp.path().join("amc-ingest");
-        let config = RawConfig { data_dir: Some(data), ..Default::default() }.validate()?;
+        let config = Config::new(data);
         let amc = Amc::start(config, Senders::default())?;
         let db = Arc::new(Mutex::new(ChatDb::open(&chat_db)?));
         let t = Instant::now();
@@ -139,7 +139,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         };
         w.add_message(chat, &seed)?;
         let data = tmp.path().join("amc-live");
-        let config = RawConfig { data_dir: Some(data), ..Default::default() }.validate()?;
+        let config = Config::new(data);
         let socket = amc_daemon::bind_socket(&config.run_dir(), &config.socket_path())?;
         let amc = Amc::start(config.clone(), Senders::default())?;
         let stop = CancellationToken::new();
@@ -151,6 +151,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             poll: Duration::from_secs(3600),
             sweep_every: amc_imessage::watch::SWEEP_EVERY,
             contacts: Vec::new(),
+            late_horizon: Some(amc_imessage::settings::LATE_HORIZON),
             dir_events: amc_imessage::watch::DirEvents::Namespace,
         };
         tokio::spawn(amc_imessage::watch::run(amc.clone(), watch, stop.clone()));
@@ -327,6 +328,7 @@ async fn sweeps(
         poll: Duration::from_secs(3600),
         sweep_every: Duration::ZERO,
         contacts: Vec::new(),
+        late_horizon: Some(amc_imessage::settings::LATE_HORIZON),
         dir_events: amc_imessage::watch::DirEvents::Namespace,
     };
     let mut events = amc.events().subscribe();

@@ -101,6 +101,8 @@ pub struct ChatDb {
     contacts: crate::contacts::Contacts,
     /// The first of the newest rows held back for want of a chat, and since when.
     held: Option<(i32, std::time::Instant)>,
+    /// Rows sent longer ago than this that appear after the first import arrived late.
+    late_horizon: Option<Duration>,
 }
 
 /// How long the newest rows may wait for their chat before they are read as they are.
@@ -219,7 +221,20 @@ impl ChatDb {
             states_query: states_query(&columns),
             contacts: crate::contacts::Contacts::default(),
             held: None,
+            late_horizon: Some(crate::settings::LATE_HORIZON),
         })
+    }
+
+    /// Counts rows sent longer ago than `horizon` that appear after the first import as
+    /// late (`None`: none is).
+    pub fn with_late_horizon(mut self, horizon: Option<Duration>) -> Self {
+        self.late_horizon = horizon;
+        self
+    }
+
+    /// How old a row that appears after the first import must be to have arrived late.
+    pub fn late_horizon(&self) -> Option<Duration> {
+        self.late_horizon
     }
 
     /// Names senders and chats from these Contacts.

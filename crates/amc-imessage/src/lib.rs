@@ -12,6 +12,7 @@
 //! - [`watch`]: follows chat.db as Messages writes it (directory watch, debounce, fallback
 //!   check, replaced databases).
 //! - [`send`]: sends through Messages with `osascript`, confirmed in chat.db.
+//! - [`settings`]: the source's settings, as the runtime reads them.
 //! - [`recheck`]: sends Messages fails after marking them sent, found as chat.db changes.
 //! - `fixture` (feature `fixture`): writes chat.db files the way Messages does, for tests
 //!   and benchmarks; not in AMC's binaries.
@@ -24,6 +25,7 @@ pub mod convert;
 pub mod fixture;
 pub mod recheck;
 pub mod send;
+pub mod settings;
 pub mod sweep;
 pub mod sync;
 pub mod watch;

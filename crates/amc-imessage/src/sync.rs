@@ -280,13 +280,13 @@ pub(crate) async fn store_rows(amc: &Amc, db: &SharedChatDb, rowids: Vec<i64>) -
         return Ok(report);
     }
     let d = db.clone();
-    let mut batch = tokio::task::spawn_blocking(move || {
+    let (mut batch, horizon) = tokio::task::spawn_blocking(move || {
         let db = d.lock().unwrap_or_else(|p| p.into_inner());
-        convert(&db, &db.messages_at(&rowids)?)
+        Ok::<_, SourceError>((convert(&db, &db.messages_at(&rowids)?)?, db.late_horizon()))
     })
     .await
     .map_err(|e| SourceError::Read(e.to_string()))??;
-    store_batch(amc, &mut batch, None, true, &mut report).await?;
+    store_batch(amc, &mut batch, None, horizon, &mut report).await?;
     Ok(report)
 }
 
@@ -377,6 +377,7 @@ async fn read_all(
     mut rows_below: i64,
     report: &mut SyncReport,
 ) -> Result<(), SourceError> {
+    let horizon = db.lock().unwrap_or_else(|p| p.into_inner()).late_horizon();
     // The next batch is read from chat.db while this one is written to AMC's store.
     let mut next = read_ahead(db, stored.rowid);
     loop {
@@ -386,7 +387,8 @@ async fn read_all(
         let ahead = next.abort_handle();
         rows_below += batch.rows as i64;
         let mark = Checkpoint { rowid: last, guid: Some(batch.last_guid.clone()), rows: Some(rows_below) };
-        let result = store_batch(amc, &mut batch, Some(&mark), stored.imported_before(), report).await;
+        let late_after = if stored.imported_before() { horizon } else { None };
+        let result = store_batch(amc, &mut batch, Some(&mark), late_after, report).await;
         if result.is_err() {
             ahead.abort();
         }
@@ -395,12 +397,13 @@ async fn read_all(
     Ok(())
 }
 
-/// Stores one batch with its checkpoint (if any), then its reactions.
+/// Stores one batch with its checkpoint (if any), then its reactions. Rows sent longer ago
+/// than `late_after` arrived late (after the first import), and are marked read.
 async fn store_batch(
     amc: &Amc,
     batch: &mut Batch,
     mark: Option<&Checkpoint>,
-    imported_before: bool,
+    late_after: Option<std::time::Duration>,
     report: &mut SyncReport,
 ) -> Result<(), SourceError> {
     {
@@ -411,7 +414,7 @@ async fn store_batch(
         let reactions = std::mem::take(&mut batch.reactions);
         let last = mark.map(|m| m.rowid);
         let mark = mark.map(|m| (CHECKPOINT_KEY.to_owned(), m.encode()));
-        let late = if imported_before { late_ids(batch, amc.config().imessage_late_horizon) } else { Vec::new() };
+        let late = late_after.map(|horizon| late_ids(batch, horizon)).unwrap_or_default();
         let channels = std::mem::take(&mut batch.by_channel);
         let all = channels.into_iter().map(|(c, msgs)| (c, msgs.into_iter().map(|(_, m)| m).collect())).collect();
         for stored in amc.ingest_many(Source::Imessage, all, mark).await? {
@@ -437,8 +440,7 @@ async fn store_batch(
 
 /// The platform ids of messages in `batch` sent longer than `horizon` ago: after the
 /// first import, these arrived late (synced from iCloud) and are not news.
-fn late_ids(batch: &Batch, horizon: Option<std::time::Duration>) -> Vec<String> {
-    let Some(horizon) = horizon else { return Vec::new() };
+fn late_ids(batch: &Batch, horizon: std::time::Duration) -> Vec<String> {
     let cutoff = amc_core::time::now_ms() - horizon.as_millis() as i64;
     batch
         .by_channel

@@ -56,6 +56,9 @@ pub struct WatchConfig {
     pub sweep_every: Duration,
     /// Contacts databases to name senders from.
     pub contacts: Vec<PathBuf>,
+    /// Rows sent longer ago than this that appear after the first import arrived late
+    /// (see [`crate::settings::ImessageSettings::late_horizon`]).
+    pub late_horizon: Option<Duration>,
     /// Which of the directory watch's events count.
     pub dir_events: DirEvents,
 }
@@ -277,7 +280,7 @@ pub async fn run(amc: Amc, cfg: WatchConfig, shutdown: CancellationToken) {
                 Look::Slow
             }
         };
-        dirty |= step(&amc, &cfg.chat_db, &cfg.contacts, &mut open, look).await;
+        dirty |= step(&amc, &cfg, &mut open, look).await;
         let now = tokio::time::Instant::now();
         recheck = match (look, recheck) {
             (Look::Event, _) => Some((0, now + RECHECKS[0])),
@@ -328,7 +331,8 @@ async fn sweep_step(amc: &Amc, open: &mut Option<Open>, sweeping: &mut Option<Sw
 
 /// One look at chat.db: (re)open it if needed, and read what is new. Returns whether
 /// chat.db changed (or was opened anew), which makes a sweep due.
-async fn step(amc: &Amc, path: &Path, contacts: &[PathBuf], open: &mut Option<Open>, look: Look) -> bool {
+async fn step(amc: &Amc, cfg: &WatchConfig, open: &mut Option<Open>, look: Look) -> bool {
+    let (path, contacts) = (cfg.chat_db.as_path(), cfg.contacts.as_slice());
     let now_identity = identity(path);
     if open.as_ref().is_some_and(|o| o.identity != now_identity) {
         tracing::info!("chat.db was replaced; reading it again");
@@ -338,9 +342,9 @@ async fn step(amc: &Amc, path: &Path, contacts: &[PathBuf], open: &mut Option<Op
     if reopened {
         // Opening, probing the schema and reading Contacts may wait on locks: not on the
         // async threads.
-        let (p, c) = (path.to_owned(), contacts.to_vec());
+        let (p, c, late) = (path.to_owned(), contacts.to_vec(), cfg.late_horizon);
         let opened = tokio::task::spawn_blocking(move || {
-            let db = ChatDb::open(&p)?.with_contacts(crate::contacts::Contacts::load(&c));
+            let db = ChatDb::open(&p)?.with_contacts(crate::contacts::Contacts::load(&c)).with_late_horizon(late);
             let data_version = db.data_version().unwrap_or(-1);
             Ok::<_, SourceError>((db, data_version))
         })

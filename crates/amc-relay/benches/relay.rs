@@ -10,7 +10,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use amc_core::config::RawConfig;
+use amc_core::config::Config;
 use amc_core::sender::Senders;
 use amc_core::service::Amc;
 use amc_core::token::hash_token;
@@ -51,7 +51,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let part = |name: &str| parts.split(',').any(|p| p.trim() == name);
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let dir = tempfile::tempdir()?;
-    let config = RawConfig { data_dir: Some(dir.path().to_owned()), ..Default::default() }.validate()?;
+    let config = Config::new(dir.path().to_owned());
     let amc = Amc::start(config, Senders::default())?;
     let relay = Relay::open(&amc)?;
     let owner = Principal::Person;

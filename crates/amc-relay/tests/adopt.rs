@@ -2,13 +2,13 @@
 //! the relay's tables and kept the cursor key in `settings`. Opening the relay adopts them:
 //! every thread and message is still there, and cursors handed out before still work.
 
-use amc_core::config::RawConfig;
+use amc_core::config::Config;
 use amc_core::sender::Senders;
 use amc_core::service::Amc;
 use amc_relay::{Principal, Relay};
 
 fn start(dir: &std::path::Path) -> (Amc, Relay) {
-    let config = RawConfig { data_dir: Some(dir.to_owned()), ..Default::default() }.validate().expect("config");
+    let config = Config::new(dir.to_owned());
     let amc = Amc::start(config, Senders::default()).expect("start");
     let relay = Relay::open(&amc).expect("relay");
     (amc, relay)

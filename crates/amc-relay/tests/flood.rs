@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use amc_core::config::RawConfig;
+use amc_core::config::Config;
 use amc_core::error::ErrorCode;
 use amc_core::sender::Senders;
 use amc_core::service::Amc;
@@ -14,7 +14,7 @@ fn relay(dir: &std::path::Path) -> Relay {
 }
 
 fn amc_and_relay(dir: &std::path::Path) -> (Amc, Relay) {
-    let config = RawConfig { data_dir: Some(dir.to_owned()), ..Default::default() }.validate().expect("config");
+    let config = Config::new(dir.to_owned());
     let amc = Amc::start(config, Senders::default()).expect("start");
     let relay = Relay::open(&amc).expect("relay");
     (amc, relay)

@@ -2,7 +2,7 @@
 //! matches the newest come first; below, bm25 ranks them. The matches counted are the
 //! caller's own.
 
-use amc_core::config::RawConfig;
+use amc_core::config::Config;
 use amc_core::sender::Senders;
 use amc_core::service::Amc;
 use amc_relay::{Principal, Relay};
@@ -10,7 +10,7 @@ use amc_relay::{Principal, Relay};
 #[tokio::test]
 async fn a_word_in_nearly_every_post_finds_the_newest_first() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let config = RawConfig { data_dir: Some(dir.path().to_owned()), ..Default::default() }.validate().expect("config");
+    let config = Config::new(dir.path().to_owned());
     let amc = Amc::start(config, Senders::default()).expect("start");
     let relay = Relay::open(&amc).expect("relay");
     let who = Principal::Person;
@@ -52,7 +52,7 @@ async fn a_word_in_nearly_every_post_finds_the_newest_first() {
 #[tokio::test]
 async fn threads_the_caller_cannot_see_never_weigh_its_search_terms() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let config = RawConfig { data_dir: Some(dir.path().to_owned()), ..Default::default() }.validate().expect("config");
+    let config = Config::new(dir.path().to_owned());
     let amc = Amc::start(config, Senders::default()).expect("start");
     let relay = Relay::open(&amc).expect("relay");
     let (me, other) = (Principal::Agent("me".into()), Principal::Agent("other".into()));

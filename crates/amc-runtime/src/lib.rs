@@ -4,11 +4,15 @@
 //!
 //! # Layout
 //! - `lib.rs`: [`start`] and [`Running`]; the log filter that holds chatty libraries.
+//! - `settings.rs`: flags, the environment and the config file, read into the core's
+//!   configuration and each source's settings.
 //! - `startup.rs`: the flags, logging and signals `amc serve` and the tray share.
 #![deny(missing_docs)]
 
+mod settings;
 mod startup;
 
+pub use settings::{ConfigError, FileConfig, RawConfig, Settings, discord_token_from_env};
 pub use startup::{StartFlags, init_logging, shutdown_signal};
 
 use std::future::Future;
@@ -19,7 +23,6 @@ use anyhow::Context;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use amc_core::config::RawConfig;
 use amc_core::model::Source;
 use amc_core::sender::{RecordingSender, Senders};
 use amc_core::service::UpdateReporter;
@@ -96,7 +99,7 @@ pub async fn start(raw: RawConfig) -> anyhow::Result<Running> {
 /// [`start`], telling `updates` how far an update of the store is while a new release's
 /// migrations run (the tray shows it).
 pub async fn start_reporting(raw: RawConfig, updates: &UpdateReporter) -> anyhow::Result<Running> {
-    let config = raw.validate()?;
+    let Settings { core: config, imessage: imsg, discord: discord_settings } = raw.validate()?;
     amc_core::files::create_dir_all(&config.data_dir).map_err(|e| {
         anyhow::anyhow!(
             "AMC's data folder {} cannot be created ({e}); choose another with --data-dir or AMC_DATA_DIR",
@@ -108,7 +111,7 @@ pub async fn start_reporting(raw: RawConfig, updates: &UpdateReporter) -> anyhow
     let mut senders = Senders::default();
     if config.test_sender {
         senders = Senders::recording(RecordingSender::with_log(config.test_sender_log()));
-        if config.osascript_explicit {
+        if imsg.osascript_explicit {
             tracing::warn!(log = %config.test_sender_log().display(), "test sender: nothing reaches Discord; iMessage goes through the named osascript");
         } else {
             tracing::warn!(log = %config.test_sender_log().display(), "test sender: nothing reaches iMessage or Discord");
@@ -117,18 +120,18 @@ pub async fn start_reporting(raw: RawConfig, updates: &UpdateReporter) -> anyhow
     // iMessage sends go through Messages when it can be reached; with the test sender
     // only if an osascript was named explicitly (a stand-in, in tests), so test mode
     // messages no one.
-    let messages = !config.test_sender || config.osascript_explicit;
-    if let (true, Some(osascript), Some(chat_db)) = (messages, config.osascript.clone(), config.chat_db.clone()) {
+    let messages = !config.test_sender || imsg.osascript_explicit;
+    if let (true, Some(osascript), Some(chat_db)) = (messages, imsg.osascript.clone(), imsg.chat_db.clone()) {
         let sender = MessagesSender::new(MessagesConfig {
             osascript,
             chat_db,
-            attachments_dir: config.imessage_attachments_dir.clone(),
-            confirm_timeout: config.imessage_confirm,
+            attachments_dir: imsg.attachments_dir.clone(),
+            confirm_timeout: imsg.confirm,
         });
         senders = senders.with(Source::Imessage, Arc::new(sender));
     }
     let mut discord_problem = None;
-    let discord = match config.discord.clone() {
+    let discord = match discord_settings {
         Some(settings) => {
             match amc_discord::token::resolve(&settings.token, Path::new(amc_discord::token::SECURITY)).await {
                 Ok(token) => match amc_discord::Discord::new(settings, token) {
@@ -153,12 +156,13 @@ pub async fn start_reporting(raw: RawConfig, updates: &UpdateReporter) -> anyhow
         Some(addr) => Some(tokio::net::TcpListener::bind(addr).await.with_context(|| format!("listening on {addr}"))?),
         None => None,
     };
-    let contacts = config.imessage_contacts.clone().unwrap_or_else(amc_imessage::contacts::Contacts::default_paths);
-    let imessage = config.chat_db.clone().map(|chat_db| WatchConfig {
+    let contacts = imsg.contacts.clone().unwrap_or_else(amc_imessage::contacts::Contacts::default_paths);
+    let imessage = imsg.chat_db.clone().map(|chat_db| WatchConfig {
         chat_db,
-        poll: config.chat_db_poll,
+        poll: imsg.poll,
         sweep_every: amc_imessage::watch::SWEEP_EVERY,
         contacts,
+        late_horizon: imsg.late_horizon,
         dir_events: amc_imessage::watch::DirEvents::All,
     });
     let amc = Amc::start_reporting(config, senders, updates).context("starting AMC")?;

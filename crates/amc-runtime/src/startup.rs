@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use amc_core::config::RawConfig;
+use crate::settings::RawConfig;
 
 /// The flags that start AMC.
 #[derive(Debug, Default, Clone, clap::Args)]
@@ -32,7 +32,7 @@ impl StartFlags {
             test_sender: self.test_sender,
             chat_db: self.chat_db,
             osascript: self.osascript,
-            discord_token: amc_core::config::discord_token_from_env(),
+            discord_token: crate::settings::discord_token_from_env(),
             ..raw
         }
     }

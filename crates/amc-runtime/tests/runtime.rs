@@ -1,7 +1,7 @@
 //! AMC started as one unit: requests from inside the process act as the person, and a
 //! second AMC on the same data directory is refused.
 
-use amc_core::config::RawConfig;
+use amc_runtime::RawConfig;
 use http::{Request, StatusCode};
 use http_body_util::BodyExt;
 

@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::thread::JoinHandle;
 
-use amc_core::config::RawConfig;
 use amc_core::service::{Amc, UpdateReporter};
+use amc_runtime::RawConfig;
 use amc_runtime::Running;
 use tokio::sync::watch;
 

@@ -184,7 +184,7 @@ async fn tick(timer: &mut Option<tokio::time::Interval>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::RawConfig;
+    use crate::config::Config;
     use crate::model::ChannelSpec;
     use crate::model::{ChannelKind, HistoryRelease, Source};
     use crate::sender::Senders;
@@ -195,8 +195,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_send_stuck_in_flight_is_settled_as_the_housekeeping_starts() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let config =
-            RawConfig { data_dir: Some(dir.path().to_owned()), ..Default::default() }.validate().expect("config");
+        let config = Config::new(dir.path().to_owned());
         let amc = Amc::start(config, Senders::default()).expect("start");
         let store = amc.store();
         let spec = ChannelSpec { platform_id: "a".into(), name: "a".into(), kind: ChannelKind::Dm };

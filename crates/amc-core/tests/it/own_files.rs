@@ -5,10 +5,8 @@
 #[test]
 fn every_file_amc_keeps_is_refused_with_the_root_allowed() {
     let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::write(dir.path().join(amc_core::config::CONFIG_FILE), "attachment_dirs = [\"/\"]\n").expect("write");
-    let config = amc_core::config::RawConfig { data_dir: Some(dir.path().to_owned()), ..Default::default() }
-        .validate()
-        .expect("config");
+    let mut config = amc_core::config::Config::new(dir.path().to_owned());
+    config.attachment_dirs.push("/".into());
     let policy = amc_attach::AttachmentPolicy::new(&config.attachment_dirs, &config.staging_dir(), &config.data_dir)
         .expect("policy");
     assert!(policy.allowed_dirs().contains(&std::path::PathBuf::from("/")));

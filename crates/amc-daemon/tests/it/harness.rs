@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use amc_client::{Connection, Response};
-use amc_core::config::{Config, RawConfig};
+use amc_core::config::Config;
 use amc_core::model::ChannelSpec;
 use amc_core::model::{ChannelKind, IncomingAttachment, IncomingMessage, SenderInfo, Source};
 use amc_core::sender::{RecordingSender, Senders};
@@ -43,8 +43,7 @@ impl Daemon {
         tweak: impl FnOnce(&mut Config),
         sender: Option<Arc<dyn amc_core::sender::Sender>>,
     ) -> Self {
-        let mut config =
-            RawConfig { data_dir: Some(dir.path().to_owned()), ..Default::default() }.validate().expect("config");
+        let mut config = Config::new(dir.path().to_owned());
         tweak(&mut config);
         let recording = RecordingSender::default();
         let sender: Arc<dyn amc_core::sender::Sender> = sender.unwrap_or_else(|| Arc::new(recording.clone()));

@@ -63,7 +63,7 @@ pub async fn run_against(fake: &FakeDiscord, dir: &std::path::Path, token: &str,
         fake.config(dir).expect("the fake's CA")
     );
     std::fs::write(dir.join("config.toml"), config).expect("config");
-    let raw = amc_core::config::RawConfig { data_dir: Some(dir.to_owned()), ..Default::default() };
+    let raw = amc_runtime::RawConfig { data_dir: Some(dir.to_owned()), ..Default::default() };
     amc_runtime::start(raw).await.expect("AMC starts")
 }
 

@@ -3,7 +3,7 @@
 
 use std::os::unix::fs::PermissionsExt;
 
-use amc_core::config::{DiscordToken, Secret};
+use amc_discord::settings::{DiscordToken, Secret};
 use amc_discord::token::{TokenError, resolve};
 
 fn standin(dir: &std::path::Path, script: &str) -> std::path::PathBuf {

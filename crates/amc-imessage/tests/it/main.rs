@@ -7,7 +7,7 @@ mod sweep;
 use amc_testkit::Stored;
 use std::path::{Path, PathBuf};
 
-use amc_core::config::RawConfig;
+use amc_core::config::Config;
 use amc_core::model::HistoryRelease;
 use amc_core::sender::Senders;
 use amc_core::service::Amc;
@@ -25,7 +25,7 @@ fn blob(kind: &str, name: &str) -> Vec<u8> {
 }
 
 fn amc(dir: &Path) -> Amc {
-    let config = RawConfig { data_dir: Some(dir.join("amc")), ..Default::default() }.validate().expect("config");
+    let config = Config::new(dir.join("amc"));
     Amc::start(config, Senders::default()).expect("start")
 }
 
@@ -663,6 +663,7 @@ impl Watcher {
             poll,
             sweep_every,
             contacts: Vec::new(),
+            late_horizon: Some(amc_imessage::settings::LATE_HORIZON),
             dir_events: DirEvents::Namespace,
         };
         let stop = tokio_util::sync::CancellationToken::new();

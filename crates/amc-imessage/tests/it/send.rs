@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use amc_core::config::RawConfig;
+use amc_core::config::Config;
 use amc_core::error::ErrorCode;
 use amc_core::events::Event;
 use amc_core::model::SendTarget;
@@ -322,8 +322,7 @@ async fn a_send_messages_fails_after_marking_it_sent_becomes_failed() {
     let fail_now = mac.dir.path().join("messages-fails-it-now");
     let fail_when = fail_now.display().to_string();
     let sender = mac.sender(&[("AMC_STANDIN_MODE", "sent-then-not-delivered"), ("AMC_STANDIN_FAIL_WHEN", &fail_when)]);
-    let config =
-        RawConfig { data_dir: Some(mac.dir.path().join("amc")), ..Default::default() }.validate().expect("config");
+    let config = Config::new(mac.dir.path().join("amc"));
     let amc = Amc::start(config, Senders::default().with(Source::Imessage, Arc::new(sender))).expect("start");
     // chat.db followed as AMC follows it, the conversation open to an agent.
     let stop = tokio_util::sync::CancellationToken::new();
@@ -332,6 +331,7 @@ async fn a_send_messages_fails_after_marking_it_sent_becomes_failed() {
         poll: Duration::from_millis(200),
         sweep_every: amc_imessage::watch::SWEEP_EVERY,
         contacts: Vec::new(),
+        late_horizon: Some(amc_imessage::settings::LATE_HORIZON),
         dir_events: DirEvents::All,
     };
     let watcher = tokio::spawn(amc_imessage::watch::run(amc.clone(), watch, stop.clone()));

@@ -4,7 +4,7 @@ mod follow;
 mod scheme;
 mod start;
 
-use amc_core::config::RawConfig;
+use amc_runtime::RawConfig;
 
 /// A running AMC with the test sender, and the folder it lives in.
 pub struct Fixture {

@@ -4,8 +4,8 @@
 use std::process::ExitCode;
 use std::sync::mpsc;
 
-use amc_core::config::RawConfig;
 use amc_core::service::UpdateReporter;
+use amc_runtime::RawConfig;
 use amc_tray_model::scheme::Scheme;
 use amc_tray_model::start::{self, Phase};
 use tokio::sync::watch;
