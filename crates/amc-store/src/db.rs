@@ -261,9 +261,11 @@ impl Database {
         // AMC may be wider: narrowed too.
         crate::files::touch(path)?;
         std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(crate::files::FILE_MODE))?;
-        let mut writer = open_connection(path, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE)?;
+        let keys = KeysComputed::default();
+        let access = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE;
+        let mut writer = open_counting(path, access, keys.clone())?;
         writer.pragma_update(None, "journal_mode", "wal")?;
-        migrate_core(&mut writer, migrations, updates)?;
+        migrate_core(&mut writer, migrations, updates, &keys)?;
         let reader = warm_reader(path)?;
         let checkpointer = Arc::new(Checkpointer::default());
         // The pragma replaces any log hook: first the pragma, then the hook.
@@ -473,9 +475,14 @@ fn newer(part: &str, found: usize, known: usize) -> Error {
 /// A connection opened with `access` (read-only, read-write, creating or not), set up as
 /// every connection of AMC's is.
 fn open_connection(path: &Path, access: OpenFlags) -> Result<Connection> {
+    open_counting(path, access, KeysComputed::default())
+}
+
+/// [`open_connection`], counting the platform keys it computes in `keys`.
+fn open_counting(path: &Path, access: OpenFlags, keys: KeysComputed) -> Result<Connection> {
     let conn = Connection::open_with_flags(path, access | OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
     conn.busy_timeout(BUSY_TIMEOUT)?;
-    register_functions(&conn)?;
+    register_functions(&conn, keys)?;
     conn.pragma_update(None, "foreign_keys", true)?;
     conn.pragma_update(None, "synchronous", "normal")?;
     // The hot indexes of a large inbox stay in memory: page caches allocated as used, and
@@ -511,18 +518,19 @@ pub fn rewrite_without_foreign_keys(path: &Path, sql: &str) -> Result<()> {
     Ok(tx.commit()?)
 }
 
-/// How many platform keys SQLite computed in this process: a migration that rebuilds
-/// `messages` computes one per message, and says how far it is with this.
-static KEYS_COMPUTED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+/// How many platform keys SQLite computed on a connection: a migration that rebuilds
+/// `messages` computes one per message, and says how far it is with this. Each
+/// connection has its own, so no two databases of one process count together.
+type KeysComputed = Arc<AtomicU64>;
 
 /// Registers AMC's SQL functions on `conn`: `amc_platform_key(source, platform_id)`.
 /// Every connection has them, and `messages`' generated column needs them to write.
-fn register_functions(conn: &Connection) -> Result<()> {
+fn register_functions(conn: &Connection, keys: KeysComputed) -> Result<()> {
     use rusqlite::functions::FunctionFlags;
     use rusqlite::types::ValueRef;
     let flags = FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC | FunctionFlags::SQLITE_INNOCUOUS;
-    conn.create_scalar_function("amc_platform_key", 2, flags, |ctx| {
-        KEYS_COMPUTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    conn.create_scalar_function("amc_platform_key", 2, flags, move |ctx| {
+        keys.fetch_add(1, Ordering::Relaxed);
         // A column of text affinity holds numbers as text: a number is keyed as its text.
         let text = |i: usize| -> rusqlite::Result<std::borrow::Cow<'_, [u8]>> {
             match ctx.get_raw(i) {
@@ -550,7 +558,12 @@ fn warm_reader(path: &Path) -> Result<Connection> {
 /// others refer to (SQLite's documented way to change a table's constraints), and checked
 /// before it commits: a migration that leaves a broken reference fails and changes
 /// nothing. A migration that takes more than a few seconds says how far it is.
-fn migrate_core(conn: &mut Connection, migrations: &[Migration], updates: &UpdateReporter) -> Result<()> {
+fn migrate_core(
+    conn: &mut Connection,
+    migrations: &[Migration],
+    updates: &UpdateReporter,
+    keys: &KeysComputed,
+) -> Result<()> {
     let current: usize = conn.pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0))?.try_into().unwrap_or(0);
     if current > migrations.len() {
         return Err(newer("core", current, migrations.len()));
@@ -572,7 +585,7 @@ fn migrate_core(conn: &mut Connection, migrations: &[Migration], updates: &Updat
         let percent = overall_percent(StepState::NotStarted, step);
         updates.report(Some(UpdateProgress { migration: name, rewritten: 0, total, percent }));
         done += usize::from(step.rewriting);
-        let log = progress_log(name, total, step, updates.clone());
+        let log = progress_log(name, total, step, updates.clone(), keys.clone());
         conn.progress_handler(PROGRESS_STEPS, Some(log))?;
         let applied = apply_core(conn, name, sql, i + 1);
         updates.report(None);
@@ -726,15 +739,15 @@ fn progress_log(
     total: Option<u64>,
     step: Step,
     updates: UpdateReporter,
+    keys: KeysComputed,
 ) -> impl FnMut() -> bool + Send + 'static {
-    use std::sync::atomic::Ordering;
-    let keyed_before = KEYS_COMPUTED.load(Ordering::Relaxed);
+    let keyed_before = keys.load(Ordering::Relaxed);
     let started = std::time::Instant::now();
     let mut said = started;
     // When the last message was rewritten, and how long the rewrite took.
     let mut rewrite_ended: Option<(std::time::Instant, std::time::Duration)> = None;
     move || {
-        let rewritten = KEYS_COMPUTED.load(Ordering::Relaxed).saturating_sub(keyed_before);
+        let rewritten = keys.load(Ordering::Relaxed).saturating_sub(keyed_before);
         if rewrite_ended.is_none() && total.is_some_and(|t| t > 0 && rewritten >= t) {
             rewrite_ended = Some((std::time::Instant::now(), started.elapsed()));
         }
