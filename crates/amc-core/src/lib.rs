@@ -14,12 +14,14 @@
 //! - [`every`]: periodic work kept by threads of its own, so an idle AMC rarely wakes.
 //! - [`config`]: validated configuration.
 //! - [`text`]: the characters shown as code points on terminals and screens.
+//! - [`secrets`]: one-time codes and sign-in links found in messages, and hidden.
 #![deny(missing_docs)]
 
 pub mod config;
 pub mod events;
 pub mod every;
 pub mod ratelimit;
+pub mod secrets;
 pub mod sender;
 pub mod service;
 pub mod text;

@@ -1,3 +1,4 @@
 //! amc-core's integration tests: the public API used as the daemon uses it.
 
 mod own_files;
+mod secrets;
