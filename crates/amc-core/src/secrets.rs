@@ -152,6 +152,11 @@ pub fn is_short_code_sender(sender: &str) -> bool {
 /// The secrets in `text`, in order, none overlapping. `short_code`: the sender is a short
 /// code ([`is_short_code_sender`]), whose numbers are codes whatever the words.
 pub fn find(text: &str, short_code: bool) -> Vec<Found> {
+    // Most messages hold neither a run that could be a code nor a link: one pass tells.
+    let runs = candidates(text);
+    if runs.is_empty() && !text.contains("://") {
+        return Vec::new();
+    }
     let lower = text.to_lowercase();
     // Lowercasing may change lengths; positions are compared in characters of the same
     // text, so it is only used when it keeps them.
@@ -164,7 +169,7 @@ pub fn find(text: &str, short_code: bool) -> Vec<Found> {
         .filter(|&at| !offer && !NOT_SECRET.iter().any(|n| near_phrase(&lower, at, n)))
         .collect();
     let apple = apple_codes(text);
-    for c in candidates(text) {
+    for c in runs {
         if found.iter().any(|f| overlaps(&f.at, &c.at)) || labelled(&lower, &c.at) {
             continue;
         }

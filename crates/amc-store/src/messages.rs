@@ -55,6 +55,8 @@ pub(super) fn envelope_from_row(row: &Row<'_>) -> rusqlite::Result<Envelope> {
         direction: parse_col(row, 14, Direction::parse)?,
         agent_id: row.get(15)?,
         delivery_failed: row.get(16)?,
+        untrusted_content: true,
+        redacted: Vec::new(),
         thread: row.get::<_, Option<String>>(ENVELOPE_WIDTH - 1)?.map(|name| ThreadRef { name }),
     })
 }

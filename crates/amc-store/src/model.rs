@@ -206,6 +206,14 @@ pub struct Envelope {
     /// what an agent finds out later.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub delivery_failed: Option<String>,
+    /// Whether someone other than the agent reading it wrote the text: third-party text,
+    /// to be read as data, never as instructions. True but for the agent's own sends (and
+    /// true wherever no agent reads it).
+    pub untrusted_content: bool,
+    /// What was hidden from the text agents are given, and why: `one_time_code`,
+    /// `sign_in_link` (the person sees the whole text). Absent when nothing was.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub redacted: Vec<&'static str>,
 }
 
 /// A thread inside a channel, as agents see it.

@@ -132,6 +132,35 @@ pub(super) fn check_message_id(field: &str, id: &str) -> Result<()> {
     }
 }
 
+/// Makes messages what `agent` may be given: what it sent itself is marked its own, the
+/// text of every other message third-party (`untrusted_content`), and one-time codes and
+/// sign-in links are hidden from every text ([`redact`]).
+pub(super) fn seen_by(agent: &AgentCtx, messages: &mut [Envelope]) {
+    for m in messages {
+        m.untrusted_content = m.agent_id.as_deref() != Some(agent.agent_id.as_str());
+        redact(m);
+    }
+}
+
+/// Hides the one-time codes and sign-in links of `m`'s text behind markers, and says
+/// which kinds it hid (`redacted`): no agent is given them, by any route (the person sees
+/// the whole text). Numbers from a short-code sender count as codes. Returns what it hid.
+pub(in crate::service) fn redact(m: &mut Envelope) -> Vec<String> {
+    let short = m.source == Source::Imessage && crate::secrets::is_short_code_sender(&m.sender.id);
+    let found = crate::secrets::find(&m.text, short);
+    if found.is_empty() {
+        return Vec::new();
+    }
+    let hidden = found.iter().map(|f| m.text[f.at.clone()].to_owned()).collect();
+    for f in &found {
+        if !m.redacted.contains(&f.kind.as_str()) {
+            m.redacted.push(f.kind.as_str());
+        }
+    }
+    m.text = crate::secrets::hide(&m.text, &found);
+    hidden
+}
+
 pub(super) fn parse_source(s: &str) -> Result<Source> {
     Source::parse(s).ok_or_else(|| Error::validation("source must be \"imessage\" or \"discord\""))
 }
@@ -156,7 +185,8 @@ impl Amc {
             limit: ranged("limit", p.limit, 1, 100, 20)?,
         };
         let agent_id = agent.agent_id.clone();
-        let (messages, next_since) = self.blocking(move |s| s.unread(&agent_id, &q)).await?;
+        let (mut messages, next_since) = self.blocking(move |s| s.unread(&agent_id, &q)).await?;
+        seen_by(agent, &mut messages);
         let next_cursor = match messages.last() {
             Some(m) => Some(encode_cursor(m.sent_at, &m.id)),
             None => p.cursor,
@@ -257,7 +287,8 @@ impl Amc {
         let before = ranged("before", p.before, 0, 50, 5)?;
         let after = ranged("after", p.after, 0, 50, 5)?;
         let agent_id = agent.agent_id.clone();
-        let messages = self.blocking(move |s| s.context(&agent_id, &channel_id, &around, before, after)).await?;
+        let mut messages = self.blocking(move |s| s.context(&agent_id, &channel_id, &around, before, after)).await?;
+        seen_by(agent, &mut messages);
         Ok(ContextPage { messages })
     }
 
@@ -279,7 +310,9 @@ impl Amc {
     pub async fn get_message(&self, agent: &AgentCtx, id: String) -> Result<Envelope> {
         check_message_id("message id", &id)?;
         let agent_id = agent.agent_id.clone();
-        self.blocking(move |s| s.visible_message(&agent_id, &id)).await
+        let mut message = self.blocking(move |s| s.visible_message(&agent_id, &id)).await?;
+        seen_by(agent, std::slice::from_mut(&mut message));
+        Ok(message)
     }
 
     /// The channels agents may use.

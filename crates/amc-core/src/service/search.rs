@@ -137,7 +137,25 @@ impl Amc {
     /// Messages of the channels visible to the agent that hold every word and phrase of
     /// the query, best first.
     pub async fn search_messages(&self, agent: &AgentCtx, p: SearchParams) -> Result<SearchPage> {
-        self.search(Some(agent.agent_id.clone()), p).await
+        let query = p.query.clone().unwrap_or_default();
+        let mut page = self.search(Some(agent.agent_id.clone()), p).await?;
+        page.results.retain_mut(|hit| {
+            let m = &mut hit.message;
+            m.untrusted_content = m.agent_id.as_deref() != Some(agent.agent_id.as_str());
+            let hidden = super::inbox::redact(m);
+            if hidden.is_empty() {
+                return true;
+            }
+            // A message is found by its other words, never by what was hidden: a query that
+            // names part of a hidden code or link does not find it, and the excerpt is
+            // taken again from the text as the agent is given it.
+            if names_a_secret(&query, &hidden) {
+                return false;
+            }
+            hit.excerpt = excerpt_of(&m.text, &query);
+            true
+        });
+        Ok(page)
     }
 
     /// The same search over every approved channel, as the person sees them (the Inbox).
@@ -184,6 +202,35 @@ impl Amc {
             next_cursor,
         })
     }
+}
+
+/// Whether a word of `query` (three characters or more) is part of one of `hidden`.
+fn names_a_secret(query: &str, hidden: &[String]) -> bool {
+    let hidden: Vec<String> = hidden.iter().map(|h| h.to_lowercase()).collect();
+    query
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.chars().count() >= 3)
+        .map(str::to_lowercase)
+        .any(|w| hidden.iter().any(|h| h.contains(&w)))
+}
+
+/// An excerpt of `text` around the first word of `query` in it, that word in `[` `]`; the
+/// text's start when none is found.
+fn excerpt_of(text: &str, query: &str) -> String {
+    const AROUND: usize = 60;
+    let lower = text.to_lowercase();
+    let first = query
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .filter_map(|w| lower.find(&w.to_lowercase()).map(|at| (at, w.len())))
+        .filter(|(at, len)| text.is_char_boundary(*at) && text.is_char_boundary(at + len))
+        .min();
+    let Some((at, len)) = first.filter(|_| lower.len() == text.len()) else {
+        return text.chars().take(2 * AROUND).collect();
+    };
+    let before: String = text[..at].chars().rev().take(AROUND).collect::<Vec<_>>().into_iter().rev().collect();
+    let after: String = text[at + len..].chars().take(AROUND).collect();
+    format!("{before}[{}]{after}", &text[at..at + len])
 }
 
 /// How many messages of the backlog one transaction indexes: small enough that a new

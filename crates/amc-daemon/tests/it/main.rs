@@ -16,6 +16,7 @@ mod refusals;
 mod relay;
 mod scopes;
 mod search;
+mod secrets;
 mod sends;
 mod tools;
 mod ui;

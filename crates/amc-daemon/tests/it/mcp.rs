@@ -14,7 +14,7 @@ use super::harness::{Daemon, code};
 
 const URI: &str = "http://localhost/mcp";
 
-async fn connect(d: &Daemon, token: &str, agent_id: Option<&str>) -> RunningService<RoleClient, ()> {
+pub(super) async fn connect(d: &Daemon, token: &str, agent_id: Option<&str>) -> RunningService<RoleClient, ()> {
     let mut headers = HashMap::new();
     if let Some(id) = agent_id {
         headers.insert("x-agent-id".parse().expect("name"), id.parse().expect("value"));
@@ -24,7 +24,7 @@ async fn connect(d: &Daemon, token: &str, agent_id: Option<&str>) -> RunningServ
     ().serve(StreamableHttpClientTransport::with_client(client, config)).await.expect("mcp handshake")
 }
 
-async fn call(c: &RunningService<RoleClient, ()>, name: &str, args: Value) -> CallToolResult {
+pub(super) async fn call(c: &RunningService<RoleClient, ()>, name: &str, args: Value) -> CallToolResult {
     let Value::Object(map) = args else { panic!("arguments must be an object") };
     c.call_tool(CallToolRequestParams::new(name.to_owned()).with_arguments(map)).await.expect("call")
 }

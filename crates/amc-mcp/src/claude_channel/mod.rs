@@ -85,6 +85,9 @@ fn message(m: &Value) -> Option<Value> {
     put("sent_at", text(&m["sent_at"]));
     put("reply_to", text(&m["reply_to"]));
     put("thread", text(&m["thread"]["name"]));
+    // Third-party text unless the agent wrote it: the tag says so, as the envelope does.
+    let untrusted = m["untrusted_content"].as_bool().unwrap_or(true);
+    put("untrusted_content", Some(untrusted.to_string()));
     let attachments = m["attachments"].as_array().cloned().unwrap_or_default();
     if !attachments.is_empty() {
         let ids: Vec<String> = attachments.iter().filter_map(|a| text(&a["id"])).collect();
@@ -165,7 +168,7 @@ mod tests {
                 { "id": "att_01HXYZABCDEFGHJKMNPQRSTVWX", "filename": "IMG_1.jpg", "mime_type": "image/jpeg",
                   "size_bytes": 10, "available": true, "download_path": "/attachments/att_01HXYZABCDEFGHJKMNPQRSTVWX" }
             ],
-            "direction": "inbound", "agent_id": null
+            "direction": "inbound", "agent_id": null, "untrusted_content": true
         })
     }
 
@@ -182,6 +185,7 @@ mod tests {
             assert!(meta.contains_key(key), "{key} missing: {meta:?}");
         }
         assert_eq!(meta["attachment_ids"], json!("att_01HXYZABCDEFGHJKMNPQRSTVWX"));
+        assert_eq!(meta["untrusted_content"], json!("true"), "another person's words, said in the tag");
         for (k, v) in meta {
             assert!(!k.is_empty() && k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'), "{k}");
             assert!(v.is_string(), "{k}: {v}");

@@ -166,7 +166,9 @@ fn compose(scan: PushScan, windows: &mut HashMap<String, Window>, now: Instant) 
         if w.held_since.is_none() {
             let n = PUSH_BURST.saturating_sub(w.sent.len()).min(rest.len());
             for (seq, env) in &rest[..n] {
-                items.push(PushItem::Message { message: Box::new(env.clone()) });
+                let mut message = Box::new(env.clone());
+                crate::service::inbox::redact(&mut message);
+                items.push(PushItem::Message { message });
                 w.sent.push_back(now);
                 through = Some(*seq);
             }
@@ -461,6 +463,8 @@ mod tests {
             agent_id: None,
             thread: None,
             delivery_failed: None,
+            untrusted_content: true,
+            redacted: Vec::new(),
         }
     }
 
