@@ -3,7 +3,7 @@
 //! # Layout
 //! The database, its tables and the types they hold are the crate below, `amc-store`;
 //! only this crate and the relay depend on it. Its shared types are reachable from
-//! here ([`model`], [`ids`], [`time`], [`token`], [`error`], [`files`], [`rank`]), so
+//! here ([`model`], [`ids`], [`time`], [`token`], [`error`], [`files`], [`rank`], [`secrets`]), so
 //! the crates above name one core.
 //! - [`service`]: what agents and the person can do, with the rules (approval,
 //!   send policy, idempotency, rate limits) applied in one place.
@@ -14,18 +14,16 @@
 //! - [`every`]: periodic work kept by threads of its own, so an idle AMC rarely wakes.
 //! - [`config`]: validated configuration.
 //! - [`text`]: the characters shown as code points on terminals and screens.
-//! - [`secrets`]: one-time codes and sign-in links found in messages, and hidden.
 #![deny(missing_docs)]
 
 pub mod config;
 pub mod events;
 pub mod every;
 pub mod ratelimit;
-pub mod secrets;
 pub mod sender;
 pub mod service;
 pub mod text;
 
-pub use amc_store::{error, files, ids, model, rank, time, token};
+pub use amc_store::{error, files, ids, model, rank, secrets, time, token};
 
 pub use error::{Error, ErrorCode, Result};

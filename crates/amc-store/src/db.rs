@@ -523,8 +523,11 @@ pub fn rewrite_without_foreign_keys(path: &Path, sql: &str) -> Result<()> {
 /// connection has its own, so no two databases of one process count together.
 type KeysComputed = Arc<AtomicU64>;
 
-/// Registers AMC's SQL functions on `conn`: `amc_platform_key(source, platform_id)`.
-/// Every connection has them, and `messages`' generated column needs them to write.
+/// Registers AMC's SQL functions on `conn`: `amc_platform_key(source, platform_id)`, and
+/// `amc_unhidden(text, source, sender_id, terms)`, whether an agent's search for `terms`
+/// (a JSON array of folded words) finds `text` as the agent is given it
+/// ([`crate::secrets::found_unhidden`]). Every connection has them, and `messages`'
+/// generated column needs the first to write.
 fn register_functions(conn: &Connection, keys: KeysComputed) -> Result<()> {
     use rusqlite::functions::FunctionFlags;
     use rusqlite::types::ValueRef;
@@ -541,6 +544,18 @@ fn register_functions(conn: &Connection, keys: KeysComputed) -> Result<()> {
             }
         };
         Ok(crate::platform_key(&text(0)?, &text(1)?))
+    })?;
+    conn.create_scalar_function("amc_unhidden", 4, flags, |ctx| {
+        let text: String = ctx.get(0)?;
+        let short = ctx.get::<String>(1)? == "imessage" && crate::secrets::is_short_code_sender(&ctx.get::<String>(2)?);
+        // The same terms on every row of one query: parsed once per statement.
+        let terms = ctx.get_or_create_aux(
+            3,
+            |v| -> std::result::Result<Vec<String>, Box<dyn std::error::Error + Send + Sync>> {
+                Ok(serde_json::from_slice(v.as_bytes()?)?)
+            },
+        )?;
+        Ok(crate::secrets::found_unhidden(&text, short, &terms))
     })?;
     Ok(())
 }

@@ -17,6 +17,8 @@
 //! - [`model`], [`ids`], [`time`], [`token`], [`error`]: the types stored, defined here
 //!   once and used by every crate above.
 //! - [`files`]: the files and folders AMC writes, private from the moment they exist.
+//! - [`secrets`]: one-time codes and sign-in links in a message's text, found and hidden
+//!   (agents' searches never match what is hidden).
 #![deny(missing_docs)]
 
 /// The SQL condition that message `$m` (a table alias with its dot, or `""`) has the
@@ -57,6 +59,7 @@ pub mod model;
 mod outbox;
 pub mod rank;
 mod search;
+pub mod secrets;
 pub mod time;
 pub mod token;
 

@@ -87,6 +87,10 @@ pub struct SearchQuery {
     pub limit: u32,
     /// How many to skip (the cursor).
     pub offset: u32,
+    /// For an agent's search: every word of the query, folded
+    /// ([`crate::secrets::fold`]), each of which must be in the text as the agent is given
+    /// it, so that nothing is found through a hidden code or link.
+    pub unhidden: Vec<String>,
 }
 
 /// A message that matched, with its excerpt.
@@ -223,7 +227,8 @@ impl Store {
             let visible = match agent {
                 Some(a) => {
                     let p = plan.bind(a.to_owned());
-                    visible_to(&p)
+                    let terms = plan.bind(serde_json::to_string(&q.unhidden).map_err(crate::error::Error::internal)?);
+                    format!("{} AND amc_unhidden(m.text, m.source, m.sender_id, {terms})", visible_to(&p))
                 }
                 None => VISIBLE.to_owned(),
             };

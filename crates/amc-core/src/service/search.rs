@@ -138,23 +138,18 @@ impl Amc {
     /// the query, best first.
     pub async fn search_messages(&self, agent: &AgentCtx, p: SearchParams) -> Result<SearchPage> {
         let query = p.query.clone().unwrap_or_default();
+        // The store finds a message only by words it holds outside its hidden codes and
+        // links (`amc_unhidden`), before paging, so neither the hits nor the cursor say
+        // whether a message holds a code.
         let mut page = self.search(Some(agent.agent_id.clone()), p).await?;
-        page.results.retain_mut(|hit| {
+        for hit in &mut page.results {
             let m = &mut hit.message;
             m.untrusted_content = m.agent_id.as_deref() != Some(agent.agent_id.as_str());
-            let hidden = super::inbox::redact(m);
-            if hidden.is_empty() {
-                return true;
+            if !super::inbox::redact(m).is_empty() {
+                // The excerpt is taken again, from the text as the agent is given it.
+                hit.excerpt = excerpt_of(&m.text, &query);
             }
-            // A message is found by its other words, never by what was hidden: a query that
-            // names part of a hidden code or link does not find it, and the excerpt is
-            // taken again from the text as the agent is given it.
-            if names_a_secret(&query, &hidden) {
-                return false;
-            }
-            hit.excerpt = excerpt_of(&m.text, &query);
-            true
-        });
+        }
         Ok(page)
     }
 
@@ -188,6 +183,12 @@ impl Amc {
             after: time("after", p.after)?,
             limit: ranged("limit", p.limit, 1, 50, 20)?,
             offset: 0,
+            // An agent's search finds a message only by what the agent is given of it.
+            unhidden: query
+                .split(|c: char| !c.is_alphanumeric())
+                .filter(|w| !w.is_empty())
+                .map(crate::secrets::fold)
+                .collect(),
         };
         let key = search_key(&q);
         if let Some(c) = &p.cursor {
@@ -202,16 +203,6 @@ impl Amc {
             next_cursor,
         })
     }
-}
-
-/// Whether a word of `query` (three characters or more) is part of one of `hidden`.
-fn names_a_secret(query: &str, hidden: &[String]) -> bool {
-    let hidden: Vec<String> = hidden.iter().map(|h| h.to_lowercase()).collect();
-    query
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| w.chars().count() >= 3)
-        .map(str::to_lowercase)
-        .any(|w| hidden.iter().any(|h| h.contains(&w)))
 }
 
 /// An excerpt of `text` around the first word of `query` in it, that word in `[` `]`; the

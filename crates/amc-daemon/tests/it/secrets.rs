@@ -87,8 +87,25 @@ async fn no_route_or_tool_gives_an_agent_a_one_time_code_or_a_sign_in_link() {
     assert_eq!(found(6).len(), 1, "by its words: {:?}", found(6));
     assert!(found(7).is_empty() && found(9).is_empty(), "by the code or the token: nothing");
 
+    // A code beside text in a script without spaces is never found by a part of it, nor
+    // does the cursor say a hidden match was skipped.
+    let (cjk, _) = d.ingest(Source::Imessage, "cn", vec![msg("c-0", "验证码482913，请勿泄露", now - 500)]).await;
+    d.approve(&cjk, json!({ "history": "all" })).await;
+    for probe in ["码4", "码48", "4829", "482-913", "验证码482913"] {
+        let r = agent.get(&format!("/messages/search?limit=1&query={}", encode(probe))).await.expect("search");
+        let v = r.json();
+        assert_eq!((v["results"].as_array().map(Vec::len), &v["next_cursor"]), (Some(0), &Value::Null), "{probe}: {v}");
+    }
+    let v = agent.get(&format!("/messages/search?query={}", encode("验证码"))).await.expect("search").json();
+    assert_eq!(v["results"].as_array().map(Vec::len), Some(1), "by its other words: {v}");
+
     // The person sees the whole text.
     let inbox = d.admin().await.get("/admin/inbox").await.expect("inbox");
     let whole = String::from_utf8_lossy(&inbox.body);
     assert!(whole.contains("482913") && whole.contains("7f3a9c2e1b4d"), "{whole}");
+}
+
+/// `s` as a query string's value.
+fn encode(s: &str) -> String {
+    s.bytes().map(|b| if b.is_ascii_alphanumeric() { (b as char).to_string() } else { format!("%{b:02X}") }).collect()
 }

@@ -154,29 +154,37 @@ pub fn is_short_code_sender(sender: &str) -> bool {
 pub fn find(text: &str, short_code: bool) -> Vec<Found> {
     // Most messages hold neither a run that could be a code nor a link: one pass tells.
     let runs = candidates(text);
-    if runs.is_empty() && !text.contains("://") {
+    let apple = apple_codes(text);
+    if runs.is_empty() && apple.is_empty() && !text.contains("://") {
         return Vec::new();
     }
-    let lower = text.to_lowercase();
-    // Lowercasing may change lengths; positions are compared in characters of the same
-    // text, so it is only used when it keeps them.
-    let lower = if lower.len() == text.len() { lower } else { ascii_lower(text) };
+    let lower = lower_in_place(text);
     let mut found = links(text, &lower);
+    // Apple's form is a code whatever else the line says.
+    for at in apple {
+        if !found.iter().any(|f| overlaps(&f.at, &at)) {
+            found.push(Found { kind: SecretKind::Code, at });
+        }
+    }
     let strong = places(&lower, STRONG);
-    let offer = strong.is_empty() && OFFERS.iter().any(|o| lower.contains(o));
+    let offer = strong.is_empty() && !places(&lower, OFFERS).is_empty();
+    let other_codes: Vec<Range<usize>> =
+        NOT_SECRET.iter().flat_map(|n| lower.match_indices(n).map(|(at, m)| at..at + m.len())).collect();
     let weak: Vec<usize> = places(&lower, CODE_WORDS)
         .into_iter()
-        .filter(|&at| !offer && !NOT_SECRET.iter().any(|n| near_phrase(&lower, at, n)))
+        .filter(|&at| !offer && !other_codes.iter().any(|r| r.contains(&at)))
         .collect();
-    let apple = apple_codes(text);
     for c in runs {
-        if found.iter().any(|f| overlaps(&f.at, &c.at)) || labelled(&lower, &c.at) {
+        if found.iter().any(|f| overlaps(&f.at, &c.at)) {
             continue;
         }
-        let close = |places: &[usize]| places.iter().any(|&p| distance(text, p, &c.at) <= NEAR);
-        let is_code = apple.iter().any(|a| a == &c.at)
-            || (c.numeric && (short_code || close(&strong) || close(&weak)))
-            || (!c.numeric && close(&strong));
+        let near_strong = close(text, &strong, &c.at);
+        // An order, a room or an address is no code, unless the words say it is one.
+        if !near_strong && labelled(&lower, &c.at) {
+            continue;
+        }
+        // Capitals and digits only where the words leave no doubt; digits near any.
+        let is_code = near_strong || (c.numeric && (short_code || close(text, &weak, &c.at)));
         if is_code {
             found.push(Found { kind: SecretKind::Code, at: c.at });
         }
@@ -190,6 +198,7 @@ pub fn hide(text: &str, found: &[Found]) -> String {
     let mut out = String::with_capacity(text.len());
     let mut from = 0;
     for f in found {
+        debug_assert!(f.at.start >= from, "secrets never overlap");
         if f.at.start < from || f.at.end > text.len() {
             continue;
         }
@@ -201,15 +210,53 @@ pub fn hide(text: &str, found: &[Found]) -> String {
     out
 }
 
-fn ascii_lower(text: &str) -> String {
-    text.chars().map(|c| if c.is_ascii() { c.to_ascii_lowercase() } else { c }).collect()
+/// Whether an agent's search for `terms` (each already [`fold`]ed) finds `text` in what the
+/// agent is given: every term in the text with its secrets taken out. A message matched
+/// only through a hidden code or link is not found, so a search never tells whether a
+/// message holds a code.
+pub fn found_unhidden(text: &str, short_code: bool, terms: &[String]) -> bool {
+    let found = find(text, short_code);
+    if found.is_empty() {
+        return true;
+    }
+    let mut rest = String::with_capacity(text.len());
+    let mut from = 0;
+    for f in &found {
+        rest.push_str(&text[from..f.at.start]);
+        rest.push('\u{1}');
+        from = f.at.end;
+    }
+    rest.push_str(&text[from..]);
+    let rest = fold(&rest);
+    terms.iter().all(|t| rest.contains(t.as_str()))
+}
+
+/// Text as search compares it: lowercase, accents taken off (as the index's
+/// `remove_diacritics 2`).
+pub fn fold(text: &str) -> String {
+    use unicode_normalization::UnicodeNormalization;
+    text.nfd().filter(|c| !unicode_normalization::char::is_combining_mark(*c)).flat_map(char::to_lowercase).collect()
+}
+
+/// `text` in lowercase where a character's lowercase takes the same bytes, as it is
+/// elsewhere: every position in it is the same position in `text`.
+fn lower_in_place(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            let mut lower = c.to_lowercase();
+            match (lower.next(), lower.next()) {
+                (Some(l), None) if l.len_utf8() == c.len_utf8() => l,
+                _ => c,
+            }
+        })
+        .collect()
 }
 
 fn overlaps(a: &Range<usize>, b: &Range<usize>) -> bool {
     a.start < b.end && b.start < a.end
 }
 
-/// Where each of `words` starts in `lower`.
+/// Where each of `words` starts in `lower`, in order.
 fn places(lower: &str, words: &[&str]) -> Vec<usize> {
     let mut out = Vec::new();
     for w in words {
@@ -224,28 +271,43 @@ fn places(lower: &str, words: &[&str]) -> Vec<usize> {
             }
         }
     }
+    out.sort_unstable();
     out
 }
 
-/// Whether `phrase` stands where the word at `at` is (the word is inside it).
-fn near_phrase(lower: &str, at: usize, phrase: &str) -> bool {
-    lower.match_indices(phrase).any(|(p, _)| p <= at && at < p + phrase.len())
+/// Whether one of `places` (sorted) is within [`NEAR`] characters of the span `c`.
+fn close(text: &str, places: &[usize], c: &Range<usize>) -> bool {
+    let i = places.partition_point(|&p| p < c.start);
+    let before = i.checked_sub(1).map(|k| places[k]);
+    let after = places.get(i).copied();
+    [before, after].into_iter().flatten().any(|p| distance(text, p, c) <= NEAR)
 }
 
 /// Whether the word just before `at` says what else the number is (an order, a room), or
 /// the words after it make it an address ("1200 Oak Ave").
 fn labelled(lower: &str, at: &Range<usize>) -> bool {
-    let before: Vec<&str> = lower[..at.start].split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect();
-    let label = before.last().is_some_and(|w| LABELS.contains(w));
-    let after: Vec<&str> =
-        lower[at.end..].split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).take(2).collect();
-    let street = after.iter().any(|w| STREETS.contains(w));
+    let mut from = at.start.saturating_sub(40);
+    while !lower.is_char_boundary(from) {
+        from -= 1;
+    }
+    let mut to = (at.end + 40).min(lower.len());
+    while !lower.is_char_boundary(to) {
+        to += 1;
+    }
+    let words = |s: &str| {
+        s.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_owned).collect::<Vec<_>>()
+    };
+    let label = words(&lower[from..at.start]).last().is_some_and(|w| LABELS.contains(&w.as_str()));
+    let street = words(&lower[at.end..to]).iter().take(2).any(|w| STREETS.contains(&w.as_str()));
     label || street
 }
 
-/// Characters between the word at `at` and the span `c`.
+/// Characters between the word at `at` and the span `c` (past [`NEAR`], any more).
 fn distance(text: &str, at: usize, c: &Range<usize>) -> usize {
     let (a, b) = if at < c.start { (at, c.start) } else { (c.end, at) };
+    if b.saturating_sub(a) > 4 * NEAR {
+        return usize::MAX;
+    }
     text.get(a..b).map_or(usize::MAX, |s| s.chars().count())
 }
 
@@ -432,6 +494,51 @@ mod tests {
         ] {
             assert_eq!(hidden(text), text);
         }
+    }
+
+    #[test]
+    fn letters_whose_lowercase_is_longer_or_shorter_move_nothing() {
+        // 'İ' lowercases to two characters and the Kelvin sign to a shorter 'k': positions
+        // found in the lowercase copy must still be the text's.
+        for text in ["\u{212A} code 482913 İİ", "\u{212A}验证码482913İİ", "İİİ Your verification code is 482913"]
+        {
+            let shown = hidden(text);
+            assert!(!shown.contains("482913") && shown.contains(CODE_MARKER), "{text} -> {shown}");
+        }
+    }
+
+    #[test]
+    fn apples_form_and_the_words_of_a_code_win_over_labels() {
+        for text in [
+            "Your code is 482913.\n\n@vipps.no #482913",
+            "Your OTP number: 482913",
+            "Salesforce verification code: 482913",
+            "Your Salesforce code is 482913",
+        ] {
+            assert!(!hidden(text).contains("482913"), "{text} -> {}", hidden(text));
+        }
+    }
+
+    #[test]
+    fn a_search_finds_a_message_by_its_other_words_only() {
+        let text = "验证码482913，请勿泄露。Code for Ädå: 55-1234";
+        let terms = |q: &str| -> Vec<String> {
+            q.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(fold).collect()
+        };
+        for found in ["验证码", "请勿", "ada", "code"] {
+            assert!(found_unhidden(text, false, &terms(found)), "{found}");
+        }
+        for hidden in ["482913", "码4", "码48", "4829", "482-913"] {
+            assert!(!found_unhidden(text, false, &terms(hidden)), "{hidden}");
+        }
+    }
+
+    #[test]
+    fn every_code_of_a_long_message_full_of_them_is_hidden() {
+        // Its cost is the bench's (`cargo bench -p amc-core --bench secrets`).
+        let text = "code 1234 ".repeat(4_000);
+        assert_eq!(find(&text, false).len(), 4_000);
+        assert!(!hidden(&text).contains("1234"));
     }
 
     #[test]
