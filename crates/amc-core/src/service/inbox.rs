@@ -132,12 +132,13 @@ pub(super) fn check_message_id(field: &str, id: &str) -> Result<()> {
     }
 }
 
-/// Makes messages what `agent` may be given: what it sent itself is marked its own, the
-/// text of every other message third-party (`untrusted_content`), and one-time codes and
-/// sign-in links are hidden from every text ([`redact`]).
-pub(super) fn seen_by(agent: &AgentCtx, messages: &mut [Envelope]) {
+/// Makes messages what the agent `agent_id` may be given: what it sent itself is marked
+/// its own, the text of every other message third-party (`untrusted_content`), and
+/// one-time codes and sign-in links are hidden from every text ([`redact`]). Called on the
+/// blocking pool, with the store's read: reading a long message for codes is work.
+pub(super) fn seen_by(agent_id: &str, messages: &mut [Envelope]) {
     for m in messages {
-        m.untrusted_content = m.agent_id.as_deref() != Some(agent.agent_id.as_str());
+        m.untrusted_content = m.agent_id.as_deref() != Some(agent_id);
         redact(m);
     }
 }
@@ -185,8 +186,13 @@ impl Amc {
             limit: ranged("limit", p.limit, 1, 100, 20)?,
         };
         let agent_id = agent.agent_id.clone();
-        let (mut messages, next_since) = self.blocking(move |s| s.unread(&agent_id, &q)).await?;
-        seen_by(agent, &mut messages);
+        let (messages, next_since) = self
+            .blocking(move |s| {
+                let (mut messages, next_since) = s.unread(&agent_id, &q)?;
+                seen_by(&agent_id, &mut messages);
+                Ok((messages, next_since))
+            })
+            .await?;
         let next_cursor = match messages.last() {
             Some(m) => Some(encode_cursor(m.sent_at, &m.id)),
             None => p.cursor,
@@ -287,8 +293,13 @@ impl Amc {
         let before = ranged("before", p.before, 0, 50, 5)?;
         let after = ranged("after", p.after, 0, 50, 5)?;
         let agent_id = agent.agent_id.clone();
-        let mut messages = self.blocking(move |s| s.context(&agent_id, &channel_id, &around, before, after)).await?;
-        seen_by(agent, &mut messages);
+        let messages = self
+            .blocking(move |s| {
+                let mut messages = s.context(&agent_id, &channel_id, &around, before, after)?;
+                seen_by(&agent_id, &mut messages);
+                Ok(messages)
+            })
+            .await?;
         Ok(ContextPage { messages })
     }
 
@@ -310,9 +321,12 @@ impl Amc {
     pub async fn get_message(&self, agent: &AgentCtx, id: String) -> Result<Envelope> {
         check_message_id("message id", &id)?;
         let agent_id = agent.agent_id.clone();
-        let mut message = self.blocking(move |s| s.visible_message(&agent_id, &id)).await?;
-        seen_by(agent, std::slice::from_mut(&mut message));
-        Ok(message)
+        self.blocking(move |s| {
+            let mut message = s.visible_message(&agent_id, &id)?;
+            seen_by(&agent_id, std::slice::from_mut(&mut message));
+            Ok(message)
+        })
+        .await
     }
 
     /// The channels agents may use.

@@ -137,20 +137,10 @@ impl Amc {
     /// Messages of the channels visible to the agent that hold every word and phrase of
     /// the query, best first.
     pub async fn search_messages(&self, agent: &AgentCtx, p: SearchParams) -> Result<SearchPage> {
-        let query = p.query.clone().unwrap_or_default();
         // The store finds a message only by words it holds outside its hidden codes and
         // links (`amc_unhidden`), before paging, so neither the hits nor the cursor say
         // whether a message holds a code.
-        let mut page = self.search(Some(agent.agent_id.clone()), p).await?;
-        for hit in &mut page.results {
-            let m = &mut hit.message;
-            m.untrusted_content = m.agent_id.as_deref() != Some(agent.agent_id.as_str());
-            if !super::inbox::redact(m).is_empty() {
-                // The excerpt is taken again, from the text as the agent is given it.
-                hit.excerpt = excerpt_of(&m.text, &query);
-            }
-        }
-        Ok(page)
+        self.search(Some(agent.agent_id.clone()), p).await
     }
 
     /// The same search over every approved channel, as the person sees them (the Inbox).
@@ -195,7 +185,22 @@ impl Amc {
             q.offset = decode_cursor(c, key)?;
         }
         let (limit, offset) = (q.limit, q.offset);
-        let hits = self.blocking(move |s| s.search(agent.as_deref(), &q)).await?;
+        let hits = self
+            .blocking(move |s| {
+                let mut hits = s.search(agent.as_deref(), &q)?;
+                if let Some(agent_id) = &agent {
+                    for hit in &mut hits {
+                        let m = &mut hit.message;
+                        m.untrusted_content = m.agent_id.as_deref() != Some(agent_id.as_str());
+                        if !super::inbox::redact(m).is_empty() {
+                            // The excerpt is taken again, from the text as the agent is given it.
+                            hit.excerpt = excerpt_of(&m.text, &query);
+                        }
+                    }
+                }
+                Ok(hits)
+            })
+            .await?;
         let next_cursor =
             (hits.len() as u32 == limit && offset + limit <= MAX_OFFSET).then(|| encode_cursor(offset + limit, key));
         Ok(SearchPage {
