@@ -11,9 +11,9 @@ use crate::ratelimit::RateLimit;
 /// The config file's name inside the data directory.
 pub const CONFIG_FILE: &str = "config.toml";
 /// How long a platform has to confirm a send, unless set (`send_timeout_seconds`).
-pub const SEND_TIMEOUT_SECONDS: u64 = 200;
+const SEND_TIMEOUT_SECONDS: u64 = 200;
 /// The largest attachment fetched on demand, in MiB, unless set (`attachment_fetch_limit_mb`).
-pub const ATTACHMENT_FETCH_LIMIT_MB: u64 = 25;
+const ATTACHMENT_FETCH_LIMIT_MB: u64 = 25;
 
 /// The core's configuration, checked (the runtime reads it from flags, the environment and
 /// the config file, with each source's own settings).

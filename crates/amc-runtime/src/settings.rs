@@ -6,9 +6,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use amc_core::config::{
-    ATTACHMENT_FETCH_LIMIT_MB, CONFIG_FILE, Config, SEND_TIMEOUT_SECONDS, default_data_dir, expand_home,
-};
+use amc_core::config::{CONFIG_FILE, Config, default_data_dir, expand_home};
 use amc_core::ratelimit::RateLimit;
 use amc_discord::settings::{DiscordSettings, DiscordToken, Secret};
 use amc_imessage::settings::ImessageSettings;
@@ -186,9 +184,10 @@ impl RawConfig {
             (None, Some(l)) => Some(parse_loopback(&l, "listen in config.toml")?),
             (None, None) => None,
         };
-        let mut attachment_dirs = vec![data_dir.join("outbox")];
+        // The file changes the core's defaults.
+        let defaults = Config::new(data_dir.clone());
+        let mut attachment_dirs = defaults.attachment_dirs.clone();
         attachment_dirs.extend(file.attachment_dirs.iter().map(|d| absolute(&expand_home(d))));
-        let defaults = RateLimit::default();
         let core = Config {
             listen,
             attachment_dirs,
@@ -196,14 +195,14 @@ impl RawConfig {
                 burst: range(
                     "rate_limit_burst",
                     file.rate_limit_burst.map(u64::from),
-                    defaults.burst.into(),
+                    defaults.rate_limit.burst.into(),
                     1,
                     10_000,
                 )? as u32,
                 per_minute: range(
                     "rate_limit_per_minute",
                     file.rate_limit_per_minute.map(u64::from),
-                    defaults.per_minute.into(),
+                    defaults.rate_limit.per_minute.into(),
                     1,
                     10_000,
                 )? as u32,
@@ -211,7 +210,7 @@ impl RawConfig {
             send_timeout: Duration::from_secs(range(
                 "send_timeout_seconds",
                 file.send_timeout_seconds,
-                SEND_TIMEOUT_SECONDS,
+                defaults.send_timeout.as_secs(),
                 1,
                 600,
             )?),
@@ -219,11 +218,11 @@ impl RawConfig {
             attachment_fetch_limit: range(
                 "attachment_fetch_limit_mb",
                 file.attachment_fetch_limit_mb,
-                ATTACHMENT_FETCH_LIMIT_MB,
+                defaults.attachment_fetch_limit >> 20,
                 1,
                 500,
             )? << 20,
-            data_dir: data_dir.clone(),
+            ..defaults
         };
         let imessage = ImessageSettings {
             chat_db: match (self.chat_db, file.imessage_chat_db.as_deref()) {

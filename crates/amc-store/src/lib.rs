@@ -74,7 +74,7 @@ pub use messages::UnreadQuery;
 pub use outbox::{HELD_BOUNDS, HeldBounds, NewSend, SEND_LOG_KEPT, SendLookup, SendOutcome};
 #[cfg(any(test, feature = "test-support"))]
 pub use search::RANK_UP_TO;
-pub use search::{IndexProgress, SearchQuery, spaceless};
+pub use search::{IndexProgress, SearchQuery, excerpt_around, spaceless};
 
 /// The core's migrations, in order; `PRAGMA user_version` is the number applied.
 const MIGRATIONS: &[Migration] = &[

@@ -174,11 +174,17 @@ impl Plan {
 }
 
 /// An excerpt of `text` around the first of `terms` found, marked like FTS5's snippets.
-fn excerpt_around(text: &str, terms: &[String]) -> String {
+pub fn excerpt_around(text: &str, terms: &[String]) -> String {
     const AROUND: usize = 16;
-    let lower = text.to_lowercase();
-    let found = terms.iter().filter_map(|t| lower.find(&t.to_lowercase()).map(|at| (at, t.len()))).min();
-    let Some((at, len)) = found.filter(|_| lower.len() == text.len()) else {
+    // Every position of the lowercase copy is the text's.
+    let lower = crate::secrets::lower_in_place(text);
+    let found = terms
+        .iter()
+        .map(|t| crate::secrets::lower_in_place(t))
+        .filter(|t| !t.is_empty())
+        .filter_map(|t| lower.find(&t).map(|at| (at, t.len())))
+        .min();
+    let Some((at, len)) = found else {
         return text.chars().take(2 * AROUND).collect();
     };
     let before: Vec<char> = text[..at].chars().collect();

@@ -240,7 +240,7 @@ pub fn fold(text: &str) -> String {
 
 /// `text` in lowercase where a character's lowercase takes the same bytes, as it is
 /// elsewhere: every position in it is the same position in `text`.
-fn lower_in_place(text: &str) -> String {
+pub(crate) fn lower_in_place(text: &str) -> String {
     text.chars()
         .map(|c| {
             let mut lower = c.to_lowercase();

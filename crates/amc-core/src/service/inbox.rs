@@ -145,21 +145,19 @@ pub(super) fn seen_by(agent_id: &str, messages: &mut [Envelope]) {
 
 /// Hides the one-time codes and sign-in links of `m`'s text behind markers, and says
 /// which kinds it hid (`redacted`): no agent is given them, by any route (the person sees
-/// the whole text). Numbers from a short-code sender count as codes. Returns what it hid.
-pub(in crate::service) fn redact(m: &mut Envelope) -> Vec<String> {
+/// the whole text). Numbers from a short-code sender count as codes.
+pub(in crate::service) fn redact(m: &mut Envelope) {
     let short = m.source == Source::Imessage && crate::secrets::is_short_code_sender(&m.sender.id);
     let found = crate::secrets::find(&m.text, short);
     if found.is_empty() {
-        return Vec::new();
+        return;
     }
-    let hidden = found.iter().map(|f| m.text[f.at.clone()].to_owned()).collect();
     for f in &found {
         if !m.redacted.contains(&f.kind.as_str()) {
             m.redacted.push(f.kind.as_str());
         }
     }
     m.text = crate::secrets::hide(&m.text, &found);
-    hidden
 }
 
 pub(super) fn parse_source(s: &str) -> Result<Source> {

@@ -163,6 +163,9 @@ impl Amc {
             return Err(Error::validation("sender takes at most 200 characters"));
         }
         let Terms { words, substrings } = terms(&query)?;
+        // The query's words, for what an agent is given of a message (see `unhidden`).
+        let plain: Vec<String> =
+            query.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_owned).collect();
         let mut q = SearchQuery {
             words,
             substrings,
@@ -174,11 +177,7 @@ impl Amc {
             limit: ranged("limit", p.limit, 1, 50, 20)?,
             offset: 0,
             // An agent's search finds a message only by what the agent is given of it.
-            unhidden: query
-                .split(|c: char| !c.is_alphanumeric())
-                .filter(|w| !w.is_empty())
-                .map(crate::secrets::fold)
-                .collect(),
+            unhidden: plain.iter().map(|w| crate::secrets::fold(w)).collect(),
         };
         let key = search_key(&q);
         if let Some(c) = &p.cursor {
@@ -190,11 +189,10 @@ impl Amc {
                 let mut hits = s.search(agent.as_deref(), &q)?;
                 if let Some(agent_id) = &agent {
                     for hit in &mut hits {
-                        let m = &mut hit.message;
-                        m.untrusted_content = m.agent_id.as_deref() != Some(agent_id.as_str());
-                        if !super::inbox::redact(m).is_empty() {
+                        super::inbox::seen_by(agent_id, std::slice::from_mut(&mut hit.message));
+                        if !hit.message.redacted.is_empty() {
                             // The excerpt is taken again, from the text as the agent is given it.
-                            hit.excerpt = excerpt_of(&m.text, &query);
+                            hit.excerpt = amc_store::excerpt_around(&hit.message.text, &plain);
                         }
                     }
                 }
@@ -208,25 +206,6 @@ impl Amc {
             next_cursor,
         })
     }
-}
-
-/// An excerpt of `text` around the first word of `query` in it, that word in `[` `]`; the
-/// text's start when none is found.
-fn excerpt_of(text: &str, query: &str) -> String {
-    const AROUND: usize = 60;
-    let lower = text.to_lowercase();
-    let first = query
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .filter_map(|w| lower.find(&w.to_lowercase()).map(|at| (at, w.len())))
-        .filter(|(at, len)| text.is_char_boundary(*at) && text.is_char_boundary(at + len))
-        .min();
-    let Some((at, len)) = first.filter(|_| lower.len() == text.len()) else {
-        return text.chars().take(2 * AROUND).collect();
-    };
-    let before: String = text[..at].chars().rev().take(AROUND).collect::<Vec<_>>().into_iter().rev().collect();
-    let after: String = text[at + len..].chars().take(AROUND).collect();
-    format!("{before}[{}]{after}", &text[at..at + len])
 }
 
 /// How many messages of the backlog one transaction indexes: small enough that a new
