@@ -50,7 +50,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for c in 0..CHANNELS {
         let (spec, msgs) = channel(c, per_channel, base);
         let report = store.ingest(Source::Discord, &spec, &msgs, None)?;
-        store.approve_channel(&report.channel_id, HistoryRelease::All, None)?;
+        store.approve_channel(&report.channel_id, HistoryRelease::All, None, false)?;
         by_channel.push((report.channel_id, report.inserted));
     }
     let load_messages = started.elapsed();

@@ -164,7 +164,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 break channel_id;
             }
         };
-        amc.store().approve_channel(&channel_id, HistoryRelease::All, None)?;
+        amc.store().approve_channel(&channel_id, HistoryRelease::All, None, false)?;
         let (_, token) = amc.store().create_agent("bench")?;
         let mut client = amc_client::Connection::connect(&config.socket_path())
             .await?

@@ -5,8 +5,8 @@
 use super::*;
 use crate::error::ErrorCode;
 use crate::model::{
-    ChannelKind, ChannelSpec, Direction, HistoryRelease, IncomingMessage, IngestReport, OutboxStatus, SendPolicy,
-    SenderInfo, SentSend, Source,
+    ChannelKind, ChannelSpec, ChannelState, CodesShown, Direction, HistoryRelease, IncomingMessage, IngestReport,
+    OutboxStatus, SendPolicy, SenderInfo, SentSend, Source,
 };
 use crate::time::now_ms;
 use rusqlite::OptionalExtension;
@@ -68,7 +68,7 @@ fn nothing_of_a_pending_or_blocked_channel_is_unread() {
     let report = ingest(&store, "a", vec![msg("g1", "secret", now_ms())]);
     assert!(unread(&store, "bot").is_empty(), "pending");
     assert!(store.visible_channels("bot", None).expect("channels").is_empty());
-    store.approve_channel(&report.channel_id, HistoryRelease::All, None).expect("approve");
+    store.approve_channel(&report.channel_id, HistoryRelease::All, None, false).expect("approve");
     assert_eq!(unread(&store, "bot"), ["secret"]);
     store.block_channel(&report.channel_id).expect("block");
     assert!(unread(&store, "bot").is_empty(), "blocked");
@@ -101,7 +101,7 @@ fn both_forms_of_visibility_select_the_same_messages() {
             "last-day" => HistoryRelease::LastDays(1),
             _ => HistoryRelease::All,
         };
-        store.approve_channel(id, release, None).expect("approve");
+        store.approve_channel(id, release, None, false).expect("approve");
         match *chat {
             "listed" | "listed-blocked" => drop(store.set_channel_agents(id, Some(&listed)).expect("agents")),
             "nobody" => drop(store.set_channel_agents(id, Some(&[])).expect("agents")),
@@ -163,7 +163,7 @@ fn merging_the_channels_lists_what_the_walk_in_time_order_lists() {
             continue;
         }
         let release = if *chat == "from-now" { HistoryRelease::FromNow } else { HistoryRelease::All };
-        store.approve_channel(&id, release, None).expect("approve");
+        store.approve_channel(&id, release, None, false).expect("approve");
         match *chat {
             "listed" => drop(store.set_channel_agents(&id, Some(&listed)).expect("agents")),
             "nobody" => drop(store.set_channel_agents(&id, Some(&[])).expect("agents")),
@@ -282,7 +282,7 @@ fn from_now_hides_what_was_stored_before_the_approval() {
         .database()
         .write(|tx| Ok(tx.execute("UPDATE messages SET ingested_at = ingested_at - 1000", [])?))
         .expect("stored earlier");
-    store.approve_channel(&report.channel_id, HistoryRelease::FromNow, None).expect("approve");
+    store.approve_channel(&report.channel_id, HistoryRelease::FromNow, None, false).expect("approve");
     assert!(unread(&store, "bot").is_empty());
     ingest(&store, "a", vec![msg("g2", "after", now_ms())]);
     assert_eq!(unread(&store, "bot"), ["after"]);
@@ -294,7 +294,7 @@ fn a_message_that_arrives_late_with_an_older_time_is_still_unread() {
     store.create_agent("bot").expect("agent");
     let now = now_ms();
     let report = ingest(&store, "a", vec![msg("g2", "newer", now)]);
-    store.approve_channel(&report.channel_id, HistoryRelease::All, None).expect("approve");
+    store.approve_channel(&report.channel_id, HistoryRelease::All, None, false).expect("approve");
     assert_eq!(unread(&store, "bot"), ["newer"]);
     assert_eq!(store.mark_read("bot", &report.inserted).expect("read"), 1);
     assert!(unread(&store, "bot").is_empty());
@@ -314,7 +314,7 @@ fn marking_read_moves_the_floor_only_over_what_was_read() {
     let texts = ["one", "two", "three", "four", "five"];
     let msgs = texts.iter().enumerate().map(|(i, t)| msg(&format!("g{i}"), t, now + i as i64)).collect();
     let report = ingest(&store, "a", msgs);
-    store.approve_channel(&report.channel_id, HistoryRelease::All, None).expect("approve");
+    store.approve_channel(&report.channel_id, HistoryRelease::All, None, false).expect("approve");
     let ids = &report.inserted;
     let floor = || -> (i64, String) {
         store
@@ -350,8 +350,8 @@ fn context_stays_inside_the_channel() {
     let a =
         ingest(&store, "a", vec![msg("a1", "a one", now), msg("a2", "a two", now + 1), msg("a3", "a three", now + 2)]);
     let b = ingest(&store, "b", vec![msg("b1", "b one", now + 1)]);
-    store.approve_channel(&a.channel_id, HistoryRelease::All, None).expect("approve");
-    store.approve_channel(&b.channel_id, HistoryRelease::All, None).expect("approve");
+    store.approve_channel(&a.channel_id, HistoryRelease::All, None, false).expect("approve");
+    store.approve_channel(&b.channel_id, HistoryRelease::All, None, false).expect("approve");
     let around = &a.inserted[1];
     let ctx: Vec<String> =
         store.context("bot", &a.channel_id, around, 5, 5).expect("context").into_iter().map(|m| m.text).collect();
@@ -394,7 +394,7 @@ fn a_held_send_is_claimed_once_and_settles_once() {
     let (_dir, store) = store();
     store.create_agent("bot").expect("agent");
     let ch = ingest(&store, "a", vec![msg("g1", "hello", now_ms())]).channel_id;
-    store.approve_channel(&ch, HistoryRelease::All, Some(SendPolicy::Review)).expect("approve");
+    store.approve_channel(&ch, HistoryRelease::All, Some(SendPolicy::Review), false).expect("approve");
     let SendLookup::New(held) = store.record_send(&new_send(&ch, None, OutboxStatus::Held)).expect("held") else {
         panic!("a new send")
     };
@@ -418,7 +418,7 @@ fn a_sent_send_the_platform_fails_later_becomes_failed_and_its_message_says_why(
     let (_dir, store) = store();
     store.create_agent("bot").expect("agent");
     let ch = ingest(&store, "a", vec![msg("g1", "hello", now_ms())]).channel_id;
-    store.approve_channel(&ch, HistoryRelease::All, Some(SendPolicy::Auto)).expect("approve");
+    store.approve_channel(&ch, HistoryRelease::All, Some(SendPolicy::Auto), false).expect("approve");
     let since = now_ms();
     let mut ids = Vec::new();
     for (i, other_parts) in [vec![], vec!["p-1-file".to_owned()]].into_iter().enumerate() {
@@ -456,7 +456,7 @@ fn two_sends_under_one_platform_id_store_one_message() {
     let (_dir, store) = store();
     store.create_agent("bot").expect("agent");
     let ch = ingest(&store, "a", vec![msg("g1", "hello", now_ms())]).channel_id;
-    store.approve_channel(&ch, HistoryRelease::All, Some(SendPolicy::Auto)).expect("approve");
+    store.approve_channel(&ch, HistoryRelease::All, Some(SendPolicy::Auto), false).expect("approve");
     let sent = SendOutcome::Sent { platform_id: "p-1".into(), sent_at: now_ms(), other_parts: Vec::new() };
     let mut results = Vec::new();
     for _ in 0..2 {
@@ -499,7 +499,7 @@ fn settings_of_an_unknown_channel_are_not_found() {
     for err in [
         store.set_send_policy("ch_nope", SendPolicy::Auto).expect_err("policy"),
         store.block_channel("ch_nope").expect_err("block"),
-        store.approve_channel("ch_nope", HistoryRelease::All, None).expect_err("approve"),
+        store.approve_channel("ch_nope", HistoryRelease::All, None, false).expect_err("approve"),
     ] {
         assert_eq!(err.code, ErrorCode::NotFound);
     }
@@ -726,4 +726,118 @@ fn the_send_log_keeps_each_agents_newest_sends() {
     // The newest 10,000 (the young one among them), the held one, and the one still named.
     assert_eq!(bot, kept as i64 + 2);
     assert_eq!(store.prune_send_log(kept, kept_bytes).expect("again"), 0);
+}
+
+/// Each message's platform id and stored classification (`messages.secrets`), by rowid.
+fn classified(store: &Store) -> Vec<(String, Option<i64>)> {
+    store
+        .database()
+        .read(|tx| {
+            let mut stmt = tx.prepare("SELECT platform_id, secrets FROM messages ORDER BY rowid")?;
+            let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+        .expect("classified")
+}
+
+#[test]
+fn messages_stored_before_secrets_were_looked_for_are_classified_by_the_backlog() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("amc.db");
+    let now = now_ms();
+    // 3,000 messages: past one batch of the backlog (2,000). Every tenth holds a code.
+    let text = |i: usize| {
+        if i.is_multiple_of(10) {
+            format!("Your verification code is {}", 100_000 + i)
+        } else {
+            format!("lunch at {i}")
+        }
+    };
+    {
+        let store = Store::open(&path).expect("open");
+        let messages = (0..3_000).map(|i| msg(&format!("g{i}"), &text(i), now - 10_000 + i as i64)).collect();
+        ingest(&store, "a", messages);
+        // As a database from before migration 0020 (and 0010): nothing classified.
+        super::back_to_0009(&path).expect("downgrade");
+    }
+    let store = Store::open(&path).expect("migrate");
+    assert!(classified(&store).iter().all(|(_, c)| c.is_none()), "nothing classified yet");
+    let channel =
+        ingest(&store, "a", vec![msg("g-new", "Reset: https://example.com/reset?token=9f8e7d6c5b4a", now)]).channel_id;
+    // Meanwhile an old message is edited to hold a code: it is classified at once.
+    let edit = IncomingMessage { edited_at: Some(now), ..msg("g1", "code 424242 is your login code", now - 9_999) };
+    ingest(&store, "a", vec![edit]);
+    let rows = classified(&store);
+    assert_eq!((rows[1].1, rows[3_000].1), (Some(1), Some(2)), "classified as written");
+
+    assert!(!store.reclassify_if_rules_changed().expect("rules"), "classified by these rules");
+    let steps: Vec<_> = std::iter::from_fn(|| store.classify_more(2_000).expect("classify")).collect();
+    assert_eq!(steps, [IndexProgress { done: 2_000, total: 3_000 }], "progress, then done");
+    let rows = classified(&store);
+    let expected = |i: usize| Some(if i == 1 || i.is_multiple_of(10) { 1 } else { 0 });
+    for (i, (id, c)) in rows.iter().take(3_000).enumerate() {
+        assert_eq!(*c, expected(i), "{id}");
+    }
+    assert_eq!(store.admin_channel(&channel).expect("channel").secret_count, 302);
+
+    // Other rules: every message is looked at again.
+    store.set_setting("secrets_rules", "0").expect("older rules");
+    store.database().write(|tx| Ok(tx.execute("UPDATE messages SET secrets = NULL", [])?)).expect("forget");
+    assert!(store.reclassify_if_rules_changed().expect("rules"));
+    while store.classify_more(2_000).expect("classify").is_some() {}
+    assert_eq!(store.admin_channel(&channel).expect("channel").secret_count, 302);
+    assert!(classified(&store).iter().all(|(_, c)| c.is_some()));
+}
+
+#[test]
+fn a_channels_codes_are_shown_to_the_agents_the_person_names() {
+    let (_dir, store) = store();
+    for agent in ["claude", "codex"] {
+        store.create_agent(agent).expect("agent");
+    }
+    let a = ingest(&store, "a", vec![msg("a0", "hi", now_ms())]).channel_id;
+    let b = ingest(&store, "b", vec![msg("b0", "hi", now_ms())]).channel_id;
+    let shown = |agent: &str| {
+        let mut ids: Vec<String> = store.codes_shown_to(agent).expect("shown").into_iter().collect();
+        ids.sort();
+        ids
+    };
+    assert_eq!(shown("claude"), Vec::<String>::new(), "hidden by default");
+    store.set_channel_codes(&a, CodesShown::Some, &["claude".to_owned()]).expect("some");
+    store.set_channel_codes(&b, CodesShown::Shown, &[]).expect("shown");
+    assert_eq!(shown("claude"), [a.clone(), b.clone()]);
+    assert_eq!(shown("codex"), std::slice::from_ref(&b));
+    // Shown to all, then back to some: the list is the one given last.
+    store.set_channel_codes(&a, CodesShown::Shown, &[]).expect("shown");
+    assert_eq!(store.admin_channel(&a).expect("a").codes_agents, Vec::<String>::new());
+    store.set_channel_codes(&b, CodesShown::Hidden, &[]).expect("hidden");
+    assert_eq!(shown("codex"), std::slice::from_ref(&a));
+    let unknown = store.set_channel_codes(&a, CodesShown::Some, &["nobody".to_owned()]).expect_err("unknown");
+    assert_eq!(unknown.code, ErrorCode::NotFound);
+    assert_eq!(store.admin_channel(&a).expect("a").codes, CodesShown::Shown, "a refusal changes nothing");
+    // No such channel.
+    assert_eq!(
+        store.set_channel_codes("ch_nope", CodesShown::Hidden, &[]).expect_err("no channel").code,
+        ErrorCode::NotFound
+    );
+}
+
+#[test]
+fn a_short_code_senders_conversation_is_approved_only_when_confirmed() {
+    let (_dir, store) = store();
+    let short = ingest(&store, "any;-;72975", vec![msg("s0", "Your code is 918273", now_ms())]).channel_id;
+    let named = ingest(&store, "any;-;AMAZON", vec![msg("n0", "Your code is 918273", now_ms())]).channel_id;
+    let person = ingest(&store, "any;-;+15551234567", vec![msg("p0", "hi", now_ms())]).channel_id;
+    for id in [&short, &named] {
+        assert!(store.admin_channel(id).expect("channel").sensitive);
+        let refused = store.approve_channel(id, HistoryRelease::All, None, false).expect_err("asked again");
+        assert_eq!(refused.code, ErrorCode::ConfirmationRequired);
+        assert_eq!(store.admin_channel(id).expect("channel").state, ChannelState::Pending);
+        assert_eq!(
+            store.approve_channel(id, HistoryRelease::All, None, true).expect("confirmed").state,
+            ChannelState::Allowed
+        );
+    }
+    assert!(!store.admin_channel(&person).expect("channel").sensitive);
+    store.approve_channel(&person, HistoryRelease::All, None, false).expect("a person's number");
 }

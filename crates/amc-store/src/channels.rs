@@ -5,8 +5,8 @@ use rusqlite::{OptionalExtension, Row, Transaction, params};
 use super::Store;
 use crate::error::{Error, Result};
 use crate::model::{
-    AllowedChannel, ChannelAdmin, ChannelAgent, ChannelInfo, ChannelKind, ChannelSpec, ChannelState, HistoryRelease,
-    SendPolicy, SendTarget, Source, Waiting,
+    AllowedChannel, ChannelAdmin, ChannelAgent, ChannelInfo, ChannelKind, ChannelSpec, ChannelState, CodesShown,
+    HistoryRelease, SendPolicy, SendTarget, Source, Waiting,
 };
 use crate::time::{Millis, now_ms};
 
@@ -120,10 +120,14 @@ const ADMIN_COLS: &str = "c.id, c.source, c.platform_id, c.name, c.kind, c.state
        AND (c.stored_from IS NULL OR m.ingested_at >= c.stored_from)) ELSE 0 END, c.audience, \
      (SELECT coalesce(json_group_array(json_array(ca.agent_id, ca.send_policy)), '[]') FROM \
        (SELECT agent_id, send_policy FROM channel_agents WHERE channel_id = c.id ORDER BY agent_id) ca), \
-     c.gone_reason";
+     c.gone_reason, c.codes, \
+     (SELECT coalesce(json_group_array(k.agent_id), '[]') FROM \
+       (SELECT agent_id FROM channel_code_agents WHERE channel_id = c.id ORDER BY agent_id) k), \
+     (SELECT count(*) FROM messages m WHERE m.channel = c.key AND m.secrets > 0)";
 
 fn admin_from_row(row: &Row<'_>) -> rusqlite::Result<ChannelAdmin> {
     let audience: String = row.get(12)?;
+    let codes = parse_col(row, 15, CodesShown::parse)?;
     let agents = if audience == "all" {
         None
     } else {
@@ -151,6 +155,14 @@ fn admin_from_row(row: &Row<'_>) -> rusqlite::Result<ChannelAdmin> {
         message_count: row.get(10)?,
         visible_count: row.get(11)?,
         gone: row.get(14)?,
+        codes,
+        codes_agents: if codes == CodesShown::Some {
+            serde_json::from_str(&row.get::<_, String>(16)?).unwrap_or_default()
+        } else {
+            Vec::new()
+        },
+        sensitive: crate::secrets::is_short_code_channel(&row.get::<_, String>(1)?, &row.get::<_, String>(2)?),
+        secret_count: row.get(17)?,
     })
 }
 
@@ -175,6 +187,16 @@ fn lower_floors_for(tx: &Transaction<'_>, channel_id: &str, from: Option<Millis>
         // Nothing stored yet: nothing can have become unread.
         None => Ok(()),
     }
+}
+
+/// `NOT_FOUND` unless an agent named `agent` exists.
+pub(super) fn known_agent(tx: &Transaction<'_>, agent: &str) -> Result<()> {
+    let known: bool =
+        tx.prepare_cached("SELECT EXISTS (SELECT 1 FROM agents WHERE id = ?1)")?.query_row([agent], |r| r.get(0))?;
+    if !known {
+        return Err(Error::new(crate::error::ErrorCode::NotFound, format!("no agent named {agent}")));
+    }
+    Ok(())
 }
 
 /// The name a new channel gets: the source's, or a placeholder when it has none yet.
@@ -327,11 +349,14 @@ impl Store {
 
     /// Approves a channel, releasing as much history as the person chose. A channel
     /// approved for the first time gets the `review` send policy unless `policy` says otherwise.
+    /// A conversation with a short-code sender ([`ChannelAdmin::sensitive`]) is approved
+    /// only when the person confirmed it (`sensitive`), else `CONFIRMATION_REQUIRED`.
     pub fn approve_channel(
         &self,
         id: &str,
         release: HistoryRelease,
         policy: Option<SendPolicy>,
+        sensitive: bool,
     ) -> Result<ChannelAdmin> {
         let now = now_ms();
         // "From now": what AMC stores from now on (`stored_from`), whose own time is at
@@ -343,6 +368,20 @@ impl Store {
             HistoryRelease::LastDays(days) => (Some(now - i64::from(days) * DAY_MS), None),
         };
         self.db.write(|tx| {
+            let place: Option<(String, String)> = tx
+                .prepare_cached("SELECT source, platform_id FROM channels WHERE id = ?1")?
+                .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()?;
+            let Some((source, platform_id)) = place else {
+                return Err(Error::not_found("channel"));
+            };
+            if !sensitive && crate::secrets::is_short_code_channel(&source, &platform_id) {
+                return Err(Error::new(
+                    crate::error::ErrorCode::ConfirmationRequired,
+                    "this conversation is with a short-code sender, which sends one-time codes: \
+                     approve it again, confirming it is sensitive",
+                ));
+            }
             let changed = tx
                 .prepare_cached(
                     "UPDATE channels SET state = 'allowed', visible_from = ?2, stored_from = ?5, \
@@ -436,12 +475,7 @@ impl Store {
             }
             let listed = agents.unwrap_or_default();
             for agent in listed {
-                let known: bool = tx
-                    .prepare_cached("SELECT EXISTS (SELECT 1 FROM agents WHERE id = ?1)")?
-                    .query_row([agent], |r| r.get(0))?;
-                if !known {
-                    return Err(Error::new(crate::error::ErrorCode::NotFound, format!("no agent named {agent}")));
-                }
+                known_agent(tx, agent)?;
                 tx.prepare_cached("INSERT OR IGNORE INTO channel_agents (channel_id, agent_id) VALUES (?1, ?2)")?
                     .execute(params![id, agent])?;
             }

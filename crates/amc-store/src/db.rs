@@ -526,8 +526,10 @@ type KeysComputed = Arc<AtomicU64>;
 /// Registers AMC's SQL functions on `conn`: `amc_platform_key(source, platform_id)`, and
 /// `amc_unhidden(text, source, sender_id, terms)`, whether an agent's search for `terms`
 /// (a JSON array of folded words) finds `text` as the agent is given it
-/// ([`crate::secrets::found_unhidden`]). Every connection has them, and `messages`'
-/// generated column needs the first to write.
+/// ([`crate::secrets::found_unhidden`]), and `amc_secrets(source, sender_id, text)`, the
+/// kinds of secret a message holds, as `messages.secrets` stores them
+/// ([`crate::secrets::classify`]). Every connection has them, and `messages`' generated
+/// column needs the first to write.
 fn register_functions(conn: &Connection, keys: KeysComputed) -> Result<()> {
     use rusqlite::functions::FunctionFlags;
     use rusqlite::types::ValueRef;
@@ -556,6 +558,9 @@ fn register_functions(conn: &Connection, keys: KeysComputed) -> Result<()> {
             },
         )?;
         Ok(crate::secrets::found_unhidden(&text, short, &terms))
+    })?;
+    conn.create_scalar_function("amc_secrets", 3, flags, |ctx| {
+        Ok(crate::secrets::classify(&ctx.get::<String>(0)?, &ctx.get::<String>(1)?, &ctx.get::<String>(2)?))
     })?;
     Ok(())
 }

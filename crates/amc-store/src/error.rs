@@ -76,6 +76,9 @@ error_codes! {
     HeadersTooLarge => "HEADERS_TOO_LARGE", 431;
     /// The action conflicts with the object's current state.
     Conflict => "CONFLICT", 409;
+    /// The person must confirm this action once more (approving a conversation with a
+    /// short-code sender, which sends one-time codes).
+    ConfirmationRequired => "CONFIRMATION_REQUIRED", 409;
     /// Something failed inside AMC; details are in AMC's log, never in the response.
     InternalError => "INTERNAL_ERROR", 500;
     /// `amc mcp` cannot reach AMC: it is not running or not answering. Retry later.

@@ -50,6 +50,7 @@ mod agents;
 mod behaviour;
 mod channels;
 mod claude_channel;
+mod codes;
 pub mod db;
 pub mod error;
 pub mod files;
@@ -99,6 +100,7 @@ const MIGRATIONS: &[Migration] = &[
     ("0017_read_marks_by_agent", include_str!("migrations/0017_read_marks_by_agent.sql")),
     ("0018_channels_by_state", include_str!("migrations/0018_channels_by_state.sql")),
     ("0019_failed_after_sent", include_str!("migrations/0019_failed_after_sent.sql")),
+    ("0020_secrets", include_str!("migrations/0020_secrets.sql")),
 ];
 
 /// Turns the database at `path` back into one from before migration 0010 (which started
@@ -112,7 +114,8 @@ pub fn back_to_0009(path: &Path) -> Result<()> {
 }
 
 #[cfg(any(test, feature = "test-support"))]
-const BACK_TO_0009: &str = "DROP INDEX platform_aliases_by_message; DROP INDEX outbox_sent_by_time; \
+const BACK_TO_0009: &str = "DROP TABLE secrets_backlog; DROP INDEX messages_with_secrets; \
+     DROP TABLE channel_code_agents; DROP INDEX platform_aliases_by_message; DROP INDEX outbox_sent_by_time; \
      DROP TRIGGER read_marks_of_agent; DROP TABLE read_marks; \
      CREATE TABLE read_state (agent_id TEXT NOT NULL REFERENCES agents (id) ON DELETE CASCADE, \
      message_id TEXT NOT NULL REFERENCES messages (id) ON DELETE CASCADE, read_at INTEGER NOT NULL, \
@@ -447,7 +450,7 @@ mod tests {
         let (a, _) = store.ensure_channel(Source::Imessage, &spec("a")).expect("channel");
         store.ensure_channel(Source::Imessage, &spec("b")).expect("channel");
         assert_eq!(store.waiting().expect("waiting").channels, 2);
-        store.approve_channel(&a, HistoryRelease::All, None).expect("approve");
+        store.approve_channel(&a, HistoryRelease::All, None, false).expect("approve");
         store.create_agent("bot").expect("agent");
         let send = |status| NewSend {
             agent_id: "bot",

@@ -79,6 +79,18 @@ str_enum! {
 }
 
 str_enum! {
+    /// Which agents are given a channel's one-time codes and sign-in links.
+    CodesShown {
+        /// No agent: they are hidden behind markers (the default).
+        Hidden = "hidden",
+        /// Every agent the channel is open to.
+        Shown = "shown",
+        /// Only the agents in the channel's `codes_agents`.
+        Some = "some",
+    }
+}
+
+str_enum! {
     /// What an agent's send to a channel does.
     SendPolicy {
         /// Agents may read but not send.
@@ -214,6 +226,11 @@ pub struct Envelope {
     /// `sign_in_link` (the person sees the whole text). Absent when nothing was.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub redacted: Vec<&'static str>,
+    /// In the person's views only: the kinds of secret the text holds (`one_time_code`,
+    /// `sign_in_link`), which agents are not given unless the person shows them. Absent
+    /// when it holds none, and always absent for agents.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub secrets: Vec<&'static str>,
 }
 
 /// A thread inside a channel, as agents see it.
@@ -281,6 +298,16 @@ pub struct ChannelAdmin {
     /// Why the platform no longer has the channel for AMC (deleted, or the bot removed),
     /// or `null`.
     pub gone: Option<String>,
+    /// Which agents are given its one-time codes and sign-in links: `hidden` (none, the
+    /// default), `shown` (every agent it is open to), `some` (those in `codes_agents`).
+    pub codes: CodesShown,
+    /// The agents given its codes when `codes` is `some`, else empty.
+    pub codes_agents: Vec<String>,
+    /// A conversation with a short code or an alphanumeric sender id (banks, sign-ins):
+    /// approving it takes `"sensitive": true` (the person is asked twice).
+    pub sensitive: bool,
+    /// How many of its messages are known to hold a one-time code or sign-in link.
+    pub secret_count: i64,
 }
 
 /// An agent a channel is open to.

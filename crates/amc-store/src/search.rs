@@ -3,7 +3,7 @@
 //! triggers of migration 0010, and the backlog of messages stored before the index.
 
 use rusqlite::types::Value;
-use rusqlite::{OptionalExtension, params, params_from_iter};
+use rusqlite::{OptionalExtension, Transaction, params, params_from_iter};
 
 use super::Store;
 use super::channels::{VISIBLE, visible_to};
@@ -91,6 +91,9 @@ pub struct SearchQuery {
     /// ([`crate::secrets::fold`]), each of which must be in the text as the agent is given
     /// it, so that nothing is found through a hidden code or link.
     pub unhidden: Vec<String>,
+    /// For an agent's search: the channels whose codes the person shows it
+    /// ([`Store::codes_shown_to`]), where a message is found by all of its text.
+    pub codes_shown: Vec<String>,
 }
 
 /// A message that matched, with its excerpt.
@@ -234,7 +237,13 @@ impl Store {
                 Some(a) => {
                     let p = plan.bind(a.to_owned());
                     let terms = plan.bind(serde_json::to_string(&q.unhidden).map_err(crate::error::Error::internal)?);
-                    format!("{} AND amc_unhidden(m.text, m.source, m.sender_id, {terms})", visible_to(&p))
+                    let shown =
+                        plan.bind(serde_json::to_string(&q.codes_shown).map_err(crate::error::Error::internal)?);
+                    format!(
+                        "{} AND (c.id IN (SELECT value FROM json_each({shown})) \
+                         OR amc_unhidden(m.text, m.source, m.sender_id, {terms}))",
+                        visible_to(&p)
+                    )
                 }
                 None => VISIBLE.to_owned(),
             };
@@ -355,48 +364,91 @@ impl Store {
     pub fn index_more(&self, batch: u32) -> Result<Option<IndexProgress>> {
         let glob = spaceless_glob();
         self.db.write(|tx| {
-            let Some((lo, hi, total, done)) = tx
-                .query_row("SELECT lo, hi, total, done FROM search_backlog", [], |r| {
-                    Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?, r.get::<_, i64>(3)?))
-                })
-                .optional()?
-            else {
+            let Some(step) = Backlog::Search.next(tx, batch)? else {
                 return Ok(None);
             };
-            // The lowest rowid of this batch: `batch` rows down from `hi`.
-            let from: i64 = tx
-                .query_row(
-                    "SELECT rowid FROM messages WHERE rowid BETWEEN ?1 AND ?2 ORDER BY rowid DESC LIMIT 1 OFFSET ?3",
-                    params![lo, hi, batch.saturating_sub(1)],
-                    |r| r.get(0),
-                )
-                .optional()?
-                .unwrap_or(lo);
-            let rows: i64 =
-                tx.query_row("SELECT count(*) FROM messages WHERE rowid BETWEEN ?1 AND ?2", params![from, hi], |r| {
-                    r.get(0)
-                })?;
             tx.execute(
                 "INSERT INTO messages_fts (rowid, text) SELECT rowid, text FROM messages \
                  WHERE rowid BETWEEN ?1 AND ?2 AND NOT unsent",
-                params![from, hi],
+                params![step.from, step.hi],
             )?;
             tx.execute(
                 "INSERT INTO messages_cjk (rowid, text) SELECT rowid, text FROM messages \
                  WHERE rowid BETWEEN ?1 AND ?2 AND NOT unsent AND text GLOB ?3",
-                params![from, hi, glob],
+                params![step.from, step.hi, glob],
             )?;
-            let done = (done + rows).min(total);
-            if hi == DEFERRED {
+            if step.hi == DEFERRED {
                 put_back_insert_trigger(tx)?;
             }
-            if from <= lo {
-                tx.execute("DELETE FROM search_backlog", [])?;
-                return Ok(None);
-            }
-            tx.execute("UPDATE search_backlog SET hi = ?1, done = ?2", params![from - 1, done])?;
-            Ok(Some(IndexProgress::from_rows(done, total)))
+            Backlog::Search.done(tx, &step)
         })
+    }
+}
+
+/// A range of messages (by rowid, `lo..=hi`) stored before some work on every message
+/// existed, worked down from the newest in batches: the search index's (`search_backlog`)
+/// and the classification of secrets' (`secrets_backlog`). Rows written later have larger
+/// rowids and are worked as they are written.
+#[derive(Clone, Copy)]
+pub(crate) enum Backlog {
+    Search,
+    Secrets,
+}
+
+/// The rows of one batch of a [`Backlog`]: `from..=hi`.
+pub(crate) struct Batch {
+    pub from: i64,
+    pub hi: i64,
+    lo: i64,
+    total: i64,
+    done: i64,
+}
+
+impl Backlog {
+    fn table(self) -> &'static str {
+        match self {
+            Backlog::Search => "search_backlog",
+            Backlog::Secrets => "secrets_backlog",
+        }
+    }
+
+    /// The next batch of up to `batch` rows, the newest first; `None` when none is left.
+    pub(crate) fn next(self, tx: &Transaction<'_>, batch: u32) -> Result<Option<Batch>> {
+        let table = self.table();
+        let Some((lo, hi, total, done)) = tx
+            .prepare_cached(&format!("SELECT lo, hi, total, done FROM {table}"))?
+            .query_row([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?, r.get::<_, i64>(3)?)))
+            .optional()?
+        else {
+            return Ok(None);
+        };
+        // The lowest rowid of this batch: `batch` rows down from `hi`.
+        let from: i64 = tx
+            .query_row(
+                "SELECT rowid FROM messages WHERE rowid BETWEEN ?1 AND ?2 ORDER BY rowid DESC LIMIT 1 OFFSET ?3",
+                params![lo, hi, batch.saturating_sub(1)],
+                |r| r.get(0),
+            )
+            .optional()?
+            .unwrap_or(lo);
+        Ok(Some(Batch { from, hi, lo, total, done }))
+    }
+
+    /// Records `batch` worked: the progress, or `None` when the backlog is done.
+    pub(crate) fn done(self, tx: &Transaction<'_>, batch: &Batch) -> Result<Option<IndexProgress>> {
+        let table = self.table();
+        if batch.from <= batch.lo {
+            tx.execute(&format!("DELETE FROM {table}"), [])?;
+            return Ok(None);
+        }
+        let rows: i64 = tx.query_row(
+            "SELECT count(*) FROM messages WHERE rowid BETWEEN ?1 AND ?2",
+            params![batch.from, batch.hi],
+            |r| r.get(0),
+        )?;
+        let done = (batch.done + rows).min(batch.total);
+        tx.execute(&format!("UPDATE {table} SET hi = ?1, done = ?2"), params![batch.from - 1, done])?;
+        Ok(Some(IndexProgress::from_rows(done, batch.total)))
     }
 }
 

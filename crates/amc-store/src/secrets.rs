@@ -45,6 +45,44 @@ impl SecretKind {
     }
 }
 
+/// The version of the rules below. Stored with the classification of every message
+/// (`messages.secrets`): a build whose rules differ classifies every message again, in the
+/// background (see `Store::classify_more`). Raise it with every change to the rules.
+pub const RULES: i64 = 1;
+
+impl SecretKind {
+    /// The kind's bit in a stored classification ([`classify`]).
+    pub fn bit(self) -> i64 {
+        match self {
+            SecretKind::Code => 1,
+            SecretKind::Link => 2,
+        }
+    }
+
+    /// The kinds whose bits are set in `mask`.
+    pub fn in_mask(mask: i64) -> Vec<SecretKind> {
+        [SecretKind::Code, SecretKind::Link].into_iter().filter(|k| mask & k.bit() != 0).collect()
+    }
+}
+
+/// The kinds of secret a message of `source` from `sender` holds, as bits
+/// ([`SecretKind::bit`]; 0: none): what `messages.secrets` stores.
+pub fn classify(source: &str, sender: &str, text: &str) -> i64 {
+    let short = source == "imessage" && is_short_code_sender(sender);
+    find(text, short).iter().fold(0, |mask, f| mask | f.kind.bit())
+}
+
+/// Whether a channel of `source` with platform id `platform_id` is a conversation with a
+/// short code or an alphanumeric sender id (`any;-;72975`): the person is asked twice
+/// before approving it, since such senders send codes and never chat.
+pub fn is_short_code_channel(source: &str, platform_id: &str) -> bool {
+    let mut parts = platform_id.splitn(3, ';');
+    match (source, parts.next(), parts.next(), parts.next()) {
+        ("imessage", Some(_), Some("-"), Some(handle)) => is_short_code_sender(handle),
+        _ => false,
+    }
+}
+
 /// A secret found in a text: what it is and where (byte offsets).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Found {

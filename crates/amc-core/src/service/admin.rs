@@ -4,10 +4,12 @@
 use serde::Serialize;
 
 use super::Amc;
+use super::inbox::seen_by_person;
 use crate::error::{Error, Result};
 use crate::events::Event;
 use crate::model::{
-    AgentInfo, ChannelAdmin, ChannelState, Envelope, HistoryRelease, OutboxItem, OutboxStatus, SendPolicy, Waiting,
+    AgentInfo, ChannelAdmin, ChannelState, CodesShown, Envelope, HistoryRelease, OutboxItem, OutboxStatus, SendPolicy,
+    Waiting,
 };
 
 /// How many messages of the conversation a held send is shown with.
@@ -53,14 +55,16 @@ impl Amc {
         self.blocking(move |s| s.admin_channel(&id)).await
     }
 
-    /// Approves a channel with the chosen history.
+    /// Approves a channel with the chosen history. A conversation with a short-code sender
+    /// is approved only with `sensitive` (the person confirmed it a second time).
     pub async fn approve_channel(
         &self,
         id: String,
         release: HistoryRelease,
         policy: Option<SendPolicy>,
+        sensitive: bool,
     ) -> Result<ChannelAdmin> {
-        let ch = self.blocking(move |s| s.approve_channel(&id, release, policy)).await?;
+        let ch = self.blocking(move |s| s.approve_channel(&id, release, policy, sensitive)).await?;
         self.publish(Event::ChannelChanged { channel_id: ch.id.clone() });
         Ok(ch)
     }
@@ -98,6 +102,24 @@ impl Amc {
         Ok(ch)
     }
 
+    /// Which agents are given the channel's one-time codes and sign-in links: none
+    /// (`Hidden`, the default), every agent it is open to (`Shown`), or `agents` (`Some`).
+    /// Takes effect from the agents' next request.
+    pub async fn set_channel_codes(&self, id: String, codes: CodesShown, agents: Vec<String>) -> Result<ChannelAdmin> {
+        if agents.len() > 1000 {
+            return Err(Error::validation("agents takes at most 1000 agent ids"));
+        }
+        if let Some(bad) = agents.iter().find(|a| !crate::ids::is_agent_id(a)) {
+            return Err(Error::validation(format!("{bad:?} is not an agent id")));
+        }
+        if (codes == CodesShown::Some) == agents.is_empty() {
+            return Err(Error::validation("name the agents that see codes exactly when codes is \"some\""));
+        }
+        let ch = self.blocking(move |s| s.set_channel_codes(&id, codes, &agents)).await?;
+        self.publish(Event::ChannelChanged { channel_id: ch.id.clone() });
+        Ok(ch)
+    }
+
     /// Blocks a channel.
     pub async fn block_channel(&self, id: String) -> Result<ChannelAdmin> {
         let ch = self.blocking(move |s| s.block_channel(&id)).await?;
@@ -120,11 +142,12 @@ impl Amc {
             items
                 .into_iter()
                 .map(|item| {
-                    let conversation = if item.status == OutboxStatus::Held {
+                    let mut conversation = if item.status == OutboxStatus::Held {
                         s.channel_tail(&item.channel_id, REVIEW_CONTEXT)?
                     } else {
                         Vec::new()
                     };
+                    seen_by_person(&mut conversation);
                     Ok(AdminSend { item, conversation })
                 })
                 .collect()
@@ -136,7 +159,8 @@ impl Amc {
     pub async fn admin_send(&self, id: String) -> Result<AdminSend> {
         self.blocking(move |s| {
             let item = s.outbox_item(&id)?;
-            let conversation = s.channel_tail(&item.channel_id, REVIEW_CONTEXT)?;
+            let mut conversation = s.channel_tail(&item.channel_id, REVIEW_CONTEXT)?;
+            seen_by_person(&mut conversation);
             Ok(AdminSend { item, conversation })
         })
         .await
@@ -206,7 +230,8 @@ impl Amc {
     /// Recent messages of allowed channels with the agents that read them.
     pub async fn inbox(&self, limit: u32) -> Result<Vec<InboxItem>> {
         self.blocking(move |s| {
-            let messages = s.recent_visible(limit.clamp(1, 500))?;
+            let mut messages = s.recent_visible(limit.clamp(1, 500))?;
+            seen_by_person(&mut messages);
             let ids: Vec<String> = messages.iter().map(|m| m.id.clone()).collect();
             let mut readers = s.readers(&ids)?;
             Ok(messages

@@ -66,6 +66,11 @@ pub struct Health {
     /// has taken more than a second: how far it is. Search finds the newest first.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub search_index: Option<amc_store::IndexProgress>,
+    /// While older messages are being looked through for one-time codes and sign-in links
+    /// (the counts the person's screens show), and once that has taken more than a
+    /// second: how far it is. Agents' copies are hidden all the same meanwhile.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub secrets_scan: Option<amc_store::IndexProgress>,
 }
 
 pub(super) struct Registry {
@@ -188,6 +193,7 @@ impl Amc {
             agents_paused: self.paused(),
             test_mode: self.inner.senders.recording_sender().is_some(),
             search_index: self.search_indexing(),
+            secrets_scan: self.secrets_classifying(),
         }
     }
 }

@@ -1,5 +1,7 @@
 //! The agents' reads. Every range and pattern of the inbox contract is checked here.
 
+use std::collections::HashSet;
+
 use serde::{Deserialize, Serialize};
 
 use super::{AgentCtx, Amc};
@@ -134,29 +136,54 @@ pub(super) fn check_message_id(field: &str, id: &str) -> Result<()> {
 
 /// Makes messages what the agent `agent_id` may be given: what it sent itself is marked
 /// its own, the text of every other message third-party (`untrusted_content`), and
-/// one-time codes and sign-in links are hidden from every text ([`redact`]). Called on the
-/// blocking pool, with the store's read: reading a long message for codes is work.
-pub(super) fn seen_by(agent_id: &str, messages: &mut [Envelope]) {
+/// one-time codes and sign-in links are hidden from every text ([`redact`]) but in the
+/// channels whose codes the person shows it (`shown`, from [`amc_store::Store::codes_shown_to`]
+/// read before the messages). Called on the blocking pool, with the store's read: reading
+/// a long message for codes is work.
+pub(in crate::service) fn seen_by(agent_id: &str, shown: &HashSet<String>, messages: &mut [Envelope]) {
     for m in messages {
         m.untrusted_content = m.agent_id.as_deref() != Some(agent_id);
-        redact(m);
+        if !shown.contains(&m.channel_id) {
+            redact(m);
+        }
     }
 }
 
-/// Hides the one-time codes and sign-in links of `m`'s text behind markers, and says
-/// which kinds it hid (`redacted`): no agent is given them, by any route (the person sees
-/// the whole text). Numbers from a short-code sender count as codes.
-pub(in crate::service) fn redact(m: &mut Envelope) {
+/// Marks, for the person's views, which kinds of secret each message holds (`secrets`):
+/// the person sees the whole text, and what agents are not given of it.
+pub(in crate::service) fn seen_by_person(messages: &mut [Envelope]) {
+    for m in messages {
+        m.secrets = kinds(&secrets_in(m));
+    }
+}
+
+/// The one-time codes and sign-in links of `m`'s text. Numbers from a short-code sender
+/// count as codes.
+fn secrets_in(m: &Envelope) -> Vec<crate::secrets::Found> {
     let short = m.source == Source::Imessage && crate::secrets::is_short_code_sender(&m.sender.id);
-    let found = crate::secrets::find(&m.text, short);
+    crate::secrets::find(&m.text, short)
+}
+
+/// The kinds among `found`, each once, in order.
+fn kinds(found: &[crate::secrets::Found]) -> Vec<&'static str> {
+    let mut kinds = Vec::new();
+    for f in found {
+        if !kinds.contains(&f.kind.as_str()) {
+            kinds.push(f.kind.as_str());
+        }
+    }
+    kinds
+}
+
+/// Hides the one-time codes and sign-in links of `m`'s text behind markers, and says
+/// which kinds it hid (`redacted`): no agent is given them, by any route, unless the
+/// person shows a channel's codes to it (the person sees the whole text).
+fn redact(m: &mut Envelope) {
+    let found = secrets_in(m);
     if found.is_empty() {
         return;
     }
-    for f in &found {
-        if !m.redacted.contains(&f.kind.as_str()) {
-            m.redacted.push(f.kind.as_str());
-        }
-    }
+    m.redacted = kinds(&found);
     m.text = crate::secrets::hide(&m.text, &found);
 }
 
@@ -186,8 +213,9 @@ impl Amc {
         let agent_id = agent.agent_id.clone();
         let (messages, next_since) = self
             .blocking(move |s| {
+                let shown = s.codes_shown_to(&agent_id)?;
                 let (mut messages, next_since) = s.unread(&agent_id, &q)?;
-                seen_by(&agent_id, &mut messages);
+                seen_by(&agent_id, &shown, &mut messages);
                 Ok((messages, next_since))
             })
             .await?;
@@ -293,8 +321,9 @@ impl Amc {
         let agent_id = agent.agent_id.clone();
         let messages = self
             .blocking(move |s| {
+                let shown = s.codes_shown_to(&agent_id)?;
                 let mut messages = s.context(&agent_id, &channel_id, &around, before, after)?;
-                seen_by(&agent_id, &mut messages);
+                seen_by(&agent_id, &shown, &mut messages);
                 Ok(messages)
             })
             .await?;
@@ -320,8 +349,9 @@ impl Amc {
         check_message_id("message id", &id)?;
         let agent_id = agent.agent_id.clone();
         self.blocking(move |s| {
+            let shown = s.codes_shown_to(&agent_id)?;
             let mut message = s.visible_message(&agent_id, &id)?;
-            seen_by(&agent_id, std::slice::from_mut(&mut message));
+            seen_by(&agent_id, &shown, std::slice::from_mut(&mut message));
             Ok(message)
         })
         .await

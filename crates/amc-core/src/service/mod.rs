@@ -75,6 +75,8 @@ struct Inner {
     push: claude_channel::PushState,
     /// The search backlog's indexing while it runs: when it began, and how far it is.
     indexing: std::sync::Mutex<Option<(Instant, amc_store::IndexProgress)>>,
+    /// The classification backlog's work while it runs (see [`Amc::classify_backlog`]).
+    classifying: std::sync::Mutex<Option<(Instant, amc_store::IndexProgress)>>,
     /// A first import is under way: indexing waits for its end.
     deferring: AtomicBool,
     /// Store work running at once on the blocking pool (see [`Amc::blocking`]).
@@ -144,6 +146,7 @@ impl Amc {
                 revocations: tokio::sync::watch::Sender::new(0),
                 push: claude_channel::PushState::new(push_key),
                 indexing: Default::default(),
+                classifying: Default::default(),
                 deferring: AtomicBool::new(false),
                 tokens: Default::default(),
                 vetted: Default::default(),

@@ -178,6 +178,7 @@ impl Amc {
             offset: 0,
             // An agent's search finds a message only by what the agent is given of it.
             unhidden: plain.iter().map(|w| crate::secrets::fold(w)).collect(),
+            codes_shown: Vec::new(),
         };
         let key = search_key(&q);
         if let Some(c) = &p.cursor {
@@ -186,10 +187,21 @@ impl Amc {
         let (limit, offset) = (q.limit, q.offset);
         let hits = self
             .blocking(move |s| {
+                // The channels whose codes the agent is given, once, for the search and the text.
+                let shown = match &agent {
+                    Some(agent_id) => s.codes_shown_to(agent_id)?,
+                    None => Default::default(),
+                };
+                q.codes_shown = shown.iter().cloned().collect();
                 let mut hits = s.search(agent.as_deref(), &q)?;
+                if agent.is_none() {
+                    for hit in &mut hits {
+                        super::inbox::seen_by_person(std::slice::from_mut(&mut hit.message));
+                    }
+                }
                 if let Some(agent_id) = &agent {
                     for hit in &mut hits {
-                        super::inbox::seen_by(agent_id, std::slice::from_mut(&mut hit.message));
+                        super::inbox::seen_by(agent_id, &shown, std::slice::from_mut(&mut hit.message));
                         if !hit.message.redacted.is_empty() {
                             // The excerpt is taken again, from the text as the agent is given it.
                             hit.excerpt = amc_store::excerpt_around(&hit.message.text, &plain);
@@ -220,25 +232,48 @@ impl Amc {
     /// transaction, until none is left. Progress shows in [`Amc::health`] once it takes
     /// more than a second.
     pub async fn index_search_backlog(&self) {
+        self.work_backlog(Pass::Index).await
+    }
+
+    /// Looks for one-time codes and sign-in links in the messages stored before AMC looked
+    /// for them as they arrive (or under other rules), the same way as
+    /// [`Amc::index_search_backlog`]: what the person's screens count and mark. Agents'
+    /// copies are hidden as they are read, whether or not this has reached them.
+    pub async fn classify_backlog(&self) {
+        match self.blocking(|s| s.reclassify_if_rules_changed()).await {
+            Ok(true) => tracing::info!("the rules for one-time codes changed; looking at every message again"),
+            Ok(false) => {}
+            Err(e) => tracing::warn!(error = %e, "could not check the rules the messages were classified by"),
+        }
+        self.work_backlog(Pass::Classify).await
+    }
+
+    async fn work_backlog(&self, pass: Pass) {
         let started = std::time::Instant::now();
+        let slot = match pass {
+            Pass::Index => &self.inner.indexing,
+            Pass::Classify => &self.inner.classifying,
+        };
         loop {
             // A first import under way indexes in bulk once it is done.
-            if self.inner.deferring.load(std::sync::atomic::Ordering::SeqCst) {
+            if pass == Pass::Index && self.inner.deferring.load(std::sync::atomic::Ordering::SeqCst) {
                 return;
             }
-            match self.blocking(|s| s.index_more(INDEX_BATCH)).await {
-                Ok(Some(progress)) => {
-                    *self.inner.indexing.lock().unwrap_or_else(|p| p.into_inner()) = Some((started, progress));
-                }
+            let step = match pass {
+                Pass::Index => self.blocking(|s| s.index_more(INDEX_BATCH)).await,
+                Pass::Classify => self.blocking(|s| s.classify_more(INDEX_BATCH)).await,
+            };
+            match step {
+                Ok(Some(progress)) => *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some((started, progress)),
                 Ok(None) => break,
                 Err(e) => {
-                    tracing::warn!(error = %e, "could not index older messages for search; trying again at the next start");
+                    tracing::warn!(error = %e, what = pass.what(), "could not work through older messages; trying again at the next start");
                     break;
                 }
             }
         }
-        if self.inner.indexing.lock().unwrap_or_else(|p| p.into_inner()).take().is_some() {
-            tracing::info!(seconds = started.elapsed().as_secs_f64(), "older messages indexed for search");
+        if slot.lock().unwrap_or_else(|p| p.into_inner()).take().is_some() {
+            tracing::info!(seconds = started.elapsed().as_secs_f64(), what = pass.what(), "older messages done");
         }
     }
 
@@ -267,6 +302,29 @@ impl Amc {
     /// The backlog's progress, once indexing has taken more than a second.
     pub(super) fn search_indexing(&self) -> Option<amc_store::IndexProgress> {
         shown(*self.inner.indexing.lock().unwrap_or_else(|p| p.into_inner()), std::time::Instant::now())
+    }
+
+    /// The classification backlog's progress, once it has taken more than a second.
+    pub(super) fn secrets_classifying(&self) -> Option<amc_store::IndexProgress> {
+        shown(*self.inner.classifying.lock().unwrap_or_else(|p| p.into_inner()), std::time::Instant::now())
+    }
+}
+
+/// A background pass over the messages stored before some work on every message existed.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Pass {
+    /// The search index ([`Amc::index_search_backlog`]).
+    Index,
+    /// The classification of secrets ([`Amc::classify_backlog`]).
+    Classify,
+}
+
+impl Pass {
+    fn what(self) -> &'static str {
+        match self {
+            Pass::Index => "search index",
+            Pass::Classify => "one-time codes",
+        }
     }
 }
 

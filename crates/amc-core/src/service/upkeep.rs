@@ -49,7 +49,12 @@ impl Amc {
                 (None, Some(tokio::time::interval(EVERY)))
             }
         };
-        let index = self.index_search_backlog();
+        // The search index first: an agent's search waits for it; the classification
+        // only counts for the person.
+        let index = async {
+            self.index_search_backlog().await;
+            self.classify_backlog().await;
+        };
         tokio::pin!(stop, index);
         let (mut indexing, mut released) = (true, false);
         loop {
@@ -200,7 +205,7 @@ mod tests {
         let store = amc.store();
         let spec = ChannelSpec { platform_id: "a".into(), name: "a".into(), kind: ChannelKind::Dm };
         let (channel, _) = store.ensure_channel(Source::Imessage, &spec).expect("channel");
-        store.approve_channel(&channel, HistoryRelease::All, None).expect("approve");
+        store.approve_channel(&channel, HistoryRelease::All, None, false).expect("approve");
         store.create_agent("bot").expect("agent");
         let send = NewSend {
             agent_id: "bot",

@@ -18,7 +18,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::{Admin, ApiJson, ApiPath, ApiQuery};
 use amc_core::ErrorCode;
 use amc_core::events::Since;
-use amc_core::model::{ChannelState, HistoryRelease, OutboxStatus, SendPolicy};
+use amc_core::model::{ChannelState, CodesShown, HistoryRelease, OutboxStatus, SendPolicy};
 
 /// The query of `GET /admin/channels`.
 #[derive(Deserialize)]
@@ -62,6 +62,8 @@ pub struct ApproveBody {
     send_policy: Option<String>,
     /// Only these agents see it (default: every agent).
     agents: Option<Vec<String>>,
+    /// The person confirmed approving a conversation with a short-code sender.
+    sensitive: Option<bool>,
 }
 
 /// `POST /admin/channels/{id}/approve`.
@@ -91,7 +93,7 @@ pub async fn approve_channel(
     if let Some(agents) = body.agents {
         st.amc.set_channel_agents(id.clone(), Some(agents)).await?;
     }
-    Ok(Json(st.amc.approve_channel(id, release, policy).await?))
+    Ok(Json(st.amc.approve_channel(id, release, policy, body.sensitive.unwrap_or(false)).await?))
 }
 
 /// The body of `POST /admin/channels/{id}/agents`: `{"agents": [...]}` or `{"all": true}`.
@@ -152,6 +154,27 @@ pub async fn block_channel(
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<impl IntoResponse> {
     Ok(Json(st.amc.block_channel(id).await?))
+}
+
+/// The body of `POST /admin/channels/{id}/codes`: `{"codes": "hidden" | "shown"}`, or
+/// `{"codes": "some", "agents": [...]}`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CodesBody {
+    codes: String,
+    agents: Option<Vec<String>>,
+}
+
+/// `POST /admin/channels/{id}/codes`: which agents are given the channel's one-time codes
+/// and sign-in links.
+pub async fn channel_codes(
+    State(st): State<AppState>,
+    _: Admin,
+    ApiPath(id): ApiPath<String>,
+    ApiJson(body): ApiJson<CodesBody>,
+) -> ApiResult<impl IntoResponse> {
+    let codes = parse("codes", &body.codes, CodesShown::parse, "hidden, shown, some")?;
+    Ok(Json(st.amc.set_channel_codes(id, codes, body.agents.unwrap_or_default()).await?))
 }
 
 /// The body of `POST /admin/channels/{id}/policy`.

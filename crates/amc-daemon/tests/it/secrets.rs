@@ -4,6 +4,8 @@
 
 use serde_json::{Value, json};
 
+use amc_client::Connection;
+
 use super::harness::{Daemon, msg};
 use super::mcp::{call, connect};
 use amc_core::model::{SenderInfo, Source};
@@ -12,10 +14,8 @@ use amc_core::time::now_ms;
 /// The secrets of the conversation below, and no other text of it.
 const SECRETS: [&str; 4] = ["482913", "7f3a9c2e1b4d", "accounts.example.com/reset", "73109"];
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn no_route_or_tool_gives_an_agent_a_one_time_code_or_a_sign_in_link() {
-    let d = Daemon::start().await;
-    let (mut agent, token) = d.agent("claude").await;
+/// The bank's conversation, approved with all its history: its channel and message ids.
+async fn bank(d: &Daemon) -> (String, Vec<String>) {
     let now = now_ms();
     let mut from_bank = msg("b-3", "73109", now - 1000);
     from_bank.sender = SenderInfo { id: "72975".into(), display_name: None, is_self: false };
@@ -31,8 +31,20 @@ async fn no_route_or_tool_gives_an_agent_a_one_time_code_or_a_sign_in_link() {
             ],
         )
         .await;
-    d.approve(&ch, json!({ "history": "all" })).await;
+    assert_eq!(d.approve(&ch, json!({ "history": "all" })).await.status, 200);
+    (ch, ids)
+}
 
+/// What every route and tool that gives messages answers the agent `name` (whose
+/// connection is `agent`), each with its route.
+async fn every_answer(
+    d: &Daemon,
+    agent: &mut Connection,
+    token: &str,
+    name: &str,
+    ch: &str,
+    ids: &[String],
+) -> Vec<(String, String)> {
     let mut answers: Vec<(String, String)> = Vec::new();
     let context = format!("/messages/context?channel_id={ch}&around_message_id={}&after=5", ids[0]);
     for route in [
@@ -52,7 +64,7 @@ async fn no_route_or_tool_gives_an_agent_a_one_time_code_or_a_sign_in_link() {
         assert_eq!(r.status, 200, "{route}: {:?}", r.json());
         answers.push((route, String::from_utf8_lossy(&r.body).into_owned()));
     }
-    let mcp = connect(&d, &token, Some("claude")).await;
+    let mcp = connect(d, token, Some(name)).await;
     for (tool, args) in [
         ("list_unread_messages", json!({})),
         ("wait_for_unread_messages", json!({ "timeout_seconds": 1 })),
@@ -63,10 +75,23 @@ async fn no_route_or_tool_gives_an_agent_a_one_time_code_or_a_sign_in_link() {
         let r = call(&mcp, tool, args).await;
         answers.push((format!("MCP {tool}"), serde_json::to_string(&r).expect("json")));
     }
+    answers
+}
+
+/// The secrets an answer holds.
+fn leaked(body: &str) -> Vec<&'static str> {
+    SECRETS.into_iter().filter(|s| body.contains(s)).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_route_or_tool_gives_an_agent_a_one_time_code_or_a_sign_in_link() {
+    let d = Daemon::start().await;
+    let (mut agent, token) = d.agent("claude").await;
+    let now = now_ms();
+    let (ch, ids) = bank(&d).await;
+    let answers = every_answer(&d, &mut agent, &token, "claude", &ch, &ids).await;
     for (route, body) in &answers {
-        for secret in SECRETS {
-            assert!(!body.contains(secret), "{route} gives an agent {secret}: {body}");
-        }
+        assert_eq!(leaked(body), Vec::<&str>::new(), "{route} gives an agent a secret: {body}");
     }
 
     // What was hidden is said, and the rest of the text stays.
@@ -108,4 +133,135 @@ async fn no_route_or_tool_gives_an_agent_a_one_time_code_or_a_sign_in_link() {
 /// `s` as a query string's value.
 fn encode(s: &str) -> String {
     s.bytes().map(|b| if b.is_ascii_alphanumeric() { (b as char).to_string() } else { format!("%{b:02X}") }).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_person_shows_a_channels_codes_to_one_agent_or_to_all() {
+    let d = Daemon::start().await;
+    let (mut claude, claude_token) = d.agent("claude").await;
+    let (mut codex, codex_token) = d.agent("codex").await;
+    let (ch, ids) = bank(&d).await;
+    let mut admin = d.admin().await;
+    let codes = format!("/admin/channels/{ch}/codes");
+
+    // Shown to claude alone: claude is given every secret by every route, codex none.
+    let r = admin.post(&codes, &json!({ "codes": "some", "agents": ["claude"] })).await.expect("codes");
+    assert_eq!(r.status, 200, "{:?}", r.json());
+    assert_eq!((&r.json()["codes"], &r.json()["codes_agents"]), (&json!("some"), &json!(["claude"])));
+    let answers = every_answer(&d, &mut claude, &claude_token, "claude", &ch, &ids).await;
+    let unread: Value = serde_json::from_str(&answers[0].1).expect("json");
+    assert_eq!(unread["messages"][0]["text"], "Your verification code is 482913. Don't share it.");
+    assert_eq!(unread["messages"][0]["redacted"], Value::Null);
+    assert_eq!(leaked(&answers[0].1), SECRETS, "the unread list holds them all");
+    // (The push gives only what arrives after an agent's first push: below.)
+    for (route, body) in answers.iter().filter(|(route, _)| !route.contains("push")) {
+        assert!(!leaked(body).is_empty(), "{route} hides what the person shows claude: {body}");
+    }
+    let by_code: Value = serde_json::from_str(&answers[7].1).expect("json");
+    assert_eq!(by_code["results"].as_array().map(Vec::len), Some(1), "found by its code: {by_code}");
+    for (route, body) in every_answer(&d, &mut codex, &codex_token, "codex", &ch, &ids).await {
+        assert_eq!(leaked(&body), Vec::<&str>::new(), "{route} gives codex a secret: {body}");
+    }
+
+    // A code arriving now is pushed to claude whole, and to codex hidden.
+    let late = msg("b-4", "Your login code is 554433", now_ms());
+    d.ingest(Source::Imessage, "bank", vec![late]).await;
+    let mut pushed = Vec::new();
+    for conn in [&mut claude, &mut codex] {
+        let r = conn.get("/messages/push?timeout_seconds=5").await.expect("push");
+        pushed.push(String::from_utf8_lossy(&r.body).into_owned());
+    }
+    let (to_claude, to_codex) = (&pushed[0], &pushed[1]);
+    assert!(to_claude.contains("554433"), "{to_claude}");
+    assert!(
+        to_codex.contains("login code is [one-time code hidden by AMC]") && !to_codex.contains("554433"),
+        "{to_codex}"
+    );
+
+    // Shown to every agent the channel is open to.
+    assert_eq!(admin.post(&codes, &json!({ "codes": "shown" })).await.expect("codes").status, 200);
+    let r = codex.get(&format!("/messages/{}", ids[0])).await.expect("get");
+    assert!(String::from_utf8_lossy(&r.body).contains("482913"), "{:?}", r.json());
+
+    // Hidden again: from the next request on, nobody is given them.
+    assert_eq!(admin.post(&codes, &json!({ "codes": "hidden" })).await.expect("codes").status, 200);
+    for (agent, token, name) in [(&mut claude, &claude_token, "claude"), (&mut codex, &codex_token, "codex")] {
+        for (route, body) in every_answer(&d, agent, token, name, &ch, &ids).await {
+            assert_eq!(leaked(&body), Vec::<&str>::new(), "{route} gives {name} a secret once hidden: {body}");
+        }
+    }
+
+    // Refused: agents named without "some", "some" without agents, an unknown agent, a
+    // made-up setting; none changes what is set.
+    for (body, code) in [
+        (json!({ "codes": "shown", "agents": ["claude"] }), "VALIDATION_FAILED"),
+        (json!({ "codes": "some" }), "VALIDATION_FAILED"),
+        (json!({ "codes": "some", "agents": ["nobody"] }), "NOT_FOUND"),
+        (json!({ "codes": "everyone" }), "VALIDATION_FAILED"),
+    ] {
+        let r = admin.post(&codes, &body).await.expect("codes");
+        assert_eq!(r.json()["error"]["code"], code, "{body}: {:?}", r.json());
+    }
+    let now = admin.get(&format!("/admin/channels/{ch}")).await.expect("channel").json();
+    assert_eq!((&now["codes"], &now["codes_agents"], &now["secret_count"]), (&json!("hidden"), &json!([]), &json!(4)));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approving_a_short_code_sender_asks_a_second_time() {
+    let d = Daemon::start().await;
+    let now = now_ms();
+    let mut code = msg("s-0", "Your code is 918273", now - 1000);
+    code.sender = SenderInfo { id: "72975".into(), display_name: None, is_self: false };
+    let (ch, _) = d.ingest(Source::Imessage, "any;-;72975", vec![code]).await;
+    let (friend, _) = d.ingest(Source::Imessage, "any;-;+15551234567", vec![msg("f-0", "hi", now)]).await;
+    let mut admin = d.admin().await;
+    let channel = admin.get(&format!("/admin/channels/{ch}")).await.expect("channel").json();
+    assert_eq!((&channel["state"], &channel["sensitive"]), (&json!("pending"), &json!(true)));
+
+    // Approving with its history, as for any channel: asked again, and nothing released.
+    let r = d.approve(&ch, json!({ "history": "all" })).await;
+    assert_eq!(
+        (r.status.as_u16(), r.json()["error"]["code"].clone()),
+        (409, json!("CONFIRMATION_REQUIRED")),
+        "{:?}",
+        r.json()
+    );
+    let channel = admin.get(&format!("/admin/channels/{ch}")).await.expect("channel").json();
+    assert_eq!(channel["state"], "pending");
+    let r = d.approve(&ch, json!({ "history": "all", "sensitive": true })).await;
+    assert_eq!((r.status.as_u16(), &r.json()["state"]), (200, &json!("allowed")), "{:?}", r.json());
+
+    // A person's number is not sensitive.
+    let r = d.approve(&friend, json!({ "history": "all" })).await;
+    assert_eq!((r.status.as_u16(), &r.json()["sensitive"]), (200, &json!(false)), "{:?}", r.json());
+}
+
+/// Whether an agent's search ranks its matches or lists the newest first is decided over
+/// what the agent is given: thousands of messages that match only through a hidden code
+/// must not change the order of its results (nor tell it they exist).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn matches_through_hidden_codes_never_change_how_results_are_ordered() {
+    let d = Daemon::start().await;
+    let (mut agent, _) = d.agent("claude").await;
+    let t0 = now_ms() - 600_000;
+    // Ranked, the message with the number three times in few words comes first; newest
+    // first, it comes last.
+    let seen = vec![
+        msg("v0", "order 482913 482913 482913", t0),
+        msg("v1", "the order number is 482913, call the shop about it when you can please", t0 + 1_000),
+    ];
+    let (ch, _) = d.ingest(Source::Imessage, "shop", seen).await;
+    d.approve(&ch, json!({ "history": "all" })).await;
+    let search = "/messages/search?query=482913&limit=5";
+    let ranked = agent.get(search).await.expect("search").json();
+    assert_eq!(ranked["results"][0]["message"]["text"], "order 482913 482913 482913", "{ranked}");
+
+    // More matches than are ranked, each only through a code the agent is not given.
+    let codes: Vec<_> = (0..=amc_store::RANK_UP_TO as i64)
+        .map(|i| msg(&format!("c{i}"), "Your verification code is 482913. Don't share it.", t0 + 2_000 + i))
+        .collect();
+    let (bank, _) = d.ingest(Source::Imessage, "bank", codes).await;
+    d.approve(&bank, json!({ "history": "all" })).await;
+    let after = agent.get(search).await.expect("search").json();
+    assert_eq!(after, ranked, "matches through hidden codes changed the answer");
 }

@@ -92,7 +92,7 @@ async fn attributed_bodies_decode_to_the_text_macos_shows() {
     assert_eq!(report.inserted, names.len());
     let channel = amc.store().admin_channels(None, None).expect("channels").remove(0);
     assert_eq!((channel.name.as_str(), channel.state.as_str()), ("+15551234567", "pending"));
-    amc.store().approve_channel(&channel.id, HistoryRelease::All, None).expect("approve");
+    amc.store().approve_channel(&channel.id, HistoryRelease::All, None, false).expect("approve");
     let stored = amc.store().channel_tail(&channel.id, 100).expect("messages");
     for (i, name) in names.iter().enumerate() {
         let want = expected[name.as_str()].as_str().expect("text").replace('\u{FFFC}', "");
@@ -382,7 +382,7 @@ async fn attachments_carry_their_file_type_and_size_and_offloaded_ones_are_unava
     let db = shared(&path);
     sync_once(&amc, &db).await.expect("sync");
     let channel = amc.store().admin_channels(None, None).expect("channels").remove(0);
-    amc.store().approve_channel(&channel.id, HistoryRelease::All, None).expect("approve");
+    amc.store().approve_channel(&channel.id, HistoryRelease::All, None, false).expect("approve");
     let msg = amc.store().channel_tail(&channel.id, 1).expect("tail").remove(0);
     assert!(msg.text.starts_with("This is how the notes look"), "placeholders removed: {:?}", msg.text);
     type Described<'a> = (Option<&'a str>, Option<&'a str>, Option<i64>, bool);
@@ -415,7 +415,7 @@ async fn old_messages_that_arrive_late_are_stored_but_not_surfaced_as_unread() {
     let db = shared(&path);
     sync_once(&amc, &db).await.expect("initial import");
     let channel = amc.store().admin_channels(None, None).expect("channels").remove(0);
-    amc.store().approve_channel(&channel.id, HistoryRelease::All, None).expect("approve");
+    amc.store().approve_channel(&channel.id, HistoryRelease::All, None, false).expect("approve");
     amc.store().create_agent("claude").expect("agent");
 
     // iCloud delivers a month-old message now, beside a new one.
@@ -923,7 +923,7 @@ async fn the_first_import_is_searchable_once_indexed_and_later_messages_at_once(
     let db = shared(&path);
     sync_once(&amc, &db).await.expect("first import");
     let ch = amc.store().admin_channels(None, None).expect("channels").remove(0).id;
-    amc.store().approve_channel(&ch, amc_core::model::HistoryRelease::All, None).expect("approve");
+    amc.store().approve_channel(&ch, amc_core::model::HistoryRelease::All, None, false).expect("approve");
     let search = |q: &str| {
         let params = amc_core::service::SearchParams { query: Some(q.into()), limit: Some(50), ..Default::default() };
         let amc = amc.clone();

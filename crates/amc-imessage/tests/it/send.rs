@@ -338,7 +338,7 @@ async fn a_send_messages_fails_after_marking_it_sent_becomes_failed() {
     let channels = |amc: &Amc| amc.store().admin_channels(None, None).expect("channels");
     super::wait_until(&amc, "the conversation is read", |amc| !channels(amc).is_empty()).await;
     let channel = channels(&amc)[0].id.clone();
-    amc.approve_channel(channel.clone(), HistoryRelease::All, Some(SendPolicy::Auto)).await.expect("approve");
+    amc.approve_channel(channel.clone(), HistoryRelease::All, Some(SendPolicy::Auto), false).await.expect("approve");
     amc.create_agent("assistant".into()).await.expect("agent");
     let agent = AgentCtx { agent_id: "assistant".into() };
     let req = SendRequest { channel_id: channel, text: "see you at 8".into(), reply_to: None, attachments: None };

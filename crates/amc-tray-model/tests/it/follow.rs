@@ -45,7 +45,7 @@ async fn next_view(rx: &mut mpsc::UnboundedReceiver<Update>) -> TrayView {
 async fn held_send(fx: &Fixture, channel_id: &str) {
     let amc = fx.running.amc();
     let release = amc_core::model::HistoryRelease::All;
-    amc.approve_channel(channel_id.to_owned(), release, Some(amc_core::model::SendPolicy::Review))
+    amc.approve_channel(channel_id.to_owned(), release, Some(amc_core::model::SendPolicy::Review), false)
         .await
         .expect("approve");
     let agent = AgentCtx { agent_id: "bot".to_owned() };
@@ -141,7 +141,7 @@ async fn nothing_is_raised_for_what_the_person_already_handled() {
     ingest(&fx, "c").await;
     let approved = pending_ids(&fx).await.pop().expect("pending");
     let release = amc_core::model::HistoryRelease::All;
-    fx.running.amc().approve_channel(approved.clone(), release, None).await.expect("approve");
+    fx.running.amc().approve_channel(approved.clone(), release, None, false).await.expect("approve");
     let (mut rx, stop) = spawn_follow(&fx);
     next_view(&mut rx).await;
     ingest(&fx, "a").await;

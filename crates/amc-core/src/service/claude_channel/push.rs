@@ -166,9 +166,7 @@ fn compose(scan: PushScan, windows: &mut HashMap<String, Window>, now: Instant) 
         if w.held_since.is_none() {
             let n = PUSH_BURST.saturating_sub(w.sent.len()).min(rest.len());
             for (seq, env) in &rest[..n] {
-                let mut message = Box::new(env.clone());
-                crate::service::inbox::redact(&mut message);
-                items.push(PushItem::Message { message });
+                items.push(PushItem::Message { message: Box::new(env.clone()) });
                 w.sent.push_back(now);
                 through = Some(*seq);
             }
@@ -344,7 +342,16 @@ impl Amc {
             };
             decisions.retain(|(id, _, _)| !told.decisions.contains(id));
             let (agent_id, from) = (agent.agent_id.clone(), told.position.clone());
-            let scan = self.blocking(move |s| s.push_scan(&agent_id, &from, SCAN_LIMIT)).await?;
+            let scan = self
+                .blocking(move |s| {
+                    let shown = s.codes_shown_to(&agent_id)?;
+                    let mut scan = s.push_scan(&agent_id, &from, SCAN_LIMIT)?;
+                    for (_, message) in &mut scan.messages {
+                        crate::service::inbox::seen_by(&agent_id, &shown, std::slice::from_mut(message));
+                    }
+                    Ok(scan)
+                })
+                .await?;
             let composed = {
                 let mut windows = self.inner.push.windows.lock().unwrap_or_else(|p| p.into_inner());
                 let mine = windows.entry(agent.agent_id.clone()).or_default();
@@ -465,6 +472,7 @@ mod tests {
             delivery_failed: None,
             untrusted_content: true,
             redacted: Vec::new(),
+            secrets: Vec::new(),
         }
     }
 

@@ -1,0 +1,100 @@
+//! One-time codes and sign-in links: which agents a channel shows them to, and which
+//! messages hold them (`messages.secrets`, migration 0020). What agents are given is hidden
+//! as it is read ([`crate::secrets`]); the stored classification is what the person's
+//! screens count and mark.
+
+use std::collections::HashSet;
+
+use rusqlite::{OptionalExtension, params};
+
+use super::Store;
+use crate::error::{Error, Result};
+use crate::model::{ChannelAdmin, CodesShown};
+use crate::search::{Backlog, IndexProgress};
+use crate::time::now_ms;
+
+/// The setting holding the version of the rules the stored classification was made by.
+const RULES_SETTING: &str = "secrets_rules";
+
+impl Store {
+    /// Which agents are given the channel's one-time codes and sign-in links: none
+    /// (`Hidden`), every agent it is open to (`Shown`), or `agents` (`Some`).
+    pub fn set_channel_codes(&self, id: &str, codes: CodesShown, agents: &[String]) -> Result<ChannelAdmin> {
+        self.db.write(|tx| {
+            let changed = tx
+                .prepare_cached("UPDATE channels SET codes = ?2, updated_at = ?3 WHERE id = ?1")?
+                .execute(params![id, codes.as_str(), now_ms()])?;
+            if changed == 0 {
+                return Err(Error::not_found("channel"));
+            }
+            tx.prepare_cached("DELETE FROM channel_code_agents WHERE channel_id = ?1")?.execute([id])?;
+            if codes != CodesShown::Some {
+                return Ok(());
+            }
+            for agent in agents {
+                super::channels::known_agent(tx, agent)?;
+                tx.prepare_cached("INSERT OR IGNORE INTO channel_code_agents (channel_id, agent_id) VALUES (?1, ?2)")?
+                    .execute(params![id, agent])?;
+            }
+            Ok(())
+        })?;
+        self.admin_channel(id)
+    }
+
+    /// The channels (`ch_` ids) whose codes the agent is given.
+    pub fn codes_shown_to(&self, agent_id: &str) -> Result<HashSet<String>> {
+        self.db.read(|tx| {
+            let mut stmt = tx.prepare_cached(
+                "SELECT id FROM channels WHERE codes = 'shown' \
+                 UNION SELECT k.channel_id FROM channel_code_agents k JOIN channels c ON c.id = k.channel_id \
+                 WHERE k.agent_id = ?1 AND c.codes = 'some'",
+            )?;
+            let ids = stmt.query_map([agent_id], |r| r.get(0))?;
+            Ok(ids.collect::<rusqlite::Result<HashSet<String>>>()?)
+        })
+    }
+
+    /// Starts classifying every message again when the stored classification was made by
+    /// other rules than this build's ([`crate::secrets::RULES`]).
+    pub fn reclassify_if_rules_changed(&self) -> Result<bool> {
+        self.db.write(|tx| {
+            let stored: Option<String> = tx
+                .prepare_cached("SELECT value FROM settings WHERE key = ?1")?
+                .query_row([RULES_SETTING], |r| r.get(0))
+                .optional()?;
+            let current = crate::secrets::RULES.to_string();
+            if stored.as_deref() == Some(current.as_str()) {
+                return Ok(false);
+            }
+            // A store that never recorded its rules classified its messages with these
+            // (migration 0020 left a backlog of the ones before it).
+            let again = stored.is_some();
+            if again {
+                tx.execute(
+                    "INSERT OR REPLACE INTO secrets_backlog (id, lo, hi, total, done) \
+                     SELECT 1, min(rowid), max(rowid), count(*), 0 FROM messages HAVING count(*) > 0",
+                    [],
+                )?;
+            }
+            tx.prepare_cached("INSERT OR REPLACE INTO settings (key, value) VALUES (?1, ?2)")?
+                .execute(params![RULES_SETTING, current])?;
+            Ok(again)
+        })
+    }
+
+    /// Classifies up to `batch` more messages of the backlog (stored before the
+    /// classification existed, or under other rules), the newest first, in one short
+    /// transaction; returns the progress, or `None` when the backlog is done.
+    pub fn classify_more(&self, batch: u32) -> Result<Option<IndexProgress>> {
+        self.db.write(|tx| {
+            let Some(step) = Backlog::Secrets.next(tx, batch)? else {
+                return Ok(None);
+            };
+            tx.prepare_cached(
+                "UPDATE messages SET secrets = amc_secrets(source, sender_id, text) WHERE rowid BETWEEN ?1 AND ?2",
+            )?
+            .execute(params![step.from, step.hi])?;
+            Backlog::Secrets.done(tx, &step)
+        })
+    }
+}
