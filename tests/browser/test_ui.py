@@ -739,3 +739,51 @@ def test_text_that_would_hide_or_reorder_itself_is_shown_whole_and_in_order(daem
     card.get_by_role("button", name="Approve and send").click()
     expect(page.locator(".toast").first).to_contain_text("Sent to Bank⟨U+200B⟩ ⟨U+202E⟩strelA")
     assert daemon.sent_texts() == [REWRITES]
+
+
+def test_a_short_code_is_approved_only_when_confirmed_and_its_codes_shown_only_when_chosen(daemon: UiDaemon, page: Page):
+    out = daemon.admin("POST", "/admin/test/ingest", {"source": "imessage", "chat_id": "any;-;72975", "chat_name": "72975", "messages": [
+        {"id": "s1", "text": "Your Example code is 918273. Don't share it.", "sender": "72975"}]})
+    ch = out["channel_id"]
+    agent, other = daemon.agent("claude-code"), daemon.agent("codex")
+
+    open_ui(page, daemon)
+    row = page.locator(f'li[data-channel="{ch}"]')
+    expect(row.locator(".tag.warn")).to_have_text("Short code")
+    # Approving with its history asks a second time; saying no approves nothing.
+    row.get_by_role("button", name="Approve…").click()
+    page.get_by_role("dialog", name="Approve 72975").get_by_label("All history").check()
+    page.get_by_role("dialog", name="Approve 72975").get_by_role("button", name="Approve", exact=True).click()
+    second = page.get_by_role("dialog", name="72975 is a short code")
+    expect(second).to_contain_text("one-time codes")
+    second.get_by_role("button", name="Cancel").click()
+    expect(row).to_be_visible()
+    assert daemon.admin("GET", f"/admin/channels/{ch}")["state"] == "pending"
+    assert agent.unread_texts() == []
+
+    row.get_by_role("button", name="Approve…").click()
+    page.get_by_role("dialog", name="Approve 72975").get_by_label("All history").check()
+    page.get_by_role("dialog", name="Approve 72975").get_by_role("button", name="Approve", exact=True).click()
+    page.get_by_role("dialog", name="72975 is a short code").get_by_role("button", name="Approve anyway").click()
+    expect(page.locator(".toast", has_text="Approved 72975")).to_be_visible()
+    assert agent.unread_texts() == ["Your Example code is [one-time code hidden by AMC]. Don't share it."]
+
+    # Shown to one agent from the Channels screen: that agent alone gets the code.
+    segment(page, "Allowed").click()
+    expect(row.locator(".codes")).to_have_text("1 message holds a one-time code or sign-in link: hidden from agents")
+    row.get_by_role("button", name="Codes…").click()
+    codes = page.get_by_role("dialog", name="One-time codes in 72975")
+    expect(codes.get_by_label("No agent")).to_be_checked()
+    codes.get_by_label("Only these agents:").check()
+    codes.get_by_role("button", name="Save").click()
+    expect(codes.get_by_role("alert")).to_have_text("Choose at least one agent.")
+    codes.get_by_label("claude-code").check()
+    codes.get_by_role("button", name="Save").click()
+    expect(row.locator(".codes")).to_have_text("1 message holds a one-time code or sign-in link: shown to claude-code only")
+    assert agent.unread_texts() == ["Your Example code is 918273. Don't share it."]
+    assert other.unread_texts() == ["Your Example code is [one-time code hidden by AMC]. Don't share it."]
+
+    # The person sees the whole text, marked.
+    page.get_by_role("navigation", name="Sections").get_by_role("link", name="Inbox").click()
+    message = page.locator(".message", has_text="918273")
+    expect(message.locator(".tag.secret")).to_have_text("One-time code")

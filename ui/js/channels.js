@@ -1,8 +1,8 @@
 // Channels: what AMC has seen, per source; approve (from now, with history), block, and
-// each allowed channel's send policy.
+// each allowed channel's send policy, agents, and whether agents are given its one-time codes.
 
 import { get, post, query } from "./api.js";
-import { POLICY, SOURCE, busy, dialog, dialogActions, empty, h, load, nextId, replace, select, time, toast, viewHeader } from "./dom.js";
+import { POLICY, SOURCE, busy, confirmAction, dialog, dialogActions, empty, h, load, nextId, replace, select, time, toast, viewHeader } from "./dom.js";
 
 const STATES = { pending: "Pending", allowed: "Allowed", blocked: "Blocked" };
 const ABOUT = {
@@ -78,6 +78,10 @@ function row(c) {
       type: "button", class: "btn", "aria-describedby": nameId, dataset: { key: `agents-${c.id}` },
       onclick: (e) => chooseAgents(c, e.currentTarget),
     }, "Agents…"));
+    actions.push(h("button", {
+      type: "button", class: "btn", "aria-describedby": nameId, dataset: { key: `codes-${c.id}` },
+      onclick: (e) => chooseCodes(c, e.currentTarget),
+    }, "Codes…"));
     actions.push(select(`Send policy for ${c.name}`, POLICY, c.send_policy,
       (value, el) => busy(el, async () => {
         await post(`/admin/channels/${c.id}/policy`, { send_policy: value });
@@ -105,11 +109,13 @@ function row(c) {
     h("div", { class: "row-main" },
       h("div", { class: "row-title" }, h("span", { id: nameId, class: "name", text: c.name }),
         h("span", { class: "tag", text: c.kind === "group" ? "Group" : "Direct" }),
+        c.sensitive ? h("span", { class: "tag warn", title: SENSITIVE, text: "Short code" }) : null,
         c.gone ? h("span", { class: "tag warn", title: c.gone, text: "Gone" }) : null),
       c.gone ? h("div", { class: "row-sub warn-text", text: `${c.gone}. Its messages stay; agents cannot send here.` }) : null,
       h("div", { class: "row-sub muted", title: c.platform_id }, counts, " · last message ", time(c.last_message_at),
         address(c) ? h("span", { class: "mono", text: ` · ${address(c)}` }) : null),
-      c.state === "allowed" ? h("div", { class: "row-sub muted seen-by", text: seenBy(c) }) : null),
+      c.state === "allowed" ? h("div", { class: "row-sub muted seen-by", text: seenBy(c) }) : null,
+      codesLine(c) ? h("div", { class: "row-sub muted codes", text: codesLine(c) }) : null),
     h("div", { class: "row-actions" }, actions));
 }
 
@@ -125,6 +131,19 @@ function address(c) {
 function initials(name) {
   const words = name.replace(/[^\p{L}\p{N} ]/gu, "").trim().split(/\s+/).filter(Boolean);
   return (words.length > 1 ? words[0][0] + words[1][0] : (words[0] ?? "#").slice(0, 2)).toUpperCase();
+}
+
+/** Why a conversation with a short-code sender is approved only when confirmed. */
+const SENSITIVE = "A short code or a business's sender name: banks and sign-in services send one-time codes from these.";
+
+/** Whether agents are given a channel's one-time codes and sign-in links, in words; null
+ *  when it holds none and none would be shown. */
+export function codesLine(c) {
+  const n = c.secret_count;
+  const held = `${n} ${n === 1 ? "message holds" : "messages hold"} a one-time code or sign-in link`;
+  if (c.codes === "shown") return `${n ? held : "One-time codes"}: shown to every agent that reads it`;
+  if (c.codes === "some") return `${n ? held : "One-time codes"}: shown to ${c.codes_agents.join(", ")} only`;
+  return n ? `${held}: hidden from agents` : null;
 }
 
 /** Who sees an allowed channel, in words. */
@@ -190,7 +209,59 @@ async function chooseAgents(c, button) {
   });
 }
 
-/** The approval dialog: how much history agents get, which agents, and the send policy. */
+/** Which agents are given the channel's one-time codes and sign-in links. */
+async function chooseCodes(c, button) {
+  const agents = await liveAgents();
+  const choice = await dialog(`One-time codes in ${c.name}`, (close) => {
+    let codes = c.codes;
+    const picked = new Set(c.codes_agents);
+    const boxes = agents.map((id) => {
+      const boxId = nextId("code-agent");
+      return h("div", { class: "choice" },
+        h("input", {
+          type: "checkbox", id: boxId, value: id, checked: picked.has(id), disabled: codes !== "some",
+          onchange: (e) => { if (e.target.checked) picked.add(id); else picked.delete(id); },
+        }),
+        h("label", { for: boxId, class: "mono", text: id }));
+    });
+    const radio = (value, text, hint) => {
+      const id = nextId("codes");
+      return h("div", { class: "choice" },
+        h("input", {
+          type: "radio", name: "codes", id, value, checked: value === codes,
+          onchange: () => { codes = value; for (const b of boxes) b.querySelector("input").disabled = value !== "some"; },
+        }),
+        h("label", { for: id }, h("strong", { text }), hint ? h("span", { class: "muted", text: hint }) : null));
+    };
+    const error = h("p", { class: "warn-text", role: "alert" });
+    return h("form", {
+      class: "form",
+      onsubmit: (e) => {
+        e.preventDefault();
+        if (codes === "some" && picked.size === 0) { error.textContent = "Choose at least one agent."; return; }
+        close(codes === "some" ? { codes, agents: [...picked].sort() } : { codes });
+      },
+    },
+    h("p", { class: "muted", text: "Codes and sign-in links let whoever has them into accounts. Agents get the message with them replaced by a marker unless you show them here." }),
+    h("fieldset", {},
+      h("legend", { text: "Which agents are given them" }),
+      radio("hidden", "No agent", " Recommended."),
+      radio("shown", "Every agent that reads this channel"),
+      radio("some", "Only these agents:"),
+      agents.length ? h("div", { class: "agent-boxes" }, boxes) : h("p", { class: "muted", text: "No agents yet." })),
+    error,
+    dialogActions(close, "Save"));
+  });
+  if (!choice) return;
+  await busy(button, async () => {
+    await post(`/admin/channels/${c.id}/codes`, choice);
+    toast(choice.codes === "hidden" ? `${c.name}: codes hidden from agents` : `${c.name}: codes shown`);
+    refreshAll();
+  });
+}
+
+/** The approval dialog: how much history agents get, which agents, and the send policy. A
+ *  conversation with a short-code sender asks a second time. */
 async function approve(c, button) {
   const agents = await liveAgents();
   const choice = await dialog(`Approve ${c.name}`, (close) => {
@@ -235,6 +306,11 @@ async function approve(c, button) {
     return form;
   });
   if (!choice) return;
+  if (c.sensitive) {
+    const sure = await confirmAction(`${c.name} is a short code`, `${SENSITIVE} Agents are not given the codes unless you show them with Codes…, but they will read everything else this sender sends. Approve it anyway?`, "Approve anyway");
+    if (!sure) return;
+    choice.sensitive = true;
+  }
   await busy(button, async () => {
     // Back to every agent for a channel that was restricted before.
     if (!choice.agents && c.agents) await post(`/admin/channels/${c.id}/agents`, { all: true });

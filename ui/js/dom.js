@@ -261,6 +261,18 @@ export async function busy(button, fn) {
 
 /** Labels for the enums of the API. */
 export const SOURCE = { imessage: "iMessage", discord: "Discord" };
+const SECRET = { one_time_code: "One-time code", sign_in_link: "Sign-in link" };
+
+/** The mark of a message that holds a one-time code or sign-in link (the person sees the
+ *  whole text; agents are given it hidden unless the person shows the channel's codes). */
+export function secretTag(m) {
+  if (!m.secrets?.length) return null;
+  return h("span", {
+    class: "tag warn secret",
+    title: "Agents are given this message with it hidden, unless you show this channel's codes to them (Channels › Codes…).",
+    text: m.secrets.map((k) => SECRET[k] ?? k).join(" · "),
+  });
+}
 export const POLICY = { read_only: "Read only", review: "Review each send", auto: "Send automatically" };
 
 /** A screen's header: its title (focused after navigation), a line about it, and tools. */

@@ -3,7 +3,7 @@
 // every approved channel.
 
 import { get, query } from "./api.js";
-import { SOURCE, empty, h, load, nextId, replace, time, viewHeader } from "./dom.js";
+import { SOURCE, empty, h, load, nextId, replace, secretTag, time, viewHeader } from "./dom.js";
 
 let list;
 let search = "";
@@ -75,6 +75,7 @@ function item(m, excerpt) {
         h("span", { class: "name", text: m.channel.name }),
         m.thread ? h("span", { class: "muted", text: `› ${m.thread.name}`, title: "A thread of this channel" }) : null,
         h("span", { class: "tag", text: SOURCE[m.source] ?? m.source }),
+        secretTag(m),
         h("span", { class: "muted" }, time(m.sent_at))),
       h("p", { class: "message-text" }, h("span", { class: "sender", text: `${who}: ` }),
         m.unsent ? h("em", { text: "(unsent) " }) : null, excerpt !== undefined ? marked(excerpt) : m.text,

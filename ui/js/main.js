@@ -80,7 +80,7 @@ async function counts() {
     badge("count-pending", p, `${p} pending ${p === 1 ? "channel" : "channels"}`);
     badge("count-held", r, `${r} ${r === 1 ? "request" : "requests"} waiting for your review`);
     document.getElementById("paused-pill").hidden = !health.agents_paused;
-    showIndexing(health.search_index);
+    showIndexing(health.search_index, health.secrets_scan);
   } catch {
     // The banner and the screen say what is wrong.
   }
@@ -88,15 +88,23 @@ async function counts() {
 
 let indexingTimer = null;
 
-/** While older messages are being indexed for search, says how far, and looks again soon. */
-function showIndexing(progress) {
+/** While older messages are being indexed for search, or looked through for one-time
+ *  codes, says how far, and looks again soon. */
+function showIndexing(search, secrets) {
   const pill = document.getElementById("indexing-pill");
+  const progress = search ?? secrets;
   pill.hidden = !progress;
   clearTimeout(indexingTimer);
   if (!progress) return;
   const percent = Math.floor((progress.done * 100) / Math.max(progress.total, 1));
-  pill.textContent = `Indexing for search: ${percent}%`;
-  pill.title = `${progress.done.toLocaleString()} of ${progress.total.toLocaleString()} older messages indexed; search finds the newest first.`;
+  const counted = `${progress.done.toLocaleString()} of ${progress.total.toLocaleString()} older messages`;
+  if (search) {
+    pill.textContent = `Indexing for search: ${percent}%`;
+    pill.title = `${counted} indexed; search finds the newest first.`;
+  } else {
+    pill.textContent = `Checking for codes: ${percent}%`;
+    pill.title = `${counted} looked through for one-time codes, for the counts on Channels. Agents are not given codes meanwhile either.`;
+  }
   indexingTimer = setTimeout(counts, 2000);
 }
 

@@ -3,7 +3,7 @@
 // the log of tool decisions.
 
 import { download, fileAsDataUrl, post, query } from "./api.js";
-import { SOURCE, busy, dialog, dialogActions, empty, h, load, nextId, replace, select, time, toast, viewHeader } from "./dom.js";
+import { SOURCE, busy, dialog, dialogActions, empty, h, load, nextId, replace, secretTag, select, time, toast, viewHeader } from "./dom.js";
 
 export const STATUS = {
   held: "Waiting for review",
@@ -157,7 +157,7 @@ function bubble(m) {
   const mine = m.sender.is_self || m.direction === "outbound";
   const who = m.direction === "outbound" ? `${m.agent_id ?? "agent"} (via AMC)` : m.sender.is_self ? "You" : (m.sender.display_name ?? m.sender.id);
   return h("li", { class: `msg ${mine ? "out" : "in"}` },
-    h("span", { class: "msg-meta muted" }, h("bdi", { text: who }), " · ", time(m.sent_at)),
+    h("span", { class: "msg-meta muted" }, h("bdi", { text: who }), " · ", time(m.sent_at), " ", secretTag(m)),
     h("span", { class: `bubble ${mine ? "out" : "in"}`, text: bubbleText(m) }));
 }
 

@@ -89,6 +89,24 @@ pub enum ChannelCmd {
         /// Open it to this agent only (repeat for more) [default: every agent]
         #[arg(long = "agent", value_name = "NAME")]
         agents: Vec<String>,
+        /// Confirm approving a conversation with a short-code sender (banks, sign-ins),
+        /// which is otherwise asked for a second time
+        #[arg(long)]
+        sensitive: bool,
+    },
+    /// Set which agents are given the channel's one-time codes and sign-in links
+    Codes {
+        /// The channel's id
+        id: String,
+        /// Hide them from every agent (the default)
+        #[arg(long, conflicts_with_all = ["show", "show_to"], required_unless_present_any = ["show", "show_to"])]
+        hide: bool,
+        /// Give them to every agent the channel is open to
+        #[arg(long, conflicts_with = "show_to")]
+        show: bool,
+        /// Give them to these agents only, comma-separated
+        #[arg(long, value_name = "NAME,NAME", value_delimiter = ',', num_args = 1..)]
+        show_to: Option<Vec<String>>,
     },
     /// Set which agents see a channel
     Agents {
@@ -247,6 +265,27 @@ pub async fn agent(raw: RawConfig, json_out: bool, cmd: AgentCmd) -> anyhow::Res
     Ok(())
 }
 
+/// Asks the person, a second time, to approve a conversation with a short-code sender;
+/// without a terminal to ask at, says how to confirm.
+fn confirm_sensitive(id: &str) -> anyhow::Result<()> {
+    use std::io::{BufRead, IsTerminal, Write};
+    let warning = format!(
+        "{id} is a conversation with a short-code sender (a bank, a sign-in service): such senders send \
+         one-time codes. Agents are not given the codes unless you show them with `amc channel codes`."
+    );
+    if !std::io::stdin().is_terminal() {
+        bail!("{warning} To approve it, run the command again with --sensitive.");
+    }
+    eprint!("{warning}\nApprove it anyway? Type \"approve\": ");
+    std::io::stderr().flush()?;
+    let mut answer = String::new();
+    std::io::stdin().lock().read_line(&mut answer)?;
+    if answer.trim() != "approve" {
+        bail!("not approved");
+    }
+    Ok(())
+}
+
 fn print_channel(ch: &Value) {
     let open_to = match ch["agents"].as_array() {
         None => "all agents".to_owned(),
@@ -259,8 +298,20 @@ fn print_channel(ch: &Value) {
     } else {
         format!("seen by no agent now; by {open_to} once approved")
     };
+    let codes = if ch["codes"] == "shown" {
+        "; codes shown to them".to_owned()
+    } else if ch["codes"] == "some" {
+        let names = ch["codes_agents"].as_array().into_iter().flatten().filter_map(|a| text(a).map(|t| t.to_string()));
+        format!("; codes shown to {}", names.collect::<Vec<_>>().join(","))
+    } else {
+        match ch["secret_count"].as_i64() {
+            Some(n) if n > 0 => format!("; {n} with codes, hidden"),
+            _ => String::new(),
+        }
+    };
+    let sensitive = if ch["sensitive"] == true { "; short-code sender" } else { "" };
     say!(
-        "{:<30} {:<8} {:<5} {:<8} {:<9} {:>6} msgs  {}  ({seen_by})",
+        "{:<30} {:<8} {:<5} {:<8} {:<9} {:>6} msgs  {}  ({seen_by}{codes}{sensitive})",
         s(ch, "id"),
         s(ch, "source"),
         s(ch, "kind"),
@@ -291,7 +342,7 @@ pub async fn channel(raw: RawConfig, json_out: bool, cmd: ChannelCmd) -> anyhow:
             }
             return Ok(());
         }
-        ChannelCmd::Approve { id, history, days, policy, agents } => {
+        ChannelCmd::Approve { id, history, days, policy, agents, sensitive } => {
             let mut body = match (days, history) {
                 (Some(d), _) => json!({ "history": "days", "days": d }),
                 (None, History::All) => json!({ "history": "all" }),
@@ -303,7 +354,26 @@ pub async fn channel(raw: RawConfig, json_out: bool, cmd: ChannelCmd) -> anyhow:
             if !agents.is_empty() {
                 body["agents"] = json!(agents);
             }
-            ok(c.post(&format!("/admin/channels/{id}/approve"), &body).await?)?
+            if sensitive {
+                body["sensitive"] = json!(true);
+            }
+            let path = format!("/admin/channels/{id}/approve");
+            let resp = c.post(&path, &body).await?;
+            if resp.status.as_u16() == 409 && resp.json()["error"]["code"] == "CONFIRMATION_REQUIRED" {
+                confirm_sensitive(&id)?;
+                body["sensitive"] = json!(true);
+                ok(c.post(&path, &body).await?)?
+            } else {
+                ok(resp)?
+            }
+        }
+        ChannelCmd::Codes { id, hide: _, show, show_to } => {
+            let body = match (show, show_to) {
+                (_, Some(list)) => json!({ "codes": "some", "agents": list }),
+                (true, None) => json!({ "codes": "shown" }),
+                (false, None) => json!({ "codes": "hidden" }),
+            };
+            ok(c.post(&format!("/admin/channels/{id}/codes"), &body).await?)?
         }
         ChannelCmd::Agents { id, set, all } => {
             let body = match set {
@@ -449,6 +519,9 @@ pub async fn status(raw: RawConfig, json_out: bool) -> anyhow::Result<()> {
     if let Some(line) = indexing(&v["search_index"]) {
         say!("{line}");
     }
+    if let Some(line) = classifying(&v["secrets_scan"]) {
+        say!("{line}");
+    }
     for (name, st) in entries(&v["sources"]) {
         say!("  {:<9} {}", name, state(st));
     }
@@ -474,6 +547,17 @@ fn indexing(progress: &Value) -> Option<String> {
     let (done, total) = (progress["done"].as_u64()?, progress["total"].as_u64()?.max(1));
     Some(format!(
         "Indexing older messages for search: {}% ({done} of {total}); search finds the newest first.",
+        done * 100 / total
+    ))
+}
+
+/// The line telling how far looking through older messages for one-time codes has come,
+/// while it runs.
+fn classifying(progress: &Value) -> Option<String> {
+    let (done, total) = (progress["done"].as_u64()?, progress["total"].as_u64()?.max(1));
+    Some(format!(
+        "Looking through older messages for one-time codes: {}% ({done} of {total}); agents are not given \
+         codes meanwhile either.",
         done * 100 / total
     ))
 }
@@ -560,5 +644,8 @@ mod tests {
             Some("Indexing older messages for search: 25% (250000 of 1000000); search finds the newest first.")
         );
         assert_eq!(indexing(&Value::Null), None);
+        let line = classifying(&serde_json::json!({ "done": 3, "total": 4 })).expect("running");
+        assert!(line.contains("75% (3 of 4)"), "{line}");
+        assert_eq!(classifying(&Value::Null), None);
     }
 }

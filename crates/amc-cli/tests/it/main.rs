@@ -68,6 +68,29 @@ fn amc(dir: &Path, args: &[&str]) -> Output {
     Command::new(AMC).args(args).env("AMC_DATA_DIR", dir).output().expect("run amc")
 }
 
+/// A conversation with `sender` holding one message, stored straight into the database as
+/// the iMessage source would store it; its channel id.
+pub fn conversation(dir: &Path, sender: &str, name: Option<&str>, text: &str) -> String {
+    let store = Store::open(&dir.join("amc.db")).expect("open store");
+    let spec = ChannelSpec {
+        platform_id: format!("any;-;{sender}"),
+        name: name.unwrap_or(sender).into(),
+        kind: ChannelKind::Dm,
+    };
+    let msg = IncomingMessage {
+        platform_id: "guid-1".into(),
+        sender: SenderInfo { id: sender.into(), display_name: name.map(str::to_owned), is_self: false },
+        text: text.into(),
+        sent_at: amc_core::time::now_ms(),
+        reply_to_platform_id: None,
+        attachments: vec![],
+        edited_at: None,
+        unsent: false,
+        reactions: vec![],
+    };
+    store.ingest(Source::Imessage, &spec, &[msg], None).expect("ingest").channel_id
+}
+
 fn stdout(o: &Output) -> String {
     assert!(o.status.success(), "amc failed: {}", String::from_utf8_lossy(&o.stderr));
     String::from_utf8_lossy(&o.stdout).into_owned()
@@ -95,21 +118,7 @@ fn a_headless_install_is_administered_from_the_command_line() {
     assert!(String::from_utf8_lossy(&dup.stderr).contains("CONFLICT"));
 
     // A source stores a conversation (here straight into the database, as the iMessage source would).
-    let store = Store::open(&dir.join("amc.db")).expect("open store");
-    let spec = ChannelSpec { platform_id: "iMessage;-;+15551234567".into(), name: "Ada".into(), kind: ChannelKind::Dm };
-    let msg = IncomingMessage {
-        platform_id: "guid-1".into(),
-        sender: SenderInfo { id: "+15551234567".into(), display_name: Some("Ada".into()), is_self: false },
-        text: "Dinner at 8?".into(),
-        sent_at: amc_core::time::now_ms(),
-        reply_to_platform_id: None,
-        attachments: vec![],
-        edited_at: None,
-        unsent: false,
-        reactions: vec![],
-    };
-    let report = store.ingest(Source::Imessage, &spec, &[msg], None).expect("ingest");
-    let ch = report.channel_id;
+    let ch = conversation(dir, "+15551234567", Some("Ada"), "Dinner at 8?");
 
     let pending = stdout(&amc(dir, &["channel", "list", "--state", "pending"]));
     assert!(pending.contains(&ch) && pending.contains("Ada") && pending.contains("pending"), "{pending}");
@@ -151,6 +160,34 @@ fn a_headless_install_is_administered_from_the_command_line() {
     let down = amc(dir, &["status"]);
     assert!(!down.status.success());
     assert!(String::from_utf8_lossy(&down.stderr).contains("AMC is not running"));
+}
+
+#[test]
+fn a_short_code_is_approved_only_when_confirmed_and_its_codes_shown_by_name() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path();
+    let _serve = Serve::start(dir);
+    stdout(&amc(dir, &["agent", "add", "claude-code"]));
+    let ch = conversation(dir, "72975", None, "Your Example code is 918273");
+
+    let pending = stdout(&amc(dir, &["channel", "list", "--state", "pending"]));
+    assert!(pending.contains("; short-code sender)"), "{pending}");
+    // Without a terminal to ask at, it says how to confirm, and approves nothing.
+    let asked = amc(dir, &["channel", "approve", &ch, "--history", "all"]);
+    assert!(!asked.status.success());
+    assert!(String::from_utf8_lossy(&asked.stderr).contains("run the command again with --sensitive"), "{asked:?}");
+    assert!(stdout(&amc(dir, &["channel", "list", "--state", "pending"])).contains(&ch));
+    let approved = json(&amc(dir, &["--json", "channel", "approve", &ch, "--history", "all", "--sensitive"]));
+    assert_eq!(approved["state"], "allowed");
+
+    let allowed = stdout(&amc(dir, &["channel", "list", "--state", "allowed"]));
+    assert!(allowed.contains("; 1 with codes, hidden;"), "{allowed}");
+    let shown = stdout(&amc(dir, &["channel", "codes", &ch, "--show-to", "claude-code"]));
+    assert!(shown.contains("; codes shown to claude-code;"), "{shown}");
+    let hidden = json(&amc(dir, &["--json", "channel", "codes", &ch, "--hide"]));
+    assert_eq!((&hidden["codes"], &hidden["codes_agents"]), (&serde_json::json!("hidden"), &serde_json::json!([])));
+    let neither = amc(dir, &["channel", "codes", &ch]);
+    assert!(!neither.status.success(), "one of --hide, --show, --show-to is required");
 }
 
 #[test]

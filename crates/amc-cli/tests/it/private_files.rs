@@ -6,9 +6,6 @@ use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use amc_core::model::ChannelSpec;
-use amc_core::model::{ChannelKind, IncomingMessage, SenderInfo, Source};
-use amc_store::Store;
 use serde_json::json;
 
 use super::{AMC, json, stdout};
@@ -64,21 +61,7 @@ fn every_file_amc_writes_is_private_under_a_wide_umask() {
     let token = json(&added)["token"].as_str().expect("token").to_owned();
 
     // A send with a file, so a staged copy and the test sender's record exist.
-    let store = Store::open(&dir.join("amc.db")).expect("open store");
-    let spec = ChannelSpec { platform_id: "iMessage;-;+15550001111".into(), name: "Ada".into(), kind: ChannelKind::Dm };
-    let msg = IncomingMessage {
-        platform_id: "guid-1".into(),
-        sender: SenderInfo { id: "+15550001111".into(), display_name: Some("Ada".into()), is_self: false },
-        text: "Send me the plan?".into(),
-        sent_at: amc_core::time::now_ms(),
-        reply_to_platform_id: None,
-        attachments: vec![],
-        edited_at: None,
-        unsent: false,
-        reactions: vec![],
-    };
-    let ch = store.ingest(Source::Imessage, &spec, &[msg], None).expect("ingest").channel_id;
-    drop(store);
+    let ch = super::conversation(&dir, "+15550001111", Some("Ada"), "Send me the plan?");
     stdout(&super::amc(&dir, &["channel", "approve", &ch, "--history", "all", "--policy", "review"]));
     // The person's own file (not AMC's to make private), private all the same here so
     // the walk below holds every file to 0600.
