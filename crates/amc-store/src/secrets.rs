@@ -546,6 +546,43 @@ mod tests {
     }
 
     #[test]
+    fn a_number_is_a_code_within_sixty_characters_of_its_words_and_no_further() {
+        // Counted in characters whatever their bytes: 'é' takes two, '🙂' four.
+        for filler in ['x', 'é', '🙂'] {
+            for (gap, is_code) in [(NEAR - 1, true), (NEAR, true), (NEAR + 1, false), (3 * NEAR, false)] {
+                let pad = |n: usize| -> String { std::iter::repeat_n(filler, n).collect() };
+                // The word before the code, its start `gap` characters before the code's.
+                let before = format!("verification {} 482913", pad(gap - "verification  ".len()));
+                // The code before the word, its end `gap` characters before the word.
+                let after = format!("482913 {} verification", pad(gap - 2));
+                for text in [before, after] {
+                    assert_eq!(!hidden(&text).contains("482913"), is_code, "{gap} {filler:?}: {text}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn classification_is_the_kinds_found_and_short_code_channels_are_one_to_one() {
+        assert_eq!(classify("imessage", "+15551234567", "lunch at 12:30?"), 0);
+        assert_eq!(classify("imessage", "+15551234567", "Your verification code is 482913"), SecretKind::Code.bit());
+        let both = "Code 482913, or https://example.com/reset?token=9f8e7d6c5b4a";
+        assert_eq!(SecretKind::in_mask(classify("discord", "1234", both)), [SecretKind::Code, SecretKind::Link]);
+        // A short code's numbers are codes on iMessage, where short codes text from.
+        assert_eq!(classify("imessage", "72975", "918273"), 1);
+        assert_eq!(classify("discord", "72975", "918273"), 0);
+        assert!(is_short_code_channel("imessage", "any;-;72975") && is_short_code_channel("imessage", "any;-;GOOGLE"));
+        for (source, id) in [
+            ("imessage", "any;+;chat72975"),
+            ("imessage", "any;-;+15551234567"),
+            ("discord", "72975"),
+            ("imessage", "72975"),
+        ] {
+            assert!(!is_short_code_channel(source, id), "{source} {id}");
+        }
+    }
+
+    #[test]
     fn apples_form_and_the_words_of_a_code_win_over_labels() {
         for text in [
             "Your code is 482913.\n\n@vipps.no #482913",
