@@ -498,7 +498,8 @@ impl Fuzz<'_> {
         }
     }
 
-    /// Which agents a channel is open to, and an agent's own send policy in it.
+    /// Which agents a channel is open to, an agent's own send policy in it, and which
+    /// agents are given its one-time codes.
     async fn scope(&mut self) {
         let channel = match self.channels.choose(&mut self.rng) {
             Some(ch) if self.rng.random_bool(0.8) => ch.clone(),
@@ -506,7 +507,26 @@ impl Fuzz<'_> {
         };
         let channel = amc_client::encode_query_value(&channel);
         let admin = self.rng.random_bool(0.9);
-        if self.rng.random_bool(0.6) {
+        if self.rng.random_bool(0.25) {
+            let agents: Vec<Value> = (0..self.rng.random_range(0..3))
+                .map(|_| if self.rng.random_bool(0.6) { json!("fuzz") } else { self.pool.value(&mut self.rng, 1) })
+                .collect();
+            let codes = match self.rng.random_range(0..5) {
+                0 => json!("hidden"),
+                1 => json!("shown"),
+                2 => json!("some"),
+                3 => json!("SHOWN"),
+                _ => self.pool.value(&mut self.rng, 0),
+            };
+            let body = match self.rng.random_range(0..4) {
+                0 => json!({ "codes": codes }),
+                1 => json!({ "codes": codes, "agents": agents }),
+                2 => json!({ "agents": agents }),
+                _ => self.pool.object(&mut self.rng, &["codes".to_owned(), "agents".to_owned()]),
+            };
+            let path = format!("/admin/channels/{channel}/codes");
+            self.post("POST /admin/channels/{id}/codes", &path, body.to_string().into_bytes(), admin).await;
+        } else if self.rng.random_bool(0.6) {
             let agents: Vec<Value> = (0..self.rng.random_range(0..4))
                 .map(|_| match self.rng.random_range(0..3) {
                     0 => json!("fuzz"),
