@@ -48,7 +48,7 @@ impl SecretKind {
 /// The version of the rules below. Stored with the classification of every message
 /// (`messages.secrets`): a build whose rules differ classifies every message again, in the
 /// background (see `Store::classify_more`). Raise it with every change to the rules.
-pub const RULES: i64 = 1;
+pub const RULES: i64 = 2;
 
 impl SecretKind {
     /// The kind's bit in a stored classification ([`classify`]).
@@ -143,13 +143,21 @@ const NOT_SECRET: &[&str] = &[
     "postleitzahl", "code review", "morse code", "tax code", "booking code", "tracking code",
 ];
 
-/// Words that, just before a number, say what else it is (an order, a room, a flight).
+/// Words that, just before a number, say it is a place or a thing (a room, a flight): such
+/// a number is no code, whatever the words around it ("the verification meeting is in room
+/// 2204").
+#[rustfmt::skip]
+const PLACES: &[&str] = &[
+    "flight", "room", "suite", "gate", "seat", "bus", "train", "apt", "apartment", "unit",
+    "page", "model", "version", "street", "platform", "terminal", "floor", "building",
+];
+
+/// Words that, just before a number, say what else it may be (an order, a reference): no
+/// code, unless the words say it is one ("your OTP number: 482913").
 #[rustfmt::skip]
 const LABELS: &[&str] = &[
-    "order", "flight", "room", "suite", "gate", "seat", "bus", "train", "apt", "apartment", "unit",
-    "ref", "reference", "invoice", "ticket", "booking", "case", "account", "acct", "tracking",
-    "page", "model", "version", "street", "ending", "no", "number", "pedido", "commande",
-    "bestellung", "ordine",
+    "order", "ref", "reference", "invoice", "ticket", "booking", "case", "account", "acct",
+    "tracking", "ending", "no", "number", "pedido", "commande", "bestellung", "ordine",
 ];
 
 /// Words that, just after a number, say it is an address.
@@ -217,9 +225,11 @@ pub fn find(text: &str, short_code: bool) -> Vec<Found> {
             continue;
         }
         let near_strong = close(text, &strong, &c.at);
-        // An order, a room or an address is no code, unless the words say it is one.
-        if !near_strong && labelled(&lower, &c.at) {
-            continue;
+        // A room or an address is no code; an order is none unless the words say it is one.
+        match labelled(&lower, &c.at) {
+            Label::Place => continue,
+            Label::Other if !near_strong => continue,
+            _ => {}
         }
         // Capitals and digits only where the words leave no doubt; digits near any.
         let is_code = near_strong || (c.numeric && (short_code || close(text, &weak, &c.at)));
@@ -321,9 +331,16 @@ fn close(text: &str, places: &[usize], c: &Range<usize>) -> bool {
     [before, after].into_iter().flatten().any(|p| distance(text, p, c) <= NEAR)
 }
 
-/// Whether the word just before `at` says what else the number is (an order, a room), or
-/// the words after it make it an address ("1200 Oak Ave").
-fn labelled(lower: &str, at: &Range<usize>) -> bool {
+/// What the word just before a number says it is ([`PLACES`], [`LABELS`]); the words
+/// after it making it an address ("1200 Oak Ave") make it a place.
+#[derive(PartialEq, Eq)]
+enum Label {
+    None,
+    Place,
+    Other,
+}
+
+fn labelled(lower: &str, at: &Range<usize>) -> Label {
     let mut from = at.start.saturating_sub(40);
     while !lower.is_char_boundary(from) {
         from -= 1;
@@ -335,9 +352,15 @@ fn labelled(lower: &str, at: &Range<usize>) -> bool {
     let words = |s: &str| {
         s.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_owned).collect::<Vec<_>>()
     };
-    let label = words(&lower[from..at.start]).last().is_some_and(|w| LABELS.contains(&w.as_str()));
+    let before = words(&lower[from..at.start]).last().cloned().unwrap_or_default();
     let street = words(&lower[at.end..to]).iter().take(2).any(|w| STREETS.contains(&w.as_str()));
-    label || street
+    if street || PLACES.contains(&before.as_str()) {
+        Label::Place
+    } else if LABELS.contains(&before.as_str()) {
+        Label::Other
+    } else {
+        Label::None
+    }
 }
 
 /// Characters between the word at `at` and the span `c` (past [`NEAR`], any more).
