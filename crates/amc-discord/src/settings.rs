@@ -42,6 +42,31 @@ pub enum DiscordToken {
     Keychain,
 }
 
+/// Checks `discord_api_url`: Discord itself over https (`discord.com`, or its canary and
+/// ptb hosts), or a stand-in on this machine over http(s). Whether it is a stand-in, or why
+/// it is refused.
+pub fn check_api_url(api_url: &str) -> Result<bool, String> {
+    let parsed = url::Url::parse(api_url).map_err(|_| format!("discord_api_url must be a URL, not {api_url:?}"))?;
+    // The bot's token goes with every request: in the clear only to this machine.
+    let loopback = match parsed.host() {
+        Some(url::Host::Domain(d)) => d == "localhost",
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    };
+    // serenity's rate limiter sends every request to discord.com itself: any other real
+    // host could only be reached with the limiter off, so only stand-ins on this machine are.
+    let discord =
+        matches!(parsed.host(), Some(url::Host::Domain("discord.com" | "canary.discord.com" | "ptb.discord.com")));
+    if !((parsed.scheme() == "https" && discord) || (matches!(parsed.scheme(), "http" | "https") && loopback)) {
+        return Err(format!(
+            "discord_api_url must be https://discord.com (or canary.discord.com, ptb.discord.com), or a stand-in \
+             on this machine (http://127.0.0.1:…), not {api_url:?}; to reach Discord through a proxy, set discord_proxy"
+        ));
+    }
+    Ok(loopback)
+}
+
 /// The Discord source's settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DiscordSettings {
@@ -65,4 +90,33 @@ pub struct DiscordSettings {
     pub history_limit: u32,
     /// The person's own Discord user id: their messages are `is_self`.
     pub user_id: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_api_url;
+
+    #[test]
+    fn the_token_goes_only_to_discord_over_https_or_to_a_stand_in_on_this_machine() {
+        for (url, stand_in) in [
+            ("https://discord.com", false),
+            ("https://canary.discord.com/", false),
+            ("http://127.0.0.1:8080", true),
+            ("https://localhost:9", true),
+            ("http://[::1]:8080", true),
+        ] {
+            assert_eq!(check_api_url(url), Ok(stand_in), "{url}");
+        }
+        for url in [
+            "http://discord.com",
+            "https://discord.com.example.net",
+            "https://example.com",
+            "http://192.168.1.10:8080",
+            "ftp://127.0.0.1",
+            "discord.com",
+            "",
+        ] {
+            assert!(check_api_url(url).is_err(), "{url}");
+        }
+    }
 }

@@ -278,25 +278,7 @@ fn discord_settings(
         _ => return Ok(None),
     };
     let api_url = file.discord_api_url.clone().unwrap_or_else(|| "https://discord.com".into());
-    let parsed = url::Url::parse(&api_url)
-        .map_err(|_| ConfigError::Invalid(format!("discord_api_url must be a URL, not {api_url:?}")))?;
-    // The bot's token goes with every request: in the clear only to this machine.
-    let loopback = match parsed.host() {
-        Some(url::Host::Domain(d)) => d == "localhost",
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-        None => false,
-    };
-    // serenity's rate limiter sends every request to discord.com itself: any other real
-    // host could only be reached with the limiter off, so only stand-ins on this machine are.
-    let discord =
-        matches!(parsed.host(), Some(url::Host::Domain("discord.com" | "canary.discord.com" | "ptb.discord.com")));
-    if !((parsed.scheme() == "https" && discord) || (matches!(parsed.scheme(), "http" | "https") && loopback)) {
-        return Err(ConfigError::Invalid(format!(
-            "discord_api_url must be https://discord.com (or canary.discord.com, ptb.discord.com), or a stand-in \
-             on this machine (http://127.0.0.1:…), not {api_url:?}; to reach Discord through a proxy, set discord_proxy"
-        )));
-    }
+    let stand_in = amc_discord::settings::check_api_url(&api_url).map_err(ConfigError::Invalid)?;
     if let Some(proxy) = &file.discord_proxy {
         let ok = url::Url::parse(proxy).is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some());
         if !ok {
@@ -317,7 +299,7 @@ fn discord_settings(
     Ok(Some(DiscordSettings {
         token,
         api_url: api_url.trim_end_matches('/').to_owned(),
-        stand_in: loopback,
+        stand_in,
         proxy: file.discord_proxy.clone(),
         ca_file,
         upload_limit: range("discord_upload_limit_mb", file.discord_upload_limit_mb, 10, 1, 500)? * 1024 * 1024,
