@@ -143,29 +143,37 @@ const NOT_SECRET: &[&str] = &[
     "postleitzahl", "code review", "morse code", "tax code", "booking code", "tracking code",
 ];
 
-/// Words that, just before a number, say it is a place or a thing (a room, a flight): such
-/// a number is no code, whatever the words around it ("the verification meeting is in room
-/// 2204").
+/// Words that, just before a number, say it is a place (a room, a gate, a flight): such a
+/// number is no code, whatever the words around it ("the verification meeting is in room
+/// 2204"). Only words that never name where a code is entered ("the sign-in page: 482913").
 #[rustfmt::skip]
 const PLACES: &[&str] = &[
-    "flight", "room", "suite", "gate", "seat", "bus", "train", "apt", "apartment", "unit",
-    "page", "model", "version", "street", "platform", "terminal", "floor", "building",
+    "flight", "room", "suite", "gate", "seat", "bus", "train", "apt", "apartment", "platform",
+    "terminal", "floor", "building",
 ];
 
-/// Words that, just before a number, say what else it may be (an order, a reference): no
-/// code, unless the words say it is one ("your OTP number: 482913").
+/// Words that, just before a number, say what else it may be (an order, a page): no code,
+/// unless the words say it is one ("your OTP number: 482913").
 #[rustfmt::skip]
 const LABELS: &[&str] = &[
     "order", "ref", "reference", "invoice", "ticket", "booking", "case", "account", "acct",
-    "tracking", "ending", "no", "number", "pedido", "commande", "bestellung", "ordine",
+    "tracking", "page", "model", "version", "unit", "street", "ending", "no", "number", "pedido",
+    "commande", "bestellung", "ordine",
 ];
 
-/// Words that, just after a number, say it is an address.
+/// Words that, just after a number, say it is an address, whatever the words around it
+/// ("1200 Oak Ave").
 #[rustfmt::skip]
 const STREETS: &[&str] = &[
-    "st", "street", "ave", "avenue", "rd", "road", "blvd", "boulevard", "dr", "drive", "ln", "lane",
-    "way", "pl", "place", "ct", "court", "hwy", "highway", "pkwy", "sq", "square", "calle", "rue",
-    "strasse", "straße", "via",
+    "street", "ave", "avenue", "rd", "road", "blvd", "boulevard", "ln", "lane", "hwy", "highway",
+    "pkwy", "parkway", "calle", "rue", "strasse", "straße",
+];
+
+/// Words that, just after a number, may make it an address, unless the words say it is a
+/// code ("482913 via WhatsApp", "482913. Place it in the app").
+#[rustfmt::skip]
+const MAYBE_STREETS: &[&str] = &[
+    "st", "dr", "drive", "way", "pl", "place", "ct", "court", "sq", "square", "via",
 ];
 
 /// Words that make "code" a shop's: with one of these and none of [`STRONG`], a number
@@ -331,8 +339,8 @@ fn close(text: &str, places: &[usize], c: &Range<usize>) -> bool {
     [before, after].into_iter().flatten().any(|p| distance(text, p, c) <= NEAR)
 }
 
-/// What the word just before a number says it is ([`PLACES`], [`LABELS`]); the words
-/// after it making it an address ("1200 Oak Ave") make it a place.
+/// What the word just before a number says it is ([`PLACES`], [`LABELS`]), or the words
+/// after it ([`STREETS`], [`MAYBE_STREETS`]).
 #[derive(PartialEq, Eq)]
 enum Label {
     None,
@@ -353,10 +361,11 @@ fn labelled(lower: &str, at: &Range<usize>) -> Label {
         s.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_owned).collect::<Vec<_>>()
     };
     let before = words(&lower[from..at.start]).last().cloned().unwrap_or_default();
-    let street = words(&lower[at.end..to]).iter().take(2).any(|w| STREETS.contains(&w.as_str()));
-    if street || PLACES.contains(&before.as_str()) {
+    let after = words(&lower[at.end..to]);
+    let street = |list: &[&str]| after.iter().take(2).any(|w| list.contains(&w.as_str()));
+    if street(STREETS) || PLACES.contains(&before.as_str()) {
         Label::Place
-    } else if LABELS.contains(&before.as_str()) {
+    } else if street(MAYBE_STREETS) || LABELS.contains(&before.as_str()) {
         Label::Other
     } else {
         Label::None
@@ -612,6 +621,9 @@ mod tests {
             "Your OTP number: 482913",
             "Salesforce verification code: 482913",
             "Your Salesforce code is 482913",
+            // Words that may also name a page or a street yield to the words of a code.
+            "Enter this verification code on the sign-in page: 482913",
+            "Your verification code is 482913 via WhatsApp",
         ] {
             assert!(!hidden(text).contains("482913"), "{text} -> {}", hidden(text));
         }
