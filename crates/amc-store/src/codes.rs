@@ -5,7 +5,7 @@
 
 use std::collections::HashSet;
 
-use rusqlite::{OptionalExtension, params};
+use rusqlite::{OptionalExtension, Transaction, params};
 
 use super::Store;
 use crate::error::{Error, Result};
@@ -15,6 +15,17 @@ use crate::time::now_ms;
 
 /// The setting holding the version of the rules the stored classification was made by.
 const RULES_SETTING: &str = "secrets_rules";
+
+/// [`Store::codes_shown_to`], in the transaction `tx`.
+pub(crate) fn shown_in(tx: &Transaction<'_>, agent_id: &str) -> Result<HashSet<String>> {
+    let mut stmt = tx.prepare_cached(
+        "SELECT id FROM channels WHERE codes = 'shown' \
+         UNION SELECT k.channel_id FROM channel_code_agents k JOIN channels c ON c.id = k.channel_id \
+         WHERE k.agent_id = ?1 AND c.codes = 'some'",
+    )?;
+    let ids = stmt.query_map([agent_id], |r| r.get(0))?;
+    Ok(ids.collect::<rusqlite::Result<HashSet<String>>>()?)
+}
 
 impl Store {
     /// Which agents are given the channel's one-time codes and sign-in links: none
@@ -41,17 +52,11 @@ impl Store {
         self.admin_channel(id)
     }
 
-    /// The channels (`ch_` ids) whose codes the agent is given.
+    /// The channels (`ch_` ids) whose codes the agent is given. Read it after the messages
+    /// it applies to, so a message read after the person hid the codes is never given
+    /// whole (or read both in one transaction, as the search does).
     pub fn codes_shown_to(&self, agent_id: &str) -> Result<HashSet<String>> {
-        self.db.read(|tx| {
-            let mut stmt = tx.prepare_cached(
-                "SELECT id FROM channels WHERE codes = 'shown' \
-                 UNION SELECT k.channel_id FROM channel_code_agents k JOIN channels c ON c.id = k.channel_id \
-                 WHERE k.agent_id = ?1 AND c.codes = 'some'",
-            )?;
-            let ids = stmt.query_map([agent_id], |r| r.get(0))?;
-            Ok(ids.collect::<rusqlite::Result<HashSet<String>>>()?)
-        })
+        self.db.read(|tx| shown_in(tx, agent_id))
     }
 
     /// Starts classifying every message again when the stored classification was made by

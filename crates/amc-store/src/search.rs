@@ -91,9 +91,6 @@ pub struct SearchQuery {
     /// ([`crate::secrets::fold`]), each of which must be in the text as the agent is given
     /// it, so that nothing is found through a hidden code or link.
     pub unhidden: Vec<String>,
-    /// For an agent's search: the channels whose codes the person shows it
-    /// ([`Store::codes_shown_to`]), where a message is found by all of its text.
-    pub codes_shown: Vec<String>,
 }
 
 /// A message that matched, with its excerpt.
@@ -103,6 +100,9 @@ pub struct SearchHit {
     pub message: Envelope,
     /// A short excerpt around the match, the matched words in `[` `]`.
     pub excerpt: String,
+    /// For an agent's search: the person shows the agent this channel's one-time codes, so
+    /// the message was found by all of its text (read with the search, in one snapshot).
+    pub codes_shown: bool,
 }
 
 /// How far the backlog's indexing has come.
@@ -233,12 +233,18 @@ impl Store {
     pub fn search(&self, agent: Option<&str>, q: &SearchQuery) -> Result<Vec<SearchHit>> {
         let mut plan = Plan::new(q);
         self.db.read(|tx| {
+            // The channels whose codes the agent is given, where a message is found by all
+            // of its text: read in the search's own snapshot, so the hits and what the
+            // agent is given of them follow one setting.
+            let codes_shown = match agent {
+                Some(a) => crate::codes::shown_in(tx, a)?,
+                None => Default::default(),
+            };
             let visible = match agent {
                 Some(a) => {
                     let p = plan.bind(a.to_owned());
                     let terms = plan.bind(serde_json::to_string(&q.unhidden).map_err(crate::error::Error::internal)?);
-                    let shown =
-                        plan.bind(serde_json::to_string(&q.codes_shown).map_err(crate::error::Error::internal)?);
+                    let shown = plan.bind(serde_json::to_string(&codes_shown).map_err(crate::error::Error::internal)?);
                     format!(
                         "{} AND (c.id IN (SELECT value FROM json_each({shown})) \
                          OR amc_unhidden(m.text, m.source, m.sender_id, {terms}))",
@@ -315,7 +321,8 @@ impl Store {
                 .zip(excerpts)
                 .map(|(message, excerpt)| {
                     let excerpt = excerpt.unwrap_or_else(|| excerpt_around(&message.text, &q.substrings));
-                    SearchHit { message, excerpt }
+                    let codes_shown = codes_shown.contains(&message.channel_id);
+                    SearchHit { message, excerpt, codes_shown }
                 })
                 .collect())
         })

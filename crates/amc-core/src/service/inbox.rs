@@ -138,8 +138,9 @@ pub(super) fn check_message_id(field: &str, id: &str) -> Result<()> {
 /// its own, the text of every other message third-party (`untrusted_content`), and
 /// one-time codes and sign-in links are hidden from every text ([`redact`]) but in the
 /// channels whose codes the person shows it (`shown`, from [`amc_store::Store::codes_shown_to`]
-/// read before the messages). Called on the blocking pool, with the store's read: reading
-/// a long message for codes is work.
+/// read after the messages, so none read after the person hid them is given whole).
+/// Called on the blocking pool, with the store's read: reading a long message for codes
+/// is work.
 pub(in crate::service) fn seen_by(agent_id: &str, shown: &HashSet<String>, messages: &mut [Envelope]) {
     for m in messages {
         m.untrusted_content = m.agent_id.as_deref() != Some(agent_id);
@@ -213,8 +214,8 @@ impl Amc {
         let agent_id = agent.agent_id.clone();
         let (messages, next_since) = self
             .blocking(move |s| {
-                let shown = s.codes_shown_to(&agent_id)?;
                 let (mut messages, next_since) = s.unread(&agent_id, &q)?;
+                let shown = s.codes_shown_to(&agent_id)?;
                 seen_by(&agent_id, &shown, &mut messages);
                 Ok((messages, next_since))
             })
@@ -321,8 +322,8 @@ impl Amc {
         let agent_id = agent.agent_id.clone();
         let messages = self
             .blocking(move |s| {
-                let shown = s.codes_shown_to(&agent_id)?;
                 let mut messages = s.context(&agent_id, &channel_id, &around, before, after)?;
+                let shown = s.codes_shown_to(&agent_id)?;
                 seen_by(&agent_id, &shown, &mut messages);
                 Ok(messages)
             })
@@ -349,8 +350,8 @@ impl Amc {
         check_message_id("message id", &id)?;
         let agent_id = agent.agent_id.clone();
         self.blocking(move |s| {
-            let shown = s.codes_shown_to(&agent_id)?;
             let mut message = s.visible_message(&agent_id, &id)?;
+            let shown = s.codes_shown_to(&agent_id)?;
             seen_by(&agent_id, &shown, std::slice::from_mut(&mut message));
             Ok(message)
         })

@@ -2,6 +2,8 @@
 //! agent's text never reaches FTS5 as syntax: each word and each phrase becomes a quoted
 //! FTS5 string, so `"`, `*`, `NEAR(`, `OR`, `-` and `:` are only characters to look for.
 
+use std::collections::HashSet;
+
 use serde::{Deserialize, Serialize};
 
 use super::inbox::{check_channel_id, parse_source, ranged};
@@ -178,7 +180,6 @@ impl Amc {
             offset: 0,
             // An agent's search finds a message only by what the agent is given of it.
             unhidden: plain.iter().map(|w| crate::secrets::fold(w)).collect(),
-            codes_shown: Vec::new(),
         };
         let key = search_key(&q);
         if let Some(c) = &p.cursor {
@@ -187,13 +188,10 @@ impl Amc {
         let (limit, offset) = (q.limit, q.offset);
         let hits = self
             .blocking(move |s| {
-                // The channels whose codes the agent is given, once, for the search and the text.
-                let shown = match &agent {
-                    Some(agent_id) => s.codes_shown_to(agent_id)?,
-                    None => Default::default(),
-                };
-                q.codes_shown = shown.iter().cloned().collect();
                 let mut hits = s.search(agent.as_deref(), &q)?;
+                // The channels whose codes the agent is given, as the search read them.
+                let shown: HashSet<String> =
+                    hits.iter().filter(|h| h.codes_shown).map(|h| h.message.channel_id.clone()).collect();
                 if agent.is_none() {
                     for hit in &mut hits {
                         super::inbox::seen_by_person(std::slice::from_mut(&mut hit.message));

@@ -344,8 +344,8 @@ impl Amc {
             let (agent_id, from) = (agent.agent_id.clone(), told.position.clone());
             let scan = self
                 .blocking(move |s| {
-                    let shown = s.codes_shown_to(&agent_id)?;
                     let mut scan = s.push_scan(&agent_id, &from, SCAN_LIMIT)?;
+                    let shown = s.codes_shown_to(&agent_id)?;
                     for (_, message) in &mut scan.messages {
                         crate::service::inbox::seen_by(&agent_id, &shown, std::slice::from_mut(message));
                     }
