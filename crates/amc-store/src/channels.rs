@@ -376,11 +376,7 @@ impl Store {
                 return Err(Error::not_found("channel"));
             };
             if !sensitive && crate::secrets::is_short_code_channel(&source, &platform_id) {
-                return Err(Error::new(
-                    crate::error::ErrorCode::ConfirmationRequired,
-                    "this conversation is with a short-code sender, which sends one-time codes: \
-                     approve it again, confirming it is sensitive",
-                ));
+                return Err(Error::sensitive_unconfirmed());
             }
             let changed = tx
                 .prepare_cached(

@@ -120,6 +120,16 @@ pub struct Error {
 }
 
 impl Error {
+    /// Approving a conversation with a short-code sender, which sends one-time codes,
+    /// without the person's second yes.
+    pub fn sensitive_unconfirmed() -> Self {
+        Self::new(
+            ErrorCode::ConfirmationRequired,
+            "this conversation is with a short-code sender, which sends one-time codes: approve it again, \
+             confirming it is sensitive",
+        )
+    }
+
     /// An error with a code and a message for the caller.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
         Self { code, message: message.into(), retry_after: None }

@@ -89,11 +89,16 @@ pub async fn approve_channel(
         .as_deref()
         .map(|p| parse("send_policy", p, SendPolicy::parse, "read_only, review, auto"))
         .transpose()?;
-    // The agents first, while the channel is still hidden: no other agent ever sees it.
+    let sensitive = body.sensitive.unwrap_or(false);
+    // The agents first, while the channel is still hidden: no other agent ever sees it. A
+    // refused approval changes nothing, its agents included.
     if let Some(agents) = body.agents {
+        if !sensitive && st.amc.admin_channel(id.clone()).await?.sensitive {
+            return Err(amc_core::error::Error::sensitive_unconfirmed().into());
+        }
         st.amc.set_channel_agents(id.clone(), Some(agents)).await?;
     }
-    Ok(Json(st.amc.approve_channel(id, release, policy, body.sensitive.unwrap_or(false)).await?))
+    Ok(Json(st.amc.approve_channel(id, release, policy, sensitive).await?))
 }
 
 /// The body of `POST /admin/channels/{id}/agents`: `{"agents": [...]}` or `{"all": true}`.

@@ -226,8 +226,12 @@ async fn approving_a_short_code_sender_asks_a_second_time() {
         "{:?}",
         r.json()
     );
+    // Nor with the agents it would open to: refused, it changes nothing.
+    d.agent("claude").await;
+    let r = d.approve(&ch, json!({ "history": "all", "agents": ["claude"] })).await;
+    assert_eq!(r.json()["error"]["code"], "CONFIRMATION_REQUIRED", "{:?}", r.json());
     let channel = admin.get(&format!("/admin/channels/{ch}")).await.expect("channel").json();
-    assert_eq!(channel["state"], "pending");
+    assert_eq!((&channel["state"], &channel["agents"]), (&json!("pending"), &Value::Null));
     let r = d.approve(&ch, json!({ "history": "all", "sensitive": true })).await;
     assert_eq!((r.status.as_u16(), &r.json()["state"]), (200, &json!("allowed")), "{:?}", r.json());
 
