@@ -770,6 +770,11 @@ fn messages_stored_before_secrets_were_looked_for_are_classified_by_the_backlog(
     let rows = classified(&store);
     assert_eq!((rows[1].1, rows[3_000].1), (Some(1), Some(2)), "classified as written");
 
+    // A row whose text SQLite holds as bytes that are not UTF-8 fails nothing.
+    store
+        .database()
+        .write(|tx| Ok(tx.execute("UPDATE messages SET text = X'FF6C756E6368' WHERE platform_id = 'g2'", [])?))
+        .expect("odd row");
     assert!(!store.reclassify_if_rules_changed().expect("rules"), "classified by these rules");
     let steps: Vec<_> = std::iter::from_fn(|| store.classify_more(2_000).expect("classify")).collect();
     assert_eq!(steps, [IndexProgress { done: 2_000, total: 3_000 }], "progress, then done");

@@ -532,24 +532,17 @@ type KeysComputed = Arc<AtomicU64>;
 /// column needs the first to write.
 fn register_functions(conn: &Connection, keys: KeysComputed) -> Result<()> {
     use rusqlite::functions::FunctionFlags;
-    use rusqlite::types::ValueRef;
     let flags = FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC | FunctionFlags::SQLITE_INNOCUOUS;
     conn.create_scalar_function("amc_platform_key", 2, flags, move |ctx| {
         keys.fetch_add(1, Ordering::Relaxed);
-        // A column of text affinity holds numbers as text: a number is keyed as its text.
-        let text = |i: usize| -> rusqlite::Result<std::borrow::Cow<'_, [u8]>> {
-            match ctx.get_raw(i) {
-                ValueRef::Text(t) | ValueRef::Blob(t) => Ok(t.into()),
-                ValueRef::Integer(n) => Ok(n.to_string().into_bytes().into()),
-                ValueRef::Real(x) => Ok(x.to_string().into_bytes().into()),
-                ValueRef::Null => Err(rusqlite::Error::InvalidFunctionParameterType(i, rusqlite::types::Type::Null)),
-            }
+        let text = |i: usize| {
+            bytes_arg(ctx, i).ok_or(rusqlite::Error::InvalidFunctionParameterType(i, rusqlite::types::Type::Null))
         };
         Ok(crate::platform_key(&text(0)?, &text(1)?))
     })?;
     conn.create_scalar_function("amc_unhidden", 4, flags, |ctx| {
-        let text: String = ctx.get(0)?;
-        let short = ctx.get::<String>(1)? == "imessage" && crate::secrets::is_short_code_sender(&ctx.get::<String>(2)?);
+        let text = text_arg(ctx, 0);
+        let short = text_arg(ctx, 1) == "imessage" && crate::secrets::is_short_code_sender(&text_arg(ctx, 2));
         // The same terms on every row of one query: parsed once per statement.
         let terms = ctx.get_or_create_aux(
             3,
@@ -560,9 +553,28 @@ fn register_functions(conn: &Connection, keys: KeysComputed) -> Result<()> {
         Ok(crate::secrets::found_unhidden(&text, short, &terms))
     })?;
     conn.create_scalar_function("amc_secrets", 3, flags, |ctx| {
-        Ok(crate::secrets::classify(&ctx.get::<String>(0)?, &ctx.get::<String>(1)?, &ctx.get::<String>(2)?))
+        Ok(crate::secrets::classify(&text_arg(ctx, 0), &text_arg(ctx, 1), &text_arg(ctx, 2)))
     })?;
     Ok(())
+}
+
+/// A function's argument `i` as bytes: text and blobs as they are, numbers as their text
+/// (a column of text affinity holds numbers as text); `None` for NULL.
+fn bytes_arg<'a>(ctx: &'a rusqlite::functions::Context<'_>, i: usize) -> Option<std::borrow::Cow<'a, [u8]>> {
+    use rusqlite::types::ValueRef;
+    match ctx.get_raw(i) {
+        ValueRef::Text(t) | ValueRef::Blob(t) => Some(t.into()),
+        ValueRef::Integer(n) => Some(n.to_string().into_bytes().into()),
+        ValueRef::Real(x) => Some(x.to_string().into_bytes().into()),
+        ValueRef::Null => None,
+    }
+}
+
+/// A function's argument `i` as text, whatever SQLite holds there (NULL as nothing, bytes
+/// that are not UTF-8 in part replaced): a message's odd row never fails the statement
+/// that reads it for codes.
+fn text_arg(ctx: &rusqlite::functions::Context<'_>, i: usize) -> String {
+    bytes_arg(ctx, i).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default()
 }
 
 /// A reader with the schema already parsed: the pool starts with one, so the first read
