@@ -109,7 +109,7 @@ function row(c) {
     h("div", { class: "row-main" },
       h("div", { class: "row-title" }, h("span", { id: nameId, class: "name", text: c.name }),
         h("span", { class: "tag", text: c.kind === "group" ? "Group" : "Direct" }),
-        c.sensitive ? h("span", { class: "tag warn", title: SENSITIVE, text: "Short code" }) : null,
+        c.sensitive ? h("span", { class: "tag warn", title: SENSITIVE, text: senderKind(c) }) : null,
         c.gone ? h("span", { class: "tag warn", title: c.gone, text: "Gone" }) : null),
       c.gone ? h("div", { class: "row-sub warn-text", text: `${c.gone}. Its messages stay; agents cannot send here.` }) : null,
       h("div", { class: "row-sub muted", title: c.platform_id }, counts, " · last message ", time(c.last_message_at),
@@ -135,6 +135,11 @@ function initials(name) {
 
 /** Why a conversation with a short-code sender is approved only when confirmed. */
 const SENSITIVE = "A short code or a business's sender name: banks and sign-in services send one-time codes from these.";
+
+/** What kind of business sender a sensitive conversation is with: a number or a name. */
+function senderKind(c) {
+  return /^\d+$/.test(c.platform_id.split(";").pop()) ? "Short code" : "Sender ID";
+}
 
 /** Whether agents are given a channel's one-time codes and sign-in links, in words; null
  *  when it holds none and none would be shown. */
@@ -211,10 +216,12 @@ async function chooseAgents(c, button) {
 
 /** Which agents are given the channel's one-time codes and sign-in links. */
 async function chooseCodes(c, button) {
-  const agents = await liveAgents();
+  // Only agents that read the channel can be given its codes.
+  const live = await liveAgents();
+  const agents = c.agents ? live.filter((id) => c.agents.some((a) => a.id === id)) : live;
   const choice = await dialog(`One-time codes in ${c.name}`, (close) => {
     let codes = c.codes;
-    const picked = new Set(c.codes_agents);
+    const picked = new Set(c.codes_agents.filter((id) => agents.includes(id)));
     const boxes = agents.map((id) => {
       const boxId = nextId("code-agent");
       return h("div", { class: "choice" },
@@ -228,7 +235,7 @@ async function chooseCodes(c, button) {
       const id = nextId("codes");
       return h("div", { class: "choice" },
         h("input", {
-          type: "radio", name: "codes", id, value, checked: value === codes,
+          type: "radio", name: "codes", id, value, checked: value === codes, autofocus: value === codes,
           onchange: () => { codes = value; for (const b of boxes) b.querySelector("input").disabled = value !== "some"; },
         }),
         h("label", { for: id }, h("strong", { text }), hint ? h("span", { class: "muted", text: hint }) : null));
@@ -307,7 +314,7 @@ async function approve(c, button) {
   });
   if (!choice) return;
   if (c.sensitive) {
-    const sure = await confirmAction(`${c.name} is a short code`, `${SENSITIVE} Agents are not given the codes unless you show them with Codes…, but they will read everything else this sender sends. Approve it anyway?`, "Approve anyway");
+    const sure = await confirmAction(`${c.name} is a ${senderKind(c).toLowerCase()}`, `${SENSITIVE} Agents are not given the codes unless you show them with Codes…, but they will read everything else this sender sends. Approve it anyway?`, "Approve anyway");
     if (!sure) return;
     choice.sensitive = true;
   }

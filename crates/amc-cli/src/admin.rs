@@ -105,7 +105,7 @@ pub enum ChannelCmd {
         #[arg(long, conflicts_with = "show_to")]
         show: bool,
         /// Give them to these agents only, comma-separated
-        #[arg(long, value_name = "NAME,NAME", value_delimiter = ',', num_args = 1..)]
+        #[arg(long, value_name = "NAME,NAME", value_delimiter = ',')]
         show_to: Option<Vec<String>>,
     },
     /// Set which agents see a channel
