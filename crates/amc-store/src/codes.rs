@@ -8,9 +8,9 @@ use std::collections::HashSet;
 use rusqlite::{OptionalExtension, Transaction, params};
 
 use super::Store;
+use crate::backlog::{Backlog, IndexProgress};
 use crate::error::{Error, Result};
 use crate::model::{ChannelAdmin, CodesShown};
-use crate::search::{Backlog, IndexProgress};
 use crate::time::now_ms;
 
 /// The setting holding the version of the rules the stored classification was made by.

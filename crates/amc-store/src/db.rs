@@ -526,8 +526,9 @@ type KeysComputed = Arc<AtomicU64>;
 /// Registers AMC's SQL functions on `conn`: `amc_platform_key(source, platform_id)`, and
 /// `amc_unhidden(text, source, sender_id, terms)`, whether an agent's search for `terms`
 /// (a JSON array of folded words) finds `text` as the agent is given it
-/// ([`crate::secrets::found_unhidden`]), and `amc_secrets(source, sender_id, text)`, the
-/// kinds of secret a message holds, as `messages.secrets` stores them
+/// ([`crate::secrets::found_unhidden`]), `amc_hidden(text, source, sender_id)`, the text as
+/// agents are given it (its secrets behind markers), and `amc_secrets(source, sender_id,
+/// text)`, the kinds of secret a message holds, as `messages.secrets` stores them
 /// ([`crate::secrets::classify`]). Every connection has them, and `messages`' generated
 /// column needs the first to write.
 fn register_functions(conn: &Connection, keys: KeysComputed) -> Result<()> {
@@ -542,7 +543,7 @@ fn register_functions(conn: &Connection, keys: KeysComputed) -> Result<()> {
     })?;
     conn.create_scalar_function("amc_unhidden", 4, flags, |ctx| {
         let text = text_arg(ctx, 0);
-        let short = text_arg(ctx, 1) == "imessage" && crate::secrets::is_short_code_sender(&text_arg(ctx, 2));
+        let short = crate::secrets::is_short_code_source(&text_arg(ctx, 1), &text_arg(ctx, 2));
         // The same terms on every row of one query: parsed once per statement.
         let terms = ctx.get_or_create_aux(
             3,
@@ -551,6 +552,10 @@ fn register_functions(conn: &Connection, keys: KeysComputed) -> Result<()> {
             },
         )?;
         Ok(crate::secrets::found_unhidden(&text, short, &terms))
+    })?;
+    conn.create_scalar_function("amc_hidden", 3, flags, |ctx| {
+        let text = text_arg(ctx, 0);
+        Ok(crate::secrets::hide(&text, &crate::secrets::in_message(&text_arg(ctx, 1), &text_arg(ctx, 2), &text)))
     })?;
     conn.create_scalar_function("amc_secrets", 3, flags, |ctx| {
         Ok(crate::secrets::classify(&text_arg(ctx, 0), &text_arg(ctx, 1), &text_arg(ctx, 2)))

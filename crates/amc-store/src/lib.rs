@@ -46,6 +46,7 @@ macro_rules! at_platform_id {
 }
 
 mod agents;
+mod backlog;
 #[cfg(test)]
 mod behaviour;
 mod channels;
@@ -70,12 +71,13 @@ use std::sync::{Arc, Mutex};
 use crate::db::{Database, Migration};
 use crate::error::Result;
 
+pub use backlog::IndexProgress;
 pub use claude_channel::{NewToolRequest, PushPosition, PushScan, ToolRequestBounds};
 pub use messages::UnreadQuery;
 pub use outbox::{HELD_BOUNDS, HeldBounds, NewSend, SEND_LOG_KEPT, SendLookup, SendOutcome};
 #[cfg(any(test, feature = "test-support"))]
 pub use search::RANK_UP_TO;
-pub use search::{IndexProgress, SearchQuery, excerpt_around, spaceless};
+pub use search::{SearchQuery, excerpt_around, spaceless};
 
 /// The core's migrations, in order; `PRAGMA user_version` is the number applied.
 const MIGRATIONS: &[Migration] = &[

@@ -3,11 +3,12 @@
 //! triggers of migration 0010, and the backlog of messages stored before the index.
 
 use rusqlite::types::Value;
-use rusqlite::{OptionalExtension, Transaction, params, params_from_iter};
+use rusqlite::{params, params_from_iter};
 
 use super::Store;
 use super::channels::{VISIBLE, visible_to};
 use super::messages::{ENVELOPE_COLS, ENVELOPE_WIDTH, envelope_from_row, load_attachments};
+use crate::backlog::{Backlog, IndexProgress};
 use crate::error::Result;
 use crate::model::{Envelope, Source};
 use crate::time::Millis;
@@ -105,21 +106,6 @@ pub struct SearchHit {
     pub codes_shown: bool,
 }
 
-/// How far the backlog's indexing has come.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-pub struct IndexProgress {
-    /// Messages indexed so far.
-    pub done: u64,
-    /// Messages to index in all.
-    pub total: u64,
-}
-
-impl IndexProgress {
-    fn from_rows(done: i64, total: i64) -> Self {
-        Self { done: done.max(0).unsigned_abs(), total: total.max(0).unsigned_abs() }
-    }
-}
-
 /// A phrase for FTS5: the text quoted, its quotes doubled.
 fn quoted(term: &str) -> String {
     format!("\"{}\"", term.replace('"', "\"\""))
@@ -204,10 +190,17 @@ pub fn excerpt_around(text: &str, terms: &[String]) -> String {
 }
 
 /// The rowids of the page `q` asks for among the matches in `from` (those the caller may
-/// see), ranked over those matches alone ([`crate::rank`]), then the newest; `None` when
-/// more than [`RANK_UP_TO`] match, read no further than that.
-fn ranked_page(tx: &rusqlite::Transaction<'_>, plan: &Plan, from: &str, q: &SearchQuery) -> Result<Option<Vec<i64>>> {
-    let sql = format!("SELECT {}.rowid, m.text, m.sent_at, m.id FROM {from} LIMIT {}", plan.driver, RANK_UP_TO + 1);
+/// see), ranked over those matches alone ([`crate::rank`]) by `text`, the SQL for what the
+/// caller is given of each, then the newest; `None` when more than [`RANK_UP_TO`] match,
+/// read no further than that.
+fn ranked_page(
+    tx: &rusqlite::Transaction<'_>,
+    plan: &Plan,
+    from: &str,
+    text: &str,
+    q: &SearchQuery,
+) -> Result<Option<Vec<i64>>> {
+    let sql = format!("SELECT {}.rowid, {text}, m.sent_at, m.id FROM {from} LIMIT {}", plan.driver, RANK_UP_TO + 1);
     let mut stmt = tx.prepare_cached(&sql)?;
     let mut rows = stmt
         .query_map(params_from_iter(&plan.values), |r| {
@@ -240,18 +233,23 @@ impl Store {
                 Some(a) => crate::codes::shown_in(tx, a)?,
                 None => Default::default(),
             };
-            let visible = match agent {
+            // What the caller may find, and the text it is given of each match: an agent
+            // finds a message by what it is given, and matches are ranked by that alone.
+            let (visible, text) = match agent {
                 Some(a) => {
                     let p = plan.bind(a.to_owned());
                     let terms = plan.bind(serde_json::to_string(&q.unhidden).map_err(crate::error::Error::internal)?);
-                    let shown = plan.bind(serde_json::to_string(&codes_shown).map_err(crate::error::Error::internal)?);
-                    format!(
-                        "{} AND (c.id IN (SELECT value FROM json_each({shown})) \
-                         OR amc_unhidden(m.text, m.source, m.sender_id, {terms}))",
-                        visible_to(&p)
+                    let ids = plan.bind(serde_json::to_string(&codes_shown).map_err(crate::error::Error::internal)?);
+                    let shown = format!("c.id IN (SELECT value FROM json_each({ids}))");
+                    (
+                        format!(
+                            "{} AND ({shown} OR amc_unhidden(m.text, m.source, m.sender_id, {terms}))",
+                            visible_to(&p)
+                        ),
+                        format!("CASE WHEN {shown} THEN m.text ELSE amc_hidden(m.text, m.source, m.sender_id) END"),
                     )
                 }
-                None => VISIBLE.to_owned(),
+                None => (VISIBLE.to_owned(), "m.text".to_owned()),
             };
             let filters = [
                 q.source.map(|s| ("m.source = ", Value::from(s.as_str().to_owned()))),
@@ -282,7 +280,7 @@ impl Store {
             // among those the caller may see, with its own filters, and ranked among them
             // alone (`rank`): how its answer is ordered says nothing of channels hidden from it.
             let driver = plan.driver;
-            let page = if plan.rankable { ranked_page(tx, &plan, &from, q)? } else { None };
+            let page = if plan.rankable { ranked_page(tx, &plan, &from, &text, q)? } else { None };
             let sql = match &page {
                 Some(page) => {
                     let ids = plan.bind(serde_json::to_string(page).map_err(crate::error::Error::internal)?);
@@ -389,73 +387,6 @@ impl Store {
             }
             Backlog::Search.done(tx, &step)
         })
-    }
-}
-
-/// A range of messages (by rowid, `lo..=hi`) stored before some work on every message
-/// existed, worked down from the newest in batches: the search index's (`search_backlog`)
-/// and the classification of secrets' (`secrets_backlog`). Rows written later have larger
-/// rowids and are worked as they are written.
-#[derive(Clone, Copy)]
-pub(crate) enum Backlog {
-    Search,
-    Secrets,
-}
-
-/// The rows of one batch of a [`Backlog`]: `from..=hi`.
-pub(crate) struct Batch {
-    pub from: i64,
-    pub hi: i64,
-    lo: i64,
-    total: i64,
-    done: i64,
-}
-
-impl Backlog {
-    fn table(self) -> &'static str {
-        match self {
-            Backlog::Search => "search_backlog",
-            Backlog::Secrets => "secrets_backlog",
-        }
-    }
-
-    /// The next batch of up to `batch` rows, the newest first; `None` when none is left.
-    pub(crate) fn next(self, tx: &Transaction<'_>, batch: u32) -> Result<Option<Batch>> {
-        let table = self.table();
-        let Some((lo, hi, total, done)) = tx
-            .prepare_cached(&format!("SELECT lo, hi, total, done FROM {table}"))?
-            .query_row([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?, r.get::<_, i64>(3)?)))
-            .optional()?
-        else {
-            return Ok(None);
-        };
-        // The lowest rowid of this batch: `batch` rows down from `hi`.
-        let from: i64 = tx
-            .query_row(
-                "SELECT rowid FROM messages WHERE rowid BETWEEN ?1 AND ?2 ORDER BY rowid DESC LIMIT 1 OFFSET ?3",
-                params![lo, hi, batch.saturating_sub(1)],
-                |r| r.get(0),
-            )
-            .optional()?
-            .unwrap_or(lo);
-        Ok(Some(Batch { from, hi, lo, total, done }))
-    }
-
-    /// Records `batch` worked: the progress, or `None` when the backlog is done.
-    pub(crate) fn done(self, tx: &Transaction<'_>, batch: &Batch) -> Result<Option<IndexProgress>> {
-        let table = self.table();
-        if batch.from <= batch.lo {
-            tx.execute(&format!("DELETE FROM {table}"), [])?;
-            return Ok(None);
-        }
-        let rows: i64 = tx.query_row(
-            "SELECT count(*) FROM messages WHERE rowid BETWEEN ?1 AND ?2",
-            params![batch.from, batch.hi],
-            |r| r.get(0),
-        )?;
-        let done = (batch.done + rows).min(batch.total);
-        tx.execute(&format!("UPDATE {table} SET hi = ?1, done = ?2"), params![batch.from - 1, done])?;
-        Ok(Some(IndexProgress::from_rows(done, batch.total)))
     }
 }
 

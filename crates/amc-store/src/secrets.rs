@@ -68,8 +68,18 @@ impl SecretKind {
 /// The kinds of secret a message of `source` from `sender` holds, as bits
 /// ([`SecretKind::bit`]; 0: none): what `messages.secrets` stores.
 pub fn classify(source: &str, sender: &str, text: &str) -> i64 {
-    let short = source == "imessage" && is_short_code_sender(sender);
-    find(text, short).iter().fold(0, |mask, f| mask | f.kind.bit())
+    in_message(source, sender, text).iter().fold(0, |mask, f| mask | f.kind.bit())
+}
+
+/// The secrets in a message of `source` from `sender` ([`find`]; every number is a code's
+/// candidate when the sender is a short code).
+pub fn in_message(source: &str, sender: &str, text: &str) -> Vec<Found> {
+    find(text, is_short_code_source(source, sender))
+}
+
+/// Whether `sender` of `source` is a short code or an alphanumeric sender id.
+pub fn is_short_code_source(source: &str, sender: &str) -> bool {
+    source == "imessage" && is_short_code_sender(sender)
 }
 
 /// Whether a channel of `source` with platform id `platform_id` is a conversation with a

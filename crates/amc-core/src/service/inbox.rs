@@ -161,8 +161,7 @@ pub(in crate::service) fn seen_by_person(messages: &mut [Envelope]) {
 /// The one-time codes and sign-in links of `m`'s text. Numbers from a short-code sender
 /// count as codes.
 fn secrets_in(m: &Envelope) -> Vec<crate::secrets::Found> {
-    let short = m.source == Source::Imessage && crate::secrets::is_short_code_sender(&m.sender.id);
-    crate::secrets::find(&m.text, short)
+    crate::secrets::in_message(m.source.as_str(), &m.sender.id, &m.text)
 }
 
 /// The kinds among `found`, each once, in order.

@@ -269,3 +269,20 @@ async fn matches_through_hidden_codes_never_change_how_results_are_ordered() {
     let after = agent.get(search).await.expect("search").json();
     assert_eq!(after, ranked, "matches through hidden codes changed the answer");
 }
+
+/// Nor are its words weighed in what is hidden: a sign-in link that says "reset" five
+/// times ranks as the one "reset" the agent is given of its message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_is_hidden_never_weighs_an_agents_search_terms() {
+    let d = Daemon::start().await;
+    let (mut agent, _) = d.agent("claude").await;
+    let t0 = now_ms() - 60_000;
+    let link = "Reset your password: https://accounts.example.com/reset/reset/reset?token=reset-9f8e7d6c5b4a";
+    let msgs = vec![msg("l", link, t0), msg("r", "reset the router, then reset it again", t0 - 1_000)];
+    let (ch, _) = d.ingest(Source::Imessage, "home", msgs).await;
+    d.approve(&ch, json!({ "history": "all" })).await;
+    let v = agent.get("/messages/search?query=reset").await.expect("search").json();
+    let texts: Vec<&str> =
+        v["results"].as_array().expect("results").iter().filter_map(|h| h["message"]["text"].as_str()).collect();
+    assert_eq!(texts, ["reset the router, then reset it again", "Reset your password: [sign-in link hidden by AMC]"]);
+}
