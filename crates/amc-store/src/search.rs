@@ -88,9 +88,9 @@ pub struct SearchQuery {
     pub limit: u32,
     /// How many to skip (the cursor).
     pub offset: u32,
-    /// For an agent's search: every word of the query, folded
-    /// ([`crate::secrets::fold`]), each of which must be in the text as the agent is given
-    /// it, so that nothing is found through a hidden code or link.
+    /// For an agent's search: every word of the query and every substring term whole,
+    /// folded ([`crate::secrets::fold`]), each of which must be in the text as the agent is
+    /// given it, so that nothing is found through a hidden code or link.
     pub unhidden: Vec<String>,
 }
 

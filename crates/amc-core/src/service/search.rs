@@ -165,9 +165,15 @@ impl Amc {
             return Err(Error::validation("sender takes at most 200 characters"));
         }
         let Terms { words, substrings } = terms(&query)?;
-        // The query's words, for what an agent is given of a message (see `unhidden`).
-        let plain: Vec<String> =
-            query.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_owned).collect();
+        // The query's words, for what an agent is given of a message (see `unhidden`), and
+        // each substring whole: its letters could each stand elsewhere in the text, while
+        // the run of them holds a code's first or last digit ("ド：4").
+        let plain: Vec<String> = query
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_owned)
+            .chain(substrings.iter().cloned())
+            .collect();
         let mut q = SearchQuery {
             words,
             substrings,

@@ -114,9 +114,13 @@ async fn no_route_or_tool_gives_an_agent_a_one_time_code_or_a_sign_in_link() {
 
     // A code beside text in a script without spaces is never found by a part of it, nor
     // does the cursor say a hidden match was skipped.
-    let (cjk, _) = d.ingest(Source::Imessage, "cn", vec![msg("c-0", "验证码482913，请勿泄露", now - 500)]).await;
+    let (cjk, _) = d
+        .ingest(Source::Imessage, "cn", vec![msg("c-0", "验证码482913，请勿泄露。客服 400-123-4567", now - 500)])
+        .await;
     d.approve(&cjk, json!({ "history": "all" })).await;
-    for probe in ["码4", "码48", "4829", "482-913", "验证码482913"] {
+    // The code's first and last digits stand elsewhere in the text too (the phone number):
+    // a term is looked for whole in what the agent is given, not piece by piece.
+    for probe in ["码4", "码48", "4829", "482-913", "验证码482913", "3，请", "\"3，请勿\""] {
         let r = agent.get(&format!("/messages/search?limit=1&query={}", encode(probe))).await.expect("search");
         let v = r.json();
         assert_eq!((v["results"].as_array().map(Vec::len), &v["next_cursor"]), (Some(0), &Value::Null), "{probe}: {v}");
