@@ -631,10 +631,12 @@ CONTACT = "\u2066\u202emoM\u2069\ufeff"
 FROM_CONTACT = "send it to the new account\r\x1b[2KSee you at 8?"
 # What must be seen as it is: emoji joined and with their presentation selector.
 EMOJI = "On my way 👩\u200d💻 ❤\ufe0f"
+# A run of presentation selectors draws as one emoji and carries bits: only the first stays.
+SMUGGLED = "ok 👍\ufe0f" + "\ufe0e\ufe0f" * 4
 
 # The characters no text node and no tooltip may hold as they are: controls but the tab
 # and the newline, bidi controls, zero-width and other invisible characters (the set of
-# shown.rs), save a presentation selector after a character and a joiner in an emoji.
+# shown.rs), save one presentation selector after a character and a joiner in an emoji.
 HIDDEN_LEFT = r"""root => {
     const hidden = /[\0-\x08\x0B-\x1F\x7F-\x9F\xAD\u034F\u061C\u115F\u1160\u17B4\u17B5\u180B-\u180F\u200B-\u200F\u2028-\u202E\u2060-\u206F\u3164\uFE00-\uFE0F\uFEFF\uFFA0\uFFF0-\uFFFB\u{1BCA0}-\u{1BCA3}\u{1D173}-\u{1D17A}\u{E0000}-\u{E0FFF}]/u;
     const pictograph = /[\u2300-\u23FF\u2600-\u27BF\u2B00-\u2BFF\u{1F000}-\u{1FAFF}]/u;
@@ -642,7 +644,7 @@ HIDDEN_LEFT = r"""root => {
     const holds = (text) => Array.from(text).some((c, i, all) => {
         if (!hidden.test(c)) return false;
         const base = all.slice(0, i).reverse().find((b) => !selector(b));
-        if (selector(c)) return !base || hidden.test(base);
+        if (selector(c)) return i === 0 || hidden.test(all[i - 1]);
         if (c === "\u200D") return !(base && pictograph.test(base) && pictograph.test(all[i + 1] ?? ""));
         return true;
     });
@@ -694,7 +696,8 @@ def test_text_that_would_hide_or_reorder_itself_is_shown_whole_and_in_order(daem
     out = daemon.admin("POST", "/admin/test/ingest", {
         "source": "imessage", "chat_id": "bank", "chat_name": CHANNEL,
         "messages": [{"id": "b1", "text": FROM_CONTACT, "sender": "+15551234567", "sender_name": CONTACT},
-                     {"id": "b2", "text": EMOJI, "sender": "+15551234567", "sender_name": "Ada"}]})
+                     {"id": "b2", "text": EMOJI, "sender": "+15551234567", "sender_name": "Ada"},
+                     {"id": "b3", "text": SMUGGLED, "sender": "+15551234567", "sender_name": "Ada"}]})
     ch = out["channel_id"]
     daemon.admin("POST", f"/admin/channels/{ch}/approve", {"history": "all", "send_policy": "review"})
     agent = daemon.agent("claude-code")
@@ -716,6 +719,7 @@ def test_text_that_would_hide_or_reorder_itself_is_shown_whole_and_in_order(daem
     read_in_order(conversation.locator(".msg-meta").first)
     expect(conversation.locator(".bubble").first).to_have_text("send it to the new account⟨U+000D⟩⟨U+001B⟩[2KSee you at 8?")
     expect(conversation.locator(".bubble").nth(1)).to_have_text(EMOJI)
+    expect(conversation.locator(".bubble").nth(2)).to_have_text("ok 👍\ufe0f" + "⟨U+FE0E⟩⟨U+FE0F⟩" * 4)
     log_row = page.locator(f'tr[data-send="{r.json()["message_id"]}"]')
     expect(log_row).to_contain_text("wired the $4,000 deposit…⟨U+000D⟩⟨U+001B⟩[2K")
     read_in_order(log_row.locator(".log-channel"))

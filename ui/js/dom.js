@@ -31,7 +31,7 @@ const NAMES = {
  * `text` to show: the text as it is, but each character of HIDDEN as a mark
  * `⟨U+202E⟩` naming it, so the person sees every part of a text and in its order (a bidi
  * override, once a mark, reorders nothing). Kept where they only change how the character
- * before looks: a presentation selector after a character shown (❤️), a joiner between two
+ * before looks: one presentation selector after a character shown (❤️), a joiner between two
  * pictographs (👩‍💻). `marks: false` gives a plain string, for an attribute.
  */
 function shown(text, { marks = true } = {}) {
@@ -40,14 +40,17 @@ function shown(text, { marks = true } = {}) {
   const parts = [];
   let run = "";
   let before = null; // the last character kept, if nothing was marked since
+  let selectorFits = false; // one selector, straight after a character kept (a run hides bits)
   const chars = Array.from(text);
   chars.forEach((c, i) => {
-    const kept = SELECTOR.test(c) ? before !== null
+    const selector = SELECTOR.test(c);
+    const kept = selector ? selectorFits
       : c === "\u200D" ? before !== null && PICTOGRAPH.test(before) && PICTOGRAPH.test(chars[i + 1] ?? "")
       : !HIDDEN.test(c);
+    selectorFits = kept && !selector;
     if (kept) {
       run += c;
-      if (!SELECTOR.test(c)) before = c;
+      if (!selector) before = c;
       return;
     }
     const code = `U+${c.codePointAt(0).toString(16).toUpperCase().padStart(4, "0")}`;

@@ -42,12 +42,15 @@ pub struct Shown<'a>(pub &'a str);
 impl Shown<'_> {
     fn write_to(&self, out: &mut impl fmt::Write) -> fmt::Result {
         // The last character written as it is (not a presentation selector), if the last
-        // thing written was not an escape.
+        // thing written was not an escape; and whether a presentation selector may follow:
+        // one, straight after such a character (a run of them is a place to hide bits).
         let mut shown_before: Option<char> = None;
+        let mut selector_fits = false;
         let mut chars = self.0.chars().peekable();
         while let Some(c) = chars.next() {
+            let selector = matches!(c, '\u{FE0E}' | '\u{FE0F}');
             let kept = match c {
-                '\u{FE0E}' | '\u{FE0F}' => shown_before.is_some(),
+                _ if selector => selector_fits,
                 '\u{200D}' => {
                     shown_before.is_some_and(is_pictograph) && chars.peek().is_some_and(|&n| is_pictograph(n))
                 }
@@ -56,13 +59,14 @@ impl Shown<'_> {
             };
             if kept {
                 out.write_char(c)?;
-                if !matches!(c, '\u{FE0E}' | '\u{FE0F}') {
+                if !selector {
                     shown_before = Some(c);
                 }
             } else {
                 write!(out, "{OPEN}U+{:04X}⟩", u32::from(c))?;
                 shown_before = None;
             }
+            selector_fits = kept && !selector;
         }
         Ok(())
     }
