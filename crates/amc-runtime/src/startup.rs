@@ -53,10 +53,10 @@ pub fn init_logging(default: &str) {
 
 /// stderr for log lines, with every character that would act on a terminal or hide on it
 /// ([`amc_core::text::is_hidden`]) written as its code point, `⟨U+000D⟩`, but the newline
-/// that ends the line, tabs, and (in colour) the escapes of the log's own colours.
-/// tracing escapes escape sequences in what it logs, not a carriage return, a newline or a
-/// bidi override inside a message or a field, which can then rewrite or reorder the lines
-/// the person reads.
+/// that ends the line, tabs, and (in colour) the escapes of the log's own colours
+/// ([`log_colour_at`]). tracing escapes escape sequences in a message alone, and never a
+/// carriage return, a newline or a bidi override, which could then rewrite or reorder the
+/// lines the person reads.
 struct ShownLog {
     ansi: bool,
 }
@@ -74,19 +74,39 @@ impl std::io::Write for ShownLog {
 
 /// `line` (one formatted log event) as [`ShownLog`] writes it.
 fn shown_log_line(line: &str, ansi: bool) -> String {
-    let body = line.strip_suffix('\n');
+    let body = line.strip_suffix('\n').unwrap_or(line);
     let mut out = String::with_capacity(line.len());
-    for c in body.unwrap_or(line).chars() {
-        if amc_core::text::is_hidden(c) && c != '\t' && !(ansi && c == '\x1b') {
+    let mut chars = body.char_indices();
+    while let Some((at, c)) = chars.next() {
+        if c == '\x1b'
+            && ansi
+            && let Some(len) = log_colour_at(&body[at..])
+        {
+            out.push_str(&body[at..at + len]);
+            // The rest of the escape, all ASCII, is copied: step past it.
+            chars.nth(len - 2);
+        } else if amc_core::text::is_hidden(c) && c != '\t' {
             out.push_str(&format!("⟨U+{:04X}⟩", u32::from(c)));
         } else {
             out.push(c);
         }
     }
-    if body.is_some() {
+    if line.ends_with('\n') {
         out.push('\n');
     }
     out
+}
+
+/// The length of the colour escape `text` starts with, if it is one the log itself writes
+/// (`ESC[…m` setting bold, dim, italic, a foreground colour or none): tracing escapes
+/// escapes in a message, not in a field logged with `%`, so an escape that erases, moves,
+/// conceals or titles is shown, whoever wrote it.
+fn log_colour_at(text: &str) -> Option<usize> {
+    let params = text.strip_prefix("\x1b[")?;
+    let end = params.find('m')?;
+    let allowed =
+        |p: &str| matches!(p, "" | "0" | "1" | "2" | "3" | "22" | "23" | "31" | "32" | "33" | "34" | "35" | "39");
+    params[..end].split(';').all(allowed).then_some(2 + end + 1)
 }
 
 /// Resolves on SIGTERM or SIGINT (Ctrl-C). If the signals cannot be watched, never.
@@ -114,7 +134,12 @@ mod tests {
             shown_log_line(line, false),
             "WARN send failed: error=Ada⟨U+000D⟩⟨U+001B⟩[2K    fine⟨U+000A⟩INFO forged ⟨U+202E⟩txet⟨U+200B⟩\n"
         );
-        // In colour, the log's own escapes stay; tracing escapes those in what it logs.
+        // In colour, the log's own colours stay; any other escape is shown, since tracing
+        // leaves those in a field logged with `%` as they are.
         assert_eq!(shown_log_line("\x1b[33mWARN\x1b[0m\ta\n", true), "\x1b[33mWARN\x1b[0m\ta\n");
+        assert_eq!(
+            shown_log_line("\x1b[1;32mok\x1b[0m detail=Ada\x1b[2K\x1b[8mhid\x1b]0;title\x07\x1b[\n", true),
+            "\x1b[1;32mok\x1b[0m detail=Ada⟨U+001B⟩[2K⟨U+001B⟩[8mhid⟨U+001B⟩]0;title⟨U+0007⟩⟨U+001B⟩[\n"
+        );
     }
 }
