@@ -265,18 +265,23 @@ pub async fn agent(raw: RawConfig, json_out: bool, cmd: AgentCmd) -> anyhow::Res
     Ok(())
 }
 
-/// Asks the person, a second time, to approve a conversation with a short-code sender;
-/// without a terminal to ask at, says how to confirm.
-fn confirm_sensitive(id: &str) -> anyhow::Result<()> {
+/// Asks the person, a second time, to approve the conversation `ch` (as the daemon gives
+/// it) with a short-code sender; without a terminal to ask at, says how to confirm.
+fn confirm_sensitive(ch: &Value) -> anyhow::Result<()> {
     use std::io::{BufRead, IsTerminal, Write};
-    let warning = format!(
-        "{id} is a conversation with a short-code sender (a bank, a sign-in service): such senders send \
-         one-time codes. Agents are not given the codes unless you show them with `amc channel codes`."
-    );
+    let warning = |name: &dyn std::fmt::Display, id: &dyn std::fmt::Display| {
+        format!(
+            "{name} ({id}) is a conversation with a short-code sender (a bank, a sign-in service): such \
+             senders send one-time codes. Agents are not given the codes unless you show them with `amc \
+             channel codes`."
+        )
+    };
     if !std::io::stdin().is_terminal() {
-        bail!("{warning} To approve it, run the command again with --sensitive.");
+        // An error is printed shown (main): its text goes as it is.
+        let said = warning(&verbatim(ch, "name"), &verbatim(ch, "id"));
+        bail!("{said} To approve it, run the command again with --sensitive.");
     }
-    eprint!("{warning}\nApprove it anyway? Type \"approve\": ");
+    eprint!("{}\nApprove it anyway? Type \"approve\": ", warning(&s(ch, "name"), &s(ch, "id")));
     std::io::stderr().flush()?;
     let mut answer = String::new();
     std::io::stdin().lock().read_line(&mut answer)?;
@@ -360,7 +365,7 @@ pub async fn channel(raw: RawConfig, json_out: bool, cmd: ChannelCmd) -> anyhow:
             let path = format!("/admin/channels/{id}/approve");
             let resp = c.post(&path, &body).await?;
             if resp.status.as_u16() == 409 && resp.json()["error"]["code"] == "CONFIRMATION_REQUIRED" {
-                confirm_sensitive(&id)?;
+                confirm_sensitive(&ok(c.get(&format!("/admin/channels/{id}")).await?)?)?;
                 body["sensitive"] = json!(true);
                 ok(c.post(&path, &body).await?)?
             } else {

@@ -26,7 +26,7 @@ pub async fn run(raw: RawConfig, args: UiArgs) -> anyhow::Result<()> {
         Ok(mut c) => c.get("/admin/listen").await.ok().map(|r| r.json()),
         Err(_) => None,
     };
-    let served = running.as_ref().and_then(|v| v["listen"].as_str()).and_then(|a| a.parse().ok());
+    let served = running.as_ref().and_then(|v| crate::shown::verbatim(v, "listen").parse().ok());
     let Some(addr) = config.listen.or(served) else {
         bail!(
             "{}: start it with `amc serve --listen 127.0.0.1:7878` (or put listen = \"127.0.0.1:7878\" in \
