@@ -849,3 +849,23 @@ fn a_short_code_senders_conversation_is_approved_only_when_confirmed() {
     assert!(!store.admin_channel(&person).expect("channel").sensitive);
     store.approve_channel(&person, HistoryRelease::All, None, false).expect("a person's number");
 }
+
+#[test]
+fn the_person_is_never_taken_for_a_short_code_sender() {
+    let (_dir, store) = store();
+    let now = now_ms();
+    // The person's iMessages are stored as from `me`, a name as short as a sender id.
+    let own = |id: &str, text: &str| {
+        let mut m = msg(id, text, now);
+        m.sender = SenderInfo { id: "me".into(), display_name: None, is_self: true };
+        m
+    };
+    let texts = ["The rent is 1850", "He was born in 1987", "Room 40213, floor 4", "Use 482913 as the door code"];
+    let mut messages: Vec<IncomingMessage> = texts.iter().enumerate().map(|(i, t)| own(&format!("o{i}"), t)).collect();
+    // The last says "code" by a number: a code whoever wrote it.
+    let mut bank = msg("b0", "918273", now);
+    bank.sender = SenderInfo { id: "72975".into(), display_name: None, is_self: false };
+    messages.push(bank);
+    let channel = ingest(&store, "any;-;72975", messages).channel_id;
+    assert_eq!(store.admin_channel(&channel).expect("channel").secret_count, 2, "the door code and the bank's");
+}

@@ -96,7 +96,7 @@ impl Store {
                 return Ok(None);
             };
             tx.prepare_cached(
-                "UPDATE messages SET secrets = amc_secrets(source, sender_id, text) WHERE rowid BETWEEN ?1 AND ?2",
+                "UPDATE messages SET secrets = amc_secrets(source, sender_id, is_self, text) WHERE rowid BETWEEN ?1 AND ?2",
             )?
             .execute(params![step.from, step.hi])?;
             Backlog::Secrets.done(tx, &step)

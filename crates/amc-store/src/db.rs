@@ -524,11 +524,12 @@ pub fn rewrite_without_foreign_keys(path: &Path, sql: &str) -> Result<()> {
 type KeysComputed = Arc<AtomicU64>;
 
 /// Registers AMC's SQL functions on `conn`: `amc_platform_key(source, platform_id)`, and
-/// `amc_unhidden(text, source, sender_id, terms)`, whether an agent's search for `terms`
-/// (a JSON array of folded words) finds `text` as the agent is given it
-/// ([`crate::secrets::found_unhidden`]), `amc_hidden(text, source, sender_id)`, the text as
-/// agents are given it (its secrets behind markers), and `amc_secrets(source, sender_id,
-/// text)`, the kinds of secret a message holds, as `messages.secrets` stores them
+/// `amc_unhidden(text, source, sender_id, is_self, terms)`, whether an agent's search for
+/// `terms` (a JSON array of folded words) finds `text` as the agent is given it
+/// ([`crate::secrets::found_unhidden`]), `amc_hidden(text, source, sender_id, is_self)`,
+/// the text as agents are given it (its secrets behind markers), and `amc_secrets(source,
+/// sender_id, is_self, text)`, the kinds of secret a message holds, as `messages.secrets`
+/// stores them
 /// ([`crate::secrets::classify`]). Every connection has them, and `messages`' generated
 /// column needs the first to write.
 fn register_functions(conn: &Connection, keys: KeysComputed) -> Result<()> {
@@ -541,24 +542,26 @@ fn register_functions(conn: &Connection, keys: KeysComputed) -> Result<()> {
         };
         Ok(crate::platform_key(&text(0)?, &text(1)?))
     })?;
-    conn.create_scalar_function("amc_unhidden", 4, flags, |ctx| {
+    conn.create_scalar_function("amc_unhidden", 5, flags, |ctx| {
         let text = text_arg(ctx, 0);
-        let short = crate::secrets::is_short_code_source(&text_arg(ctx, 1), &text_arg(ctx, 2));
+        let (source, sender) = (text_arg(ctx, 1), text_arg(ctx, 2));
+        let short = author(&source, &sender, ctx, 3).is_short_code();
         // The same terms on every row of one query: parsed once per statement.
         let terms = ctx.get_or_create_aux(
-            3,
+            4,
             |v| -> std::result::Result<Vec<String>, Box<dyn std::error::Error + Send + Sync>> {
                 Ok(serde_json::from_slice(v.as_bytes()?)?)
             },
         )?;
         Ok(crate::secrets::found_unhidden(&text, short, &terms))
     })?;
-    conn.create_scalar_function("amc_hidden", 3, flags, |ctx| {
-        let text = text_arg(ctx, 0);
-        Ok(crate::secrets::hide(&text, &crate::secrets::in_message(&text_arg(ctx, 1), &text_arg(ctx, 2), &text)))
+    conn.create_scalar_function("amc_hidden", 4, flags, |ctx| {
+        let (text, source, sender) = (text_arg(ctx, 0), text_arg(ctx, 1), text_arg(ctx, 2));
+        Ok(crate::secrets::hide(&text, &crate::secrets::in_message(author(&source, &sender, ctx, 3), &text)))
     })?;
-    conn.create_scalar_function("amc_secrets", 3, flags, |ctx| {
-        Ok(crate::secrets::classify(&text_arg(ctx, 0), &text_arg(ctx, 1), &text_arg(ctx, 2)))
+    conn.create_scalar_function("amc_secrets", 4, flags, |ctx| {
+        let (source, sender) = (text_arg(ctx, 0), text_arg(ctx, 1));
+        Ok(crate::secrets::classify(author(&source, &sender, ctx, 2), &text_arg(ctx, 3)))
     })?;
     Ok(())
 }
@@ -573,6 +576,18 @@ fn bytes_arg<'a>(ctx: &'a rusqlite::functions::Context<'_>, i: usize) -> Option<
         ValueRef::Real(x) => Some(x.to_string().into_bytes().into()),
         ValueRef::Null => None,
     }
+}
+
+/// The author of a message for the secret finder: `source`, `sender`, and whether the
+/// person wrote it (argument `is_self` of the function: any true value SQLite holds).
+fn author<'a>(
+    source: &'a str,
+    sender: &'a str,
+    ctx: &rusqlite::functions::Context<'_>,
+    is_self: usize,
+) -> crate::secrets::Author<'a> {
+    let is_self = ctx.get::<i64>(is_self).map(|n| n != 0).unwrap_or(false);
+    crate::secrets::Author { source, sender, is_self }
 }
 
 /// A function's argument `i` as text, whatever SQLite holds there (NULL as nothing, bytes

@@ -609,7 +609,7 @@ fn ingest_one(
                 // the text AMC last saw (the platform no longer has it) and its last edit
                 // time: an unsend is not an edit.
                 "UPDATE messages SET text = CASE WHEN ?4 AND ?2 = '' THEN text ELSE ?2 END, \
-                 secrets = CASE WHEN ?4 AND ?2 = '' THEN secrets ELSE amc_secrets(source, sender_id, ?2) END, \
+                 secrets = CASE WHEN ?4 AND ?2 = '' THEN secrets ELSE amc_secrets(source, sender_id, is_self, ?2) END, \
                  edited_at = CASE WHEN ?4 THEN edited_at ELSE ?3 END, unsent = ?4, \
                  reactions = CASE WHEN ?5 = '[]' THEN reactions ELSE ?5 END WHERE id = ?1 \
                  AND (unsent IS NOT ?4 OR (NOT ?4 AND (text IS NOT ?2 OR edited_at IS NOT ?3)) \
@@ -652,7 +652,7 @@ fn ingest_one(
          edited_at, unsent, reply_to, reply_to_platform_id, reactions, direction, agent_id, ingested_at, thread_id, \
          secrets) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, 'inbound', NULL, ?15, ?16, \
-         amc_secrets(?4, ?5, ?8))",
+         amc_secrets(?4, ?5, ?7, ?8))",
     )?
     .execute(params![
         id,

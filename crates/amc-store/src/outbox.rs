@@ -485,7 +485,7 @@ fn store_outbound(tx: &Transaction<'_>, id: &str, platform_id: &str, sent_at: Mi
          sent_at, reply_to, direction, agent_id, ingested_at, thread_id, secrets) \
          SELECT o.id, c.key, ?2, c.source, 'agent:' || o.agent_id, o.agent_id, 1, o.text, ?3, o.reply_to, \
          'outbound', o.agent_id, ?4, (SELECT p.thread_id FROM messages p WHERE p.id = o.reply_to), \
-         amc_secrets(c.source, 'agent:' || o.agent_id, o.text) \
+         amc_secrets(c.source, 'agent:' || o.agent_id, 1, o.text) \
          FROM outbox o JOIN channels c ON c.id = o.channel_id WHERE o.id = ?1",
     )?
     .execute(params![id, platform_id, sent_at, now])?;

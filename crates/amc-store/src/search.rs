@@ -243,10 +243,10 @@ impl Store {
                     let shown = format!("c.id IN (SELECT value FROM json_each({ids}))");
                     (
                         format!(
-                            "{} AND ({shown} OR amc_unhidden(m.text, m.source, m.sender_id, {terms}))",
+                            "{} AND ({shown} OR amc_unhidden(m.text, m.source, m.sender_id, m.is_self, {terms}))",
                             visible_to(&p)
                         ),
-                        format!("CASE WHEN {shown} THEN m.text ELSE amc_hidden(m.text, m.source, m.sender_id) END"),
+                        format!("CASE WHEN {shown} THEN m.text ELSE amc_hidden(m.text, m.source, m.sender_id, m.is_self) END"),
                     )
                 }
                 None => (VISIBLE.to_owned(), "m.text".to_owned()),

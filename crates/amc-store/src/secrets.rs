@@ -48,7 +48,7 @@ impl SecretKind {
 /// The version of the rules below. Stored with the classification of every message
 /// (`messages.secrets`): a build whose rules differ classifies every message again, in the
 /// background (see `Store::classify_more`). Raise it with every change to the rules.
-pub const RULES: i64 = 2;
+pub const RULES: i64 = 3;
 
 impl SecretKind {
     /// The kind's bit in a stored classification ([`classify`]).
@@ -65,21 +65,36 @@ impl SecretKind {
     }
 }
 
-/// The kinds of secret a message of `source` from `sender` holds, as bits
-/// ([`SecretKind::bit`]; 0: none): what `messages.secrets` stores.
-pub fn classify(source: &str, sender: &str, text: &str) -> i64 {
-    in_message(source, sender, text).iter().fold(0, |mask, f| mask | f.kind.bit())
+/// Who wrote a message, as the secret finder needs it: its source, its sender's id, and
+/// whether the person (or an agent, on the person's behalf) wrote it.
+#[derive(Debug, Clone, Copy)]
+pub struct Author<'a> {
+    /// `imessage` or `discord`.
+    pub source: &'a str,
+    /// The sender's id (`me` for the person's own iMessages).
+    pub sender: &'a str,
+    /// Whether the person wrote it.
+    pub is_self: bool,
 }
 
-/// The secrets in a message of `source` from `sender` ([`find`]; every number is a code's
-/// candidate when the sender is a short code).
-pub fn in_message(source: &str, sender: &str, text: &str) -> Vec<Found> {
-    find(text, is_short_code_source(source, sender))
+impl Author<'_> {
+    /// Whether the sender is a short code or an alphanumeric sender id: an iMessage
+    /// handle, never the person (whose iMessages AMC stores as from `me`).
+    pub fn is_short_code(&self) -> bool {
+        !self.is_self && self.source == "imessage" && is_short_code_sender(self.sender)
+    }
 }
 
-/// Whether `sender` of `source` is a short code or an alphanumeric sender id.
-pub fn is_short_code_source(source: &str, sender: &str) -> bool {
-    source == "imessage" && is_short_code_sender(sender)
+/// The kinds of secret a message by `author` holds, as bits ([`SecretKind::bit`]; 0:
+/// none): what `messages.secrets` stores.
+pub fn classify(author: Author<'_>, text: &str) -> i64 {
+    in_message(author, text).iter().fold(0, |mask, f| mask | f.kind.bit())
+}
+
+/// The secrets in a message by `author` ([`find`]; every number is a code's candidate
+/// when the sender is a short code).
+pub fn in_message(author: Author<'_>, text: &str) -> Vec<Found> {
+    find(text, author.is_short_code())
 }
 
 /// Whether a channel of `source` with platform id `platform_id` is a conversation with a
@@ -604,15 +619,25 @@ mod tests {
         }
     }
 
+    /// A message from someone else.
+    fn from<'a>(source: &'a str, sender: &'a str) -> Author<'a> {
+        Author { source, sender, is_self: false }
+    }
+
     #[test]
     fn classification_is_the_kinds_found_and_short_code_channels_are_one_to_one() {
-        assert_eq!(classify("imessage", "+15551234567", "lunch at 12:30?"), 0);
-        assert_eq!(classify("imessage", "+15551234567", "Your verification code is 482913"), SecretKind::Code.bit());
+        assert_eq!(classify(from("imessage", "+15551234567"), "lunch at 12:30?"), 0);
+        assert_eq!(
+            classify(from("imessage", "+15551234567"), "Your verification code is 482913"),
+            SecretKind::Code.bit()
+        );
         let both = "Code 482913, or https://example.com/reset?token=9f8e7d6c5b4a";
-        assert_eq!(SecretKind::in_mask(classify("discord", "1234", both)), [SecretKind::Code, SecretKind::Link]);
+        assert_eq!(SecretKind::in_mask(classify(from("discord", "1234"), both)), [SecretKind::Code, SecretKind::Link]);
         // A short code's numbers are codes on iMessage, where short codes text from.
-        assert_eq!(classify("imessage", "72975", "918273"), 1);
-        assert_eq!(classify("discord", "72975", "918273"), 0);
+        assert_eq!(classify(from("imessage", "72975"), "918273"), 1);
+        // The person's own messages are stored as from `me`, which is not a sender id.
+        assert_eq!(classify(Author { source: "imessage", sender: "me", is_self: true }, "The rent is 482913"), 0);
+        assert_eq!(classify(from("discord", "72975"), "918273"), 0);
         assert!(is_short_code_channel("imessage", "any;-;72975") && is_short_code_channel("imessage", "any;-;GOOGLE"));
         for (source, id) in [
             ("imessage", "any;+;chat72975"),

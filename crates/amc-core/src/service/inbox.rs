@@ -161,7 +161,10 @@ pub(in crate::service) fn seen_by_person(messages: &mut [Envelope]) {
 /// The one-time codes and sign-in links of `m`'s text. Numbers from a short-code sender
 /// count as codes.
 fn secrets_in(m: &Envelope) -> Vec<crate::secrets::Found> {
-    crate::secrets::in_message(m.source.as_str(), &m.sender.id, &m.text)
+    crate::secrets::in_message(
+        crate::secrets::Author { source: m.source.as_str(), sender: &m.sender.id, is_self: m.sender.is_self },
+        &m.text,
+    )
 }
 
 /// The kinds among `found`, each once, in order.
