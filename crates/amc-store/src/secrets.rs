@@ -121,12 +121,13 @@ pub struct Found {
 #[rustfmt::skip]
 const STRONG: &[&str] = &[
     // English
-    "verification", "verify", "otp", "passcode", "pass code", "one-time", "one time", "onetime",
-    "security code", "login code", "log-in code", "log in code", "sign-in code", "sign in code",
-    "signin code", "authentication", "auth code", "2fa", "two-factor", "two factor",
-    "confirmation code", "access code", "pin code", "do not share", "don't share", "dont share",
-    "never share", "not share", "doesn't ask", "never ask", "will never call", "reset code",
-    "recovery code", "backup code", "steam guard", "<#>",
+    "verification", "verify", "otp", "passcode", "pass code", "one-time", "one time password", "one time passcode",
+    "one time code", "one time pin", "onetime", "security code", "login code", "log-in code",
+    "log in code", "sign-in code", "sign in code", "signin code", "authentication code",
+    "authentication number", "auth code", "2fa", "two-factor", "two factor", "confirmation code",
+    "access code", "pin code", "do not share", "don't share", "dont share", "never share",
+    "doesn't ask", "never ask", "will never call", "reset code", "recovery code", "backup code",
+    "steam guard", "temporary password", "temporary code", "<#>",
     // Spanish, Portuguese
     "verificación", "verificacion", "código de seguridad", "codigo de seguridad",
     "código de acceso", "no compartas", "no lo compartas", "no la compartas", "verificação",
@@ -151,11 +152,27 @@ const STRONG: &[&str] = &[
     "인증번호", "인증 번호", "인증코드", "인증 코드", "보안코드", "보안 코드", "확인 코드", "확인코드", "타인에게",
     // Thai
     "รหัสยืนยัน", "รหัส otp", "ห้ามบอก", "รหัสผ่านครั้งเดียว", "รหัสotp",
+    // Russian, Polish
+    "код подтверждения", "код проверки", "никому не", "одноразовый", "kod weryfikacyjny",
+    "kod jednorazowy", "nikomu nie",
+    // Danish, Norwegian, Swedish, Finnish
+    "engangskode", "bekræftelseskode", "bekreftelseskode", "verifieringskod", "engångskod",
+    "vahvistuskoodi", "kertakäyttö",
+    // Greek, Turkish, Arabic
+    "επαλήθευσης", "μην το", "doğrulama", "tek kullanımlık", "kimseyle paylaşmayın",
+    "رمز التحقق", "كود التحقق", "لا تشارك",
+    // Indonesian, Malay, Vietnamese
+    "kode verifikasi", "kode otp", "jangan berikan", "jangan bagikan", "kod pengesahan",
+    "mã xác thực", "mã xác nhận", "mã otp", "không chia sẻ",
 ];
 
 /// Words for "code" or "PIN" alone: a number near one is a code, unless the words around
 /// say another kind of code ([`NOT_SECRET`]).
-const CODE_WORDS: &[&str] = &["code", "código", "codigo", "codice", "kod", "pin", "コード", "코드", "รหัส", "码", "碼"];
+#[rustfmt::skip]
+const CODE_WORDS: &[&str] = &[
+    "code", "codes", "código", "codigo", "codice", "kod", "kode", "koden", "koodi", "koodisi",
+    "kodunuz", "pin", "код", "κωδικ", "رمز", "كود", "mã", "コード", "코드", "รหัส", "码", "碼",
+];
 
 /// Codes that are not secrets: where these stand, "code" says nothing.
 #[rustfmt::skip]
@@ -183,7 +200,8 @@ const PLACES: &[&str] = &[
 const LABELS: &[&str] = &[
     "order", "ref", "reference", "invoice", "ticket", "booking", "case", "account", "acct",
     "tracking", "page", "model", "version", "unit", "street", "ending", "no", "number", "pedido",
-    "commande", "bestellung", "ordine",
+    "commande", "bestellung", "ordine", "line", "pr", "issue", "commit", "port", "build", "row",
+    "id",
 ];
 
 /// Words that, just after a number, say it is an address, whatever the words around it
@@ -201,6 +219,15 @@ const MAYBE_STREETS: &[&str] = &[
     "st", "dr", "drive", "way", "pl", "place", "ct", "court", "sq", "square", "via",
 ];
 
+/// Units, just after a number: a quantity, no code unless the words say it is one ("the
+/// code is on the fridge, 1200 grams of flour").
+#[rustfmt::skip]
+const UNITS: &[&str] = &[
+    "g", "grams", "kg", "mg", "ml", "l", "mm", "cm", "m", "km", "meters", "miles", "mi", "ft",
+    "feet", "lbs", "pounds", "degrees", "calories", "kcal", "steps", "people", "words", "lines",
+    "points", "pages", "times", "years", "days", "hours", "minutes", "seconds",
+];
+
 /// Words that make "code" a shop's: with one of these and none of [`STRONG`], a number
 /// near "code" is an offer, not a sign-in.
 #[rustfmt::skip]
@@ -209,8 +236,12 @@ const OFFERS: &[&str] = &[
     "rabatt", "réduction",
 ];
 
-/// How far (in characters) a code may stand from the words that make it one.
+/// How far (in characters) a code may stand from a word for "code" that makes it one.
 const NEAR: usize = 60;
+
+/// How far (in characters) a code may stand from the words that leave no doubt ([`STRONG`]):
+/// a bank's "OTP for txn of Rs 2500.00 at … on card ending 1234 is 482913" says it far off.
+const NEAR_STRONG: usize = 120;
 
 /// Whether `sender` (a handle id) is a short code or an alphanumeric sender id: the
 /// numbers and names businesses text from, which send codes and never chat.
@@ -257,15 +288,23 @@ pub fn find(text: &str, short_code: bool) -> Vec<Found> {
         if found.iter().any(|f| overlaps(&f.at, &c.at)) {
             continue;
         }
-        let near_strong = close(text, &strong, &c.at);
+        let near_strong = close(text, &strong, &c.at, NEAR_STRONG);
         // A room or an address is no code; an order is none unless the words say it is one.
         match labelled(&lower, &c.at) {
             Label::Place => continue,
             Label::Other if !near_strong => continue,
             _ => {}
         }
-        // Capitals and digits only where the words leave no doubt; digits near any.
-        let is_code = near_strong || (c.numeric && (short_code || close(text, &weak, &c.at)));
+        let numeric = c.shape == Shape::Digits;
+        // Capitals and digits only where the words leave no doubt, or straight after a word
+        // for code ("code is KQXRT"); digits near any, but a year near "code" alone
+        // ("Advent of Code 2024").
+        let year =
+            numeric && c.at.len() == 4 && text[c.at.clone()].parse::<u16>().is_ok_and(|y| (1900..2100).contains(&y));
+        let near_weak = !year && close(text, &weak, &c.at, NEAR);
+        let is_code = (near_strong && c.shape != Shape::Word)
+            || (numeric && (short_code || near_weak))
+            || (!offer && !year && named_right_before(&lower[..c.at.start]));
         if is_code {
             found.push(Found { kind: SecretKind::Code, at: c.at });
         }
@@ -356,12 +395,31 @@ fn places(lower: &str, words: &[&str]) -> Vec<usize> {
     out
 }
 
-/// Whether one of `places` (sorted) is within [`NEAR`] characters of the span `c`.
-fn close(text: &str, places: &[usize], c: &Range<usize>) -> bool {
+/// Whether one of `places` (sorted) is within `near` characters of the span `c`.
+fn close(text: &str, places: &[usize], c: &Range<usize>, near: usize) -> bool {
     let i = places.partition_point(|&p| p < c.start);
     let before = i.checked_sub(1).map(|k| places[k]);
     let after = places.get(i).copied();
-    [before, after].into_iter().flatten().any(|p| distance(text, p, c) <= NEAR)
+    [before, after].into_iter().flatten().any(|p| distance(text, p, c, near) <= near)
+}
+
+/// Whether `before` (the lowercase text before a candidate) ends with a word for code and,
+/// at most, "is" or a colon: the candidate is what the code is ("Steam Guard code: KQXRT"),
+/// unless it is another kind of code ("promo code SAVE20").
+fn named_right_before(before: &str) -> bool {
+    let mut rest = before.trim_end();
+    for tail in [":", "：", " is", " es", " est", " ist", " é", " è", "は", "="] {
+        if let Some(r) = rest.strip_suffix(tail) {
+            rest = r.trim_end();
+            break;
+        }
+    }
+    let word_ends = |w: &&str| {
+        rest.ends_with(*w)
+            && (!w.starts_with(|c: char| c.is_ascii_alphanumeric())
+                || !rest[..rest.len() - w.len()].chars().next_back().is_some_and(char::is_alphanumeric))
+    };
+    CODE_WORDS.iter().chain(STRONG).any(word_ends) && !NOT_SECRET.iter().any(|n| rest.ends_with(n))
 }
 
 /// What the word just before a number says it is ([`PLACES`], [`LABELS`]), or the words
@@ -390,17 +448,20 @@ fn labelled(lower: &str, at: &Range<usize>) -> Label {
     let street = |list: &[&str]| after.iter().take(2).any(|w| list.contains(&w.as_str()));
     if street(STREETS) || PLACES.contains(&before.as_str()) {
         Label::Place
-    } else if street(MAYBE_STREETS) || LABELS.contains(&before.as_str()) {
+    } else if street(MAYBE_STREETS)
+        || after.first().is_some_and(|w| UNITS.contains(&w.as_str()))
+        || LABELS.contains(&before.as_str())
+    {
         Label::Other
     } else {
         Label::None
     }
 }
 
-/// Characters between the word at `at` and the span `c` (past [`NEAR`], any more).
-fn distance(text: &str, at: usize, c: &Range<usize>) -> usize {
+/// Characters between the word at `at` and the span `c` (past `near`, any more).
+fn distance(text: &str, at: usize, c: &Range<usize>, near: usize) -> usize {
     let (a, b) = if at < c.start { (at, c.start) } else { (c.end, at) };
-    if b.saturating_sub(a) > 4 * NEAR {
+    if b.saturating_sub(a) > 4 * near {
         return usize::MAX;
     }
     text.get(a..b).map_or(usize::MAX, |s| s.chars().count())
@@ -409,39 +470,66 @@ fn distance(text: &str, at: usize, c: &Range<usize>) -> usize {
 /// A run that may be a code.
 struct Candidate {
     at: Range<usize>,
-    numeric: bool,
+    shape: Shape,
+}
+
+/// What a candidate is made of, which says how sure the words around it must make it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    /// Digits: a code near any word for code.
+    Digits,
+    /// Capitals and digits: a code near words that leave no doubt.
+    Capitals,
+    /// Letters alone, or small letters and digits: a code only right after a word for code.
+    Word,
+}
+
+/// Whether `word` (lowercase) is one of the words that say "code", or part of one.
+fn says_code(word: &str) -> bool {
+    CODE_WORDS.iter().chain(STRONG).any(|w| w.split(' ').any(|part| part == word))
+}
+
+/// A decimal digit: ASCII, full-width (Japanese and Chinese texts), Arabic-Indic or
+/// Devanagari, each of which services write codes in.
+fn is_digit(c: char) -> bool {
+    c.is_ascii_digit()
+        || matches!(c, '\u{FF10}'..='\u{FF19}' | '\u{0660}'..='\u{0669}' | '\u{06F0}'..='\u{06F9}' | '\u{0966}'..='\u{096F}')
+}
+
+/// A character of a run that may be a code.
+fn is_code_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || is_digit(c)
 }
 
 /// Runs of 4 to 8 digits (one space or hyphen may split them in two groups of 3 or 4:
-/// "123 456", "123-456"), and runs of 4 to 10 capital letters and digits with both, that
-/// are not parts of prices, dates, times, phone numbers, amounts or longer numbers.
+/// "123 456", "123-456"), runs of 4 to 10 capital letters and digits with both, and words of
+/// 4 to 10 letters or small letters and digits, that are not parts of prices, dates, times,
+/// phone numbers, amounts or longer numbers.
 fn candidates(text: &str) -> Vec<Candidate> {
     let chars: Vec<(usize, char)> = text.char_indices().collect();
     let mut out = Vec::new();
     let mut i = 0;
     while i < chars.len() {
         let (start, c) = chars[i];
-        if !c.is_ascii_alphanumeric() {
+        if !is_code_char(c) {
             i += 1;
             continue;
         }
         let mut j = i;
-        while j < chars.len() && chars[j].1.is_ascii_alphanumeric() {
+        while j < chars.len() && is_code_char(chars[j].1) {
             j += 1;
         }
         let word: String = chars[i..j].iter().map(|(_, c)| c).collect();
         let end = chars.get(j).map_or(text.len(), |(b, _)| *b);
         let before = i.checked_sub(1).map(|k| chars[k].1);
         let after = chars.get(j).map(|(_, c)| *c);
-        let digit_at = |k: usize| chars.get(k).is_some_and(|(_, c)| c.is_ascii_digit());
-        if word.chars().all(|c| c.is_ascii_digit()) {
+        let digit_at = |k: usize| chars.get(k).is_some_and(|(_, c)| is_digit(*c));
+        // How many digits follow position k.
+        let digits_from = |k: usize| chars[k.min(chars.len())..].iter().take_while(|(_, c)| is_digit(*c)).count();
+        if word.chars().all(is_digit) {
             // A second group after one space or hyphen: "123 456".
             let second = if matches!(after, Some(' ' | '-')) && digit_at(j + 1) {
-                let mut k = j + 1;
-                while k < chars.len() && chars[k].1.is_ascii_digit() {
-                    k += 1;
-                }
-                Some(k)
+                Some(j + 1 + digits_from(j + 1))
             } else {
                 None
             };
@@ -458,33 +546,48 @@ fn candidates(text: &str) -> Vec<Candidate> {
             let end = chars.get(last).map_or(text.len(), |(b, _)| *b);
             let next = chars.get(last).map(|(_, c)| *c);
             let joined = |c: Option<char>, k: Option<usize>| {
-                matches!(c, Some('.' | ',' | ':' | '/' | '-' | '\u{2013}')) && k.is_some_and(&digit_at)
+                matches!(c, Some('.' | ':' | '/' | '-' | '\u{2013}')) && k.is_some_and(&digit_at)
             };
+            // A comma joins numbers as thousands or cents ("1,299", "1299,00"), not before
+            // a clause ("482913,5分钟内有效").
+            let comma_after = next == Some(',') && (2..=3).contains(&digits_from(last + 1));
+            let comma_before = before == Some(',') && i >= 2 && digit_at(i - 2);
             let part_of_more = joined(before, i.checked_sub(2))
                 || joined(next, Some(last + 1))
+                || comma_after
+                || comma_before
                 || (grouped.is_none() && second.is_some());
             let currency = |c: char| matches!(c, '$' | '€' | '£' | '¥' | '₹' | '₩');
             let money = before.is_some_and(currency)
                 || next.is_some_and(|c| c == '%' || currency(c))
                 || (before == Some(' ') && i.checked_sub(2).is_some_and(|k| currency(chars[k].1)));
-            let phone = matches!(before, Some('+' | '(' | ')'));
+            // "(415) 555-0199", "+1 415…": a phone's; "(482913)" alone is not.
+            let phone = matches!(before, Some('+' | ')')) || (before == Some('(') && next != Some(')'));
             if (4..=8).contains(&digits) && !part_of_more && !money && !phone {
-                out.push(Candidate { at: start..end, numeric: true });
+                out.push(Candidate { at: start..end, shape: Shape::Digits });
             }
             i = last;
             continue;
         }
         let letters = word.chars().filter(|c| c.is_ascii_alphabetic()).count();
-        let digits = word.len() - letters;
+        let digits = word.chars().count() - letters;
         let capitals = word.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit());
-        if (4..=10).contains(&word.len()) && letters > 0 && digits > 0 && capitals {
-            out.push(Candidate { at: start..end, numeric: false });
-        } else if let Some(p) = word.find(|c: char| c.is_ascii_digit()).filter(|_| letters <= 2 && digits >= 4) {
+        let len = word.chars().count();
+        if (4..=10).contains(&len) && letters > 0 && digits > 0 && capitals {
+            out.push(Candidate { at: start..end, shape: Shape::Capitals });
+        } else if let Some(p) = word.find(is_digit).filter(|_| letters <= 2 && digits >= 4) {
             // "G-123456" is split at the hyphen; "G123456" keeps its letter: the digits are the code.
             let digits_at = start + p;
-            if word[p..].chars().all(|c| c.is_ascii_digit()) && (4..=8).contains(&(word.len() - p)) {
-                out.push(Candidate { at: digits_at..end, numeric: true });
+            if word[p..].chars().all(is_digit) && (4..=8).contains(&word[p..].chars().count()) {
+                out.push(Candidate { at: digits_at..end, shape: Shape::Digits });
             }
+        } else if (4..=10).contains(&len)
+            && word.chars().all(|c| c.is_ascii_alphanumeric())
+            && (if digits == 0 { capitals && len >= 5 } else { letters > 0 })
+            && !says_code(&word.to_ascii_lowercase())
+        {
+            // "KQXRT", "a7k9q2": a code only right after a word for code.
+            out.push(Candidate { at: start..end, shape: Shape::Word });
         }
         i = j;
     }
@@ -531,24 +634,39 @@ const LINK_WORDS: &[&str] = &[
     "recover",
 ];
 
-/// Links whose address speaks of signing in or resetting, and carries a token (a query
+/// Query parameters that say where a link was shared from, never who signs in.
+#[rustfmt::skip]
+const TRACKING: &[&str] = &[
+    "smid", "fbclid", "gclid", "dclid", "msclkid", "mc_cid", "mc_eid", "igshid", "si", "ref",
+    "ref_src", "source", "share", "src", "campaign", "cmpid",
+];
+
+/// Links (any scheme) whose address speaks of signing in or resetting, and carries a token (a query
 /// value of 8 characters or more, or a path part of 16 or more with letters and digits).
 fn links(text: &str, lower: &str) -> Vec<Found> {
     let mut out = Vec::new();
-    for scheme in ["https://", "http://"] {
-        for (at, _) in lower.match_indices(scheme) {
-            let end = text[at..].find(char::is_whitespace).map_or(text.len(), |e| at + e);
-            let end = at + text[at..end].trim_end_matches(['.', ',', ')', '!', '?', '"', '\'']).len();
-            let url = &lower[at..end];
-            let speaks = LINK_WORDS.iter().any(|w| url.contains(w));
-            let (path, query) = url.split_once('?').unwrap_or((url, ""));
-            let query_token = query.split('&').any(|kv| kv.split_once('=').is_some_and(|(_, v)| v.len() >= 8));
-            let path_token = path.split(['/', '#']).skip(3).any(|p| {
-                p.len() >= 16 && p.chars().any(|c| c.is_ascii_digit()) && p.chars().any(|c| c.is_ascii_alphabetic())
-            });
-            if speaks && (query_token || path_token) {
-                out.push(Found { kind: SecretKind::Link, at: at..end });
-            }
+    // Any scheme: a web link, or an app's own ("myapp://login?token=…").
+    for (sep, _) in lower.match_indices("://") {
+        let scheme =
+            lower[..sep].chars().rev().take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '.' | '-'));
+        let at = sep - scheme.count();
+        if sep - at < 2 {
+            continue;
+        }
+        let end = text[at..].find(char::is_whitespace).map_or(text.len(), |e| at + e);
+        let end = at + text[at..end].trim_end_matches(['.', ',', ')', '!', '?', '"', '\'']).len();
+        let url = &lower[at..end];
+        let speaks = LINK_WORDS.iter().any(|w| url.contains(w));
+        let (path, query) = url.split_once('?').unwrap_or((url, ""));
+        // A tracking parameter carries no sign-in, whatever its length.
+        let tracking = |k: &str| k.starts_with("utm_") || TRACKING.contains(&k);
+        let query_token =
+            query.split('&').any(|kv| kv.split_once('=').is_some_and(|(k, v)| v.len() >= 8 && !tracking(k)));
+        let path_token = path.split(['/', '#']).skip(3).any(|p| {
+            p.len() >= 16 && p.chars().any(|c| c.is_ascii_digit()) && p.chars().any(|c| c.is_ascii_alphabetic())
+        });
+        if speaks && (query_token || path_token) {
+            out.push(Found { kind: SecretKind::Link, at: at..end });
         }
     }
     out
@@ -603,17 +721,20 @@ mod tests {
     }
 
     #[test]
-    fn a_number_is_a_code_within_sixty_characters_of_its_words_and_no_further() {
-        // Counted in characters whatever their bytes: 'é' takes two, '🙂' four.
-        for filler in ['x', 'é', '🙂'] {
-            for (gap, is_code) in [(NEAR - 1, true), (NEAR, true), (NEAR + 1, false), (3 * NEAR, false)] {
-                let pad = |n: usize| -> String { std::iter::repeat_n(filler, n).collect() };
-                // The word before the code, its start `gap` characters before the code's.
-                let before = format!("verification {} 482913", pad(gap - "verification  ".len()));
-                // The code before the word, its end `gap` characters before the word.
-                let after = format!("482913 {} verification", pad(gap - 2));
-                for text in [before, after] {
-                    assert_eq!(!hidden(&text).contains("482913"), is_code, "{gap} {filler:?}: {text}");
+    fn a_number_is_a_code_within_its_words_reach_and_no_further() {
+        // "code" reaches 60 characters, words that leave no doubt 120. Counted in
+        // characters whatever their bytes: 'é' takes two, '🙂' four.
+        for (word, near) in [("code", NEAR), ("verification", NEAR_STRONG)] {
+            for filler in ['x', 'é', '🙂'] {
+                for (gap, is_code) in [(near - 1, true), (near, true), (near + 1, false), (3 * near, false)] {
+                    let pad = |n: usize| -> String { std::iter::repeat_n(filler, n).collect() };
+                    // The word before the code, its start `gap` characters before the code's.
+                    let before = format!("{word} {} 482913", pad(gap - word.len() - 2));
+                    // The code before the word, its end `gap` characters before the word.
+                    let after = format!("482913 {} {word}", pad(gap - 2));
+                    for text in [before, after] {
+                        assert_eq!(!hidden(&text).contains("482913"), is_code, "{gap} {filler:?}: {text}");
+                    }
                 }
             }
         }
