@@ -48,7 +48,7 @@ impl SecretKind {
 /// The version of the rules below. Stored with the classification of every message
 /// (`messages.secrets`): a build whose rules differ classifies every message again, in the
 /// background (see `Store::classify_more`). Raise it with every change to the rules.
-pub const RULES: i64 = 5;
+pub const RULES: i64 = 6;
 
 impl SecretKind {
     /// The kind's bit in a stored classification ([`classify`]).
@@ -153,13 +153,13 @@ const STRONG: &[&str] = &[
     // Thai
     "รหัสยืนยัน", "รหัส otp", "ห้ามบอก", "รหัสผ่านครั้งเดียว", "รหัสotp",
     // Russian, Polish
-    "код подтверждения", "код проверки", "никому не", "одноразовый", "kod weryfikacyjny",
-    "kod jednorazowy", "nikomu nie",
+    "код подтверждения", "код проверки", "никому не сообщ", "никому не говор", "одноразовый",
+    "kod weryfikacyjny", "kod jednorazowy", "nikomu nie poda", "nie udostępniaj",
     // Danish, Norwegian, Swedish, Finnish
     "engangskode", "bekræftelseskode", "bekreftelseskode", "verifieringskod", "engångskod",
     "vahvistuskoodi", "kertakäyttö",
     // Greek, Turkish, Arabic
-    "επαλήθευσης", "μην το", "doğrulama", "tek kullanımlık", "kimseyle paylaşmayın",
+    "επαλήθευσης", "doğrulama", "tek kullanımlık", "kimseyle paylaşmayın",
     "رمز التحقق", "كود التحقق", "لا تشارك",
     // Indonesian, Malay, Vietnamese
     "kode verifikasi", "kode otp", "jangan berikan", "jangan bagikan", "kod pengesahan",
@@ -295,16 +295,20 @@ pub fn find(text: &str, short_code: bool) -> Vec<Found> {
             Label::Other if !near_strong => continue,
             _ => {}
         }
-        let numeric = c.shape == Shape::Digits;
-        // Capitals and digits only where the words leave no doubt, or straight after a word
-        // for code ("code is KQXRT"); digits near any, but a year near "code" alone
-        // ("Advent of Code 2024").
-        let year =
-            numeric && c.at.len() == 4 && text[c.at.clone()].parse::<u16>().is_ok_and(|y| (1900..2100).contains(&y));
-        let near_weak = !year && close(text, &weak, &c.at, NEAR);
-        let is_code = (near_strong && c.shape != Shape::Word)
-            || (numeric && (short_code || near_weak))
-            || (!offer && !year && named_right_before(&lower[..c.at.start]));
+        // Digits near any word for code, but a year near "code" alone ("Advent of Code
+        // 2024") only when the words say it is the code ("your PIN is 1987"); capitals and
+        // digits near words that leave no doubt; any of them when the words say it is the
+        // code ("Steam Guard code is KQXRT").
+        let said = if offer { None } else { named_right_before(&lower[..c.at.start]) };
+        let is_code = match c.shape {
+            Shape::Digits => {
+                let year = is_year(&text[c.at.clone()]);
+                let near_weak = close(text, &weak, &c.at, NEAR) || said.is_some();
+                near_strong || short_code || (!year && near_weak) || said == Some(true)
+            }
+            Shape::Capitals => near_strong || said == Some(true),
+            Shape::Word => said == Some(true),
+        };
         if is_code {
             found.push(Found { kind: SecretKind::Code, at: c.at });
         }
@@ -342,6 +346,10 @@ pub fn found_unhidden(text: &str, short_code: bool, terms: &[String]) -> bool {
     let mut rest = String::with_capacity(text.len());
     let mut from = 0;
     for f in &found {
+        // Secrets never overlap ([`find`]); should two, the first stands for both.
+        if f.at.start < from {
+            continue;
+        }
         rest.push_str(&text[from..f.at.start]);
         rest.push('\u{1}');
         from = f.at.end;
@@ -403,23 +411,52 @@ fn close(text: &str, places: &[usize], c: &Range<usize>, near: usize) -> bool {
     [before, after].into_iter().flatten().any(|p| distance(text, p, c, near) <= near)
 }
 
-/// Whether `before` (the lowercase text before a candidate) ends with a word for code and,
-/// at most, "is" or a colon: the candidate is what the code is ("Steam Guard code: KQXRT"),
-/// unless it is another kind of code ("promo code SAVE20").
-fn named_right_before(before: &str) -> bool {
+/// Whether `before` (the lowercase text before a candidate) ends with a word for code,
+/// unless another kind of code ("promo code SAVE20"): `Some(true)` when "is" or a colon
+/// then says the candidate is the code ("Steam Guard code is: KQXRT"), `Some(false)` when
+/// it only follows the word ("code 482913", "CHECK THE CODE AGAIN").
+fn named_right_before(before: &str) -> Option<bool> {
     let mut rest = before.trim_end();
-    for tail in [":", "：", " is", " es", " est", " ist", " é", " è", "は", "="] {
-        if let Some(r) = rest.strip_suffix(tail) {
-            rest = r.trim_end();
-            break;
-        }
+    let mut told = false;
+    // "is:" and "は：" say it twice.
+    for _ in 0..2 {
+        let tails = [":", "：", "=", " is", " es", " est", " ist", " é", " è", "は"];
+        let Some(tail) = tails.into_iter().find(|t| rest.ends_with(t)) else { break };
+        rest = rest[..rest.len() - tail.len()].trim_end();
+        told = true;
     }
     let word_ends = |w: &&str| {
         rest.ends_with(*w)
             && (!w.starts_with(|c: char| c.is_ascii_alphanumeric())
                 || !rest[..rest.len() - w.len()].chars().next_back().is_some_and(char::is_alphanumeric))
     };
-    CODE_WORDS.iter().chain(STRONG).any(word_ends) && !NOT_SECRET.iter().any(|n| rest.ends_with(n))
+    let named = CODE_WORDS.iter().chain(STRONG).any(word_ends) && !NOT_SECRET.iter().any(|n| rest.ends_with(n));
+    named.then_some(told)
+}
+
+/// Whether `run` (a candidate's digits) is a year from 1900 to 2099, in any digits.
+fn is_year(run: &str) -> bool {
+    let mut year = 0;
+    let mut count = 0;
+    for c in run.chars() {
+        let Some(d) = digit_value(c) else { return false };
+        year = year * 10 + d;
+        count += 1;
+    }
+    count == 4 && (1900..2100).contains(&year)
+}
+
+/// The value of a digit of [`is_digit`].
+fn digit_value(c: char) -> Option<u32> {
+    let zero = match c {
+        '0'..='9' => '0',
+        '\u{FF10}'..='\u{FF19}' => '\u{FF10}',
+        '\u{0660}'..='\u{0669}' => '\u{0660}',
+        '\u{06F0}'..='\u{06F9}' => '\u{06F0}',
+        '\u{0966}'..='\u{096F}' => '\u{0966}',
+        _ => return None,
+    };
+    Some(u32::from(c) - u32::from(zero))
 }
 
 /// What the word just before a number says it is ([`PLACES`], [`LABELS`]), or the words
@@ -492,8 +529,7 @@ fn says_code(word: &str) -> bool {
 /// A decimal digit: ASCII, full-width (Japanese and Chinese texts), Arabic-Indic or
 /// Devanagari, each of which services write codes in.
 fn is_digit(c: char) -> bool {
-    c.is_ascii_digit()
-        || matches!(c, '\u{FF10}'..='\u{FF19}' | '\u{0660}'..='\u{0669}' | '\u{06F0}'..='\u{06F9}' | '\u{0966}'..='\u{096F}')
+    digit_value(c).is_some()
 }
 
 /// What may split a code in two groups: a space (no-break and thin ones too, as French and
@@ -557,11 +593,9 @@ fn candidates(text: &str) -> Vec<Candidate> {
             // A comma joins numbers as thousands or cents ("1,299", "1299,00"), not before
             // a clause ("482913,5分钟内有效").
             let comma_after = next == Some(',') && (2..=3).contains(&digits_from(last + 1));
-            let comma_before = before == Some(',') && i >= 2 && digit_at(i - 2);
             let part_of_more = joined(before, i.checked_sub(2))
                 || joined(next, Some(last + 1))
                 || comma_after
-                || comma_before
                 || (grouped.is_none() && second.is_some());
             let currency = |c: char| matches!(c, '$' | '€' | '£' | '¥' | '₹' | '₩');
             let money = before.is_some_and(currency)
@@ -651,16 +685,22 @@ const TRACKING: &[&str] = &[
 /// value of 8 characters or more, or a path part of 16 or more with letters and digits).
 fn links(text: &str, lower: &str) -> Vec<Found> {
     let mut out = Vec::new();
-    // Any scheme: a web link, or an app's own ("myapp://login?token=…").
+    // Any scheme: a web link, or an app's own ("myapp://login?token=…"). A link inside
+    // another (`…/login?next=myapp://…`) is part of the first.
+    let mut last_end = 0;
     for (sep, _) in lower.match_indices("://") {
+        if sep < last_end {
+            continue;
+        }
         let scheme =
             lower[..sep].chars().rev().take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '.' | '-'));
         let at = sep - scheme.count();
-        if sep - at < 2 {
+        if sep - at < 2 || at < last_end {
             continue;
         }
         let end = text[at..].find(char::is_whitespace).map_or(text.len(), |e| at + e);
         let end = at + text[at..end].trim_end_matches(['.', ',', ')', '!', '?', '"', '\'']).len();
+        last_end = end;
         let url = &lower[at..end];
         let speaks = LINK_WORDS.iter().any(|w| url.contains(w));
         let (path, query) = url.split_once('?').unwrap_or((url, ""));
@@ -743,6 +783,34 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    #[test]
+    fn a_link_inside_another_is_one_secret() {
+        let text = "Sign in: https://a.example/login?next=myapp://x/reset?token=abcdefgh12 now";
+        let found = find(text, false);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(hidden(text), format!("Sign in: {LINK_MARKER} now"));
+        assert!(found_unhidden(text, false, &["now".to_owned()]));
+        assert!(!found_unhidden(text, false, &["abcdefgh12".to_owned()]));
+    }
+
+    #[test]
+    fn what_follows_a_word_for_code_is_the_code_when_the_words_say_so() {
+        for (text, code) in [
+            ("Your PIN is 1987", "1987"),
+            ("Steam Guard code is: KQXRT", "KQXRT"),
+            ("Your verification code is a7k9q2", "a7k9q2"),
+            ("backup codes 48291,55123", "55123"),
+            ("認証コードは：４８２９１３", "４８２９１３"),
+        ] {
+            assert!(!hidden(text).contains(code), "{text} -> {}", hidden(text));
+        }
+        for text in
+            ["CHECK THE CODE AGAIN", "error: code E404", "code ipv6 works", "Advent of Code 2024", "code ٢٠٢٤ lol"]
+        {
+            assert_eq!(hidden(text), text);
         }
     }
 
