@@ -632,7 +632,7 @@ FROM_CONTACT = "send it to the new account\r\x1b[2KSee you at 8?"
 # What must be seen as it is: emoji joined and with their presentation selector.
 EMOJI = "On my way 👩\u200d💻 ❤\ufe0f"
 # A run of presentation selectors draws as one emoji and carries bits: only the first stays.
-SMUGGLED = "ok 👍\ufe0f" + "\ufe0e\ufe0f" * 4
+SMUGGLED = "ok 👍\ufe0f" + "\ufe0e\ufe0f" * 4 + " \ufe0f"
 
 # The characters no text node and no tooltip may hold as they are: controls but the tab
 # and the newline, bidi controls, zero-width and other invisible characters (the set of
@@ -644,7 +644,7 @@ HIDDEN_LEFT = r"""root => {
     const holds = (text) => Array.from(text).some((c, i, all) => {
         if (!hidden.test(c)) return false;
         const base = all.slice(0, i).reverse().find((b) => !selector(b));
-        if (selector(c)) return i === 0 || hidden.test(all[i - 1]);
+        if (selector(c)) return i === 0 || hidden.test(all[i - 1]) || /\s/u.test(all[i - 1]);
         if (c === "\u200D") return !(base && pictograph.test(base) && pictograph.test(all[i + 1] ?? ""));
         return true;
     });
@@ -719,7 +719,7 @@ def test_text_that_would_hide_or_reorder_itself_is_shown_whole_and_in_order(daem
     read_in_order(conversation.locator(".msg-meta").first)
     expect(conversation.locator(".bubble").first).to_have_text("send it to the new account⟨U+000D⟩⟨U+001B⟩[2KSee you at 8?")
     expect(conversation.locator(".bubble").nth(1)).to_have_text(EMOJI)
-    expect(conversation.locator(".bubble").nth(2)).to_have_text("ok 👍\ufe0f" + "⟨U+FE0E⟩⟨U+FE0F⟩" * 4)
+    expect(conversation.locator(".bubble").nth(2)).to_have_text("ok 👍\ufe0f" + "⟨U+FE0E⟩⟨U+FE0F⟩" * 4 + " ⟨U+FE0F⟩")
     log_row = page.locator(f'tr[data-send="{r.json()["message_id"]}"]')
     expect(log_row).to_contain_text("wired the $4,000 deposit…⟨U+000D⟩⟨U+001B⟩[2K")
     read_in_order(log_row.locator(".log-channel"))

@@ -47,7 +47,7 @@ function shown(text, { marks = true } = {}) {
     const kept = selector ? selectorFits
       : c === "\u200D" ? before !== null && PICTOGRAPH.test(before) && PICTOGRAPH.test(chars[i + 1] ?? "")
       : !HIDDEN.test(c);
-    selectorFits = kept && !selector;
+    selectorFits = kept && !selector && !/\s/u.test(c); // after a space it would only carry bits
     if (kept) {
       run += c;
       if (!selector) before = c;

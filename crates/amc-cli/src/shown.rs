@@ -66,7 +66,8 @@ impl Shown<'_> {
                 write!(out, "{OPEN}U+{:04X}⟩", u32::from(c))?;
                 shown_before = None;
             }
-            selector_fits = kept && !selector;
+            // A selector after a space changes nothing seen: it would only carry bits.
+            selector_fits = kept && !selector && !c.is_whitespace();
         }
         Ok(())
     }

@@ -103,7 +103,8 @@ fn shown_log_line(line: &str, ansi: bool) -> String {
 /// conceals or titles is shown, whoever wrote it.
 fn log_colour_at(text: &str) -> Option<usize> {
     let params = text.strip_prefix("\x1b[")?;
-    let end = params.find('m')?;
+    // The log's own are short: looking no further keeps a line of many ESC[ linear.
+    let end = params.bytes().take(12).position(|b| b == b'm')?;
     let allowed =
         |p: &str| matches!(p, "" | "0" | "1" | "2" | "3" | "22" | "23" | "31" | "32" | "33" | "34" | "35" | "39");
     params[..end].split(';').all(allowed).then_some(2 + end + 1)

@@ -75,7 +75,7 @@ fn hidden_left(shown: &str) -> Vec<char> {
         let base = chars[..i].iter().rev().find(|&&b| !matches!(b, '\u{FE0E}' | '\u{FE0F}'));
         let fine = match c {
             // One selector, straight after a shown character.
-            '\u{FE0E}' | '\u{FE0F}' => i > 0 && !dangerous(chars[i - 1]),
+            '\u{FE0E}' | '\u{FE0F}' => i > 0 && !dangerous(chars[i - 1]) && !chars[i - 1].is_whitespace(),
             '\u{200D}' => base.is_some_and(|&b| pictograph(b)) && chars.get(i + 1).is_some_and(|&n| pictograph(n)),
             _ => false,
         };
@@ -113,6 +113,7 @@ fn hidden_and_acting_characters_are_shown_as_their_code_points() {
         ("I ❤️ it ☺︎", "I ❤️ it ☺︎"),
         ("👩‍💻 👨‍👩‍👧 ❤️‍🔥 🏳️‍⚧️", "👩‍💻 👨‍👩‍👧 ❤️‍🔥 🏳️‍⚧️"),
         ("\u{FE0F}a\u{FE0F}\u{FE0F}\u{FE0E}", "⟨U+FE0F⟩a\u{FE0F}⟨U+FE0F⟩⟨U+FE0E⟩"),
+        ("a \u{FE0F}b", "a ⟨U+FE0F⟩b"),
         ("\u{200B}\u{FE0F} a\u{200D}b 👩\u{200D}", "⟨U+200B⟩⟨U+FE0F⟩ a⟨U+200D⟩b 👩⟨U+200D⟩"),
         ("a\u{FE00}\u{E0100}", "a⟨U+FE00⟩⟨U+E0100⟩"),
         ("😀\u{200D}⟨", "😀⟨U+200D⟩⟨U+27E8⟩"),
