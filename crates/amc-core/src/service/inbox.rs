@@ -67,17 +67,32 @@ pub struct UnreadPage {
     pub next_cursor: Option<String>,
 }
 
-/// A position in the unread order, (time, message id), as an opaque string.
-fn encode_cursor(at: crate::time::Millis, id: &str) -> String {
+/// The length of an unread cursor's tag: 128 bits, past guessing.
+const CURSOR_TAG: usize = 16;
+
+/// A position in the unread order, (time, message id), as an opaque string signed for the
+/// agent it is handed to: `<position>.<tag>`, each in base64.
+fn encode_cursor(seal: &super::seal::Seal, agent_id: &str, at: crate::time::Millis, id: &str) -> String {
     use base64::Engine;
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("{at}:{id}"))
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let position = format!("{at}:{id}");
+    let tag = seal.tag(agent_id, position.as_bytes(), CURSOR_TAG);
+    format!("{}.{}", URL_SAFE_NO_PAD.encode(&position), URL_SAFE_NO_PAD.encode(tag))
 }
 
-fn decode_cursor(cursor: &str) -> Result<(crate::time::Millis, String)> {
+/// The position of a cursor AMC handed to `agent_id`; any other is refused.
+fn decode_cursor(seal: &super::seal::Seal, agent_id: &str, cursor: &str) -> Result<(crate::time::Millis, String)> {
     use base64::Engine;
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
     let invalid = || Error::validation("cursor must be a next_cursor returned by list_unread_messages");
-    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(cursor).map_err(|_| invalid())?;
-    let text = String::from_utf8(raw).map_err(|_| invalid())?;
+    let (position, tag) = cursor.split_once('.').ok_or_else(invalid)?;
+    let position = URL_SAFE_NO_PAD.decode(position).map_err(|_| invalid())?;
+    let tag = URL_SAFE_NO_PAD.decode(tag).map_err(|_| invalid())?;
+    if !seal.verify(agent_id, &position, &tag, CURSOR_TAG) {
+        return Err(invalid());
+    }
+    // Signed by this daemon, so well formed; checked all the same, should the key leak.
+    let text = String::from_utf8(position).map_err(|_| invalid())?;
     let (at, id) = text.split_once(':').ok_or_else(invalid)?;
     let at: crate::time::Millis = at.parse().map_err(|_| invalid())?;
     if !is_message_id(id) {
@@ -205,7 +220,8 @@ impl Amc {
         if let Some(c) = &p.channel_id {
             check_channel_id(c)?;
         }
-        let after = p.cursor.as_deref().map(decode_cursor).transpose()?;
+        let seal = &self.inner.cursors;
+        let after = p.cursor.as_deref().map(|c| decode_cursor(seal, &agent.agent_id, c)).transpose()?;
         let q = UnreadQuery {
             since,
             after,
@@ -223,7 +239,7 @@ impl Amc {
             })
             .await?;
         let next_cursor = match messages.last() {
-            Some(m) => Some(encode_cursor(m.sent_at, &m.id)),
+            Some(m) => Some(encode_cursor(seal, &agent.agent_id, m.sent_at, &m.id)),
             None => p.cursor,
         };
         Ok(UnreadPage { messages, next_since: next_since.map(format_ms), next_cursor })

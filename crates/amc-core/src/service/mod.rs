@@ -22,6 +22,7 @@ mod failed_later;
 mod health;
 mod inbox;
 mod ingest;
+mod seal;
 mod search;
 mod send;
 mod upkeep;
@@ -73,6 +74,8 @@ struct Inner {
     revocations: tokio::sync::watch::Sender<u64>,
     /// The push's acknowledgements, windows and sessions.
     push: claude_channel::PushState,
+    /// Signs the unread cursors handed to agents (with the push's key).
+    cursors: seal::Seal,
     /// The search backlog's indexing while it runs: when it began, and how far it is.
     indexing: std::sync::Mutex<Option<(Instant, amc_store::IndexProgress)>>,
     /// The classification backlog's work while it runs (see [`Amc::classify_backlog`]).
@@ -144,6 +147,7 @@ impl Amc {
                 started: Instant::now(),
                 url_filter: amc_attach::url::is_public,
                 revocations: tokio::sync::watch::Sender::new(0),
+                cursors: seal::Seal::new(push_key.clone()),
                 push: claude_channel::PushState::new(push_key),
                 indexing: Default::default(),
                 classifying: Default::default(),

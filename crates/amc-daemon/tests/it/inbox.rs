@@ -253,11 +253,30 @@ async fn paging_by_cursor_never_sticks_on_messages_of_one_millisecond() {
     }
     assert_eq!(seen, sent, "every message once, in order");
 
-    // A cursor is a position, never access; a forged or damaged one is refused.
-    for bad in ["x", "bm90IGEgY3Vyc29y", "MTc3NzAwMDAwMDAwMDpub3RhbWVzc2FnZQ", "%00"] {
+    // A cursor is a position, never access; one AMC did not hand to this agent is refused:
+    // forged, damaged, moved, or another agent's.
+    use base64::Engine;
+    let b64 = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
+    let real = cursor.expect("a cursor");
+    let (_, tag) = real.split_once('.').expect("position.tag");
+    let (mut other, _) = d.agent("codex").await;
+    let others = other.get("/messages/unread?limit=1").await.expect("get").json()["next_cursor"].clone();
+    let forged = [
+        "x".to_owned(),
+        "bm90IGEgY3Vyc29y".to_owned(),
+        "%00".to_owned(),
+        b64(&format!("0:{}", sent[0])),
+        format!("{}.{tag}", b64(&format!("0:{}", sent[0]))),
+        format!("{}.", b64(&format!("0:{}", sent[0]))),
+        format!("{}.{}", real.split_once('.').expect("dot").0, &tag[..4]),
+        others.as_str().expect("codex's cursor").to_owned(),
+    ];
+    for bad in forged {
         let r = agent.get(&format!("/messages/unread?cursor={bad}")).await.expect("get");
         assert_eq!((r.status.as_u16(), code(&r).as_str()), (422, "VALIDATION_FAILED"), "{bad}");
     }
+    let again = agent.get(&format!("/messages/unread?cursor={real}")).await.expect("get");
+    assert_eq!(again.status, 200, "the cursor handed out still holds");
 }
 
 /// The person's own messages (written on their phone) are part of the conversation but

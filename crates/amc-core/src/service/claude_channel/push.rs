@@ -225,47 +225,34 @@ struct Told {
     any: bool,
 }
 
-type HmacSha256 = hmac::Hmac<sha2::Sha256>;
-
 /// Signs the acknowledgements handed out and checks those given back: an agent can only
 /// give back one the daemon handed to it, so a forged position (far ahead, or naming
 /// channels it cannot see) never moves its push.
 pub(in crate::service) struct AckSigner {
-    key: Vec<u8>,
+    seal: crate::service::seal::Seal,
 }
 
-impl AckSigner {
-    pub(in crate::service) fn new(key: Vec<u8>) -> Self {
-        Self { key }
-    }
+/// The length of an acknowledgement's tag: all of SHA-256.
+const ACK_TAG: usize = 32;
 
-    /// The tag of `payload` for `agent_id`: the agent is signed in, so one agent's
-    /// acknowledgement is no good to another.
-    fn mac(&self, agent_id: &str, payload: &[u8]) -> HmacSha256 {
-        use hmac::Mac;
-        // HMAC takes a key of any length.
-        let mut mac = HmacSha256::new_from_slice(&self.key).unwrap_or_else(|_| unreachable!("HMAC takes any key"));
-        mac.update(agent_id.as_bytes());
-        mac.update(b"\0");
-        mac.update(payload);
-        mac
+impl AckSigner {
+    pub(in crate::service) fn new(seal: crate::service::seal::Seal) -> Self {
+        Self { seal }
     }
 
     fn encode(&self, agent_id: &str, told: &Told) -> String {
         use base64::Engine;
         use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-        use hmac::Mac;
         let p = &told.position;
         let ack = Ack { f: p.floor, c: p.channels.clone(), t: told.decisions.clone(), n: told.any };
         let payload = serde_json::to_vec(&ack).unwrap_or_default();
-        let tag = self.mac(agent_id, &payload).finalize().into_bytes();
+        let tag = self.seal.tag(agent_id, &payload, ACK_TAG);
         format!("v1.{}.{}", URL_SAFE_NO_PAD.encode(&payload), URL_SAFE_NO_PAD.encode(tag))
     }
 
     fn decode(&self, agent_id: &str, s: &str) -> Result<Told> {
         use base64::Engine;
         use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-        use hmac::Mac;
         let invalid = || Error::validation("ack must be the ack of a batch this agent got from GET /messages/push");
         let mut parts = s.split('.');
         let (Some("v1"), Some(payload), Some(tag), None) = (parts.next(), parts.next(), parts.next(), parts.next())
@@ -274,7 +261,9 @@ impl AckSigner {
         };
         let payload = URL_SAFE_NO_PAD.decode(payload).map_err(|_| invalid())?;
         let tag = URL_SAFE_NO_PAD.decode(tag).map_err(|_| invalid())?;
-        self.mac(agent_id, &payload).verify_slice(&tag).map_err(|_| invalid())?;
+        if !self.seal.verify(agent_id, &payload, &tag, ACK_TAG) {
+            return Err(invalid());
+        }
         // Signed by this daemon, so well formed; checked all the same, should the key leak.
         let ack: Ack = serde_json::from_slice(&payload).map_err(|_| invalid())?;
         if ack.f < 0 || ack.c.len() > SCAN_LIMIT as usize || ack.c.iter().any(|(c, t)| !is_channel_id(c) || *t < 0) {
@@ -297,7 +286,11 @@ pub(in crate::service) struct PushState {
 
 impl PushState {
     pub(in crate::service) fn new(key: Vec<u8>) -> Self {
-        Self { signer: AckSigner::new(key), windows: Default::default(), sessions: Default::default() }
+        Self {
+            signer: AckSigner::new(crate::service::seal::Seal::new(key)),
+            windows: Default::default(),
+            sessions: Default::default(),
+        }
     }
 }
 
@@ -564,7 +557,7 @@ mod tests {
 
     #[test]
     fn an_ack_holds_only_as_signed_for_its_agent() {
-        let signer = AckSigner::new(b"key".to_vec());
+        let signer = AckSigner::new(crate::service::seal::Seal::new(b"key".to_vec()));
         let p = PushPosition { floor: 7, channels: vec![("ch_01HXYZABCDEFGHJKMNPQRSTVWX".into(), 9)] };
         let told = Told { position: p, decisions: vec!["tr_01HXYZABCDEFGHJKMNPQRSTVWX".to_owned()], any: true };
         let ack = signer.encode("claude", &told);
@@ -589,6 +582,8 @@ mod tests {
             assert_eq!(err.code, crate::error::ErrorCode::ValidationFailed, "{forged}");
         }
         assert!(signer.decode("other", &ack).is_err(), "another agent's ack");
-        assert!(AckSigner::new(b"another key".to_vec()).decode("claude", &ack).is_err());
+        assert!(
+            AckSigner::new(crate::service::seal::Seal::new(b"another key".to_vec())).decode("claude", &ack).is_err()
+        );
     }
 }
