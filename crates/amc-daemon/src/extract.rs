@@ -2,8 +2,8 @@
 //! query strings, and the agent's and the person's credentials.
 
 use axum::extract::{FromRequest, FromRequestParts, Query, Request};
-use axum::http::StatusCode;
 use axum::http::request::Parts;
+use axum::http::{HeaderValue, StatusCode};
 use serde::de::DeserializeOwned;
 use subtle::ConstantTimeEq;
 
@@ -61,14 +61,28 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for ApiQuery<T> {
     }
 }
 
-fn bearer(parts: &Parts) -> Option<&str> {
-    let value = parts.headers.get(axum::http::header::AUTHORIZATION)?.to_str().ok()?;
-    let (scheme, token) = value.split_once(' ')?;
-    scheme.eq_ignore_ascii_case("bearer").then_some(token.trim()).filter(|t| !t.is_empty())
+/// The header `name`, if sent once; sent twice, a credential is ambiguous (which one was
+/// checked?), so it is refused.
+fn one_header<'a>(parts: &'a Parts, name: &'static str) -> Result<Option<&'a HeaderValue>, ApiError> {
+    let mut all = parts.headers.get_all(name).iter();
+    let first = all.next();
+    if all.next().is_some() {
+        return Err(ApiError::new(ErrorCode::Unauthorized, format!("send one {name} header, not several")));
+    }
+    Ok(first)
+}
+
+/// The bearer token of `Authorization`, if one.
+fn bearer(parts: &Parts) -> Result<Option<&str>, ApiError> {
+    let Some(value) = one_header(parts, "authorization")?.and_then(|v| v.to_str().ok()) else { return Ok(None) };
+    let token = value.split_once(' ').and_then(|(scheme, token)| {
+        scheme.eq_ignore_ascii_case("bearer").then_some(token.trim()).filter(|t| !t.is_empty())
+    });
+    Ok(token)
 }
 
 fn agent_id_header(parts: &Parts) -> Result<Option<&str>, ApiError> {
-    match parts.headers.get("x-agent-id") {
+    match one_header(parts, "x-agent-id")? {
         None => Ok(None),
         Some(v) => v
             .to_str()
@@ -80,7 +94,7 @@ fn agent_id_header(parts: &Parts) -> Result<Option<&str>, ApiError> {
 }
 
 async fn authenticate(parts: &Parts, state: &AppState, need_agent_id: bool) -> Result<AgentCtx, ApiError> {
-    let token = bearer(parts).ok_or_else(|| {
+    let token = bearer(parts)?.ok_or_else(|| {
         ApiError::new(ErrorCode::Unauthorized, "missing bearer token: send Authorization: Bearer <agent token>")
     })?;
     let agent = state.amc.authenticate(token, None).await?;
@@ -126,7 +140,7 @@ impl FromRequestParts<AppState> for Admin {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
-        match bearer(parts) {
+        match bearer(parts)? {
             Some(token) if bool::from(token.as_bytes().ct_eq(state.admin_token.as_bytes())) => Ok(Self),
             _ => Err(ApiError::new(ErrorCode::Unauthorized, "the admin API needs the admin token")),
         }

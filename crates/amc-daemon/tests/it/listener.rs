@@ -132,3 +132,26 @@ async fn loopback_tcp_checks_host_and_origin_against_dns_rebinding() {
         .expect("get");
     assert_eq!(r.status, 200);
 }
+
+/// A credential sent twice is ambiguous (which one was checked?): refused, whichever comes
+/// first, on REST and on MCP.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_credential_sent_twice_is_refused() {
+    let d = Daemon::start_with(|c| c.listen = Some("127.0.0.1:0".parse().expect("addr"))).await;
+    let addr = d.tcp_addr.expect("tcp");
+    let host = format!("127.0.0.1:{}", addr.port());
+    let (_, alice) = d.agent("alice").await;
+    let (_, bob) = d.agent("bob").await;
+    let one = raw_tcp_to(addr, "GET /messages/unread", &host, None, &format!("{alice}\r\nX-Agent-ID: alice")).await;
+    assert!(one.starts_with("HTTP/1.1 200"), "{one}");
+    for (line, refused) in [("GET /messages/unread", "HTTP/1.1 401"), ("POST /mcp", "HTTP/1.1 403")] {
+        for token in [
+            format!("{alice}\r\nAuthorization: Bearer {bob}\r\nX-Agent-ID: alice"),
+            format!("{alice}\r\nX-Agent-ID: alice\r\nX-Agent-ID: bob"),
+            format!("{alice}\r\nX-Agent-ID: alice\r\nX-Agent-ID: alice"),
+        ] {
+            let out = raw_tcp_to(addr, line, &host, None, &token).await;
+            assert!(out.starts_with(refused) && out.contains("send one"), "{line} {token:?}: {out}");
+        }
+    }
+}
