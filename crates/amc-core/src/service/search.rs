@@ -164,6 +164,9 @@ impl Amc {
         if p.sender.as_deref().is_some_and(|s| s.chars().count() > 200) {
             return Err(Error::validation("sender takes at most 200 characters"));
         }
+        if p.sender.as_deref().is_some_and(|s| s.contains('\0')) {
+            return Err(Error::validation("sender must not contain NUL"));
+        }
         let Terms { words, substrings } = terms(&query)?;
         // The query's words, for what an agent is given of a message (see `unhidden`), and
         // each substring whole: its letters could each stand elsewhere in the text, while

@@ -113,6 +113,9 @@ async fn fts_syntax_from_an_agent_is_only_text_to_look_for() {
         let r = agent.get(&format!("/messages/search?query={}", query(bad))).await.expect("search");
         assert_eq!(code(&r), "VALIDATION_FAILED", "{bad:?}");
     }
+    // The other text parameter, like the query, never holds NUL.
+    let r = agent.get("/messages/search?query=trip&sender=Ada%00").await.expect("search");
+    assert_eq!(code(&r), "VALIDATION_FAILED");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
