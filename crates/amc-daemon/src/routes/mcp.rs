@@ -140,6 +140,7 @@ const STOPPING: &str = "AMC is stopping; call again once it is back";
 /// JSON-RPC's codes for a body that is not JSON and for JSON that is not a request.
 const PARSE_ERROR: i64 = -32700;
 const INVALID_REQUEST: i64 = -32600;
+const INVALID_PARAMS: i64 = -32602;
 const INTERNAL: i64 = -32603;
 
 /// What the MCP endpoints take and give is JSON-RPC, whatever the client sends: a body
@@ -175,6 +176,9 @@ async fn json_rpc_only(st: &AppState, req: Request, next: Next) -> Response {
             return json_rpc_error(Value::Null, INVALID_REQUEST, &Error::validation(why));
         }
         id = message.get("id").cloned().unwrap_or(Value::Null);
+        if let Err(why) = check_params(&message) {
+            return json_rpc_error(id, INVALID_PARAMS, &Error::validation(why));
+        }
         if parts.uri.path() == "/mcp/relay"
             && let Some(caller) = parts.extensions.get::<McpCaller>()
             && let Some(call) = DirectCall::of(&parts.headers, &bytes)
@@ -220,8 +224,8 @@ async fn json_rpc_only(st: &AppState, req: Request, next: Next) -> Response {
     json_rpc_error(id, rpc_code, &Error::new(code, message))
 }
 
-/// A JSON-RPC 2.0 message a client may send: a request or notification (a string
-/// `method`), or a response to a server's request (`result` or `error`, with an `id`).
+/// A JSON-RPC 2.0 message AMC takes: a request or notification (a string `method`). A
+/// response answers nothing here: AMC's MCP servers are stateless and send no requests.
 fn check_message(v: &Value) -> Result<(), &'static str> {
     let Some(obj) = v.as_object() else { return Err("a JSON-RPC message must be an object (batches are not taken)") };
     if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
@@ -234,8 +238,42 @@ fn check_message(v: &Value) -> Result<(), &'static str> {
     match obj.get("method") {
         Some(m) if m.is_string() => Ok(()),
         Some(_) => Err("\"method\" must be a string"),
-        None if obj.contains_key("id") && (obj.contains_key("result") || obj.contains_key("error")) => Ok(()),
+        None if obj.contains_key("result") || obj.contains_key("error") => {
+            Err("AMC sends no requests, so it takes no responses: a JSON-RPC request needs a \"method\"")
+        }
         None => Err("a JSON-RPC request needs a \"method\""),
+    }
+}
+
+/// The params of the requests whose shape rmcp would otherwise take for an unknown method
+/// (`-32601`): `tools/call` needs a string `name` and, if any, object `arguments`;
+/// `initialize` a string `protocolVersion` and objects `capabilities` and `clientInfo`
+/// (with a string `name` and `version`): what rmcp needs to read them, no more.
+fn check_params(v: &Value) -> Result<(), &'static str> {
+    let params = &v["params"];
+    match v["method"].as_str() {
+        Some("tools/call") => {
+            if !params["name"].is_string() {
+                return Err("tools/call needs params.name, the tool's name as a string");
+            }
+            if !(params["arguments"].is_null() || params["arguments"].is_object()) {
+                return Err("tools/call's params.arguments must be an object");
+            }
+            Ok(())
+        }
+        Some("initialize") => {
+            let ok = params["protocolVersion"].is_string()
+                && params["capabilities"].is_object()
+                && params["clientInfo"].is_object()
+                && params["clientInfo"]["name"].is_string()
+                && params["clientInfo"]["version"].is_string();
+            if ok {
+                Ok(())
+            } else {
+                Err("initialize needs params.protocolVersion, capabilities and clientInfo {name, version}")
+            }
+        }
+        _ => Ok(()),
     }
 }
 

@@ -293,6 +293,9 @@ async fn malformed_json_rpc_gets_a_json_rpc_error_on_both_toolsets() {
         ("not an object", b"42".to_vec(), -32600),
         ("wrong version", br#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#.to_vec(), -32600),
         ("over 1 MiB", huge.into_bytes(), -32600),
+        // AMC sends no requests, so a response answers nothing.
+        ("a response", br#"{"jsonrpc":"2.0","id":1,"result":{}}"#.to_vec(), -32600),
+        ("an error response", br#"{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"x"}}"#.to_vec(), -32600),
     ];
     for path in ["/mcp", "/mcp/relay"] {
         for (what, body, rpc_code) in &cases {
@@ -308,6 +311,27 @@ async fn malformed_json_rpc_gets_a_json_rpc_error_on_both_toolsets() {
             let env = &v["error"]["data"]["error"];
             assert_eq!(env["status"].as_u64(), Some(u64::from(r.status.as_u16())), "{path} {what}: {v}");
             assert!(env["code"].is_string() && env["message"].is_string(), "{path} {what}: {v}");
+        }
+    }
+    // A request whose params are not its method's is -32602 for that request (its id),
+    // never "method not found".
+    let params: [&[u8]; 6] = [
+        br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{}}"#,
+        br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":5}}"#,
+        br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"list_channels","arguments":[]}}"#,
+        br#"{"jsonrpc":"2.0","id":7,"method":"tools/call"}"#,
+        br#"{"jsonrpc":"2.0","id":7,"method":"initialize"}"#,
+        br#"{"jsonrpc":"2.0","id":7,"method":"initialize","params":{"protocolVersion":1,"capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+    ];
+    for path in ["/mcp", "/mcp/relay"] {
+        for body in params {
+            let mut c = d.anon().await.with_bearer(&token).with_header("x-agent-id", "claude");
+            let headers = [("accept", "application/json, text/event-stream"), ("content-type", "application/json")];
+            let r = c.request(hyper::Method::POST, path, &headers, Some(body.to_vec())).await.expect("post");
+            let v = r.json();
+            let what = String::from_utf8_lossy(body);
+            assert_eq!((&v["id"], &v["error"]["code"]), (&json!(7), &json!(-32602)), "{path} {what}: {v}");
+            assert_eq!(v["error"]["data"]["error"]["code"], "VALIDATION_FAILED", "{path} {what}: {v}");
         }
     }
     // The daemon lives on.
