@@ -48,7 +48,7 @@ impl SecretKind {
 /// The version of the rules below. Stored with the classification of every message
 /// (`messages.secrets`): a build whose rules differ classifies every message again, in the
 /// background (see `Store::classify_more`). Raise it with every change to the rules.
-pub const RULES: i64 = 6;
+pub const RULES: i64 = 7;
 
 impl SecretKind {
     /// The kind's bit in a stored classification ([`classify`]).
@@ -254,9 +254,15 @@ pub fn is_short_code_sender(sender: &str) -> bool {
     if digits {
         return (3..=6).contains(&s.len());
     }
-    // Alphanumeric sender ids: up to 11 letters and digits (the SMS limit), a letter among them.
+    // Alphanumeric sender ids: up to 11 letters and digits (the SMS limit), a letter among
+    // them, and a capital or a digit, as brands write their names ("GOOGLE", "Chase"): a
+    // word in small letters is none ("unknown", which AMC stores when Messages names no
+    // sender).
     let ok = |c: char| c.is_ascii_alphanumeric() || c == ' ' || c == '-' || c == '.' || c == '_';
-    (2..=11).contains(&s.chars().count()) && s.chars().all(ok) && s.chars().any(|c| c.is_ascii_alphabetic())
+    (2..=11).contains(&s.chars().count())
+        && s.chars().all(ok)
+        && s.chars().any(|c| c.is_ascii_alphabetic())
+        && s.chars().any(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
 }
 
 /// The secrets in `text`, in order, none overlapping. `short_code`: the sender is a short
@@ -886,6 +892,7 @@ mod tests {
         assert!(is_short_code_sender("72975") && is_short_code_sender("GOOGLE") && is_short_code_sender("Chase"));
         assert!(!is_short_code_sender("+14155550199") && !is_short_code_sender("ada@example.com"));
         assert!(!is_short_code_sender("14155550199"));
+        assert!(!is_short_code_sender("unknown") && !is_short_code_sender("me"), "AMC's own names for senders");
         assert_eq!(hide("4471", &find("4471", true)), CODE_MARKER);
     }
 }
