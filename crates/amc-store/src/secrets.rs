@@ -48,7 +48,7 @@ impl SecretKind {
 /// The version of the rules below. Stored with the classification of every message
 /// (`messages.secrets`): a build whose rules differ classifies every message again, in the
 /// background (see `Store::classify_more`). Raise it with every change to the rules.
-pub const RULES: i64 = 7;
+pub const RULES: i64 = 8;
 
 impl SecretKind {
     /// The kind's bit in a stored classification ([`classify`]).
@@ -271,7 +271,8 @@ pub fn find(text: &str, short_code: bool) -> Vec<Found> {
     // Most messages hold neither a run that could be a code nor a link: one pass tells.
     let runs = candidates(text);
     let apple = apple_codes(text);
-    if runs.is_empty() && apple.is_empty() && !text.contains("://") {
+    let web = text.contains("://") || text.as_bytes().windows(4).any(|w| w.eq_ignore_ascii_case(b"www."));
+    if runs.is_empty() && apple.is_empty() && !web {
         return Vec::new();
     }
     let lower = lower_in_place(text);
@@ -691,17 +692,23 @@ const TRACKING: &[&str] = &[
 /// value of 8 characters or more, or a path part of 16 or more with letters and digits).
 fn links(text: &str, lower: &str) -> Vec<Found> {
     let mut out = Vec::new();
-    // Any scheme: a web link, or an app's own ("myapp://login?token=…"). A link inside
-    // another (`…/login?next=myapp://…`) is part of the first.
-    let mut last_end = 0;
-    for (sep, _) in lower.match_indices("://") {
-        if sep < last_end {
-            continue;
-        }
+    // Any scheme: a web link, or an app's own ("myapp://login?token=…"); and a web address
+    // without one, as texts often write it ("www.example.com/reset?token=…").
+    let with_scheme = lower.match_indices("://").filter_map(|(sep, _)| {
         let scheme =
             lower[..sep].chars().rev().take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '.' | '-'));
         let at = sep - scheme.count();
-        if sep - at < 2 || at < last_end {
+        (sep - at >= 2).then_some(at)
+    });
+    let bare = lower.match_indices("www.").map(|(at, _)| at).filter(|&at| {
+        !lower[..at].chars().next_back().is_some_and(|c| c.is_alphanumeric() || matches!(c, '/' | '.' | '-'))
+    });
+    let mut starts: Vec<usize> = with_scheme.chain(bare).collect();
+    starts.sort_unstable();
+    // A link inside another (`…/login?next=myapp://…`) is part of the first.
+    let mut last_end = 0;
+    for at in starts {
+        if at < last_end {
             continue;
         }
         let end = text[at..].find(char::is_whitespace).map_or(text.len(), |e| at + e);
@@ -714,7 +721,9 @@ fn links(text: &str, lower: &str) -> Vec<Found> {
         let tracking = |k: &str| k.starts_with("utm_") || TRACKING.contains(&k);
         let query_token =
             query.split('&').any(|kv| kv.split_once('=').is_some_and(|(k, v)| v.len() >= 8 && !tracking(k)));
-        let path_token = path.split(['/', '#']).skip(3).any(|p| {
+        // The parts after the host, with or without a scheme.
+        let path = path.split_once("://").map_or(path, |(_, rest)| rest);
+        let path_token = path.split(['/', '#']).skip(1).any(|p| {
             p.len() >= 16 && p.chars().any(|c| c.is_ascii_digit()) && p.chars().any(|c| c.is_ascii_alphabetic())
         });
         if speaks && (query_token || path_token) {
