@@ -224,7 +224,10 @@ pub async fn agent(raw: RawConfig, json_out: bool, cmd: AgentCmd) -> anyhow::Res
                     amc_core::files::write_atomic(file, &resp.body)
                         .map_err(|e| anyhow::anyhow!("cannot write the bundle to {}: {e}", file.display()))?;
                     if !json_out {
-                        say!("Wrote {}: open it to install AMC in Claude Desktop as {id}.\n", file.display());
+                        say!(
+                            "Wrote {}: open it to install AMC in Claude Desktop as {id}.\n",
+                            Shown(&file.display().to_string())
+                        );
                     }
                 }
             }
@@ -584,7 +587,7 @@ pub async fn doctor(raw: RawConfig, chat_db: Option<std::path::PathBuf>) -> anyh
     let named_chat_db = chat_db.is_some();
     let config = RawConfig { chat_db, ..raw.clone() }.validate()?;
     let mut problems = 0;
-    say!("Data folder: {}", config.core.data_dir.display());
+    say!("Data folder: {}", Shown(&config.core.data_dir.display().to_string()));
     let health = match connect(raw).await {
         Ok(mut c) => Some(ok(c.get("/healthz").await?)?),
         Err(e) => {
@@ -601,7 +604,11 @@ pub async fn doctor(raw: RawConfig, chat_db: Option<std::path::PathBuf>) -> anyh
         (None, _) => say!("  iMessage: off (no chat.db configured; set imessage_chat_db or --chat-db)"),
         (Some(path), _) => match amc_imessage::chatdb::ChatDb::open(path) {
             Ok(db) => {
-                say!("  iMessage: chat.db readable ({} messages) at {}", db.max_rowid().unwrap_or(0), path.display())
+                say!(
+                    "  iMessage: chat.db readable ({} messages) at {}",
+                    db.max_rowid().unwrap_or(0),
+                    Shown(&path.display().to_string())
+                )
             }
             Err(e) => {
                 problems += 1;
@@ -614,11 +621,11 @@ pub async fn doctor(raw: RawConfig, chat_db: Option<std::path::PathBuf>) -> anyh
         Some(p) if p.exists() => say!(
             "  Sending iMessages: {}; the first send asks macOS to let AMC control Messages (System Settings → \
              Privacy & Security → Automation → Messages)",
-            p.display()
+            Shown(&p.display().to_string())
         ),
         Some(p) => {
             problems += 1;
-            say!("  Sending iMessages: PROBLEM: {} does not exist", p.display());
+            say!("  Sending iMessages: PROBLEM: {} does not exist", Shown(&p.display().to_string()));
         }
     }
     if let Some(v) = &health {
