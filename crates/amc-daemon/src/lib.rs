@@ -99,12 +99,13 @@ pub(crate) fn app(state: AppState, tcp: Option<std::net::SocketAddr>) -> Router 
 }
 
 /// `routes` in the middleware every request passes, outermost first: for the loopback TCP
-/// listener the Host and Origin check, then the panic guard, the header limit and the
-/// body limit.
+/// listener the Host and Origin check, then the panic guard, the header limit, the body's
+/// stall limit and its size limit.
 fn guarded(routes: Router, tcp: Option<std::net::SocketAddr>) -> Router {
     let guarded = tower::ServiceBuilder::new()
         .layer(CatchPanicLayer::custom(guard::panic_response))
         .layer(guard::HeaderLimitLayer)
+        .map_request(serve::stall_limited)
         .layer(axum::extract::DefaultBodyLimit::max(extract::MAX_REST_BODY_BYTES))
         .service(routes);
     let mut router = Router::new().fallback_service(guarded);

@@ -21,6 +21,21 @@ use tokio_util::task::TaskTracker;
 
 use crate::refusal::{RefusalIo, Refused};
 
+/// How long a connection may take to send a request's head, and stay idle between
+/// requests: a client that stalls (or holds connections open to use up the daemon's files)
+/// is closed, as HTTP servers close idle connections.
+pub(crate) const HEAD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// How long a request's body may go without a byte before it is given up: a body shorter
+/// than its `Content-Length` holds nothing open for longer.
+pub(crate) const BODY_STALL: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// `req` with its body given up once it stalls for [`BODY_STALL`] (its reader then fails,
+/// and the route answers that the body could not be read).
+pub(crate) fn stall_limited(req: Request) -> Request {
+    req.map(|body| axum::body::Body::new(tower_http::timeout::TimeoutBody::new(BODY_STALL, body)))
+}
+
 /// Serves `listener` until `stop` is cancelled, then waits for its connections: each ends
 /// after the response it is writing (long-lived responses end on `stop` too).
 pub(crate) async fn serve<L: Listener>(mut listener: L, app: axum::Router, stop: CancellationToken) {
@@ -45,6 +60,8 @@ where
     S::Future: Send + Unpin + 'static,
 {
     let mut conn = hyper::server::conn::http1::Builder::new()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(HEAD_TIMEOUT)
         .serve_connection(TokioIo::new(RefusalIo::new(io)), TowerToHyperService::new(service));
     let mut stopping = std::pin::pin!(stop.cancelled());
     let mut closing = false;
@@ -245,5 +262,32 @@ mod tests {
                 assert!(!body.is_empty());
             }
         }
+    }
+
+    /// A client that stops in the middle of a head, or of a body shorter than its
+    /// `Content-Length`, holds its connection no longer than the limits: the head's is
+    /// closed, the body's is answered (time runs on by itself here, paused).
+    #[tokio::test(start_paused = true)]
+    async fn a_stalled_head_or_body_holds_nothing_open() {
+        let app = axum::Router::new()
+            .route("/echo", axum::routing::post(|b: axum::body::Bytes| async move { b.len().to_string() }))
+            .layer(axum::middleware::map_request(|r: axum::extract::Request| async move { super::stall_limited(r) }));
+        let start = tokio::time::Instant::now();
+        let (mut client, server) = tokio::io::duplex(64 * 1024);
+        tokio::spawn(super::connection(server, app.clone(), tokio_util::sync::CancellationToken::new()));
+        client.write_all(b"POST /echo HTTP/1.1\r\nhost: x\r\n").await.expect("write");
+        let mut all = Vec::new();
+        client.read_to_end(&mut all).await.expect("closed");
+        assert!(start.elapsed() >= super::HEAD_TIMEOUT, "closed after {:?}", start.elapsed());
+
+        let start = tokio::time::Instant::now();
+        let (mut client, server) = tokio::io::duplex(64 * 1024);
+        tokio::spawn(super::connection(server, app, tokio_util::sync::CancellationToken::new()));
+        client.write_all(b"POST /echo HTTP/1.1\r\nhost: x\r\ncontent-length: 5242880\r\n\r\nab").await.expect("write");
+        let mut head = [0u8; 12];
+        client.read_exact(&mut head).await.expect("an answer");
+        assert_eq!(&head, b"HTTP/1.1 400", "the body could not be read");
+        let waited = start.elapsed();
+        assert!(waited >= super::BODY_STALL && waited < super::BODY_STALL * 2, "answered after {waited:?}");
     }
 }
