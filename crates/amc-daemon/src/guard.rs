@@ -88,7 +88,12 @@ pub async fn loopback_only(State(addr): State<SocketAddr>, req: Request, next: N
     let single = req.headers().get_all(header::HOST).iter().count() == 1
         && req.headers().get_all(header::ORIGIN).iter().count() <= 1;
     let host = req.headers().get(header::HOST).and_then(|h| h.to_str().ok()).map(str::to_ascii_lowercase);
-    let host_ok = single && host.as_deref().is_some_and(|h| allowed_hosts.iter().any(|a| a == h));
+    // A target in absolute form names its own host, which HTTP puts before the header's.
+    let authority_ok = req.uri().authority().is_none_or(|a| {
+        let a = a.as_str().to_ascii_lowercase();
+        allowed_hosts.contains(&a)
+    });
+    let host_ok = single && authority_ok && host.as_deref().is_some_and(|h| allowed_hosts.iter().any(|a| a == h));
     let origin_ok = match req.headers().get(header::ORIGIN) {
         None => true,
         Some(o) => o

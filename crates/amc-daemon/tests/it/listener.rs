@@ -95,6 +95,12 @@ async fn loopback_tcp_checks_host_and_origin_against_dns_rebinding() {
         assert!(out.starts_with("HTTP/1.1 403"), "{host} {origin:?}: {out}");
         assert!(out.contains("\"FORBIDDEN\""));
     }
+    // A target in absolute form names its host: it is checked as the Host header is.
+    let here = format!("127.0.0.1:{port}");
+    let absolute = raw_tcp_to(addr, "GET http://evil.example/healthz", &here, None, t).await;
+    assert!(absolute.starts_with("HTTP/1.1 403"), "{absolute}");
+    let own = raw_tcp_to(addr, &format!("GET http://{here}/healthz"), &here, None, t).await;
+    assert!(own.starts_with("HTTP/1.1 200"), "{own}");
     // Before any route is looked for: an unknown path, a wrong method and the page alike.
     for line in ["GET /no/such/route", "DELETE /healthz", "GET /ui/", "GET /"] {
         let ok = raw_tcp_to(addr, line, &format!("127.0.0.1:{port}"), None, t).await;
