@@ -186,12 +186,12 @@ impl Daemon {
             });
         }
         let SocketListener { listener, guard } = socket;
-        let unix = tokio::spawn(serve::serve(listener, app(state.clone(), None), token.clone()));
+        let unix = tokio::spawn(serve::serve(listener, app(state.clone(), None), token.clone(), None));
         let tcp_task = match tcp {
             Some(l) => {
                 let addr = l.local_addr()?;
                 tracing::info!(%addr, "serving on loopback TCP");
-                Some(tokio::spawn(serve::serve(l, app(state, Some(addr)), token.clone())))
+                Some(tokio::spawn(serve::serve(l, app(state, Some(addr)), token.clone(), Some(serve::HEAD_TIMEOUT))))
             }
             None => None,
         };

@@ -21,9 +21,12 @@ use tokio_util::task::TaskTracker;
 
 use crate::refusal::{RefusalIo, Refused};
 
-/// How long a connection may take to send a request's head, and stay idle between
-/// requests: a client that stalls (or holds connections open to use up the daemon's files)
-/// is closed, as HTTP servers close idle connections.
+/// On the loopback TCP listener, how long a connection may take to send a request's head,
+/// and stay idle between requests: a client that stalls (or holds connections open to use
+/// up the daemon's files) is closed, as HTTP servers close idle connections. Not on the
+/// socket, whose clients are AMC's own: the bridge holds an idle connection to learn at
+/// once that the daemon went away, and the CLI keeps one while the person answers a
+/// question.
 pub(crate) const HEAD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// How long a request's body may go without a byte before it is given up: a body shorter
@@ -37,15 +40,21 @@ pub(crate) fn stall_limited(req: Request) -> Request {
 }
 
 /// Serves `listener` until `stop` is cancelled, then waits for its connections: each ends
-/// after the response it is writing (long-lived responses end on `stop` too).
-pub(crate) async fn serve<L: Listener>(mut listener: L, app: axum::Router, stop: CancellationToken) {
+/// after the response it is writing (long-lived responses end on `stop` too). `head`: how
+/// long a connection may take over a request's head or idle between requests, if bounded.
+pub(crate) async fn serve<L: Listener>(
+    mut listener: L,
+    app: axum::Router,
+    stop: CancellationToken,
+    head: Option<std::time::Duration>,
+) {
     let connections = TaskTracker::new();
     loop {
         let io = tokio::select! {
             (io, _) = listener.accept() => io,
             () = stop.cancelled() => break,
         };
-        connections.spawn(connection(io, app.clone(), stop.clone()));
+        connections.spawn(connection(io, app.clone(), stop.clone(), head));
     }
     drop(listener);
     connections.close();
@@ -53,7 +62,8 @@ pub(crate) async fn serve<L: Listener>(mut listener: L, app: axum::Router, stop:
 }
 
 /// Serves one connection; a request head hyper refuses is answered with the envelope.
-pub(crate) async fn connection<I, S>(io: I, service: S, stop: CancellationToken)
+/// `head`: how long it may take over a request's head or idle between requests, if bounded.
+pub(crate) async fn connection<I, S>(io: I, service: S, stop: CancellationToken, head: Option<std::time::Duration>)
 where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     S: tower::Service<Request<Incoming>, Response = Response, Error = Infallible> + Clone + Send + Unpin + 'static,
@@ -61,7 +71,7 @@ where
 {
     let mut conn = hyper::server::conn::http1::Builder::new()
         .timer(hyper_util::rt::TokioTimer::new())
-        .header_read_timeout(HEAD_TIMEOUT)
+        .header_read_timeout(head)
         .serve_connection(TokioIo::new(RefusalIo::new(io)), TowerToHyperService::new(service));
     let mut stopping = std::pin::pin!(stop.cancelled());
     let mut closing = false;
@@ -155,9 +165,9 @@ mod tests {
         let (client, server) = tokio::io::duplex(64 * 1024);
         let stop = tokio_util::sync::CancellationToken::new();
         if vectored {
-            tokio::spawn(super::connection(Vectored(server), app, stop));
+            tokio::spawn(super::connection(Vectored(server), app, stop, None));
         } else {
-            tokio::spawn(super::connection(server, app, stop));
+            tokio::spawn(super::connection(server, app, stop, None));
         }
         (BufReader::new(client), go)
     }
@@ -264,9 +274,9 @@ mod tests {
         }
     }
 
-    /// A client that stops in the middle of a head, or of a body shorter than its
-    /// `Content-Length`, holds its connection no longer than the limits: the head's is
-    /// closed, the body's is answered (time runs on by itself here, paused).
+    /// A client that stops in the middle of a head (on the TCP listener), or of a body
+    /// shorter than its `Content-Length`, holds its connection no longer than the limits:
+    /// the head's is closed, the body's is answered (time runs on by itself here, paused).
     #[tokio::test(start_paused = true)]
     async fn a_stalled_head_or_body_holds_nothing_open() {
         let app = axum::Router::new()
@@ -274,7 +284,8 @@ mod tests {
             .layer(axum::middleware::map_request(|r: axum::extract::Request| async move { super::stall_limited(r) }));
         let start = tokio::time::Instant::now();
         let (mut client, server) = tokio::io::duplex(64 * 1024);
-        tokio::spawn(super::connection(server, app.clone(), tokio_util::sync::CancellationToken::new()));
+        let head = Some(super::HEAD_TIMEOUT);
+        tokio::spawn(super::connection(server, app.clone(), tokio_util::sync::CancellationToken::new(), head));
         client.write_all(b"POST /echo HTTP/1.1\r\nhost: x\r\n").await.expect("write");
         let mut all = Vec::new();
         client.read_to_end(&mut all).await.expect("closed");
@@ -282,12 +293,22 @@ mod tests {
 
         let start = tokio::time::Instant::now();
         let (mut client, server) = tokio::io::duplex(64 * 1024);
-        tokio::spawn(super::connection(server, app, tokio_util::sync::CancellationToken::new()));
+        tokio::spawn(super::connection(server, app.clone(), tokio_util::sync::CancellationToken::new(), head));
         client.write_all(b"POST /echo HTTP/1.1\r\nhost: x\r\ncontent-length: 5242880\r\n\r\nab").await.expect("write");
         let mut head = [0u8; 12];
         client.read_exact(&mut head).await.expect("an answer");
         assert_eq!(&head, b"HTTP/1.1 400", "the body could not be read");
+
         let waited = start.elapsed();
         assert!(waited >= super::BODY_STALL && waited < super::BODY_STALL * 2, "answered after {waited:?}");
+
+        // On the socket, a connection may idle as long as its client likes.
+        let (mut client, server) = tokio::io::duplex(64 * 1024);
+        tokio::spawn(super::connection(server, app, tokio_util::sync::CancellationToken::new(), None));
+        tokio::time::sleep(10 * super::HEAD_TIMEOUT).await;
+        client.write_all(b"POST /echo HTTP/1.1\r\nhost: x\r\ncontent-length: 2\r\n\r\nab").await.expect("write");
+        let mut head = [0u8; 12];
+        client.read_exact(&mut head).await.expect("an answer");
+        assert_eq!(&head, b"HTTP/1.1 200", "still open");
     }
 }

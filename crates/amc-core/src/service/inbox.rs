@@ -76,8 +76,14 @@ fn encode_cursor(seal: &super::seal::Seal, agent_id: &str, at: crate::time::Mill
     use base64::Engine;
     use base64::engine::general_purpose::URL_SAFE_NO_PAD;
     let position = format!("{at}:{id}");
-    let tag = seal.tag(agent_id, position.as_bytes(), CURSOR_TAG);
+    let tag = seal.tag(agent_id, &labelled(position.as_bytes()), CURSOR_TAG);
     format!("{}.{}", URL_SAFE_NO_PAD.encode(&position), URL_SAFE_NO_PAD.encode(tag))
+}
+
+/// A cursor's position as it is signed: labelled, so that nothing else signed with the same
+/// key (the push's acknowledgements) can pass for one.
+fn labelled(position: &[u8]) -> Vec<u8> {
+    [b"unread-cursor\0".as_slice(), position].concat()
 }
 
 /// The position of a cursor AMC handed to `agent_id`; any other is refused.
@@ -88,7 +94,7 @@ fn decode_cursor(seal: &super::seal::Seal, agent_id: &str, cursor: &str) -> Resu
     let (position, tag) = cursor.split_once('.').ok_or_else(invalid)?;
     let position = URL_SAFE_NO_PAD.decode(position).map_err(|_| invalid())?;
     let tag = URL_SAFE_NO_PAD.decode(tag).map_err(|_| invalid())?;
-    if !seal.verify(agent_id, &position, &tag, CURSOR_TAG) {
+    if !seal.verify(agent_id, &labelled(&position), &tag, CURSOR_TAG) {
         return Err(invalid());
     }
     // Signed by this daemon, so well formed; checked all the same, should the key leak.
