@@ -48,7 +48,7 @@ impl SecretKind {
 /// The version of the rules below. Stored with the classification of every message
 /// (`messages.secrets`): a build whose rules differ classifies every message again, in the
 /// background (see `Store::classify_more`). Raise it with every change to the rules.
-pub const RULES: i64 = 8;
+pub const RULES: i64 = 9;
 
 impl SecretKind {
     /// The kind's bit in a stored classification ([`classify`]).
@@ -137,7 +137,8 @@ const STRONG: &[&str] = &[
     "ne le partagez", "ne communiquez", "code à usage unique",
     // German
     "bestätigungscode", "sicherheitscode", "verifizierungscode", "einmalcode", "einmalpasswort",
-    "bestätigung", "nicht weiter", "geben sie diesen code", "anmeldecode",
+    "bestätigung", "nicht weiter", "geben sie diesen code", "anmeldecode", "ihre tan", "mtan",
+    "mobiletan", "pushtan", "smstan", "tan-nummer",
     // Italian
     "codice di verifica", "codice di sicurezza", "non condividere", "codice di accesso",
     "codice monouso",
@@ -153,7 +154,8 @@ const STRONG: &[&str] = &[
     // Thai
     "รหัสยืนยัน", "รหัส otp", "ห้ามบอก", "รหัสผ่านครั้งเดียว", "รหัสotp",
     // Russian, Polish
-    "код подтверждения", "код проверки", "никому не сообщ", "никому не говор", "одноразовый",
+    "код подтверждения", "код проверки", "никому не сообщ", "никому не говор", "никому его не",
+    "не сообщайте", "одноразовый",
     "kod weryfikacyjny", "kod jednorazowy", "nikomu nie poda", "nie udostępniaj",
     // Danish, Norwegian, Swedish, Finnish
     "engangskode", "bekræftelseskode", "bekreftelseskode", "verifieringskod", "engångskod",
@@ -164,6 +166,8 @@ const STRONG: &[&str] = &[
     // Indonesian, Malay, Vietnamese
     "kode verifikasi", "kode otp", "jangan berikan", "jangan bagikan", "kod pengesahan",
     "mã xác thực", "mã xác nhận", "mã otp", "không chia sẻ",
+    // Hindi
+    "ओटीपी", "सत्यापन", "साझा न करें", "किसी को न बताएं",
 ];
 
 /// Words for "code" or "PIN" alone: a number near one is a code, unless the words around
@@ -171,7 +175,8 @@ const STRONG: &[&str] = &[
 #[rustfmt::skip]
 const CODE_WORDS: &[&str] = &[
     "code", "codes", "código", "codigo", "codice", "kod", "kode", "koden", "koodi", "koodisi",
-    "kodunuz", "pin", "код", "κωδικ", "رمز", "كود", "mã", "コード", "코드", "รหัส", "码", "碼",
+    "kodunuz", "pin", "tan", "clave", "пароль", "код",
+    "κωδικ", "رمز", "كود", "mã", "コード", "코드", "รหัส", "码", "碼",
 ];
 
 /// Codes that are not secrets: where these stand, "code" says nothing.
@@ -185,13 +190,14 @@ const NOT_SECRET: &[&str] = &[
     "postleitzahl", "code review", "morse code", "tax code", "booking code", "tracking code",
 ];
 
-/// Words that, just before a number, say it is a place (a room, a gate, a flight): such a
-/// number is no code, whatever the words around it ("the verification meeting is in room
-/// 2204"). Only words that never name where a code is entered ("the sign-in page: 482913").
+/// Words that, just before a number, say it is a place (a room, a gate, a flight) or a
+/// developer's reference (a line, a PR, a port): such a number is no code, whatever the
+/// words around it ("the verification meeting is in room 2204", "PR 2841 changes the login
+/// code"). Only words that never name where a code is entered ("the sign-in page: 482913").
 #[rustfmt::skip]
 const PLACES: &[&str] = &[
     "flight", "room", "suite", "gate", "seat", "bus", "train", "apt", "apartment", "platform",
-    "terminal", "floor", "building",
+    "terminal", "floor", "building", "line", "pr", "issue", "commit", "port", "build", "row",
 ];
 
 /// Words that, just before a number, say what else it may be (an order, a page): no code,
@@ -200,8 +206,7 @@ const PLACES: &[&str] = &[
 const LABELS: &[&str] = &[
     "order", "ref", "reference", "invoice", "ticket", "booking", "case", "account", "acct",
     "tracking", "page", "model", "version", "unit", "street", "ending", "no", "number", "pedido",
-    "commande", "bestellung", "ordine", "line", "pr", "issue", "commit", "port", "build", "row",
-    "id",
+    "commande", "bestellung", "ordine", "id",
 ];
 
 /// Words that, just after a number, say it is an address, whatever the words around it
@@ -219,13 +224,14 @@ const MAYBE_STREETS: &[&str] = &[
     "st", "dr", "drive", "way", "pl", "place", "ct", "court", "sq", "square", "via",
 ];
 
-/// Units, just after a number: a quantity, no code unless the words say it is one ("the
-/// code is on the fridge, 1200 grams of flour").
+/// Units, just after a number: a quantity, never a code, whatever the words around it
+/// ("the code is on the fridge, 1200 grams of flour", "verify: revenue was 2841 units").
 #[rustfmt::skip]
 const UNITS: &[&str] = &[
     "g", "grams", "kg", "mg", "ml", "l", "mm", "cm", "m", "km", "meters", "miles", "mi", "ft",
     "feet", "lbs", "pounds", "degrees", "calories", "kcal", "steps", "people", "words", "lines",
-    "points", "pages", "times", "years", "days", "hours", "minutes", "seconds",
+    "points", "pages", "years", "days", "hours", "minutes", "seconds", "units", "items",
+    "users", "rows", "requests", "votes", "views", "likes", "followers",
 ];
 
 /// Words that make "code" a shop's: with one of these and none of [`STRONG`], a number
@@ -276,7 +282,8 @@ pub fn find(text: &str, short_code: bool) -> Vec<Found> {
         return Vec::new();
     }
     let lower = lower_in_place(text);
-    let mut found = links(text, &lower);
+    let addresses = addresses(text, &lower);
+    let mut found = links(&lower, &addresses);
     // Apple's form is a code whatever else the line says.
     for at in apple {
         if !found.iter().any(|f| overlaps(&f.at, &at)) {
@@ -292,7 +299,9 @@ pub fn find(text: &str, short_code: bool) -> Vec<Found> {
         .filter(|&at| !offer && !other_codes.iter().any(|r| r.contains(&at)))
         .collect();
     for c in runs {
-        if found.iter().any(|f| overlaps(&f.at, &c.at)) {
+        // A number in an address is part of it (an article's, a question's id): an address
+        // holds a secret only as a whole sign-in link, found above.
+        if found.iter().any(|f| overlaps(&f.at, &c.at)) || addresses.iter().any(|a| overlaps(a, &c.at)) {
             continue;
         }
         let near_strong = close(text, &strong, &c.at, NEAR_STRONG);
@@ -490,12 +499,10 @@ fn labelled(lower: &str, at: &Range<usize>) -> Label {
     let before = words(&lower[from..at.start]).last().cloned().unwrap_or_default();
     let after = words(&lower[at.end..to]);
     let street = |list: &[&str]| after.iter().take(2).any(|w| list.contains(&w.as_str()));
-    if street(STREETS) || PLACES.contains(&before.as_str()) {
+    let unit = after.first().is_some_and(|w| UNITS.contains(&w.as_str()));
+    if street(STREETS) || unit || PLACES.contains(&before.as_str()) {
         Label::Place
-    } else if street(MAYBE_STREETS)
-        || after.first().is_some_and(|w| UNITS.contains(&w.as_str()))
-        || LABELS.contains(&before.as_str())
-    {
+    } else if street(MAYBE_STREETS) || LABELS.contains(&before.as_str()) {
         Label::Other
     } else {
         Label::None
@@ -610,7 +617,11 @@ fn candidates(text: &str) -> Vec<Candidate> {
                 || (before == Some(' ') && i.checked_sub(2).is_some_and(|k| currency(chars[k].1)));
             // "(415) 555-0199", "+1 415…": a phone's; "(482913)" alone is not.
             let phone = matches!(before, Some('+' | ')')) || (before == Some('(') && next != Some(')'));
-            if (4..=8).contains(&digits) && !part_of_more && !money && !phone {
+            // "AMC-1234", "ISO-8601": a key of three letters or more before a hyphen names a
+            // ticket or a standard; "G-123456" and "FB-48291" are how codes come.
+            let keyed = before == Some('-')
+                && chars[..i.saturating_sub(1)].iter().rev().take_while(|(_, c)| c.is_ascii_alphabetic()).count() >= 3;
+            if (4..=8).contains(&digits) && !part_of_more && !money && !phone && !keyed {
                 out.push(Candidate { at: start..end, shape: Shape::Digits });
             }
             i = last;
@@ -688,12 +699,11 @@ const TRACKING: &[&str] = &[
     "ref_src", "source", "share", "src", "campaign", "cmpid",
 ];
 
-/// Links (any scheme) whose address speaks of signing in or resetting, and carries a token (a query
-/// value of 8 characters or more, or a path part of 16 or more with letters and digits).
-fn links(text: &str, lower: &str) -> Vec<Found> {
-    let mut out = Vec::new();
-    // Any scheme: a web link, or an app's own ("myapp://login?token=…"); and a web address
-    // without one, as texts often write it ("www.example.com/reset?token=…").
+/// Where each web or app address is in `text` (`lower`, its lowercase): with any scheme
+/// (a web link, or an app's own, "myapp://login?token=…"), or a web address without one, as
+/// texts often write it ("www.example.com/reset?token=…"). An address inside another
+/// (`…/login?next=myapp://…`) is part of the first.
+fn addresses(text: &str, lower: &str) -> Vec<Range<usize>> {
     let with_scheme = lower.match_indices("://").filter_map(|(sep, _)| {
         let scheme =
             lower[..sep].chars().rev().take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '.' | '-'));
@@ -705,16 +715,25 @@ fn links(text: &str, lower: &str) -> Vec<Found> {
     });
     let mut starts: Vec<usize> = with_scheme.chain(bare).collect();
     starts.sort_unstable();
-    // A link inside another (`…/login?next=myapp://…`) is part of the first.
-    let mut last_end = 0;
+    let mut out: Vec<Range<usize>> = Vec::new();
     for at in starts {
-        if at < last_end {
+        if out.last().is_some_and(|last| at < last.end) {
             continue;
         }
         let end = text[at..].find(char::is_whitespace).map_or(text.len(), |e| at + e);
         let end = at + text[at..end].trim_end_matches(['.', ',', ')', '!', '?', '"', '\'']).len();
-        last_end = end;
-        let url = &lower[at..end];
+        out.push(at..end);
+    }
+    out
+}
+
+/// The addresses among `addresses` that speak of signing in or resetting, and carry a token
+/// (a query value of 8 characters or more, a path part of 16 or more with letters and
+/// digits, or a code of 4 to 8 digits as the part after a sign-in word).
+fn links(lower: &str, addresses: &[Range<usize>]) -> Vec<Found> {
+    let mut out = Vec::new();
+    for at in addresses {
+        let url = &lower[at.clone()];
         let speaks = LINK_WORDS.iter().any(|w| url.contains(w));
         let (path, query) = url.split_once('?').unwrap_or((url, ""));
         // A tracking parameter carries no sign-in, whatever its length.
@@ -723,11 +742,18 @@ fn links(text: &str, lower: &str) -> Vec<Found> {
             query.split('&').any(|kv| kv.split_once('=').is_some_and(|(k, v)| v.len() >= 8 && !tracking(k)));
         // The parts after the host, with or without a scheme.
         let path = path.split_once("://").map_or(path, |(_, rest)| rest);
-        let path_token = path.split(['/', '#']).skip(1).any(|p| {
+        let parts: Vec<&str> = path.split(['/', '#']).skip(1).collect();
+        let path_token = parts.iter().any(|p| {
             p.len() >= 16 && p.chars().any(|c| c.is_ascii_digit()) && p.chars().any(|c| c.is_ascii_alphabetic())
         });
-        if speaks && (query_token || path_token) {
-            out.push(Found { kind: SecretKind::Link, at: at..end });
+        // A code as the part after a sign-in word: "t.me/login/71245".
+        let path_code = parts.windows(2).any(|w| {
+            LINK_WORDS.iter().any(|word| w[0].contains(word))
+                && (4..=8).contains(&w[1].len())
+                && w[1].chars().all(|c| c.is_ascii_digit())
+        });
+        if speaks && (query_token || path_token || path_code) {
+            out.push(Found { kind: SecretKind::Link, at: at.clone() });
         }
     }
     out
