@@ -198,21 +198,20 @@ impl Amc {
         let hits = self
             .blocking(move |s| {
                 let mut hits = s.search(agent.as_deref(), &q)?;
-                // The channels whose codes the agent is given, as the search read them.
-                let shown: HashSet<String> =
-                    hits.iter().filter(|h| h.codes_shown).map(|h| h.message.channel_id.clone()).collect();
-                if agent.is_none() {
+                let Some(agent_id) = &agent else {
                     for hit in &mut hits {
                         super::inbox::seen_by_person(std::slice::from_mut(&mut hit.message));
                     }
-                }
-                if let Some(agent_id) = &agent {
-                    for hit in &mut hits {
-                        super::inbox::seen_by(agent_id, &shown, std::slice::from_mut(&mut hit.message));
-                        if !hit.message.redacted.is_empty() {
-                            // The excerpt is taken again, from the text as the agent is given it.
-                            hit.excerpt = amc_store::excerpt_around(&hit.message.text, &plain);
-                        }
+                    return Ok(hits);
+                };
+                // The channels whose codes the agent is given, as the search read them.
+                let shown: HashSet<String> =
+                    hits.iter().filter(|h| h.codes_shown).map(|h| h.message.channel_id.clone()).collect();
+                for hit in &mut hits {
+                    super::inbox::seen_by(agent_id, &shown, std::slice::from_mut(&mut hit.message));
+                    if !hit.message.redacted.is_empty() {
+                        // The excerpt is taken again, from the text as the agent is given it.
+                        hit.excerpt = amc_store::excerpt_around(&hit.message.text, &plain);
                     }
                 }
                 Ok(hits)
