@@ -315,15 +315,17 @@ pub fn find(text: &str, short_code: bool) -> Vec<Found> {
         // 2024") only when the words say it is the code ("your PIN is 1987"); capitals and
         // digits near words that leave no doubt; any of them when the words say it is the
         // code ("Steam Guard code is KQXRT").
-        let said = if offer { None } else { named_right_before(&lower[..c.at.start]) };
+        // Read only when the nearer words do not settle it: it looks for every word for code.
+        let said = || if offer { None } else { named_right_before(&lower[..c.at.start]) };
         let is_code = match c.shape {
+            Shape::Digits if near_strong || short_code => true,
             Shape::Digits => {
-                let year = is_year(&text[c.at.clone()]);
-                let near_weak = close(text, &weak, &c.at, NEAR) || said.is_some();
-                near_strong || short_code || (!year && near_weak) || said == Some(true)
+                let said = said();
+                let near_weak = said.is_some() || close(text, &weak, &c.at, NEAR);
+                (near_weak && !is_year(&text[c.at.clone()])) || said == Some(true)
             }
-            Shape::Capitals => near_strong || said == Some(true),
-            Shape::Word => said == Some(true),
+            Shape::Capitals => near_strong || said() == Some(true),
+            Shape::Word => said() == Some(true),
         };
         if is_code {
             found.push(Found { kind: SecretKind::Code, at: c.at });
