@@ -10,93 +10,17 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 from conftest import Daemon, amc_binary
+from standins import Model, cli, anthropic_turn
 
 pytestmark = pytest.mark.timeout(180)
 
 AGENT = "claude-code"
 
-
-def claude_binary() -> str:
-    explicit = os.environ.get("AMC_CLAUDE")
-    if not explicit:
-        pytest.skip("AMC_CLAUDE names no Claude Code CLI (scripts/test installs one)")
-    return explicit
-
-
-class Messages:
-    """A stand-in for the Messages API: each request is answered, streamed as the API
-    streams, with the next of `turns` (a tool call by name, or text), and kept. A turn may
-    wait for `release` first, so that a test can act while the session waits for its model."""
-
-    def __init__(self, turns: list[dict]) -> None:
-        self.turns = turns
-        self.requests: list[dict] = []
-        self.waiting = threading.Event()
-        self.release = threading.Event()
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 (the standard library's name)
-                body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
-                if not self.path.startswith("/v1/messages") or self.path.startswith("/v1/messages/count_tokens"):
-                    self.send_response(404)
-                    self.end_headers()
-                    return
-                turn = outer.turns[min(len(outer.requests), len(outer.turns) - 1)]
-                outer.requests.append(body)
-                if turn.get("wait"):
-                    outer.waiting.set()
-                    outer.release.wait(120)
-                self.send_response(200)
-                self.send_header("content-type", "text/event-stream")
-                self.end_headers()
-                for event in stream(turn, body.get("model", "stand-in")):
-                    self.wfile.write(f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode())
-
-            def log_message(self, *_args) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def close(self) -> None:
-        self.release.set()
-        self.server.shutdown()
-        self.server.server_close()
-
-    def tool_results(self) -> list[dict]:
-        """What Claude Code sent back for the stand-in's tool calls, in order."""
-        return [block for request in self.requests for message in request.get("messages", [])
-                if message.get("role") == "user" and isinstance(message.get("content"), list)
-                for block in message["content"] if block.get("type") == "tool_result"]
-
-
-def stream(turn: dict, model: str) -> list[dict]:
-    """The server-sent events of one assistant turn, as the Messages API streams it."""
-    if "tool" in turn:
-        start = {"type": "tool_use", "id": f"toolu_{turn['tool']}", "name": turn["tool"], "input": {}}
-        delta = {"type": "input_json_delta", "partial_json": json.dumps(turn.get("input", {}))}
-        stop = "tool_use"
-    else:
-        start, delta, stop = {"type": "text", "text": ""}, {"type": "text_delta", "text": turn["text"]}, "end_turn"
-    message = {"id": "msg_standin", "type": "message", "role": "assistant", "model": model, "content": [],
-               "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1}}
-    return [
-        {"type": "message_start", "message": message},
-        {"type": "content_block_start", "index": 0, "content_block": start},
-        {"type": "content_block_delta", "index": 0, "delta": delta},
-        {"type": "content_block_stop", "index": 0},
-        {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None}, "usage": {"output_tokens": 1}},
-        {"type": "message_stop"},
-    ]
 
 
 class Claude:
@@ -110,7 +34,7 @@ class Claude:
                     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
 
     def run(self, *args: str, timeout: float = 60) -> str:
-        done = subprocess.run([claude_binary(), *args], env=self.env, cwd=self.home, capture_output=True,
+        done = subprocess.run([cli("AMC_CLAUDE"), *args], env=self.env, cwd=self.home, capture_output=True,
                               text=True, timeout=timeout)
         assert done.returncode == 0, f"claude {' '.join(args)}: {done.returncode}\n{done.stdout}\n{done.stderr}"
         return done.stdout
@@ -177,10 +101,10 @@ def test_a_claude_code_session_started_before_amc_uses_its_tools_once_amc_is_up(
     token = d.add_agent(AGENT)
     d.chat("a", ["see you at 8"], approve={"history": "all", "agents": [AGENT]})
     d.stop()
-    api = Messages([{"tool": "mcp__amc__list_channels", "wait": True}, {"text": "done"}])
+    api = Model(anthropic_turn, [{"tool": "mcp__amc__list_channels", "wait": True}, {"text": "done"}])
     claude = Claude(tmp_path / "home", api.url)
     claude.register(d.data_dir, token)
-    session = subprocess.Popen([claude_binary(), "-p", "Which conversations can you read?", "--allowedTools",
+    session = subprocess.Popen([cli("AMC_CLAUDE"), "-p", "Which conversations can you read?", "--allowedTools",
                                 "mcp__amc__list_channels"], env=claude.env, cwd=claude.home,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     d = None
@@ -190,7 +114,10 @@ def test_a_claude_code_session_started_before_amc_uses_its_tools_once_amc_is_up(
         api.release.set()
         out, err = session.communicate(timeout=60)
         assert session.returncode == 0, f"{out}\n{err}"
-        [result] = api.tool_results()
+        results = [block for request in api.requests for message in request.get("messages", [])
+                   if message.get("role") == "user" and isinstance(message.get("content"), list)
+                   for block in message["content"] if block.get("type") == "tool_result"]
+        [result] = results
         assert not result.get("is_error"), result
         channels = json.loads(result["content"] if isinstance(result["content"], str) else result["content"][0]["text"])
         assert [c["name"] for c in channels["channels"]] == ["Chat a"], channels
