@@ -1,14 +1,8 @@
 //! `amc-tray`: AMC in the menu bar. It shows its tray icon, starts AMC (the core, its
 //! sources and the daemon, with the same data directory and socket as `amc serve`) inside
-//! its own process, then shows the tray menu, and opens the person's window on `amc://localhost/ui/`, whose requests
-//! the daemon answers in-process. Glue only: the logic is in `amc-runtime` and `amc-tray-model`.
-//!
-//! # Layout
-//! - `main.rs`: flags, the async runtime, running the app; AMC starts and stops through
-//!   `amc_tray_model::start`.
-//! - `tray.rs`: the tray icon and its menu, kept current from `amc_tray_model::follow`, and
-//!   the dialog that says AMC could not start.
-//! - `window.rs`: the `amc:` scheme and the window (created when shown, destroyed on close).
+//! its own process, gives the tray its menu (`tray.rs`), and opens the person's window on
+//! `amc://localhost/ui/`, whose requests the daemon answers in-process (`window.rs`). Glue
+//! only: the logic is in `amc-runtime` and `amc-tray-model`.
 #![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
 
 mod tray;
@@ -16,40 +10,35 @@ mod window;
 
 use std::process::ExitCode;
 
+use amc_core::service::UpdateReporter;
+use amc_runtime::RawConfig;
 use amc_tray_model::start::{self, Phase};
 use clap::Parser;
-use tauri::{AppHandle, RunEvent};
+use tauri::RunEvent;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use amc_core::service::UpdateReporter;
-use amc_runtime::RawConfig;
-
 fn main() -> ExitCode {
     let flags = start::Flags::parse();
-    if !amc_tray_model::desktop::has_display() {
-        // GTK cannot start without a display (and Tauri would panic): say so instead.
-        eprintln!("amc-tray: no desktop session (DISPLAY or WAYLAND_DISPLAY); run `amc serve` to run AMC headless");
-        return ExitCode::FAILURE;
-    }
-    amc_runtime::init_logging("info");
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
-        Ok(r) => r,
+    let runtime = match start::prepare() {
+        Ok(runtime) => runtime,
         Err(e) => {
-            eprintln!("amc-tray: cannot start: {e}");
+            eprintln!("amc-tray: {e}");
             return ExitCode::FAILURE;
         }
     };
-    // Tauri's tasks (notifications, dialogs) and AMC's share one runtime.
     tauri::async_runtime::set(runtime.handle().clone());
     let raw = flags.start.apply(RawConfig { data_dir: flags.data_dir, ..Default::default() });
     let stop = CancellationToken::new();
     let (scheme, scheme_rx) = watch::channel(None);
     let (phase_tx, phase) = watch::channel(Phase::Starting);
     let builder = tauri::Builder::default();
-    // First, so that a second launch hands over to the first before anything else.
-    let builder =
-        if amc_tray_model::desktop::single_instance_possible() { builder.plugin(single_instance()) } else { builder };
+    // First, so that a second launch hands over to the first (its window shown) and exits.
+    let builder = if amc_tray_model::desktop::single_instance_possible() {
+        builder.plugin(tauri_plugin_single_instance::init(|app, _, _| window::show(app)))
+    } else {
+        builder
+    };
     let builder = builder.plugin(tauri_plugin_dialog::init()).plugin(tauri_plugin_notification::init()).plugin(
         tauri_plugin_autostart::init(tauri_plugin_autostart::MacosLauncher::LaunchAgent, Some(vec![start::AT_LOGIN])),
     );
@@ -73,7 +62,8 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    runtime.spawn(quit_on_signal(app.handle().clone(), phase.clone()));
+    let quitting = app.handle().clone();
+    runtime.spawn(start::exit_on_signal(phase.clone(), move |code| quitting.exit(code)));
     #[cfg(target_os = "macos")]
     let reopened = phase.clone();
     let code = app.run_return(move |_app, event| match event {
@@ -93,18 +83,4 @@ fn main() -> ExitCode {
     // after its event loop ended would never be answered.
     runtime.shutdown_timeout(std::time::Duration::from_secs(2));
     code
-}
-
-/// A second launch of the app opens the first one's window and exits.
-fn single_instance() -> tauri::plugin::TauriPlugin<tauri::Wry> {
-    tauri_plugin_single_instance::init(|app, _argv, _cwd| {
-        tracing::info!("opened again: showing the window");
-        window::show(app);
-    })
-}
-
-/// SIGTERM and SIGINT quit the app as its Quit item does (status 1 if AMC could not start).
-async fn quit_on_signal(app: AppHandle, phase: watch::Receiver<Phase>) {
-    amc_runtime::shutdown_signal().await;
-    app.exit(i32::from(*phase.borrow() == Phase::Failed));
 }

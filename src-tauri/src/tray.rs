@@ -1,31 +1,25 @@
 //! The tray icon and its menu: open AMC, what waits (channels, sends to review), the pause
-//! switch, launch at login, quit. `amc_tray_model::follow` keeps the counts and the pause check
-//! current and raises the notices. The icon is there from the app's first moment: while
-//! AMC starts (and a new release updates the store, which can take a while) its menu says
-//! so, with Quit.
+//! switch, launch at login, quit. The icon is there from the app's first moment: while AMC
+//! starts (and a new release updates the store, which can take a while) its menu says so,
+//! with Quit. `amc_tray_model` decides what the menu says and when a notice is raised.
 
 use tauri::image::Image;
 use tauri::menu::{CheckMenuItem, Menu, MenuEvent, MenuItem, PredefinedMenuItem};
 use tauri::tray::{TrayIcon, TrayIconBuilder};
 use tauri::{AppHandle, Wry};
 use tauri_plugin_autostart::ManagerExt as _;
+use tauri_plugin_dialog::{DialogExt as _, MessageDialogKind};
 use tauri_plugin_notification::NotificationExt as _;
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use amc_core::service::Amc;
+use amc_core::service::{Amc, UpdateProgress};
 use amc_tray_model::follow::{NoticePolicy, Update, follow};
 use amc_tray_model::start::{Phase, Then, follow_starting};
 use amc_tray_model::view::{Action, Entry, NOTE, TrayView};
-use tokio::sync::watch;
-
-/// How far an update of the store is, as the start tells it.
-type Updates = watch::Receiver<Option<amc_core::service::UpdateProgress>>;
 
 /// The tray icon while AMC starts, and its menu.
-pub struct Starting {
-    icon: TrayIcon<Wry>,
-    menu: Menu<Wry>,
-}
+pub type Starting = (TrayIcon<Wry>, Menu<Wry>);
 
 /// A menu of `entries`.
 fn build(app: &AppHandle, entries: Vec<Entry>) -> tauri::Result<Menu<Wry>> {
@@ -48,14 +42,29 @@ fn set_text(menu: &Menu<Wry>, id: &str, text: &str) -> tauri::Result<()> {
     menu.get(id).and_then(|i| i.as_menuitem().cloned()).map_or(Ok(()), |item| item.set_text(text))
 }
 
+/// Sets the check of `menu`'s check item for `action`.
+fn set_checked(menu: &Menu<Wry>, action: Action, on: bool) -> tauri::Result<()> {
+    menu.get(action.id()).and_then(|i| i.as_check_menuitem().cloned()).map_or(Ok(()), |item| item.set_checked(on))
+}
+
 /// The tray icon, with a menu that says AMC is starting (how far a store update is, as
 /// `updates` tells it) and Quit, kept current while `phase` says the start is under way.
 /// [`when_started`] then gives it its menu. Quit quits from now on, whatever the menu.
-pub fn starting(app: &AppHandle, phase: watch::Receiver<Phase>, updates: Updates) -> tauri::Result<Starting> {
+pub fn starting(
+    app: &AppHandle,
+    phase: watch::Receiver<Phase>,
+    updates: watch::Receiver<Option<UpdateProgress>>,
+) -> tauri::Result<Starting> {
     let label = amc_tray_model::view::starting_label(updates.borrow().as_ref());
     let menu = build(app, amc_tray_model::view::starting_menu(&label))?;
+    // The menu bar tints a template image on macOS; elsewhere the app icon shows.
+    let image = if cfg!(target_os = "macos") {
+        Image::from_bytes(include_bytes!("../../icons/tray-template@2x.png"))?
+    } else {
+        Image::from_bytes(include_bytes!("../../icons/32x32.png"))?
+    };
     let icon = TrayIconBuilder::with_id("amc")
-        .icon(icon()?)
+        .icon(image)
         .icon_as_template(cfg!(target_os = "macos"))
         .tooltip(&label)
         .menu(&menu)
@@ -78,48 +87,41 @@ pub fn starting(app: &AppHandle, phase: watch::Receiver<Phase>, updates: Updates
             }
         });
     }));
-    Ok(Starting { icon, menu })
+    Ok((icon, menu))
 }
 
 /// What the tray does once the start has ended: give the tray its menu and open the window
-/// (unless started hidden, as at login), or say AMC could not start and why.
-pub fn when_started(app: &AppHandle, tray: Starting, stop: CancellationToken, hidden: bool) -> Then {
+/// (unless started hidden, as at login), or say AMC could not start and why, then exit
+/// with status 1.
+pub fn when_started(app: &AppHandle, (icon, menu): Starting, stop: CancellationToken, hidden: bool) -> Then {
     let app = app.clone();
     Box::new(move |started| {
+        if let Err(message) = &started {
+            // The person may have started the app from a terminal: say it there too.
+            eprintln!("amc-tray: {message}");
+        }
         let handle = app.clone();
-        let on_main = match started {
-            Ok(amc) => app.run_on_main_thread(move || {
-                if let Err(e) = create(&handle, &tray.icon, amc, stop) {
+        let on_main = app.run_on_main_thread(move || match started {
+            Ok(amc) => {
+                if let Err(e) = create(&handle, &icon, amc, stop) {
                     tracing::error!(error = %e, "the tray menu could not be built");
                 }
                 // A window a second launch opened meanwhile is brought forward.
                 if !hidden {
                     crate::window::show(&handle);
                 }
-            }),
-            Err(message) => {
-                // The person may have started the app from a terminal: say it there too.
-                eprintln!("amc-tray: {message}");
-                app.run_on_main_thread(move || {
-                    let said = "AMC could not start";
-                    let _ = set_text(&tray.menu, NOTE, said).and_then(|()| tray.icon.set_tooltip(Some(said)));
-                    refused(&handle, message);
-                })
             }
-        };
+            Err(message) => {
+                let said = "AMC could not start";
+                let _ = set_text(&menu, NOTE, said).and_then(|()| icon.set_tooltip(Some(said)));
+                let exit = handle.clone();
+                say(&handle, format!("{said}.\n\n{message}"), MessageDialogKind::Error, move || exit.exit(1));
+            }
+        });
         if let Err(e) = on_main {
             tracing::error!(error = %e, "the app stopped before AMC started");
         }
     })
-}
-
-/// The icon: a template image on macOS (the menu bar tints it), the app icon elsewhere.
-fn icon() -> tauri::Result<Image<'static>> {
-    if cfg!(target_os = "macos") {
-        Image::from_bytes(include_bytes!("../../icons/tray-template@2x.png"))
-    } else {
-        Image::from_bytes(include_bytes!("../../icons/32x32.png"))
-    }
 }
 
 /// Gives the tray its menu and follows AMC until `stop` is cancelled.
@@ -142,75 +144,62 @@ fn create(app: &AppHandle, tray: &TrayIcon<Wry>, amc: Amc, stop: CancellationTok
     Ok(())
 }
 
-/// The check item of `action` in `menu`.
-fn check(menu: &Menu<Wry>, action: Action) -> Option<CheckMenuItem<Wry>> {
-    menu.get(action.id())?.as_check_menuitem().cloned()
-}
-
 fn on_menu(app: &AppHandle, event: &MenuEvent, amc: &Amc, menu: &Menu<Wry>) {
-    match Action::of(event.id().as_ref()) {
-        Some(Action::Open | Action::Channels | Action::Sends | Action::Tools) => crate::window::show(app),
+    let shown = match Action::of(event.id().as_ref()) {
+        Some(Action::Open | Action::Channels | Action::Sends | Action::Tools) => {
+            crate::window::show(app);
+            Ok(())
+        }
         Some(Action::Pause) => {
-            // The check is set from AMC's state once it changed, not from the click.
-            if let Some(item) = check(menu, Action::Pause) {
-                let _ = item.set_checked(amc.paused());
-            }
+            // The check shows AMC's state once it changed (an update), not the click.
+            let kept = set_checked(menu, Action::Pause, amc.paused());
             tauri::async_runtime::spawn(amc_tray_model::view::toggle_pause(amc.clone()));
+            kept
         }
         Some(Action::Login) => {
             let autolaunch = app.autolaunch();
             let now = autolaunch.is_enabled().unwrap_or(false);
-            let changed = if now { autolaunch.disable() } else { autolaunch.enable() };
-            if let Err(e) = changed {
+            if let Err(e) = if now { autolaunch.disable() } else { autolaunch.enable() } {
                 tracing::warn!(error = %e, "changing launch at login failed");
             }
-            if let Some(item) = check(menu, Action::Login) {
-                let _ = item.set_checked(autolaunch.is_enabled().unwrap_or(now));
-            }
+            set_checked(menu, Action::Login, autolaunch.is_enabled().unwrap_or(now))
         }
         Some(Action::Install) => {
-            use tauri_plugin_dialog::{DialogExt, MessageDialogKind};
             let installed = amc_tray_model::install::install_for_this_user();
             let kind = if installed.failed() { MessageDialogKind::Error } else { MessageDialogKind::Info };
-            app.dialog().message(installed.message()).title("AMC").kind(kind).show(|_| {});
+            say(app, installed.message(), kind, || {});
+            Ok(())
         }
         // Quit is answered by the handler `starting` set, which stays.
-        Some(Action::Quit) | None => {}
+        Some(Action::Quit) | None => Ok(()),
+    };
+    if let Err(e) = shown {
+        tracing::warn!(error = %e, "updating the tray failed");
     }
 }
 
 fn apply(app: &AppHandle, menu: &Menu<Wry>, tray: &TrayIcon<Wry>, update: Update) {
-    match update {
-        Update::View(view) => {
-            let mut shown = tray.set_tooltip(Some(view.tooltip()));
-            for (action, label) in view.live() {
-                shown = shown.and_then(|()| set_text(menu, action.id(), &label));
-            }
-            if let Some(item) = check(menu, Action::Pause) {
-                shown = shown.and_then(|()| item.set_checked(view.paused));
-            }
-            if let Err(e) = shown {
-                tracing::warn!(error = %e, "updating the tray failed");
-            }
-        }
+    let shown = match update {
+        Update::View(view) => view
+            .live()
+            .iter()
+            .try_for_each(|(action, label)| set_text(menu, action.id(), label))
+            .and_then(|()| set_checked(menu, Action::Pause, view.paused))
+            .and_then(|()| tray.set_tooltip(Some(view.tooltip()))),
         Update::Notice(notice) => {
             tracing::info!(text = %notice.body, "notifying");
             if let Err(e) = app.notification().builder().title(notice.title).body(notice.body).show() {
                 tracing::warn!(error = %e, "the notification failed");
             }
+            Ok(())
         }
+    };
+    if let Err(e) = shown {
+        tracing::warn!(error = %e, "updating the tray failed");
     }
 }
 
-/// Says AMC could not start (most often because `amc serve`, or another copy of the app,
-/// runs on the same data directory), and exits with status 1 once the person has read it.
-fn refused(app: &AppHandle, message: String) {
-    use tauri_plugin_dialog::{DialogExt, MessageDialogButtons, MessageDialogKind};
-    let handle = app.clone();
-    app.dialog()
-        .message(format!("AMC could not start.\n\n{message}"))
-        .title("AMC")
-        .kind(MessageDialogKind::Error)
-        .buttons(MessageDialogButtons::Ok)
-        .show(move |_| handle.exit(1));
+/// A dialog saying `text`; `then` runs once the person has closed it.
+fn say(app: &AppHandle, text: String, kind: MessageDialogKind, then: impl FnOnce() + Send + 'static) {
+    app.dialog().message(text).title("AMC").kind(kind).show(move |_| then());
 }

@@ -25,26 +25,23 @@ pub fn register(
     })
 }
 
-/// Creates the window from its configuration, and shows it.
-pub fn create(app: &AppHandle) -> tauri::Result<()> {
-    let Some(config) = app.config().app.windows.iter().find(|w| w.label == MAIN).cloned() else {
-        return Err(tauri::Error::WindowNotFound);
-    };
-    let window = WebviewWindowBuilder::from_config(app, &config)?
-        // The window shows AMC's own pages only; links elsewhere do not open in it.
-        .on_navigation(|url| {
-            url.scheme() == amc_tray_model::scheme::SCHEME && url.host_str() == Some(amc_tray_model::scheme::HOST)
-        })
-        .build()?;
-    window.show()?;
-    window.set_focus()
-}
-
-/// Shows and focuses the window, creating it if it is closed.
+/// Shows and focuses the window, creating it from its configuration if it is closed.
 pub fn show(app: &AppHandle) {
     let shown = match app.get_webview_window(MAIN) {
         Some(window) => window.unminimize().and_then(|()| window.show()).and_then(|()| window.set_focus()),
-        None => create(app),
+        None => app.config().app.windows.iter().find(|w| w.label == MAIN).cloned().map_or(
+            Err(tauri::Error::WindowNotFound),
+            |config| {
+                WebviewWindowBuilder::from_config(app, &config)?
+                    // The window shows AMC's own pages only; links elsewhere do not open in it.
+                    .on_navigation(|url| {
+                        url.scheme() == amc_tray_model::scheme::SCHEME
+                            && url.host_str() == Some(amc_tray_model::scheme::HOST)
+                    })
+                    .build()
+                    .and_then(|window| window.show().and_then(|()| window.set_focus()))
+            },
+        ),
     };
     if let Err(e) = shown {
         tracing::warn!(error = %e, "showing the window failed");

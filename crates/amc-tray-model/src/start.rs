@@ -33,6 +33,24 @@ pub struct Flags {
 /// The flag the login item starts the app with.
 pub const AT_LOGIN: &str = "--hidden";
 
+/// What the app runs on before Tauri starts: the log, and one async runtime that Tauri's
+/// tasks (notifications, dialogs) and AMC's share. Refused, with the reason to print, where
+/// the app cannot show anything (GTK cannot start without a display, and Tauri would panic).
+pub fn prepare() -> Result<tokio::runtime::Runtime, String> {
+    if !crate::desktop::has_display() {
+        return Err("no desktop session (DISPLAY or WAYLAND_DISPLAY); run `amc serve` to run AMC headless".into());
+    }
+    amc_runtime::init_logging("info");
+    tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| format!("cannot start: {e}"))
+}
+
+/// Waits for SIGTERM or SIGINT, then quits as the Quit item does: `exit` with status 1 if
+/// AMC could not start, 0 otherwise.
+pub async fn exit_on_signal(phase: watch::Receiver<Phase>, exit: impl FnOnce(i32)) {
+    amc_runtime::shutdown_signal().await;
+    exit(i32::from(*phase.borrow() == Phase::Failed));
+}
+
 /// How far the start is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
