@@ -8,8 +8,11 @@ use imessage_database::tables::messages::Message;
 use crate::chatdb::{ChatAttachment, ChatInfo};
 use crate::contacts::Contacts;
 
+/// The sender of a message from someone Messages does not name (no handle).
+pub const UNKNOWN_SENDER: &str = "unknown";
+
 /// `chat.style` of a group chat.
-const GROUP_STYLE: i32 = 43;
+pub(crate) const GROUP_STYLE: i32 = 43;
 /// The object replacement character Messages leaves where an attachment sits in the text.
 const ATTACHMENT_PLACEHOLDER: char = '\u{FFFC}';
 
@@ -83,7 +86,7 @@ pub fn reaction_of(m: &Message, handle: Option<&str>) -> Option<ReactionChange> 
     let sender = if m.is_from_me {
         SenderInfo { id: "me".to_owned(), display_name: None, is_self: true }
     } else {
-        SenderInfo { id: handle.unwrap_or("unknown").to_owned(), display_name: None, is_self: false }
+        SenderInfo { id: handle.unwrap_or(UNKNOWN_SENDER).to_owned(), display_name: None, is_self: false }
     };
     Some(ReactionChange {
         target_platform_id: target.to_owned(),
@@ -129,7 +132,7 @@ pub fn message_of(m: &Message, handle: Option<&str>) -> IncomingMessage {
     let sender = if m.is_from_me {
         SenderInfo { id: "me".to_owned(), display_name: None, is_self: true }
     } else {
-        SenderInfo { id: handle.unwrap_or("unknown").to_owned(), display_name: None, is_self: false }
+        SenderInfo { id: handle.unwrap_or(UNKNOWN_SENDER).to_owned(), display_name: None, is_self: false }
     };
     IncomingMessage {
         platform_id: m.guid.clone(),

@@ -13,7 +13,7 @@ use amc_core::service::Amc;
 
 use crate::SourceError;
 use crate::chatdb::ChatDb;
-use crate::convert::{attachment_of, channel_of, is_reaction, message_of, reaction_of};
+use crate::convert::{GROUP_STYLE, UNKNOWN_SENDER, attachment_of, channel_of, is_reaction, message_of, reaction_of};
 
 /// The checkpoint's key in AMC's source state.
 pub const CHECKPOINT_KEY: &str = "chatdb_rowid";
@@ -264,7 +264,18 @@ impl Converter {
         let Self { by_chat, reactions, .. } = self;
         let by_channel = by_chat
             .into_iter()
-            .filter_map(|(id, msgs)| chats.get(&id).map(|c| (channel_of(c, db.contacts()), msgs)))
+            .filter_map(|(id, mut msgs)| {
+                let chat = chats.get(&id)?;
+                // In a one-to-one chat, whatever Messages left unnamed came from the other
+                // side: its handle is the chat's (a short code's numbers are codes).
+                if chat.style != GROUP_STYLE && !chat.identifier.is_empty() {
+                    for (_, m) in msgs.iter_mut().filter(|(_, m)| !m.sender.is_self && m.sender.id == UNKNOWN_SENDER) {
+                        m.sender.id.clone_from(&chat.identifier);
+                        m.sender.display_name = db.contacts().name_for(&chat.identifier).map(str::to_owned);
+                    }
+                }
+                Some((channel_of(chat, db.contacts()), msgs))
+            })
             .collect();
         Ok(Batch { last: Some(upto.last), rows: upto.rows, by_channel, reactions, last_guid: upto.guid })
     }

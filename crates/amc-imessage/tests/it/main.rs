@@ -936,3 +936,29 @@ async fn the_first_import_is_searchable_once_indexed_and_later_messages_at_once(
     sync_once(&amc, &db).await.expect("sync");
     assert_eq!(search("later").await, 1, "indexed as it is stored");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_messages_leaves_unnamed_in_a_one_to_one_chat_is_from_the_other_side() {
+    // A short code's chat whose row names no handle: the sender is the chat's, so its
+    // numbers are codes, hidden from agents like those of a row that names it.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("chat.db");
+    let w = ChatDbWriter::create(&path).expect("chat.db");
+    let short = w.add_handle("72975").expect("handle");
+    let chat = w.add_chat("SMS;-;72975", 45, None, &[short]).expect("chat");
+    w.add_message(chat, &text_msg("u1", "661011", 0, T0)).expect("m");
+    w.add_message(chat, &text_msg("u2", "551012", short, T0 + 1)).expect("m");
+    let amc = amc(dir.path());
+    sync_once(&amc, &shared(&path)).await.expect("sync");
+    let channel = amc.store().admin_channels(None, None).expect("channels").pop().expect("channel");
+    let msgs = amc.store().channel_tail(&channel.id, 10).expect("tail");
+    let senders: Vec<(&str, &str)> = msgs.iter().map(|m| (m.text.as_str(), m.sender.id.as_str())).collect();
+    assert_eq!(senders, [("661011", "72975"), ("551012", "72975")]);
+    // What ingest stored of each: a code (bit 1), which agents are not given.
+    let db = rusqlite::Connection::open(amc.config().db_path()).expect("store");
+    let kinds: Vec<i64> = db
+        .prepare("SELECT secrets FROM messages ORDER BY sent_at")
+        .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
+        .expect("secrets");
+    assert_eq!(kinds, [1, 1]);
+}
