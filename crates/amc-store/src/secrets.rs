@@ -48,7 +48,7 @@ impl SecretKind {
 /// The version of the rules below. Stored with the classification of every message
 /// (`messages.secrets`): a build whose rules differ classifies every message again, in the
 /// background (see `Store::classify_more`). Raise it with every change to the rules.
-pub const RULES: i64 = 9;
+pub const RULES: i64 = 10;
 
 impl SecretKind {
     /// The kind's bit in a stored classification ([`classify`]).
@@ -166,8 +166,13 @@ const STRONG: &[&str] = &[
     // Indonesian, Malay, Vietnamese
     "kode verifikasi", "kode otp", "jangan berikan", "jangan bagikan", "kod pengesahan",
     "mã xác thực", "mã xác nhận", "mã otp", "không chia sẻ",
-    // Hindi
-    "ओटीपी", "सत्यापन", "साझा न करें", "किसी को न बताएं",
+    // Hindi, Bengali
+    "ओटीपी", "सत्यापन", "साझा न करें", "किसी को न बताएं", "যাচাই", "ওটিপি",
+    // Czech, Slovak, Romanian, Hungarian
+    "ověřovací", "overovací", "jednorázový", "nikomu nesdělujte", "de verificare", "nu îl comunica",
+    "ellenőrző", "egyszer használatos",
+    // Persian, Hebrew
+    "تأیید", "تایید", "رمز یکبار", "אימות", "חד פעמי", "אל תשתפו",
 ];
 
 /// Words for "code" or "PIN" alone: a number near one is a code, unless the words around
@@ -176,7 +181,16 @@ const STRONG: &[&str] = &[
 const CODE_WORDS: &[&str] = &[
     "code", "codes", "código", "codigo", "codice", "kod", "kode", "koden", "koodi", "koodisi",
     "kodunuz", "pin", "tan", "clave", "пароль", "код",
-    "κωδικ", "رمز", "كود", "mã", "コード", "코드", "รหัส", "码", "碼",
+    "κωδικ", "رمز", "كود", "mã", "コード", "코드", "รหัส", "码", "碼", "kód", "kódod", "kódja", "codul",
+    "کد", "קוד", "কোড", "कोड", "โค้ด",
+];
+
+/// Words that sign someone in or confirm something with a number near them ("Enter 482913
+/// to sign in", "Use 482942 to confirm your phone"): as near as a word for code must be.
+#[rustfmt::skip]
+const SIGN_IN: &[&str] = &[
+    "sign in", "signing in", "sign-in", "log in", "logging in", "log-in", "login", "to confirm",
+    "confirm your", "to verify",
 ];
 
 /// Codes that are not secrets: where these stand, "code" says nothing.
@@ -283,7 +297,7 @@ pub fn find(text: &str, short_code: bool) -> Vec<Found> {
     }
     let lower = lower_in_place(text);
     let addresses = addresses(text, &lower);
-    let mut found = links(&lower, &addresses);
+    let mut found = links(text, &lower, &addresses);
     // Apple's form is a code whatever else the line says.
     for at in apple {
         if !found.iter().any(|f| overlaps(&f.at, &at)) {
@@ -294,10 +308,12 @@ pub fn find(text: &str, short_code: bool) -> Vec<Found> {
     let offer = strong.is_empty() && !places(&lower, OFFERS).is_empty();
     let other_codes: Vec<Range<usize>> =
         NOT_SECRET.iter().flat_map(|n| lower.match_indices(n).map(|(at, m)| at..at + m.len())).collect();
-    let weak: Vec<usize> = places(&lower, CODE_WORDS)
+    let mut weak: Vec<usize> = places(&lower, CODE_WORDS)
         .into_iter()
+        .chain(places(&lower, SIGN_IN))
         .filter(|&at| !offer && !other_codes.iter().any(|r| r.contains(&at)))
         .collect();
+    weak.sort_unstable();
     for c in runs {
         // A number in an address is part of it (an article's, a question's id): an address
         // holds a secret only as a whole sign-in link, found above.
@@ -316,23 +332,107 @@ pub fn find(text: &str, short_code: bool) -> Vec<Found> {
         // digits near words that leave no doubt; any of them when the words say it is the
         // code ("Steam Guard code is KQXRT").
         // Read only when the nearer words do not settle it: it looks for every word for code.
-        let said = || if offer { None } else { named_right_before(&lower[..c.at.start]) };
+        // "Your code is 482961" is a code even beside a sale.
+        let said = || named_right_before(&lower[..c.at.start]).or_else(|| named_right_after(&lower[c.at.end..]));
         let is_code = match c.shape {
             Shape::Digits if near_strong || short_code => true,
             Shape::Digits => {
                 let said = said();
-                let near_weak = said.is_some() || close(text, &weak, &c.at, NEAR);
+                // Right after a shop's "code" ("Use code 1234 at checkout") is an offer's.
+                let near_weak = (said.is_some() && !offer) || close(text, &weak, &c.at, NEAR);
                 (near_weak && !is_year(&text[c.at.clone()])) || said == Some(true)
             }
             Shape::Capitals => near_strong || said() == Some(true),
-            Shape::Word => said() == Some(true),
+            Shape::Word | Shape::Long => said() == Some(true),
         };
         if is_code {
             found.push(Found { kind: SecretKind::Code, at: c.at });
         }
     }
+    if found.is_empty()
+        && let Some(at) = alone(text, &lower)
+    {
+        found.push(Found { kind: SecretKind::Code, at });
+    }
+    repeated(text, &mut found);
     found.sort_by_key(|f| f.at.start);
     found
+}
+
+/// A code said once is hidden wherever it stands again in the message: in a link
+/// ("…/v/482971"), inside another word, or without the space that split it. `found` is
+/// sorted and holds no overlaps, before and after. The first [`REPEATS`] different codes are
+/// looked for: a message with more is a list, each of whose codes is found on its own.
+fn repeated(text: &str, found: &mut Vec<Found>) {
+    let mut codes: Vec<String> = found
+        .iter()
+        .filter(|f| f.kind == SecretKind::Code)
+        .flat_map(|f| {
+            let code = &text[f.at.clone()];
+            [code.to_owned(), code.chars().filter(|c| is_code_char(*c)).collect()]
+        })
+        .filter(|c| c.chars().count() >= 4)
+        .collect();
+    codes.sort_unstable();
+    codes.dedup();
+    found.sort_by_key(|f| f.at.start);
+    let mut more: Vec<Range<usize>> = Vec::new();
+    for code in codes.iter().take(REPEATS) {
+        for (at, _) in text.match_indices(code.as_str()) {
+            let at = at..at + code.len();
+            let i = found.partition_point(|f| f.at.end <= at.start);
+            if found.get(i).is_none_or(|f| f.at.start >= at.end) {
+                more.push(at);
+            }
+        }
+    }
+    // Two codes may share digits: what they cover together is one (and, as neither
+    // overlaps a secret found before, so does none of it).
+    more.sort_by_key(|r| r.start);
+    let mut merged: Vec<Range<usize>> = Vec::new();
+    for at in more {
+        match merged.last_mut() {
+            Some(last) if at.start < last.end => last.end = last.end.max(at.end),
+            _ => merged.push(at),
+        }
+    }
+    found.extend(merged.into_iter().map(|at| Found { kind: SecretKind::Code, at }));
+    found.sort_by_key(|f| f.at.start);
+}
+
+/// How many different codes of a message [`repeated`] looks for again.
+const REPEATS: usize = 16;
+
+/// Words a reply may put before a code it gives alone ("it's 482981"), longest first.
+#[rustfmt::skip]
+const LEAD_INS: &[&str] = &[
+    "here it is", "the code is", "it\u{2019}s", "code is", "that's", "thats", "it is", "it's", "here",
+    "code", "its",
+];
+
+/// A message that is a number of 4 to 8 digits and nothing else (bar a few words that hand
+/// it over and punctuation): a code given in answer to another message ("what is the
+/// code?" "482980"), which no word near it says. A year alone is none.
+fn alone(text: &str, lower: &str) -> Option<Range<usize>> {
+    if lower.len() > 40 {
+        return None;
+    }
+    let trimmed = lower.trim_end_matches(|c: char| c.is_whitespace() || matches!(c, '.' | '!' | '?' | ':'));
+    let start = trimmed.len() - trimmed.trim_start().len();
+    let mut rest = &trimmed[start..];
+    let mut from = start;
+    if let Some(lead) = LEAD_INS.iter().find(|l| rest.starts_with(*l)) {
+        let after = &rest[lead.len()..];
+        let skipped = after.len() - after.trim_start_matches(|c: char| c.is_whitespace() || c == ':').len();
+        if skipped == 0 {
+            return None;
+        }
+        from += lead.len() + skipped;
+        rest = &after[skipped..];
+    }
+    let run = candidates(rest).into_iter().next()?;
+    let whole = run.shape == Shape::Digits && run.at == (0..rest.len()) && !is_year(&text[from..from + rest.len()]);
+    whole.then(|| from..from + rest.len())
 }
 
 /// `text` with each of `found` replaced by its marker.
@@ -452,6 +552,20 @@ fn named_right_before(before: &str) -> Option<bool> {
     named.then_some(told)
 }
 
+/// Whether `after` (the lowercase text after a candidate) says the candidate is the code:
+/// "482913 is your verification code", "KQXRT is your Steam Guard code".
+fn named_right_after(after: &str) -> Option<bool> {
+    let heads = [" is your ", " is the ", " is my ", " es tu ", " es su ", " est votre ", " ist ihr ", " ist dein "];
+    let rest = heads.iter().find_map(|h| after.strip_prefix(h))?;
+    let mut end = rest.len().min(48);
+    while !rest.is_char_boundary(end) {
+        end -= 1;
+    }
+    let words = &rest[..end];
+    let says = !places(words, CODE_WORDS).is_empty() || !places(words, STRONG).is_empty();
+    (says && !NOT_SECRET.iter().any(|n| words.contains(n))).then_some(true)
+}
+
 /// Whether `run` (a candidate's digits) is a year from 1900 to 2099, in any digits.
 fn is_year(run: &str) -> bool {
     let mut year = 0;
@@ -464,17 +578,20 @@ fn is_year(run: &str) -> bool {
     count == 4 && (1900..2100).contains(&year)
 }
 
+/// The zero of each set of decimal digits services write codes in: ASCII, full-width
+/// (Japanese and Chinese texts), Arabic-Indic and Persian, the scripts of India, Thai, Lao,
+/// Tibetan, Myanmar, Khmer, Mongolian, and the mathematical digits styled texts use.
+#[rustfmt::skip]
+const ZEROS: &[u32] = &[
+    0x30, 0xFF10, 0x0660, 0x06F0, 0x0966, 0x09E6, 0x0A66, 0x0AE6, 0x0B66, 0x0BE6, 0x0C66, 0x0CE6,
+    0x0D66, 0x0E50, 0x0ED0, 0x0F20, 0x1040, 0x17E0, 0x1810, 0x1D7CE, 0x1D7D8, 0x1D7E2, 0x1D7EC,
+    0x1D7F6,
+];
+
 /// The value of a digit of [`is_digit`].
 fn digit_value(c: char) -> Option<u32> {
-    let zero = match c {
-        '0'..='9' => '0',
-        '\u{FF10}'..='\u{FF19}' => '\u{FF10}',
-        '\u{0660}'..='\u{0669}' => '\u{0660}',
-        '\u{06F0}'..='\u{06F9}' => '\u{06F0}',
-        '\u{0966}'..='\u{096F}' => '\u{0966}',
-        _ => return None,
-    };
-    Some(u32::from(c) - u32::from(zero))
+    let c = u32::from(c);
+    ZEROS.iter().find(|&&zero| (zero..zero + 10).contains(&c)).map(|zero| c - zero)
 }
 
 /// What the word just before a number says it is ([`PLACES`], [`LABELS`]), or the words
@@ -535,6 +652,8 @@ enum Shape {
     Capitals,
     /// Letters alone, or small letters and digits: a code only right after a word for code.
     Word,
+    /// 9 or 10 digits: a code only where the words say it is the code.
+    Long,
 }
 
 /// Whether `word` (lowercase) is one of the words that say "code", or part of one.
@@ -542,16 +661,16 @@ fn says_code(word: &str) -> bool {
     CODE_WORDS.iter().chain(STRONG).any(|w| w.split(' ').any(|part| part == word))
 }
 
-/// A decimal digit: ASCII, full-width (Japanese and Chinese texts), Arabic-Indic or
-/// Devanagari, each of which services write codes in.
+/// A decimal digit of any set of [`ZEROS`].
 fn is_digit(c: char) -> bool {
     digit_value(c).is_some()
 }
 
-/// What may split a code in two groups: a space (no-break and thin ones too, as French and
-/// typeset texts write "482 913") or a hyphen.
+/// What may split a code in two groups: a space (no-break, thin and the other typeset
+/// widths too, as French and typeset texts write "482 913"; zero-width ones as well), or a
+/// hyphen.
 fn splits_groups(c: char) -> bool {
-    matches!(c, ' ' | '-' | '\u{00A0}' | '\u{202F}' | '\u{2009}')
+    matches!(c, ' ' | '-' | '\u{00A0}' | '\u{202F}' | '\u{2002}'..='\u{200B}' | '\u{2060}' | '\u{3000}')
 }
 
 /// A character of a run that may be a code.
@@ -595,7 +714,9 @@ fn candidates(text: &str) -> Vec<Candidate> {
                 let (a, b) = (j - i, k - j - 1);
                 (3..=4).contains(&a)
                     && (3..=4).contains(&b)
-                    && !chars.get(k).is_some_and(|(_, c)| splits_groups(*c) && digit_at(k + 1))
+                    // A third group after the same mark is a phone's ("415 555 0199"); after
+                    // another, the next code of a list ("4829-1736 5512-0937").
+                    && !chars.get(k).is_some_and(|(_, c)| *c == chars[j].1 && digit_at(k + 1))
             });
             let (last, digits) = match grouped {
                 Some(k) => (k, (j - i) + (k - j - 1)),
@@ -623,8 +744,9 @@ fn candidates(text: &str) -> Vec<Candidate> {
             // ticket or a standard; "G-123456" and "FB-48291" are how codes come.
             let keyed = before == Some('-')
                 && chars[..i.saturating_sub(1)].iter().rev().take_while(|(_, c)| c.is_ascii_alphabetic()).count() >= 3;
-            if (4..=8).contains(&digits) && !part_of_more && !money && !phone && !keyed {
-                out.push(Candidate { at: start..end, shape: Shape::Digits });
+            if (4..=10).contains(&digits) && !part_of_more && !money && !phone && !keyed {
+                let shape = if digits <= 8 { Shape::Digits } else { Shape::Long };
+                out.push(Candidate { at: start..end, shape });
             }
             i = last;
             continue;
@@ -694,6 +816,26 @@ const LINK_WORDS: &[&str] = &[
     "recover",
 ];
 
+/// Query parameters whose value signs someone in, however short ("?otp=4829").
+#[rustfmt::skip]
+const CODE_KEYS: &[&str] = &[
+    "code", "otp", "pin", "passcode", "token", "key", "auth", "secret", "sig", "signature", "hash",
+    "nonce", "ticket", "t",
+];
+
+/// Words around a link that say it signs someone in or resets a password, whatever its
+/// address says ("Reset your password here: https://bit.ly/…"): within [`NEAR_STRONG`]
+/// of it, a link carrying anything like a token is one.
+#[rustfmt::skip]
+const LINK_CONTEXT: &[&str] = &[
+    "password", "reset your", "reset link", "sign-in link", "sign in link", "signin link",
+    "login link", "log-in link", "log in link", "magic link", "one-time link", "verify your",
+    "verification link", "confirm your email", "confirm your account", "activate your account",
+    "tap to sign in", "click to sign in", "tap to log in", "click to log in", "to sign in, tap",
+    "to sign in, click", "sign in with this link", "log in with this link", "do not share",
+    "don't share", "never share", "one-time", "otp", "2fa",
+];
+
 /// Query parameters that say where a link was shared from, never who signs in.
 #[rustfmt::skip]
 const TRACKING: &[&str] = &[
@@ -729,10 +871,15 @@ fn addresses(text: &str, lower: &str) -> Vec<Range<usize>> {
     out
 }
 
-/// The addresses among `addresses` that speak of signing in or resetting, and carry a token
-/// (a query value of 8 characters or more, a path part of 16 or more with letters and
-/// digits, or a code of 4 to 8 digits as the part after a sign-in word).
-fn links(lower: &str, addresses: &[Range<usize>]) -> Vec<Found> {
+/// The addresses among `addresses` that are sign-in or reset links: their address speaks
+/// of signing in or resetting and carries a token (a query value of 8 characters or more,
+/// or any under a key such as `code` or `otp`; a path part of 16 or more with letters and
+/// digits; a code of 4 to 8 digits as the part after a sign-in word, the host included for
+/// an app's own scheme, "myapp://verify/482975"), or the words around it do
+/// ([`LINK_CONTEXT`]) and it carries anything like one (a part of 8 or more with letters and
+/// digits, a query value of 6 or more).
+fn links(text: &str, lower: &str, addresses: &[Range<usize>]) -> Vec<Found> {
+    let context = places(lower, LINK_CONTEXT);
     let mut out = Vec::new();
     for at in addresses {
         let url = &lower[at.clone()];
@@ -740,21 +887,26 @@ fn links(lower: &str, addresses: &[Range<usize>]) -> Vec<Found> {
         let (path, query) = url.split_once('?').unwrap_or((url, ""));
         // A tracking parameter carries no sign-in, whatever its length.
         let tracking = |k: &str| k.starts_with("utm_") || TRACKING.contains(&k);
-        let query_token =
-            query.split('&').any(|kv| kv.split_once('=').is_some_and(|(k, v)| v.len() >= 8 && !tracking(k)));
-        // The parts after the host, with or without a scheme.
+        let values: Vec<(&str, &str)> =
+            query.split('&').filter_map(|kv| kv.split_once('=')).filter(|(k, _)| !tracking(k)).collect();
+        let query_token = values.iter().any(|(k, v)| v.len() >= 8 || (CODE_KEYS.contains(k) && v.len() >= 4));
+        // The host and the parts after it, with or without a scheme.
         let path = path.split_once("://").map_or(path, |(_, rest)| rest);
-        let parts: Vec<&str> = path.split(['/', '#']).skip(1).collect();
-        let path_token = parts.iter().any(|p| {
-            p.len() >= 16 && p.chars().any(|c| c.is_ascii_digit()) && p.chars().any(|c| c.is_ascii_alphabetic())
-        });
+        let parts: Vec<&str> = path.split(['/', '#']).collect();
+        let mixed = |p: &&str, len: usize| {
+            p.len() >= len && p.chars().any(|c| c.is_ascii_digit()) && p.chars().any(|c| c.is_ascii_alphabetic())
+        };
+        let path_token = parts.iter().skip(1).any(|p| mixed(p, 16));
         // A code as the part after a sign-in word: "t.me/login/71245".
         let path_code = parts.windows(2).any(|w| {
             LINK_WORDS.iter().any(|word| w[0].contains(word))
                 && (4..=8).contains(&w[1].len())
                 && w[1].chars().all(|c| c.is_ascii_digit())
         });
-        if speaks && (query_token || path_token || path_code) {
+        let said_around = close(text, &context, at, NEAR_STRONG);
+        let loose = parts.iter().skip(1).any(|p| mixed(p, 8)) || values.iter().any(|(_, v)| v.len() >= 6);
+        if (speaks && (query_token || path_token || path_code)) || (said_around && (query_token || path_token || loose))
+        {
             out.push(Found { kind: SecretKind::Link, at: at.clone() });
         }
     }
@@ -872,10 +1024,10 @@ mod tests {
         let both = "Code 482913, or https://example.com/reset?token=9f8e7d6c5b4a";
         assert_eq!(SecretKind::in_mask(classify(from("discord", "1234"), both)), [SecretKind::Code, SecretKind::Link]);
         // A short code's numbers are codes on iMessage, where short codes text from.
-        assert_eq!(classify(from("imessage", "72975"), "918273"), 1);
+        assert_eq!(classify(from("imessage", "72975"), "918273 at noon"), 1);
         // The person's own messages are stored as from `me`, which is not a sender id.
         assert_eq!(classify(Author { source: "imessage", sender: "me", is_self: true }, "The rent is 482913"), 0);
-        assert_eq!(classify(from("discord", "72975"), "918273"), 0);
+        assert_eq!(classify(from("discord", "72975"), "918273 at noon"), 0);
         assert!(is_short_code_channel("imessage", "any;-;72975") && is_short_code_channel("imessage", "any;-;GOOGLE"));
         for (source, id) in [
             ("imessage", "any;+;chat72975"),
@@ -913,6 +1065,35 @@ mod tests {
         }
         for hidden in ["482913", "码4", "码48", "4829", "482-913"] {
             assert!(!found_unhidden(text, false, &terms(hidden)), "{hidden}");
+        }
+    }
+
+    #[test]
+    fn a_code_is_hidden_wherever_it_stands_again() {
+        let text = "Your Acme verification code is 482 971. Or tap https://acme.com/v/482971 (ref a14829712b)";
+        let shown = hidden(text);
+        assert!(!shown.contains("482971") && !shown.contains("971"), "{shown}");
+        // Nor can a search confirm a guess through the word that held it.
+        let text = "Your verification code is 4829. ticket a14829b";
+        assert!(!found_unhidden(text, false, &["is".to_owned(), "4829".to_owned()]));
+        assert!(found_unhidden(text, false, &["ticket".to_owned()]));
+    }
+
+    #[test]
+    fn a_number_given_alone_is_a_code_and_a_year_or_a_sentence_is_not() {
+        for text in ["482980", " it's 482981! ", "Here: 4829", "the code is 551 005"] {
+            assert_eq!(classify(from("imessage", "+15551234567"), text), 1, "{text}");
+        }
+        for text in ["2024", "ok 1430 works", "482980 people", "", "   ", "it's", "its2024"] {
+            assert_eq!(classify(from("imessage", "+15551234567"), text), 0, "{text}");
+        }
+    }
+
+    #[test]
+    fn nine_or_ten_digits_are_a_code_only_where_the_words_say_so() {
+        assert!(!hidden("Your verification code is 4829690127").contains("4829690127"));
+        for text in ["Call 4155550199 to verify your order", "verification ticket 482969012"] {
+            assert_eq!(hidden(text), text);
         }
     }
 
