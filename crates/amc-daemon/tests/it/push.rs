@@ -227,6 +227,28 @@ async fn only_an_ack_the_daemon_handed_to_this_agent_moves_its_push() {
     assert_eq!(told(&next(&mut agent, 25).await), ["still told"]);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ack_tells_the_agent_nothing_of_channels_it_cannot_see() {
+    // The position an ack records counts every stored message: were it readable, an agent
+    // would learn when and how much a pending or another agent's channel receives.
+    let d = Daemon::start().await;
+    let (mut agent, _) = d.agent("claude").await;
+    d.channel_with("pending", 3).await;
+    let before = next(&mut agent, 1).await;
+    d.ingest(Source::Imessage, "pending", vec![msg("pending-9", "meanwhile", now_ms())]).await;
+    let after = next(&mut agent, 1).await;
+    let again = next(&mut agent, 1).await;
+    assert_ne!(after["ack"], again["ack"], "the same place, told twice, looks different");
+    for batch in [&before, &after, &again] {
+        use base64::Engine;
+        let ack = batch["ack"].as_str().expect("ack");
+        let sealed = ack.strip_prefix("v2.").expect("a sealed ack");
+        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(sealed).expect("base64");
+        assert!(!bytes.windows(3).any(|w| w == br#""f""#), "readable: {ack}");
+    }
+    ack(&mut agent, &again).await;
+}
+
 /// One push batch for the agent after `told`, a batch it was told and has not acknowledged.
 async fn next_after(agent: &mut amc_client::Connection, told: &Value, wait: u32) -> Value {
     let after = told["ack"].as_str().expect("ack");

@@ -246,24 +246,18 @@ impl AckSigner {
         let p = &told.position;
         let ack = Ack { f: p.floor, c: p.channels.clone(), t: told.decisions.clone(), n: told.any };
         let payload = serde_json::to_vec(&ack).unwrap_or_default();
-        let tag = self.seal.tag(agent_id, &payload, ACK_TAG);
-        format!("v1.{}.{}", URL_SAFE_NO_PAD.encode(&payload), URL_SAFE_NO_PAD.encode(tag))
+        // Sealed: the position counts the messages of every channel, those the agent
+        // cannot see too.
+        format!("v2.{}", URL_SAFE_NO_PAD.encode(self.seal.seal(agent_id, &payload, ACK_TAG)))
     }
 
     fn decode(&self, agent_id: &str, s: &str) -> Result<Told> {
         use base64::Engine;
         use base64::engine::general_purpose::URL_SAFE_NO_PAD;
         let invalid = || Error::validation("ack must be the ack of a batch this agent got from GET /messages/push");
-        let mut parts = s.split('.');
-        let (Some("v1"), Some(payload), Some(tag), None) = (parts.next(), parts.next(), parts.next(), parts.next())
-        else {
-            return Err(invalid());
-        };
-        let payload = URL_SAFE_NO_PAD.decode(payload).map_err(|_| invalid())?;
-        let tag = URL_SAFE_NO_PAD.decode(tag).map_err(|_| invalid())?;
-        if !self.seal.verify(agent_id, &payload, &tag, ACK_TAG) {
-            return Err(invalid());
-        }
+        let sealed = s.strip_prefix("v2.").ok_or_else(invalid)?;
+        let sealed = URL_SAFE_NO_PAD.decode(sealed).map_err(|_| invalid())?;
+        let payload = self.seal.open(agent_id, &sealed, ACK_TAG).ok_or_else(invalid)?;
         // Signed by this daemon, so well formed; checked all the same, should the key leak.
         let ack: Ack = serde_json::from_slice(&payload).map_err(|_| invalid())?;
         if ack.f < 0 || ack.c.len() > SCAN_LIMIT as usize || ack.c.iter().any(|(c, t)| !is_channel_id(c) || *t < 0) {
@@ -562,8 +556,8 @@ mod tests {
         let told = Told { position: p, decisions: vec!["tr_01HXYZABCDEFGHJKMNPQRSTVWX".to_owned()], any: true };
         let ack = signer.encode("claude", &told);
         assert_eq!(signer.decode("claude", &ack).expect("round trip"), told);
-        let (head, tag) = ack.rsplit_once('.').expect("tag");
-        let (_, payload) = head.split_once('.').expect("payload");
+        assert!(!ack.contains("eyJ"), "the position is not readable: {ack}");
+        let sealed = ack.strip_prefix("v2.").expect("sealed");
         let far = {
             use base64::Engine;
             base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!(r#"{{"f":{},"c":[]}}"#, i64::MAX))
@@ -572,10 +566,11 @@ mod tests {
             String::new(),
             "not base64!".into(),
             "e30".into(),
-            payload.to_owned(),
-            format!("v1.{far}.{tag}"),
-            format!("v1.{payload}.{}", &tag[1..]),
-            format!("v2.{payload}.{tag}"),
+            sealed.to_owned(),
+            format!("v2.{far}"),
+            format!("v1.{far}.{}", &sealed[..43]),
+            format!("v2.{}", &sealed[1..]),
+            format!("v2.A{}", &sealed[1..]),
             format!("{ack}.x"),
         ] {
             let err = signer.decode("claude", &forged).expect_err(&forged);
