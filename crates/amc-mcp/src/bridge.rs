@@ -79,8 +79,11 @@ impl Bridge {
             (self.link.clone(), self.host_gone.clone(), self.push.clone(), self.session.clone());
         // From the start, so that a host started before AMC hears of its tools once AMC is up.
         let follow = tokio::spawn(crate::toolset::follow(link.clone(), self.toolset.clone(), host_gone.clone()));
+        let (io, written) = crate::stdio::guarded(io.0, io.1);
         let running = self.serve(io).await.map_err(std::io::Error::other)?;
         let ended = running.waiting().await;
+        // rmcp has closed its side: the host is given everything it wrote.
+        let _ = tokio::time::timeout(CONNECT_TIMEOUT, written).await;
         // The push acknowledges what it wrote, if the session worked, before it ends.
         host_gone.cancel();
         let _ = follow.await;

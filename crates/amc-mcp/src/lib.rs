@@ -13,15 +13,19 @@
 //!   working session, its notifications, and the tool requests it relays to the person.
 //! - [`direct`]: relay calls answered without rmcp's per-request service; `written`, the
 //!   page it answered last, as written.
+//! - [`jsonrpc`]: what a JSON-RPC message must be before rmcp reads it, on HTTP and stdio,
+//!   and the errors refusals get; `stdio`, the bridge's side of the host's stdin and stdout.
 #![deny(missing_docs)]
 
 pub mod bridge;
 pub mod claude_channel;
 pub mod direct;
+pub mod jsonrpc;
 mod link;
 pub mod reach;
 pub mod relay;
 pub mod server;
+mod stdio;
 pub mod tools;
 mod toolset;
 mod written;

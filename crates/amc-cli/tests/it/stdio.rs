@@ -23,6 +23,14 @@ fn bridge(dir: &std::path::Path, token: &str) -> Command {
     c
 }
 
+/// The bridge started on pipes: the process, its stdin and its stdout.
+fn piped(mut bridge: Command) -> (std::process::Child, std::process::ChildStdin, BufReader<std::process::ChildStdout>) {
+    let mut child = bridge.stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("spawn");
+    let input = child.stdin.take().expect("stdin");
+    let output = BufReader::new(child.stdout.take().expect("stdout"));
+    (child, input, output)
+}
+
 /// Reads answers until the one with `id`.
 fn answer(lines: &mut impl BufRead, id: i64) -> serde_json::Value {
     loop {
@@ -52,9 +60,7 @@ fn the_bridge_speaks_over_pipes_socket_pairs_and_files() {
     let token = json(&amc(dir, &["--json", "agent", "add", "host"]))["token"].as_str().expect("token").to_owned();
 
     // Pipes.
-    let mut child = bridge(dir, &token).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("spawn");
-    let mut input = child.stdin.take().expect("stdin");
-    let mut output = BufReader::new(child.stdout.take().expect("stdout"));
+    let (mut child, mut input, mut output) = piped(bridge(dir, &token));
     writeln!(input, "{INIT}\n{INITIALIZED}\n{LIST}").expect("write");
     assert!(answer(&mut output, 1)["result"]["serverInfo"].is_object());
     let over_pipes = tool_names(&answer(&mut output, 2));
@@ -90,4 +96,44 @@ fn the_bridge_speaks_over_pipes_socket_pairs_and_files() {
     assert!(status.success());
     let text = stdout(&std::process::Output { status, stdout: std::fs::read(&answers).expect("read"), stderr: vec![] });
     assert_eq!(tool_names(&answer(&mut text.as_bytes(), 2)), over_pipes);
+}
+
+#[test]
+fn every_line_a_host_writes_is_answered_or_passed_on_never_dropped() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path();
+    let _serve = Serve::start(dir);
+    let token = json(&amc(dir, &["--json", "agent", "add", "host"]))["token"].as_str().expect("token").to_owned();
+    let (mut child, mut input, mut output) = piped(bridge(dir, &token));
+    writeln!(input, "{INIT}\n{INITIALIZED}").expect("write");
+    assert!(answer(&mut output, 1)["result"]["serverInfo"].is_object());
+
+    // A send of 1.1 MB is over what AMC takes: refused at once, with its id, and not
+    // relayed (so no "may still be delivered").
+    let big = serde_json::json!({"jsonrpc": "2.0", "id": 13, "method": "tools/call", "params": {"name":
+        "send_message", "arguments": {"channel_id": "ch_01HZ0000000000000000000000", "text": "x".repeat(1_100_000)}}});
+    writeln!(input, "{big}").expect("write");
+    let refused = answer(&mut output, 13);
+    assert_eq!(refused["error"]["data"]["error"]["code"], "PAYLOAD_TOO_LARGE", "{refused}");
+    // Lines that are no JSON get -32700 with a null id, in order; the bridge goes on.
+    input.write_all(b"{bad json\n\xff\xfe\n").expect("write");
+    for _ in 0..2 {
+        let mut line = String::new();
+        output.read_line(&mut line).expect("read");
+        let v: serde_json::Value = serde_json::from_str(&line).expect("a JSON-RPC line");
+        assert_eq!((v["id"].is_null(), v["error"]["code"].as_i64()), (true, Some(-32700)), "{v}");
+        assert_eq!(v["error"]["data"]["error"]["code"], "VALIDATION_FAILED", "{v}");
+    }
+    let deep = format!(
+        r#"{{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{{"name":"mark_read","arguments":{{"message_ids":{}{}}}}}}}"#,
+        "[".repeat(300),
+        "]".repeat(300)
+    );
+    writeln!(input, "{deep}\n{LIST}").expect("write");
+    let mut line = String::new();
+    output.read_line(&mut line).expect("read");
+    assert!(line.contains("-32700"), "{line}");
+    assert!(!tool_names(&answer(&mut output, 2)).is_empty(), "the bridge still answers");
+    drop(input);
+    assert!(child.wait().expect("wait").success());
 }

@@ -14,7 +14,8 @@ use amc_core::{Error, ErrorCode};
 use amc_mcp::MAX_MCP_REQUEST_BYTES;
 use amc_mcp::McpCaller;
 use amc_mcp::direct::DirectCall;
-use serde_json::{Value, json};
+use amc_mcp::jsonrpc::{INTERNAL, INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, check_message, check_params};
+use serde_json::Value;
 
 /// Whether an `Origin` is this machine's loopback (any port).
 fn loopback_origin(origin: &str) -> bool {
@@ -78,12 +79,7 @@ async fn authenticate(st: &AppState, req: Request) -> Result<Request, Response> 
 /// A JSON-RPC error object, with the envelope in `error.data`, as the HTTP answer.
 fn json_rpc_error(id: Value, rpc_code: i64, e: &amc_core::Error) -> Response {
     let status = StatusCode::from_u16(e.code.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let body = json!({
-        "jsonrpc": "2.0",
-        "id": id,
-        "error": { "code": rpc_code, "message": e.message, "data": e.envelope_json() },
-    });
-    (status, axum::Json(body)).into_response()
+    (status, axum::Json(amc_mcp::jsonrpc::error(id, rpc_code, e))).into_response()
 }
 
 /// How much of a body over the limit is still read (and dropped) before answering, and for
@@ -137,12 +133,6 @@ async fn read_capped(mut body: axum::body::Body, limit: usize) -> Read {
 /// What a call cut short by AMC's stop is told.
 const STOPPING: &str = "AMC is stopping; call again once it is back";
 
-/// JSON-RPC's codes for a body that is not JSON and for JSON that is not a request.
-const PARSE_ERROR: i64 = -32700;
-const INVALID_REQUEST: i64 = -32600;
-const INVALID_PARAMS: i64 = -32602;
-const INTERNAL: i64 = -32603;
-
 /// What the MCP endpoints take and give is JSON-RPC, whatever the client sends: a body
 /// over [`MAX_MCP_REQUEST_BYTES`], one that is not UTF-8 JSON (or nests too deep), or JSON that
 /// is not a JSON-RPC 2.0 message gets a JSON-RPC error here, before rmcp sees it; a
@@ -172,7 +162,7 @@ async fn json_rpc_only(st: &AppState, req: Request, next: Next) -> Response {
             Ok(v) => v,
             Err(why) => return json_rpc_error(Value::Null, PARSE_ERROR, &Error::validation(why)),
         };
-        if let Err(why) = check_message(&message) {
+        if let Err(why) = check_message(&message, false) {
             return json_rpc_error(Value::Null, INVALID_REQUEST, &Error::validation(why));
         }
         id = message.get("id").cloned().unwrap_or(Value::Null);
@@ -222,59 +212,6 @@ async fn json_rpc_only(st: &AppState, req: Request, next: Next) -> Response {
         if text.trim().is_empty() { status.canonical_reason().unwrap_or("bad request").to_owned() } else { text }
     };
     json_rpc_error(id, rpc_code, &Error::new(code, message))
-}
-
-/// A JSON-RPC 2.0 message AMC takes: a request or notification (a string `method`). A
-/// response answers nothing here: AMC's MCP servers are stateless and send no requests.
-fn check_message(v: &Value) -> Result<(), &'static str> {
-    let Some(obj) = v.as_object() else { return Err("a JSON-RPC message must be an object (batches are not taken)") };
-    if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-        return Err("\"jsonrpc\" must be \"2.0\"");
-    }
-    let id_ok = obj.get("id").is_none_or(|id| id.is_string() || id.is_i64() || id.is_u64() || id.is_null());
-    if !id_ok {
-        return Err("\"id\" must be a string or an integer");
-    }
-    match obj.get("method") {
-        Some(m) if m.is_string() => Ok(()),
-        Some(_) => Err("\"method\" must be a string"),
-        None if obj.contains_key("result") || obj.contains_key("error") => {
-            Err("AMC sends no requests, so it takes no responses: a JSON-RPC request needs a \"method\"")
-        }
-        None => Err("a JSON-RPC request needs a \"method\""),
-    }
-}
-
-/// The params of the requests whose shape rmcp would otherwise take for an unknown method
-/// (`-32601`): `tools/call` needs a string `name` and, if any, object `arguments`;
-/// `initialize` a string `protocolVersion` and objects `capabilities` and `clientInfo`
-/// (with a string `name` and `version`): what rmcp needs to read them, no more.
-fn check_params(v: &Value) -> Result<(), &'static str> {
-    let params = &v["params"];
-    match v["method"].as_str() {
-        Some("tools/call") => {
-            if !params["name"].is_string() {
-                return Err("tools/call needs params.name, the tool's name as a string");
-            }
-            if !(params["arguments"].is_null() || params["arguments"].is_object()) {
-                return Err("tools/call's params.arguments must be an object");
-            }
-            Ok(())
-        }
-        Some("initialize") => {
-            let ok = params["protocolVersion"].is_string()
-                && params["capabilities"].is_object()
-                && params["clientInfo"].is_object()
-                && params["clientInfo"]["name"].is_string()
-                && params["clientInfo"]["version"].is_string();
-            if ok {
-                Ok(())
-            } else {
-                Err("initialize needs params.protocolVersion, capabilities and clientInfo {name, version}")
-            }
-        }
-        _ => Ok(()),
-    }
 }
 
 #[cfg(test)]
