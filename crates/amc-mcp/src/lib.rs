@@ -95,7 +95,10 @@ where
 }
 
 fn config(shutdown: CancellationToken) -> StreamableHttpServerConfig {
+    // The daemon checks the Host itself where one means something, on its loopback TCP
+    // port; on its Unix socket a Host names nothing, and any is taken.
     StreamableHttpServerConfig::default()
+        .disable_allowed_hosts()
         .with_legacy_session_mode(false)
         .with_json_response(true)
         .with_sse_keep_alive(None)

@@ -76,6 +76,23 @@ async fn authenticate(st: &AppState, req: Request) -> Result<Request, Response> 
     }
 }
 
+/// What rmcp wants said that a client on the socket need not say: a client that takes
+/// anything (`Accept: */*`, curl's default, or no `Accept` at all) takes what AMC answers,
+/// and rmcp, which wants both its types named, is told so; a request without a Host (which
+/// names nothing on a Unix socket; the loopback port refuses one before this) names
+/// `localhost`.
+fn tolerate(headers: &mut axum::http::HeaderMap) {
+    if !headers.contains_key(header::HOST) {
+        headers.insert(header::HOST, header::HeaderValue::from_static("localhost"));
+    }
+    let any = headers.get_all(header::ACCEPT).iter().all(|v| {
+        v.to_str().is_ok_and(|v| v.split(',').any(|t| matches!(t.split(';').next().map(str::trim), Some("*/*"))))
+    });
+    if any {
+        headers.insert(header::ACCEPT, header::HeaderValue::from_static("application/json, text/event-stream"));
+    }
+}
+
 /// A JSON-RPC error object, with the envelope in `error.data`, as the HTTP answer.
 fn json_rpc_error(id: Value, rpc_code: i64, e: &amc_core::Error) -> Response {
     let status = StatusCode::from_u16(e.code.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
@@ -140,7 +157,8 @@ const STOPPING: &str = "AMC is stopping; call again once it is back";
 /// [`amc_mcp::direct`]); and any error rmcp answers in plain text (a wrong media type, a
 /// request cut short by shutdown) is turned into one on the way out.
 async fn json_rpc_only(st: &AppState, req: Request, next: Next) -> Response {
-    let (parts, body) = req.into_parts();
+    let (mut parts, body) = req.into_parts();
+    tolerate(&mut parts.headers);
     let mut id = Value::Null;
     let req = if parts.method == Method::POST {
         let bytes = match read_capped(body, MAX_MCP_REQUEST_BYTES).await {

@@ -242,6 +242,42 @@ async fn the_mcp_endpoint_needs_a_token_and_a_local_origin() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_the_socket_any_host_and_an_accept_of_anything_are_taken() {
+    // A Host names nothing on a Unix socket, and curl sends `Accept: */*`; on the loopback
+    // port a Host that is not that port's is still refused (DNS rebinding).
+    let d = Daemon::start_with(|c| c.listen = Some("127.0.0.1:0".parse().expect("addr"))).await;
+    let (_, token) = d.agent("claude").await;
+    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "probe", "version": "0" } } })
+    .to_string();
+    let post = |host: Option<&str>, accept: Option<&str>| {
+        let mut head = "POST /mcp HTTP/1.1\r\n".to_owned();
+        for (name, value) in [("host", host), ("accept", accept)] {
+            if let Some(v) = value {
+                head.push_str(&format!("{name}: {v}\r\n"));
+            }
+        }
+        let auth = format!("authorization: Bearer {token}\r\nx-agent-id: claude\r\n");
+        let length = format!("content-type: application/json\r\ncontent-length: {}\r\n\r\n", body.len());
+        format!("{head}{auth}{length}{body}").into_bytes()
+    };
+    let within = std::time::Duration::from_secs(10);
+    for (host, accept) in [
+        (Some("amc"), Some("application/json, text/event-stream")),
+        (Some("localhost."), Some("*/*")),
+        (None, Some("application/json, text/event-stream")),
+        (Some("evil.example"), None),
+    ] {
+        let (a, _) = super::raw::exchange(super::raw::open(&d, false).await, post(host, accept), within).await;
+        let a = a.expect("an answer");
+        assert_eq!(a.status, 200, "{host:?} {accept:?}: {}", String::from_utf8_lossy(&a.body));
+    }
+    let (a, _) = super::raw::exchange(super::raw::open(&d, true).await, post(Some("evil.example"), None), within).await;
+    let a = a.expect("an answer");
+    assert_eq!((a.status, a.problem()), (403, None));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stateless_2026_07_28_requests_are_served_without_a_handshake() {
     let d = Daemon::start().await;
     let (_, token) = d.agent("claude").await;
