@@ -100,6 +100,7 @@ pub async fn start(raw: RawConfig) -> anyhow::Result<Running> {
 /// migrations run (the tray shows it).
 pub async fn start_reporting(raw: RawConfig, updates: &UpdateReporter) -> anyhow::Result<Running> {
     let Settings { core: config, imessage: imsg, discord: discord_settings } = raw.validate()?;
+    startup::raise_open_files();
     amc_core::files::create_dir_all(&config.data_dir).map_err(|e| {
         anyhow::anyhow!(
             "AMC's data folder {} cannot be created ({e}); choose another with --data-dir or AMC_DATA_DIR",

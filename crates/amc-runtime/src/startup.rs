@@ -38,6 +38,33 @@ impl StartFlags {
     }
 }
 
+/// The open files AMC asks for. A Mac starts an app with a soft limit of 256, which each
+/// agent's connection and wait, each attachment and each database file count against;
+/// macOS refuses a soft limit past `OPEN_MAX` (10,240), whatever the hard limit says.
+const OPEN_FILES: u64 = if cfg!(target_os = "macos") { 10_240 } else { 65_536 };
+
+/// Raises the soft limit of open files to [`OPEN_FILES`], or the hard limit if lower, and
+/// gives the limit now (`None` if it could not be read). A lower soft limit is left as it
+/// was if the system refuses.
+pub fn raise_open_files() -> Option<u64> {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let now = getrlimit(Resource::Nofile);
+    let want = now.maximum.map_or(OPEN_FILES, |hard| hard.min(OPEN_FILES));
+    match now.current {
+        Some(soft) if soft < want => {
+            let raised = setrlimit(Resource::Nofile, Rlimit { current: Some(want), maximum: now.maximum });
+            match raised {
+                Ok(()) => Some(want),
+                Err(e) => {
+                    tracing::warn!(error = %e, soft, "could not raise the limit of open files");
+                    Some(soft)
+                }
+            }
+        }
+        current => current.or(Some(u64::MAX)),
+    }
+}
+
 /// Logs to stderr (stdout may be an MCP channel), in colour on a terminal, filtered by
 /// [`crate::log_filter`] with `default` when `AMC_LOG` is unset. Each line goes through
 /// [`ShownLog`], so a platform's error text or a name in a log line never acts on the

@@ -408,3 +408,27 @@ fn check_codex(out: &str, dir: &Path, agent: &str) {
     assert!(env.contains(&format!("AMC_DATA_DIR = \"{}\"", dir.display())), "{out}");
     assert!(line_of(out, "args = ").contains("\"--no-push\""), "{out}");
 }
+
+#[cfg(target_os = "linux")]
+#[test]
+fn amc_serve_raises_a_low_limit_of_open_files() {
+    // A Mac starts apps with a soft limit of 256 open files; each agent's wait holds one.
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path();
+    let mut child = Command::new("sh")
+        .args(["-c", r#"ulimit -Sn 256 && exec "$0" serve --test-sender"#, AMC])
+        .env("AMC_DATA_DIR", dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let socket = dir.join("run/amc.sock");
+    amc_testkit::poll_until("amc serve to start", || socket.exists().then_some(()));
+    let limits = std::fs::read_to_string(format!("/proc/{}/limits", child.id())).expect("limits");
+    let _ = child.kill();
+    let _ = child.wait();
+    let line = limits.lines().find(|l| l.starts_with("Max open files")).expect("the open files line");
+    let numbers: Vec<u64> = line.split_whitespace().filter_map(|w| w.parse().ok()).collect();
+    let [soft, hard] = numbers[..] else { panic!("{line}") };
+    assert_eq!(soft, hard.min(65_536), "{line}");
+}

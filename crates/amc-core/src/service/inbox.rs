@@ -284,6 +284,7 @@ impl Amc {
             Ok(())
         };
         revoked(&mut revocations, false).await?;
+        let _slot = self.inner.waits.enter(&agent.agent_id)?;
         let page = self.list_unread(agent, params.clone()).await?;
         if !page.messages.is_empty() {
             revoked(&mut revocations, true).await?;

@@ -26,6 +26,7 @@ mod seal;
 mod search;
 mod send;
 mod upkeep;
+mod waits;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -50,6 +51,7 @@ pub use inbox::{
 };
 pub use search::{MAX_QUERY_CHARS, SearchPage, SearchParams, SearchResult};
 pub use send::{AttachmentRef, SendReceipt, SendRequest};
+pub use waits::MAX_WAITS_PER_AGENT;
 
 const PAUSED_SETTING: &str = "agents_paused";
 
@@ -76,6 +78,8 @@ struct Inner {
     push: claude_channel::PushState,
     /// Signs the unread cursors handed to agents (with the push's key).
     cursors: seal::Seal,
+    /// The waits each agent holds open.
+    waits: waits::Waits,
     /// The search backlog's indexing while it runs: when it began, and how far it is.
     indexing: std::sync::Mutex<Option<(Instant, amc_store::IndexProgress)>>,
     /// The classification backlog's work while it runs (see [`Amc::classify_backlog`]).
@@ -148,6 +152,7 @@ impl Amc {
                 url_filter: amc_attach::url::is_public,
                 revocations: tokio::sync::watch::Sender::new(0),
                 cursors: seal::Seal::new(push_key.clone()),
+                waits: waits::Waits::default(),
                 push: claude_channel::PushState::new(push_key),
                 indexing: Default::default(),
                 classifying: Default::default(),

@@ -89,3 +89,31 @@ async fn revoking_the_agent_ends_its_wait() {
     assert_eq!(r.status, 200);
     assert_eq!(code(&wait.await.expect("join")), "UNAUTHORIZED");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_holds_a_bounded_number_of_waits_and_the_next_is_refused() {
+    // Each wait keeps a connection open: past the bound, one agent would use up the files
+    // AMC may open (256 on a Mac by default) and its memory.
+    use amc_core::service::MAX_WAITS_PER_AGENT;
+    let d = Daemon::start().await;
+    let (mut agent, token) = d.agent("claude").await;
+    let (_, other) = d.agent("other").await;
+    let before = d.amc.events().listeners();
+    let mut waits: Vec<_> = (0..MAX_WAITS_PER_AGENT).map(|_| start_wait(&d, &token, "?timeout_seconds=25")).collect();
+    listening(&d, before, MAX_WAITS_PER_AGENT).await;
+    for path in ["/messages/unread/wait?timeout_seconds=1", "/messages/push?timeout_seconds=1"] {
+        let r = agent.get(path).await.expect("get");
+        assert_eq!((r.status.as_u16(), code(&r)), (429, "RATE_LIMITED".to_owned()), "{path}");
+        assert_eq!(r.header("retry-after"), Some("1"), "{path}");
+    }
+    // Another agent's waits are its own, and a wait that ends makes room.
+    let mut theirs = d.connect_agent(&other, "other").await;
+    assert_eq!(theirs.get("/messages/unread/wait?timeout_seconds=1").await.expect("get").status, 200);
+    waits.pop().expect("a wait").abort();
+    amc_testkit::eventually("a wait to end", || async {
+        let r = d.connect_agent(&token, "claude").await.get("/messages/unread/wait?timeout_seconds=1").await;
+        (r.expect("get").status == 200).then_some(())
+    })
+    .await;
+    waits.iter().for_each(tokio::task::JoinHandle::abort);
+}

@@ -313,6 +313,7 @@ impl Amc {
             Some(after) => self.inner.push.signer.decode(&agent.agent_id, after)?,
             None => Told::default(),
         };
+        let _slot = self.inner.waits.enter(&agent.agent_id)?;
         let deadline = Instant::now() + Duration::from_secs(timeout as u64);
         // Listen before looking, so a message stored in between still wakes the wait.
         let mut events = self.events().subscribe();
