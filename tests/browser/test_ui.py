@@ -626,7 +626,7 @@ def test_channels_show_names_and_addresses_never_raw_ids(daemon: UiDaemon, page:
 # whose first part a terminal would erase, names that a right-to-left override shows as
 # other words, and zero-width characters.
 REWRITES = "…wired the $4,000 deposit…\r\x1b[2K    | See you at 8!"
-CHANNEL = "Bank\u200b \u202estrelA"
+CHANNEL = "Bank\u200b \u202estrelA\u2800\u0600"
 CONTACT = "\u2066\u202emoM\u2069\ufeff"
 FROM_CONTACT = "send it to the new account\r\x1b[2KSee you at 8?"
 # What must be seen as it is: emoji joined and with their presentation selector.
@@ -638,7 +638,7 @@ SMUGGLED = "ok 👍\ufe0f" + "\ufe0e\ufe0f" * 4 + " \ufe0f"
 # and the newline, bidi controls, zero-width and other invisible characters (the set of
 # shown.rs), save one presentation selector after a character and a joiner in an emoji.
 HIDDEN_LEFT = r"""root => {
-    const hidden = /[\0-\x08\x0B-\x1F\x7F-\x9F\xAD\u034F\u061C\u115F\u1160\u17B4\u17B5\u180B-\u180F\u200B-\u200F\u2028-\u202E\u2060-\u206F\u3164\uFE00-\uFE0F\uFEFF\uFFA0\uFFF0-\uFFFB\u{1BCA0}-\u{1BCA3}\u{1D173}-\u{1D17A}\u{E0000}-\u{E0FFF}]/u;
+    const hidden = /[\0-\x08\x0B-\x1F\x7F-\x9F\xAD\u034F\u0600-\u0605\u061C\u06DD\u070F\u0890\u0891\u08E2\u115F\u1160\u17B4\u17B5\u180B-\u180F\u200B-\u200F\u2028-\u202E\u2060-\u206F\u2800\u3164\uFE00-\uFE0F\uFEFF\uFFA0\uFFF0-\uFFFB\u{110BD}\u{110CD}\u{13430}-\u{1343F}\u{1BCA0}-\u{1BCA3}\u{1D173}-\u{1D17A}\u{E0000}-\u{E0FFF}]/u;
     const pictograph = /[\u2300-\u23FF\u2600-\u27BF\u2B00-\u2BFF\u{1F000}-\u{1FAFF}]/u;
     const selector = (c) => c === "\uFE0E" || c === "\uFE0F";
     const holds = (text) => Array.from(text).some((c, i, all) => {
@@ -712,7 +712,7 @@ def test_text_that_would_hide_or_reorder_itself_is_shown_whole_and_in_order(daem
     expect(draft.locator(".hidden-char")).to_have_count(2)
     expect(draft.locator(".hidden-char").first).to_have_attribute("title", re.compile("carriage return"))
     heading = card.get_by_role("heading")
-    expect(heading).to_have_text("claude-code → Bank⟨U+200B⟩ ⟨U+202E⟩strelA")
+    expect(heading).to_have_text("claude-code → Bank⟨U+200B⟩ ⟨U+202E⟩strelA⟨U+2800⟩⟨U+0600⟩")
     read_in_order(heading)
     conversation = card.locator(".conversation")
     expect(conversation.locator(".msg").first).to_contain_text("⟨U+2066⟩⟨U+202E⟩moM⟨U+2069⟩⟨U+FEFF⟩")
@@ -734,7 +734,7 @@ def test_text_that_would_hide_or_reorder_itself_is_shown_whole_and_in_order(daem
     page.get_by_role("navigation", name="Sections").get_by_role("link", name="Channels").click()
     segment(page, "Allowed").click()
     name = page.locator(f'li[data-channel="{ch}"] .name')
-    expect(name).to_have_text("Bank⟨U+200B⟩ ⟨U+202E⟩strelA")
+    expect(name).to_have_text("Bank⟨U+200B⟩ ⟨U+202E⟩strelA⟨U+2800⟩⟨U+0600⟩")
     read_in_order(name)
     assert page.locator("main").evaluate(HIDDEN_LEFT) == []
 

@@ -6,11 +6,11 @@ import { get } from "./api.js";
 
 // Characters a browser draws as nothing, or that reorder the text around them: controls
 // (but the tab and the newline, which lay the text out), the line and paragraph
-// separators, the interlinear annotation marks, and Unicode's default-ignorable code
-// points (bidi controls, zero-width characters, the soft hyphen, Hangul fillers, variation
-// selectors, tags). The set `amc` shows in a terminal (crates/amc-cli/src/shown.rs), but
-// for those two.
-const HIDDEN = /[\0-\x08\x0B-\x1F\x7F-\x9F\xAD\u034F\u061C\u115F\u1160\u17B4\u17B5\u180B-\u180F\u200B-\u200F\u2028-\u202E\u2060-\u206F\u3164\uFE00-\uFE0F\uFEFF\uFFA0\uFFF0-\uFFFB\u{1BCA0}-\u{1BCA3}\u{1D173}-\u{1D17A}\u{E0000}-\u{E0FFF}]/u;
+// separators, the interlinear annotation marks, Unicode's default-ignorable code points
+// (bidi controls, zero-width characters, the soft hyphen, Hangul fillers, variation
+// selectors, tags), the other format characters and the blank Braille pattern. The set
+// `amc` shows in a terminal (crates/amc-core/src/text.rs), but for those two.
+const HIDDEN = /[\0-\x08\x0B-\x1F\x7F-\x9F\xAD\u034F\u0600-\u0605\u061C\u06DD\u070F\u0890\u0891\u08E2\u115F\u1160\u17B4\u17B5\u180B-\u180F\u200B-\u200F\u2028-\u202E\u2060-\u206F\u2800\u3164\uFE00-\uFE0F\uFEFF\uFFA0\uFFF0-\uFFFB\u{110BD}\u{110CD}\u{13430}-\u{1343F}\u{1BCA0}-\u{1BCA3}\u{1D173}-\u{1D17A}\u{E0000}-\u{E0FFF}]/u;
 // Emoji and the symbols of emoji sequences: a zero-width joiner between two is seen (it
 // joins them into one picture), so it stays.
 const PICTOGRAPH = /[\u2300-\u23FF\u2600-\u27BF\u2B00-\u2BFF\u{1F000}-\u{1FAFF}]/u;

@@ -29,25 +29,35 @@ fn read_back(shown: &str) -> Result<String, String> {
 
 /// The characters that must never reach the terminal as they are, written down apart
 /// from [`is_hidden`] so that the tests check it: C0, DEL and C1 controls, the line and
-/// paragraph separators, the interlinear annotation marks, and Unicode's
-/// Default_Ignorable_Code_Point (DerivedCoreProperties.txt).
+/// paragraph separators, the interlinear annotation marks, Unicode's
+/// Default_Ignorable_Code_Point (DerivedCoreProperties.txt), the other characters of
+/// general category Cf (UnicodeData.txt) and the blank Braille pattern.
 const DANGEROUS: &[(u32, u32)] = &[
     (0x00, 0x1F),
     (0x7F, 0x9F),
     (0xAD, 0xAD),
     (0x34F, 0x34F),
+    (0x600, 0x605),
     (0x61C, 0x61C),
+    (0x6DD, 0x6DD),
+    (0x70F, 0x70F),
+    (0x890, 0x891),
+    (0x8E2, 0x8E2),
     (0x115F, 0x1160),
     (0x17B4, 0x17B5),
     (0x180B, 0x180F),
     (0x200B, 0x200F),
     (0x2028, 0x202E),
     (0x2060, 0x206F),
+    (0x2800, 0x2800),
     (0x3164, 0x3164),
     (0xFE00, 0xFE0F),
     (0xFEFF, 0xFEFF),
     (0xFFA0, 0xFFA0),
     (0xFFF0, 0xFFFB),
+    (0x110BD, 0x110BD),
+    (0x110CD, 0x110CD),
+    (0x13430, 0x1343F),
     (0x1BCA0, 0x1BCA3),
     (0x1D173, 0x1D17A),
     (0xE0000, 0xE0FFF),

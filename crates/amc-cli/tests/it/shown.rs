@@ -15,7 +15,7 @@ const REWRITES: &str = "…wired the $4,000 deposit…\r\x1b[2K    | See you at 
 const REWRITES_SHOWN: &str = "…wired the $4,000 deposit…⟨U+000D⟩⟨U+001B⟩[2K    | See you at 8!";
 /// A channel's name that a right-to-left override turns into "Bank Alerts" on screen,
 /// with a zero-width space hidden in it.
-const CHANNEL: &str = "Bank\u{200B} \u{202E}strelA";
+const CHANNEL: &str = "Bank\u{200B} \u{202E}strelA\u{2800}\u{600}";
 /// A contact's name, isolated and reordered, ending with an invisible byte order mark.
 const CONTACT: &str = "\u{2066}\u{202E}moM\u{2069}\u{FEFF}";
 /// What the contact wrote: the first part hidden behind a return and a line erase.
@@ -65,7 +65,7 @@ fn review_shows_a_send_that_would_rewrite_the_terminal_whole_and_approving_sends
     for args in [&["review", "list"][..], &["review", "log"], &["channel", "list"]] {
         let out = stdout(&amc(dir, args));
         assert_eq!(raw_controls(&out), Vec::<char>::new(), "{args:?} printed them as they are:\n{out}");
-        assert!(out.contains("Bank⟨U+200B⟩ ⟨U+202E⟩strelA"), "{args:?}:\n{out}");
+        assert!(out.contains("Bank⟨U+200B⟩ ⟨U+202E⟩strelA⟨U+2800⟩⟨U+0600⟩"), "{args:?}:\n{out}");
         if args[0] == "review" {
             assert!(
                 out.contains(&format!("    | {REWRITES_SHOWN}")) && out.contains("wired the $4,000 deposit"),
