@@ -444,8 +444,10 @@ impl Relay {
     /// Creates a private thread owned by the caller (idempotent per key).
     pub async fn create_thread(&self, who: &Principal, title: String, key: String) -> Result<ThreadMeta> {
         let chars = title.chars().count();
-        if !(1..=200).contains(&chars) || title.contains('\0') {
-            return Err(Error::validation("title must be 1 to 200 characters, without NUL"));
+        // A title is one line: a control character in it (an escape, a carriage return)
+        // could only act on whoever prints it.
+        if !(1..=200).contains(&chars) || title.chars().any(char::is_control) {
+            return Err(Error::validation("title must be 1 to 200 characters, without control characters"));
         }
         check_key(&key)?;
         let (p, id) = (who.as_string(), uuid::Uuid::new_v4().to_string());

@@ -106,6 +106,21 @@ async fn concurrent_posts_get_gapless_sequence_numbers() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_title_is_one_line_without_control_characters() {
+    // A title is printed by whoever lists threads: an escape or a carriage return in it
+    // could only rewrite what they see. Post bodies are refused the same way.
+    let d = Daemon::start().await;
+    let (_, token) = d.agent("a").await;
+    let mut c = relay_conn(&d, &token).await;
+    for (i, title) in ["plans\x1b[2Kfine", "a\rb", "ring\x07", "c1\u{9b}31m", "two\nlines"].into_iter().enumerate() {
+        let args = json!({ "title": title, "idempotency_key": format!("k{i}") });
+        assert_eq!(tool_err(&mut c, "create_thread", args).await, "VALIDATION_FAILED", "{title:?}");
+    }
+    let t = tool(&mut c, "create_thread", json!({ "title": "Plans \u{202e}ok", "idempotency_key": "fine" })).await;
+    assert_eq!(t["title"], "Plans \u{202e}ok", "a bidi control is shown escaped where printed, not refused");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiter_that_disconnects_releases_its_wait() {
     let d = Daemon::start().await;
     let (_, token) = d.agent("a").await;
