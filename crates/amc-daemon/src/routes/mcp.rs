@@ -115,13 +115,17 @@ enum Read {
     Broken,
 }
 
-/// Reads a body of at most `limit` bytes. A longer one is read on and dropped (up to
-/// [`DRAIN_BYTES`] more, for at most [`DRAIN_TIME`]) so that its sender, still writing,
-/// gets the answer.
-async fn read_capped(mut body: axum::body::Body, limit: usize) -> Read {
+/// Reads a body of at most `limit` bytes. A longer one, or one `declared` longer (its
+/// Content-Length), is read on and dropped (up to [`DRAIN_BYTES`] more, for at most
+/// [`DRAIN_TIME`]) so that its sender, still writing, gets the answer.
+async fn read_capped(mut body: axum::body::Body, declared: Option<usize>, limit: usize) -> Read {
     use http_body_util::BodyExt;
     let mut kept = Vec::new();
     loop {
+        // A body whose Content-Length is over the limit is refused without waiting for it.
+        if declared.is_some_and(|n| n > limit) {
+            break;
+        }
         match body.frame().await {
             None => return Read::Body(kept.into()),
             Some(Err(_)) => return Read::Broken,
@@ -161,7 +165,12 @@ async fn json_rpc_only(st: &AppState, req: Request, next: Next) -> Response {
     tolerate(&mut parts.headers);
     let mut id = Value::Null;
     let req = if parts.method == Method::POST {
-        let bytes = match read_capped(body, MAX_MCP_REQUEST_BYTES).await {
+        let declared = parts
+            .headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<usize>().ok());
+        let bytes = match read_capped(body, declared, MAX_MCP_REQUEST_BYTES).await {
             Read::Body(b) => b,
             Read::Broken => {
                 let e = Error::validation("could not read the request body");

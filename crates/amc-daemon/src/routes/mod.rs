@@ -8,9 +8,21 @@ pub mod relay;
 pub mod test;
 
 use axum::Router;
+use axum::middleware::from_fn;
 use axum::routing::{get, post};
 
 use crate::AppState;
+
+/// Refuses a query string on an agent's route that takes none (`VALIDATION_FAILED`), as
+/// those that take one refuse a parameter they do not know: a misspelt parameter is said,
+/// never silently dropped.
+async fn no_query(req: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
+    if req.uri().query().is_some_and(|q| !q.is_empty()) {
+        let e = amc_core::Error::validation(format!("{} takes no query parameters", req.uri().path()));
+        return axum::response::IntoResponse::into_response(crate::error::ApiError(e));
+    }
+    next.run(req).await
+}
 
 /// Every route, with the envelope for unknown routes and wrong methods.
 pub fn router(state: AppState) -> Router {
@@ -33,17 +45,17 @@ pub fn router(state: AppState) -> Router {
         .route("/messages/unread", get(agent::unread))
         .route("/messages/unread/wait", get(agent::wait_unread))
         .route("/messages/push", get(agent::push))
-        .route("/messages/push/ack", post(agent::push_ack))
-        .route("/tool-requests", post(agent::ask_tool))
-        .route("/tool-requests/end", post(agent::end_tool_session))
+        .route("/messages/push/ack", post(agent::push_ack).layer(from_fn(no_query)))
+        .route("/tool-requests", post(agent::ask_tool).layer(from_fn(no_query)))
+        .route("/tool-requests/end", post(agent::end_tool_session).layer(from_fn(no_query)))
         .route("/messages/search", get(agent::search))
         .route("/messages/context", get(agent::context))
-        .route("/messages/mark_read", post(agent::mark_read))
-        .route("/messages/send", post(agent::send))
-        .route("/messages/{id}", get(agent::get_message))
+        .route("/messages/mark_read", post(agent::mark_read).layer(from_fn(no_query)))
+        .route("/messages/send", post(agent::send).layer(from_fn(no_query)))
+        .route("/messages/{id}", get(agent::get_message).layer(from_fn(no_query)))
         .route("/channels", get(agent::channels))
-        .route("/attachments/{id}", get(agent::attachment))
-        .route("/healthz", get(agent::healthz))
+        .route("/attachments/{id}", get(agent::attachment).layer(from_fn(no_query)))
+        .route("/healthz", get(agent::healthz).layer(from_fn(no_query)))
         .route("/admin/channels", get(admin::channels))
         .route("/admin/channels/{id}", get(admin::channel))
         .route("/admin/channels/{id}/approve", post(admin::approve_channel))

@@ -110,3 +110,43 @@ async fn a_kept_alive_connection_is_untouched_until_its_bad_request_gets_the_env
     c.read_to_end(&mut rest).await.expect("closed");
     assert!(rest.is_empty(), "{:?}", String::from_utf8_lossy(&rest));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_query_on_a_route_that_takes_none_is_refused_not_dropped() {
+    // A misspelt parameter is said, as on the routes that take a query.
+    let d = Daemon::start().await;
+    let (mut agent, _) = d.agent("claude").await;
+    let (_, ids) = d.ingest(Source::Imessage, "a", vec![msg("a-1", "hi", now_ms())]).await;
+    let id = &ids[0];
+    for (post, path) in [
+        (false, "/healthz?x=1".to_owned()),
+        (false, format!("/messages/{id}?include=all")),
+        (false, "/attachments/att_01HZ0000000000000000000000?x=1".to_owned()),
+        (true, "/messages/mark_read?force=1".to_owned()),
+        (true, "/messages/send?dry_run=1".to_owned()),
+        (true, "/messages/push/ack?x=1".to_owned()),
+    ] {
+        let r = if post {
+            agent.post(&path, &json!({ "message_ids": [id] })).await.expect("post")
+        } else {
+            agent.get(&path).await.expect("get")
+        };
+        assert_eq!((r.status.as_u16(), super::harness::code(&r)), (422, "VALIDATION_FAILED".to_owned()), "{path}");
+    }
+    assert_eq!(agent.get(&format!("/messages/{id}")).await.expect("get").status.as_u16(), 404, "pending: hidden");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_body_declared_over_the_limit_is_refused_as_too_large_without_waiting_for_it() {
+    let d = Daemon::start().await;
+    let (_, token) = d.agent("claude").await;
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nhost: localhost\r\nauthorization: Bearer {token}\r\nx-agent-id: claude\r\n\
+         content-type: application/json\r\naccept: application/json, text/event-stream\r\ncontent-length: 2000000\r\n\r\n{{\"jsonrpc\""
+    );
+    // The client stops after a few bytes, as a stalled one would.
+    let (a, _) = exchange(open(&d, false).await, head.into_bytes(), std::time::Duration::from_secs(20)).await;
+    let a = a.unwrap_or_else(|e| panic!("{e}"));
+    let v: Value = serde_json::from_slice(&a.body).expect("JSON");
+    assert_eq!((a.status, v["error"]["data"]["error"]["code"].as_str()), (413, Some("PAYLOAD_TOO_LARGE")), "{v}");
+}
