@@ -47,12 +47,17 @@ pub fn check_message(v: &Value, responses: bool) -> Result<(), &'static str> {
     }
 }
 
-/// The params of the requests whose shape rmcp would otherwise take for an unknown method
+/// Params that are not an object (MCP names every param), and the params of the requests
+/// whose shape rmcp would otherwise take for an unknown method
 /// (`-32601`): `tools/call` needs a string `name` and, if any, object `arguments`;
 /// `initialize` a string `protocolVersion` and objects `capabilities` and `clientInfo`
 /// (with a string `name` and `version`): what rmcp needs to read them, no more.
 pub fn check_params(v: &Value) -> Result<(), &'static str> {
     let params = &v["params"];
+    // MCP's params are named, never positional.
+    if !(params.is_null() || params.is_object()) {
+        return Err("params must be an object");
+    }
     match v["method"].as_str() {
         Some("tools/call") => {
             if !params["name"].is_string() {

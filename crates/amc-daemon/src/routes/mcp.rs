@@ -215,29 +215,37 @@ async fn json_rpc_only(st: &AppState, req: Request, next: Next) -> Response {
         Request::from_parts(parts, body)
     };
     let resp = next.run(req).await;
-    let is_json = resp
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/json") || v.starts_with("text/event-stream"));
-    if resp.status().as_u16() < 400 || is_json {
+    let content_type = resp.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default();
+    if resp.status().as_u16() < 400 || content_type.starts_with("text/event-stream") {
         return resp;
     }
+    let json = content_type.starts_with("application/json");
     let status = resp.status();
+    // The code whose status is rmcp's, where there is one (the answer keeps it).
     let (code, rpc_code) = match status.as_u16() {
+        400 => (ErrorCode::BadRequest, INVALID_REQUEST),
         404 => (ErrorCode::NotFound, INVALID_REQUEST),
         405 => (ErrorCode::MethodNotAllowed, INVALID_REQUEST),
         413 => (ErrorCode::PayloadTooLarge, INVALID_REQUEST),
-        400..=499 => (ErrorCode::ValidationFailed, INVALID_REQUEST),
+        401..=499 => (ErrorCode::ValidationFailed, INVALID_REQUEST),
         _ => (ErrorCode::InternalError, INTERNAL),
     };
-    let message = if code == ErrorCode::InternalError {
-        if st.shutdown.is_cancelled() { STOPPING.to_owned() } else { "internal error; see AMC's log".to_owned() }
-    } else {
-        let text = axum::body::to_bytes(resp.into_body(), 4096).await.unwrap_or_default();
-        let text = String::from_utf8_lossy(&text).chars().take(300).collect::<String>();
-        if text.trim().is_empty() { status.canonical_reason().unwrap_or("bad request").to_owned() } else { text }
-    };
+    if code == ErrorCode::InternalError {
+        let message = if st.shutdown.is_cancelled() { STOPPING } else { "internal error; see AMC's log" };
+        return json_rpc_error(id, rpc_code, &Error::new(code, message));
+    }
+    let text = axum::body::to_bytes(resp.into_body(), 64 << 10).await.unwrap_or_default();
+    // rmcp's own JSON-RPC errors (a 2026-07-28 request without its headers, a method it
+    // does not route) keep their code and message, and are given the envelope.
+    let said: Value = if json { serde_json::from_slice(&text).unwrap_or_default() } else { Value::Null };
+    if let Some(message) = said["error"]["message"].as_str().filter(|m| !m.is_empty()) {
+        let rpc_code = said["error"]["code"].as_i64().unwrap_or(rpc_code);
+        let id = if said["id"].is_null() { id } else { said["id"].clone() };
+        return json_rpc_error(id, rpc_code, &Error::new(code, message));
+    }
+    let text = String::from_utf8_lossy(&text).chars().take(300).collect::<String>();
+    let message =
+        if text.trim().is_empty() { status.canonical_reason().unwrap_or("bad request").to_owned() } else { text };
     json_rpc_error(id, rpc_code, &Error::new(code, message))
 }
 

@@ -307,6 +307,14 @@ async fn stateless_2026_07_28_requests_are_served_without_a_handshake() {
     let r = c.request(hyper::Method::POST, "/mcp", &h, Some(b)).await.expect("post");
     assert_eq!(r.json()["result"]["structuredContent"]["channels"][0]["id"], ch.as_str());
     assert_eq!(r.json()["result"]["isError"], false);
+    // What rmcp refuses on this protocol keeps its code and status, and carries the envelope.
+    let (mut h, b) = post("tools/list", None, json!({ "_meta": meta }));
+    h.retain(|(name, _)| *name != "mcp-method");
+    let r = c.request(hyper::Method::POST, "/mcp", &h, Some(b)).await.expect("post");
+    let v = r.json();
+    let env = &v["error"]["data"]["error"];
+    assert_eq!((r.status.as_u16(), &v["id"]), (400, &json!(7)), "{v}");
+    assert!(v["error"]["code"].is_i64() && env["code"] == "BAD_REQUEST" && env["status"] == 400, "{v}");
 }
 
 /// Whatever an MCP client sends, the answer is JSON: a JSON-RPC error for what is not a
@@ -351,7 +359,9 @@ async fn malformed_json_rpc_gets_a_json_rpc_error_on_both_toolsets() {
     }
     // A request whose params are not its method's is -32602 for that request (its id),
     // never "method not found".
-    let params: [&[u8]; 6] = [
+    let params: [&[u8]; 8] = [
+        br#"{"jsonrpc":"2.0","id":7,"method":"tools/list","params":[]}"#,
+        br#"{"jsonrpc":"2.0","id":7,"method":"ping","params":"x"}"#,
         br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{}}"#,
         br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":5}}"#,
         br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"list_channels","arguments":[]}}"#,
