@@ -154,8 +154,8 @@ pub enum ReviewCmd {
     },
     /// Every agent send, newest first, with its status
     Log {
-        /// At most this many
-        #[arg(long, default_value_t = 50)]
+        /// At most this many (1 to 500)
+        #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=500))]
         limit: u32,
     },
 }

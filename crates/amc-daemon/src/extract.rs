@@ -147,16 +147,24 @@ impl FromRequestParts<AppState> for Admin {
     }
 }
 
-/// A path parameter, with a malformed one as `VALIDATION_FAILED`.
+/// A path parameter. One that cannot be read (not UTF-8 once decoded) is `VALIDATION_FAILED`
+/// on an agent's route, and on the person's (`/admin`) `NOT_FOUND`, as any other unknown id
+/// there.
 pub struct ApiPath<T>(pub T);
 
 impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for ApiPath<T> {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
-        let axum::extract::Path(value) = axum::extract::Path::<T>::from_request_parts(parts, state)
-            .await
-            .map_err(|e| ApiError::new(ErrorCode::ValidationFailed, format!("invalid path: {}", e.body_text())))?;
+        let admin = parts.uri.path().starts_with("/admin/");
+        let axum::extract::Path(value) =
+            axum::extract::Path::<T>::from_request_parts(parts, state).await.map_err(|e| {
+                if admin {
+                    ApiError::new(ErrorCode::NotFound, "no such item")
+                } else {
+                    ApiError::new(ErrorCode::ValidationFailed, format!("invalid path: {}", e.body_text()))
+                }
+            })?;
         Ok(Self(value))
     }
 }

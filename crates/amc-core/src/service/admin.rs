@@ -135,10 +135,11 @@ impl Amc {
     }
 
     /// Sends, newest first; `status` narrows to one status (`held` is the review queue).
-    /// Held sends come with their conversation.
-    pub async fn admin_sends(&self, status: Option<OutboxStatus>, limit: u32) -> Result<Vec<AdminSend>> {
+    /// Held sends come with their conversation. `limit` is 1 to 500 (default 100).
+    pub async fn admin_sends(&self, status: Option<OutboxStatus>, limit: Option<u32>) -> Result<Vec<AdminSend>> {
+        let limit = super::inbox::ranged("limit", limit.map(i64::from), 1, 500, 100)?;
         self.blocking(move |s| {
-            let items = s.outbox(status, limit.clamp(1, 500))?;
+            let items = s.outbox(status, limit)?;
             items
                 .into_iter()
                 .map(|item| {
@@ -227,10 +228,12 @@ impl Amc {
         Ok(())
     }
 
-    /// Recent messages of allowed channels with the agents that read them.
-    pub async fn inbox(&self, limit: u32) -> Result<Vec<InboxItem>> {
+    /// Recent messages of allowed channels with the agents that read them; `limit` is 1 to
+    /// 500 (default 50).
+    pub async fn inbox(&self, limit: Option<u32>) -> Result<Vec<InboxItem>> {
+        let limit = super::inbox::ranged("limit", limit.map(i64::from), 1, 500, 50)?;
         self.blocking(move |s| {
-            let mut messages = s.recent_visible(limit.clamp(1, 500))?;
+            let mut messages = s.recent_visible(limit)?;
             seen_by_person(&mut messages);
             let ids: Vec<String> = messages.iter().map(|m| m.id.clone()).collect();
             let mut readers = s.readers(&ids)?;

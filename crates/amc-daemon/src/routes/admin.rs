@@ -219,7 +219,7 @@ pub async fn sends(
         .as_deref()
         .map(|s| parse("status", s, OutboxStatus::parse, "held, sending, sent, failed, rejected, unknown"))
         .transpose()?;
-    Ok(Json(serde_json::json!({ "sends": st.amc.admin_sends(status, q.limit.unwrap_or(100)).await? })))
+    Ok(Json(serde_json::json!({ "sends": st.amc.admin_sends(status, q.limit).await? })))
 }
 
 /// `GET /admin/sends/{id}`.
@@ -413,7 +413,7 @@ pub async fn inbox(
     _: Admin,
     ApiQuery(q): ApiQuery<InboxQuery>,
 ) -> ApiResult<impl IntoResponse> {
-    Ok(Json(serde_json::json!({ "messages": st.amc.inbox(q.limit.unwrap_or(50)).await? })))
+    Ok(Json(serde_json::json!({ "messages": st.amc.inbox(q.limit).await? })))
 }
 
 /// `GET /admin/events`: the change feed as server-sent events. A listener that falls

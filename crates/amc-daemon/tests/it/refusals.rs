@@ -150,3 +150,21 @@ async fn an_mcp_body_declared_over_the_limit_is_refused_as_too_large_without_wai
     let v: Value = serde_json::from_slice(&a.body).expect("JSON");
     assert_eq!((a.status, v["error"]["data"]["error"]["code"].as_str()), (413, Some("PAYLOAD_TOO_LARGE")), "{v}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_persons_routes_refuse_limits_out_of_range_and_find_no_unreadable_id() {
+    let d = Daemon::start().await;
+    let mut admin = d.admin().await;
+    for path in ["/admin/inbox?limit=0", "/admin/inbox?limit=501", "/admin/sends?limit=0", "/admin/sends?limit=501"] {
+        let r = admin.get(path).await.expect("get");
+        assert_eq!((r.status.as_u16(), super::harness::code(&r)), (422, "VALIDATION_FAILED".to_owned()), "{path}");
+    }
+    for path in ["/admin/inbox?limit=500", "/admin/sends?limit=1", "/admin/inbox"] {
+        assert_eq!(admin.get(path).await.expect("get").status.as_u16(), 200, "{path}");
+    }
+    // An id that is not UTF-8 once decoded is as unknown as any other there.
+    for path in ["/admin/channels/%FF", "/admin/sends/%C3%28"] {
+        let r = admin.get(path).await.expect("get");
+        assert_eq!((r.status.as_u16(), super::harness::code(&r)), (404, "NOT_FOUND".to_owned()), "{path}");
+    }
+}
