@@ -105,10 +105,16 @@ fn judge(text: &[u8]) -> Result<(), Option<Value>> {
     // RFC 8259 lets a parser ignore a byte order mark, and rmcp does.
     let message: Value = serde_json::from_slice(text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(text))
         .map_err(|e| Some(error(Value::Null, PARSE_ERROR, &Error::validation(format!("the line is not JSON: {e}")))))?;
-    let id = message.get("id").filter(|id| id.is_string() || id.is_i64() || id.is_u64()).cloned();
+    // The id to answer with: a request's own, when it is one JSON-RPC allows. A line with
+    // no id at all and a method is a notification, which nothing answers; a response to
+    // the bridge (no method) is never answered with its id, which the host would take for
+    // one of its own requests.
+    let request = message.get("method").is_some_and(Value::is_string);
+    let id = message.get("id").filter(|id| request && (id.is_string() || id.is_i64() || id.is_u64())).cloned();
+    let notification = request && message.get("id").is_none();
     let answer = |code: i64, e: Error| match &id {
         Some(id) => Some(error(id.clone(), code, &e)),
-        None if message.get("method").is_some_and(Value::is_string) => None,
+        None if notification => None,
         None => Some(error(Value::Null, code, &e)),
     };
     check_message(&message, true).map_err(|why| answer(INVALID_REQUEST, Error::validation(why)))?;
@@ -126,6 +132,13 @@ fn too_large(id: Value) -> Value {
     error(id, INVALID_REQUEST, &too_large_error())
 }
 
+/// `v` as one line of JSON.
+fn line_of(v: &Value) -> Vec<u8> {
+    let mut out = serde_json::to_vec(v).unwrap_or_default();
+    out.push(b'\n');
+    out
+}
+
 /// Writes to the host what rmcp writes, a whole line at a time, and the refusals between
 /// them. Ends when rmcp has closed its side (the refusals end before: they come from the
 /// host's input, which ended first).
@@ -137,26 +150,28 @@ async fn outbound<W: AsyncWrite + Unpin>(drain: DuplexStream, mut host: W, mut r
         // Partly read lines stay in `line` when a refusal comes first (and the next read
         // goes on with them).
         let out = tokio::select! {
-            read = from_rmcp.read_until(b'\n', &mut line) => match read {
-                Ok(0) | Err(_) => break,
-                Ok(_) if line.ends_with(b"\n") => std::mem::take(&mut line),
-                Ok(_) => continue,
-            },
+            // Refusals first: at the end both may be ready, and a refusal is not lost.
+            biased;
             refusal = refused.recv(), if refusals => match refusal {
-                Some(refusal) => {
-                    let mut out = serde_json::to_vec(&refusal).unwrap_or_default();
-                    out.push(b'\n');
-                    out
-                }
+                Some(refusal) => line_of(&refusal),
                 None => {
                     refusals = false;
                     continue;
                 }
             },
+            read = from_rmcp.read_until(b'\n', &mut line) => match read {
+                Ok(0) | Err(_) => break,
+                Ok(_) if line.ends_with(b"\n") => std::mem::take(&mut line),
+                Ok(_) => continue,
+            },
         };
         if host.write_all(&out).await.is_err() || host.flush().await.is_err() {
             return;
         }
+    }
+    // What is left: a refusal of the last lines, and rmcp's last bytes if unterminated.
+    while let Ok(refusal) = refused.try_recv() {
+        let _ = host.write_all(&line_of(&refusal)).await;
     }
     let _ = host.write_all(&line).await;
     let _ = host.flush().await;
@@ -186,8 +201,17 @@ mod tests {
         }
         let deep = format!("{}{}", "[".repeat(300), "]".repeat(300));
         assert_eq!(refusal(&deep).expect("an answer")["error"]["code"], PARSE_ERROR);
-        // A notification is never answered, however wrong.
+        // A notification is never answered, however wrong; an id JSON-RPC does not allow
+        // is answered with a null one, and so is a wrong response to the bridge.
         assert_eq!(refusal(r#"{"jsonrpc":"2.0","method":"tools/call","params":[]}"#), None);
+        for line in [
+            r#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":true,"method":"ping"}"#,
+            r#"{"jsonrpc":"1.0","id":3,"result":{}}"#,
+        ] {
+            let e = refusal(line).expect("an answer");
+            assert_eq!((&e["id"], e["error"]["code"].as_i64()), (&Value::Null, Some(INVALID_REQUEST)), "{line}");
+        }
     }
 
     #[test]

@@ -869,3 +869,28 @@ fn the_person_is_never_taken_for_a_short_code_sender() {
     let channel = ingest(&store, "any;-;72975", messages).channel_id;
     assert_eq!(store.admin_channel(&channel).expect("channel").secret_count, 2, "the door code and the bank's");
 }
+
+#[test]
+fn a_one_to_one_message_stored_from_unknown_is_given_the_chats_handle_by_the_migration() {
+    let (dir, store) = store();
+    let unnamed = |id: &str, text: &str| IncomingMessage {
+        sender: SenderInfo { id: "unknown".into(), display_name: None, is_self: false },
+        ..msg(id, text, 1)
+    };
+    store.ingest(Source::Imessage, &spec("SMS;-;72975"), &[unnamed("u1", "661011")], None).expect("ingest");
+    let group = ChannelSpec { platform_id: "iMessage;+;chat9".into(), name: "g".into(), kind: ChannelKind::Group };
+    store.ingest(Source::Imessage, &group, &[unnamed("u2", "hi")], None).expect("ingest");
+    // As a store of the release before left it: the migration not yet run.
+    store.database().write(|tx| Ok(tx.pragma_update(None, "user_version", 20)?)).expect("version");
+    drop(store);
+    let store = Store::open(&dir.path().join("amc.db")).expect("open");
+    let senders: Vec<(String, String)> = store
+        .database()
+        .read(|tx| {
+            let mut stmt = tx.prepare("SELECT platform_id, sender_id FROM messages ORDER BY platform_id")?;
+            let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<rusqlite::Result<Vec<_>>>()?;
+            Ok(rows)
+        })
+        .expect("read");
+    assert_eq!(senders, [("u1".to_owned(), "72975".to_owned()), ("u2".to_owned(), "unknown".to_owned())]);
+}

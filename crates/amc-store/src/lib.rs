@@ -103,6 +103,7 @@ const MIGRATIONS: &[Migration] = &[
     ("0018_channels_by_state", include_str!("migrations/0018_channels_by_state.sql")),
     ("0019_failed_after_sent", include_str!("migrations/0019_failed_after_sent.sql")),
     ("0020_secrets", include_str!("migrations/0020_secrets.sql")),
+    ("0021_one_to_one_senders", include_str!("migrations/0021_one_to_one_senders.sql")),
 ];
 
 /// Turns the database at `path` back into one from before migration 0010 (which started

@@ -48,7 +48,7 @@ impl SecretKind {
 /// The version of the rules below. Stored with the classification of every message
 /// (`messages.secrets`): a build whose rules differ classifies every message again, in the
 /// background (see `Store::classify_more`). Raise it with every change to the rules.
-pub const RULES: i64 = 10;
+pub const RULES: i64 = 11;
 
 impl SecretKind {
     /// The kind's bit in a stored classification ([`classify`]).
@@ -338,9 +338,11 @@ pub fn find(text: &str, short_code: bool) -> Vec<Found> {
             Shape::Digits if near_strong || short_code => true,
             Shape::Digits => {
                 let said = said();
-                // Right after a shop's "code" ("Use code 1234 at checkout") is an offer's.
+                // Right after a shop's "code" ("Use code 1234 at checkout", "Use code: 4821")
+                // is an offer's; "your code is 482961" beside a sale is a code.
                 let near_weak = (said.is_some() && !offer) || close(text, &weak, &c.at, NEAR);
-                (near_weak && !is_year(&text[c.at.clone()])) || said == Some(true)
+                let told = said == Some(true) && !(offer && colon_before(&lower[..c.at.start]));
+                (near_weak && !is_year(&text[c.at.clone()])) || told
             }
             Shape::Capitals => near_strong || said() == Some(true),
             Shape::Word | Shape::Long => said() == Some(true),
@@ -354,39 +356,70 @@ pub fn find(text: &str, short_code: bool) -> Vec<Found> {
     {
         found.push(Found { kind: SecretKind::Code, at });
     }
-    repeated(text, &mut found);
+    repeated(text, &lower, &mut found);
     found.sort_by_key(|f| f.at.start);
     found
 }
 
 /// A code said once is hidden wherever it stands again in the message: in a link
-/// ("…/v/482971"), inside another word, or without the space that split it. `found` is
-/// sorted and holds no overlaps, before and after. The first [`REPEATS`] different codes are
-/// looked for: a message with more is a list, each of whose codes is found on its own.
-fn repeated(text: &str, found: &mut Vec<Found>) {
-    let mut codes: Vec<String> = found
-        .iter()
-        .filter(|f| f.kind == SecretKind::Code)
-        .flat_map(|f| {
-            let code = &text[f.at.clone()];
-            [code.to_owned(), code.chars().filter(|c| is_code_char(*c)).collect()]
-        })
-        .filter(|c| c.chars().count() >= 4)
-        .collect();
-    codes.sort_unstable();
-    codes.dedup();
-    found.sort_by_key(|f| f.at.start);
-    let mut more: Vec<Range<usize>> = Vec::new();
-    for code in codes.iter().take(REPEATS) {
-        for (at, _) in text.match_indices(code.as_str()) {
-            let at = at..at + code.len();
-            let i = found.partition_point(|f| f.at.end <= at.start);
-            if found.get(i).is_none_or(|f| f.at.start >= at.end) {
-                more.push(at);
-            }
+/// ("…/v/482971"), inside another word, in other letter case, or with other spaces or
+/// hyphens between its characters. `lower` is `text` in lowercase ([`lower_in_place`]).
+/// `found` holds no overlaps, before and after, and is sorted after. The first [`REPEATS`]
+/// different codes of the message are looked for: a message with more is a list, each of
+/// whose codes is found on its own.
+fn repeated(text: &str, lower: &str, found: &mut Vec<Found>) {
+    let mut keys: Vec<String> = Vec::new();
+    for f in found.iter().filter(|f| f.kind == SecretKind::Code) {
+        let key: String = lower[f.at.clone()].chars().filter(|c| is_code_char(*c)).collect();
+        if key.chars().count() >= 4 && !keys.contains(&key) {
+            keys.push(key);
+        }
+        if keys.len() == REPEATS {
+            break;
         }
     }
-    // Two codes may share digits: what they cover together is one (and, as neither
+    if keys.is_empty() {
+        return;
+    }
+    found.sort_by_key(|f| f.at.start);
+    let chars: Vec<(usize, char)> = lower.char_indices().collect();
+    let mut more: Vec<Range<usize>> = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        if !is_code_char(chars[i].1) {
+            i += 1;
+            continue;
+        }
+        // A run of code characters, one space or hyphen between two of them allowed.
+        let mut run: Vec<(usize, char)> = Vec::new();
+        let mut j = i;
+        loop {
+            while j < chars.len() && is_code_char(chars[j].1) {
+                run.push(chars[j]);
+                j += 1;
+            }
+            if j + 1 < chars.len() && splits_groups(chars[j].1) && is_code_char(chars[j + 1].1) {
+                j += 1;
+                continue;
+            }
+            break;
+        }
+        let joined: String = run.iter().map(|(_, c)| *c).collect();
+        for key in &keys {
+            for (byte_at, _) in joined.match_indices(key.as_str()) {
+                let first = joined[..byte_at].chars().count();
+                let (start, _) = run[first];
+                let (last, c) = run[first + key.chars().count() - 1];
+                let at = start..last + c.len_utf8();
+                let k = found.partition_point(|f| f.at.end <= at.start);
+                if found.get(k).is_none_or(|f| f.at.start >= at.end) {
+                    more.push(at);
+                }
+            }
+        }
+        i = j;
+    }
+    // Two codes may share characters: what they cover together is one (and, as neither
     // overlaps a secret found before, so does none of it).
     more.sort_by_key(|r| r.start);
     let mut merged: Vec<Range<usize>> = Vec::new();
@@ -396,6 +429,7 @@ fn repeated(text: &str, found: &mut Vec<Found>) {
             _ => merged.push(at),
         }
     }
+    debug_assert!(merged.iter().all(|r| text.is_char_boundary(r.start) && text.is_char_boundary(r.end)));
     found.extend(merged.into_iter().map(|at| Found { kind: SecretKind::Code, at }));
     found.sort_by_key(|f| f.at.start);
 }
@@ -550,6 +584,12 @@ fn named_right_before(before: &str) -> Option<bool> {
     };
     let named = CODE_WORDS.iter().chain(STRONG).any(word_ends) && !NOT_SECRET.iter().any(|n| rest.ends_with(n));
     named.then_some(told)
+}
+
+/// Whether `before` ends with a colon or an equals sign: how a shop writes its code
+/// ("Use code: 4821"), where a sign-in says "is".
+fn colon_before(before: &str) -> bool {
+    before.trim_end().ends_with([':', '：', '='])
 }
 
 /// Whether `after` (the lowercase text after a candidate) says the candidate is the code:
@@ -1077,6 +1117,21 @@ mod tests {
         let text = "Your verification code is 4829. ticket a14829b";
         assert!(!found_unhidden(text, false, &["is".to_owned(), "4829".to_owned()]));
         assert!(found_unhidden(text, false, &["ticket".to_owned()]));
+    }
+
+    #[test]
+    fn a_code_repeated_in_other_case_or_with_other_spaces_is_hidden_too() {
+        for (text, gone) in [
+            ("Your Steam Guard code is: KQXRT. Or open https://store.example/g/kqxrt", "kqxrt"),
+            ("Your verification code is 482-971; also 482 971 and 482971", "971"),
+        ] {
+            let shown = hidden(text);
+            assert!(!shown.to_lowercase().contains(gone), "{text} -> {shown}");
+        }
+        // A shop's code stays, with a colon as with a space.
+        for text in ["Use code: 4821 at checkout for 20% off", "Use code 1234 at checkout for 10% off"] {
+            assert_eq!(hidden(text), text);
+        }
     }
 
     #[test]
