@@ -48,7 +48,7 @@ impl SecretKind {
 /// The version of the rules below. Stored with the classification of every message
 /// (`messages.secrets`): a build whose rules differ classifies every message again, in the
 /// background (see `Store::classify_more`). Raise it with every change to the rules.
-pub const RULES: i64 = 11;
+pub const RULES: i64 = 12;
 
 impl SecretKind {
     /// The kind's bit in a stored classification ([`classify`]).
@@ -127,7 +127,8 @@ const STRONG: &[&str] = &[
     "authentication number", "auth code", "2fa", "two-factor", "two factor", "confirmation code",
     "access code", "pin code", "do not share", "don't share", "dont share", "never share",
     "doesn't ask", "never ask", "will never call", "reset code", "recovery code", "backup code",
-    "steam guard", "temporary password", "temporary code", "<#>",
+    "steam guard", "temporary password", "temporary code", "<#>", "password reset",
+    "reset your password", "pin number", "activation code",
     // Spanish, Portuguese
     "verificación", "verificacion", "código de seguridad", "codigo de seguridad",
     "código de acceso", "no compartas", "no lo compartas", "no la compartas", "verificação",
@@ -138,7 +139,8 @@ const STRONG: &[&str] = &[
     // German
     "bestätigungscode", "sicherheitscode", "verifizierungscode", "einmalcode", "einmalpasswort",
     "bestätigung", "nicht weiter", "geben sie diesen code", "anmeldecode", "ihre tan", "mtan",
-    "mobiletan", "pushtan", "smstan", "tan-nummer",
+    "mobiletan", "pushtan", "smstan", "tan-nummer", "aktivierungscode", "zugangscode",
+    "freischaltcode",
     // Italian
     "codice di verifica", "codice di sicurezza", "non condividere", "codice di accesso",
     "codice monouso",
@@ -156,16 +158,18 @@ const STRONG: &[&str] = &[
     // Russian, Polish
     "код подтверждения", "код проверки", "никому не сообщ", "никому не говор", "никому его не",
     "не сообщайте", "одноразовый",
-    "kod weryfikacyjny", "kod jednorazowy", "nikomu nie poda", "nie udostępniaj",
+    "kod weryfikacyjny", "kod jednorazowy", "nikomu nie poda", "nie udostępniaj", "do logowania",
+    "kod sms",
     // Danish, Norwegian, Swedish, Finnish
     "engangskode", "bekræftelseskode", "bekreftelseskode", "verifieringskod", "engångskod",
     "vahvistuskoodi", "kertakäyttö",
     // Greek, Turkish, Arabic
-    "επαλήθευσης", "doğrulama", "tek kullanımlık", "kimseyle paylaşmayın",
+    "επαλήθευσης", "doğrulama", "tek kullanımlık", "kimseyle paylaşmayın", "tek kullanimlik",
+    "dogrulama",
     "رمز التحقق", "كود التحقق", "لا تشارك",
     // Indonesian, Malay, Vietnamese
     "kode verifikasi", "kode otp", "jangan berikan", "jangan bagikan", "kod pengesahan",
-    "mã xác thực", "mã xác nhận", "mã otp", "không chia sẻ",
+    "mã xác thực", "mã xác nhận", "mã otp", "không chia sẻ", "ma xac thuc", "ma xac nhan",
     // Hindi, Bengali
     "ओटीपी", "सत्यापन", "साझा न करें", "किसी को न बताएं", "যাচাই", "ওটিপি",
     // Czech, Slovak, Romanian, Hungarian
@@ -182,7 +186,10 @@ const CODE_WORDS: &[&str] = &[
     "code", "codes", "código", "codigo", "codice", "kod", "kode", "koden", "koodi", "koodisi",
     "kodunuz", "pin", "tan", "clave", "пароль", "код",
     "κωδικ", "رمز", "كود", "mã", "コード", "코드", "รหัส", "码", "碼", "kód", "kódod", "kódja", "codul",
-    "کد", "קוד", "কোড", "कोड", "โค้ด",
+    "کد", "קוד", "কোড", "कोड", "โค้ด", "tac", "token",
+    // A password is a secret too ("Wi-Fi password: hunter22", "Haslo do logowania: …").
+    "password", "passwort", "contraseña", "senha", "mot de passe", "şifre", "sifre", "şifreniz",
+    "sifreniz", "hasło", "haslo",
 ];
 
 /// Words that sign someone in or confirm something with a number near them ("Enter 482913
@@ -190,7 +197,7 @@ const CODE_WORDS: &[&str] = &[
 #[rustfmt::skip]
 const SIGN_IN: &[&str] = &[
     "sign in", "signing in", "sign-in", "log in", "logging in", "log-in", "login", "to confirm",
-    "confirm your", "to verify",
+    "confirm your", "to verify", "to reset", "reset your",
 ];
 
 /// Codes that are not secrets: where these stand, "code" says nothing.
@@ -202,6 +209,9 @@ const NOT_SECRET: &[&str] = &[
     "voucher code", "code promo", "code postal", "código postal", "codigo postal",
     "código promocional", "codice sconto", "codice postale", "gutscheincode", "rabattcode",
     "postleitzahl", "code review", "morse code", "tax code", "booking code", "tracking code",
+    "code freeze",
+    // Chinese for a number (a phone's, a room's, an order's), for source code, for an encoding.
+    "号码", "號碼", "代码", "代碼", "编码", "編碼",
 ];
 
 /// Words that, just before a number, say it is a place (a room, a gate, a flight) or a
@@ -212,6 +222,8 @@ const NOT_SECRET: &[&str] = &[
 const PLACES: &[&str] = &[
     "flight", "room", "suite", "gate", "seat", "bus", "train", "apt", "apartment", "platform",
     "terminal", "floor", "building", "line", "pr", "issue", "commit", "port", "build", "row",
+    // A time: "log in at 0900".
+    "at",
 ];
 
 /// Words that, just before a number, say what else it may be (an order, a page): no code,
@@ -245,7 +257,11 @@ const UNITS: &[&str] = &[
     "g", "grams", "kg", "mg", "ml", "l", "mm", "cm", "m", "km", "meters", "miles", "mi", "ft",
     "feet", "lbs", "pounds", "degrees", "calories", "kcal", "steps", "people", "words", "lines",
     "points", "pages", "years", "days", "hours", "minutes", "seconds", "units", "items",
-    "users", "rows", "requests", "votes", "views", "likes", "followers",
+    "users", "rows", "requests", "votes", "views", "likes", "followers", "ms", "sec", "secs",
+    "min", "mins", "hrs", "kb", "mb", "gb", "px", "fps", "rpm", "mph", "usd", "eur",
+    // A time: "starts 1800 Friday", "1430 tomorrow".
+    "am", "pm", "today", "tonight", "tomorrow", "monday", "tuesday", "wednesday", "thursday",
+    "friday", "saturday", "sunday", "mon", "tue", "wed", "thu", "fri", "sat", "sun",
 ];
 
 /// Words that make "code" a shop's: with one of these and none of [`STRONG`], a number
@@ -306,14 +322,19 @@ pub fn find(text: &str, short_code: bool) -> Vec<Found> {
     }
     let strong = places(&lower, STRONG);
     let offer = strong.is_empty() && !places(&lower, OFFERS).is_empty();
-    let other_codes: Vec<Range<usize>> =
-        NOT_SECRET.iter().flat_map(|n| lower.match_indices(n).map(|(at, m)| at..at + m.len())).collect();
-    let mut weak: Vec<usize> = places(&lower, CODE_WORDS)
-        .into_iter()
+    let other_codes = spans(&lower, NOT_SECRET);
+    let code_words = places(&lower, CODE_WORDS);
+    let mut weak: Vec<usize> = code_words
+        .iter()
+        .copied()
         .chain(places(&lower, SIGN_IN))
         .filter(|&at| !offer && !other_codes.iter().any(|r| r.contains(&at)))
         .collect();
     weak.sort_unstable();
+    // Where a word for code stands, of any kind: the words can name a candidate as the code
+    // only near one (this spares most candidates of a message made of them the look).
+    let mut named: Vec<usize> = code_words.into_iter().chain(strong.iter().copied()).collect();
+    named.sort_unstable();
     for c in runs {
         // A number in an address is part of it (an article's, a question's id): an address
         // holds a secret only as a whole sign-in link, found above.
@@ -321,19 +342,20 @@ pub fn find(text: &str, short_code: bool) -> Vec<Found> {
             continue;
         }
         let near_strong = close(text, &strong, &c.at, NEAR_STRONG);
-        // A room or an address is no code; an order is none unless the words say it is one.
-        match labelled(&lower, &c.at) {
-            Label::Place => continue,
-            Label::Other if !near_strong => continue,
-            _ => {}
-        }
         // Digits near any word for code, but a year near "code" alone ("Advent of Code
         // 2024") only when the words say it is the code ("your PIN is 1987"); capitals and
         // digits near words that leave no doubt; any of them when the words say it is the
-        // code ("Steam Guard code is KQXRT").
+        // code ("Steam Guard code is KQXRT"), or come straight after a word for code near
+        // words that leave no doubt ("Your Steam Guard code KHVTQ").
         // Read only when the nearer words do not settle it: it looks for every word for code.
         // "Your code is 482961" is a code even beside a sale.
-        let said = || named_right_before(&lower[..c.at.start]).or_else(|| named_right_after(&lower[c.at.end..]));
+        let said = || {
+            if !close(text, &named, &c.at, NEAR) {
+                return None;
+            }
+            named_right_before(&lower[..c.at.start]).or_else(|| named_right_after(&lower[c.at.end..]))
+        };
+        let chars = || text[c.at.clone()].chars().count();
         let is_code = match c.shape {
             Shape::Digits if near_strong || short_code => true,
             Shape::Digits => {
@@ -344,14 +366,31 @@ pub fn find(text: &str, short_code: bool) -> Vec<Found> {
                 let told = said == Some(true) && !(offer && colon_before(&lower[..c.at.start]));
                 (near_weak && !is_year(&text[c.at.clone()])) || told
             }
-            Shape::Capitals => near_strong || said() == Some(true),
-            Shape::Word | Shape::Long => said() == Some(true),
+            // "Your Zoom code K4T9XQ": right after "code", six or more, and no shop near.
+            Shape::Capitals => {
+                near_strong || matches!(said(), Some(true)) || (said() == Some(false) && chars() >= 6 && !offer)
+            }
+            Shape::Word | Shape::Long => match said() {
+                Some(told) => told || near_strong,
+                None => false,
+            },
         };
-        if is_code {
-            found.push(Found { kind: SecretKind::Code, at: c.at });
+        if !is_code {
+            continue;
         }
+        // A room or an address is no code unless the words call it the code ("[LINE]
+        // 573931 is your LINE verification code"); an order is none unless they leave no
+        // doubt. Read last: it is the costliest look.
+        match labelled(&lower, &c.at) {
+            Label::Quantity => continue,
+            Label::Place if said() != Some(true) => continue,
+            Label::Other if !near_strong => continue,
+            _ => {}
+        }
+        found.push(Found { kind: SecretKind::Code, at: c.at });
     }
     if found.is_empty()
+        && addresses.is_empty()
         && let Some(at) = alone(text, &lower)
     {
         found.push(Found { kind: SecretKind::Code, at });
@@ -405,9 +444,11 @@ fn repeated(text: &str, lower: &str, found: &mut Vec<Found>) {
             break;
         }
         let joined: String = run.iter().map(|(_, c)| *c).collect();
+        // Where each character of `joined` starts, to find the run's character of a match.
+        let starts: Vec<usize> = joined.char_indices().map(|(b, _)| b).collect();
         for key in &keys {
             for (byte_at, _) in joined.match_indices(key.as_str()) {
-                let first = joined[..byte_at].chars().count();
+                let first = starts.partition_point(|&b| b < byte_at);
                 let (start, _) = run[first];
                 let (last, c) = run[first + key.chars().count() - 1];
                 let at = start..last + c.len_utf8();
@@ -437,36 +478,39 @@ fn repeated(text: &str, lower: &str, found: &mut Vec<Found>) {
 /// How many different codes of a message [`repeated`] looks for again.
 const REPEATS: usize = 16;
 
-/// Words a reply may put before a code it gives alone ("it's 482981"), longest first.
+/// The words a reply hands a number over with, before it ([`alone`]).
 #[rustfmt::skip]
-const LEAD_INS: &[&str] = &[
-    "here it is", "the code is", "it\u{2019}s", "code is", "that's", "thats", "it is", "it's", "here",
-    "code", "its",
+const HANDING: &[&str] = &[
+    "", "ok", "okay", "k", "it's", "its", "it", "is", "here", "you", "go", "sure", "got", "the", "code",
+    "says", "said", "c'est", "es", "yes", "yeah", "yep", "thx", "thanks", "that's", "thats", "try",
 ];
 
-/// A message that is a number of 4 to 8 digits and nothing else (bar a few words that hand
-/// it over and punctuation): a code given in answer to another message ("what is the
-/// code?" "482980"), which no word near it says. A year alone is none.
+/// A short message that hands over a number of 6 to 8 digits and nothing else of note (a
+/// few words, punctuation, an emoji): a code given in answer to another message ("what is
+/// the code?" "ok it's 482980 👍"), which no word near it says. Fewer digits are too often
+/// a time, a room or a zip code ("1430", "94110"); a number a word before or after it
+/// names (a room, an order, people) is none.
 fn alone(text: &str, lower: &str) -> Option<Range<usize>> {
-    if lower.len() > 40 {
+    const WORDS: usize = 5;
+    if text.len() > 60 || text.split_whitespace().count() > WORDS {
         return None;
     }
-    let trimmed = lower.trim_end_matches(|c: char| c.is_whitespace() || matches!(c, '.' | '!' | '?' | ':'));
-    let start = trimmed.len() - trimmed.trim_start().len();
-    let mut rest = &trimmed[start..];
-    let mut from = start;
-    if let Some(lead) = LEAD_INS.iter().find(|l| rest.starts_with(*l)) {
-        let after = &rest[lead.len()..];
-        let skipped = after.len() - after.trim_start_matches(|c: char| c.is_whitespace() || c == ':').len();
-        if skipped == 0 {
-            return None;
-        }
-        from += lead.len() + skipped;
-        rest = &after[skipped..];
-    }
-    let run = candidates(rest).into_iter().next()?;
-    let whole = run.shape == Shape::Digits && run.at == (0..rest.len()) && !is_year(&text[from..from + rest.len()]);
-    whole.then(|| from..from + rest.len())
+    let runs = candidates(text);
+    let [run] = runs.as_slice() else { return None };
+    let digits = text[run.at.clone()].chars().filter(|c| is_digit(*c)).count();
+    let others = text[..run.at.start].chars().chain(text[run.at.end..].chars()).any(is_digit);
+    // Only words that hand a number over may come before it ("ok it's", "here you go:"):
+    // "Order: 48213759" and "The rent is 482913" say what it is. "112-108" is a score.
+    let handing = |w: &str| HANDING.contains(&w.trim_matches(|c: char| !c.is_alphanumeric() && c != '\''));
+    let label = !lower[..run.at.start].split_whitespace().all(handing);
+    let joined = text[run.at.clone()].chars().all(is_digit);
+    let handed = run.shape == Shape::Digits
+        && (6..=8).contains(&digits)
+        && joined
+        && !others
+        && !label
+        && labelled(lower, &run.at) == Label::None;
+    handed.then(|| run.at.clone())
 }
 
 /// `text` with each of `found` replaced by its marker.
@@ -536,23 +580,44 @@ fn overlaps(a: &Range<usize>, b: &Range<usize>) -> bool {
     a.start < b.end && b.start < a.end
 }
 
-/// Where each of `words` starts in `lower`, in order.
-fn places(lower: &str, words: &[&str]) -> Vec<usize> {
+/// Where each of `words` starts in `lower`, in order. One pass over the text for all the
+/// words (an Aho-Corasick automaton, built once per list): a long message costs one read,
+/// not one per word.
+fn places(lower: &str, words: &'static [&'static str]) -> Vec<usize> {
     let mut out = Vec::new();
-    for w in words {
-        for (at, _) in lower.match_indices(w) {
-            let ascii_word = w.chars().next().is_some_and(|c| c.is_ascii_alphanumeric());
-            // A Latin word counts only as a word, not inside another ("decode", "pinch").
-            let starts = !ascii_word || !lower[..at].chars().next_back().is_some_and(char::is_alphanumeric);
-            let last_alnum = w.chars().next_back().is_some_and(|c| c.is_ascii_alphanumeric());
-            let ends = !last_alnum || !lower[at + w.len()..].chars().next().is_some_and(char::is_alphanumeric);
-            if starts && ends {
-                out.push(at);
-            }
+    for m in automaton(words).find_overlapping_iter(lower) {
+        let (at, w) = (m.start(), words[m.pattern().as_usize()]);
+        let ascii_word = w.chars().next().is_some_and(|c| c.is_ascii_alphanumeric());
+        // A Latin word counts only as a word, not inside another ("decode", "pinch").
+        let starts = !ascii_word || !lower[..at].chars().next_back().is_some_and(char::is_alphanumeric);
+        // A long word may take an ending ("vahvistuskoodisi", "verifications"); a short one
+        // must end there ("pin", not "pinch").
+        let last_alnum = w.chars().next_back().is_some_and(|c| c.is_ascii_alphanumeric()) && w.len() < 10;
+        let ends = !last_alnum || !lower[m.end()..].chars().next().is_some_and(char::is_alphanumeric);
+        if starts && ends {
+            out.push(at);
         }
     }
     out.sort_unstable();
     out
+}
+
+/// Where each of `words` stands in `lower`, whole or inside another word.
+fn spans(lower: &str, words: &'static [&'static str]) -> Vec<Range<usize>> {
+    automaton(words).find_overlapping_iter(lower).map(|m| m.start()..m.end()).collect()
+}
+
+/// The automaton that finds `words`, built the first time they are looked for.
+fn automaton(words: &'static [&'static str]) -> &'static aho_corasick::AhoCorasick {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    type Built = HashMap<(usize, usize), &'static aho_corasick::AhoCorasick>;
+    static BUILT: OnceLock<Mutex<Built>> = OnceLock::new();
+    let mut built = BUILT.get_or_init(Default::default).lock().unwrap_or_else(|p| p.into_inner());
+    built.entry((words.as_ptr() as usize, words.len())).or_insert_with(|| {
+        let automaton = aho_corasick::AhoCorasick::new(words).unwrap_or_else(|e| unreachable!("word lists build: {e}"));
+        Box::leak(Box::new(automaton))
+    })
 }
 
 /// Whether one of `places` (sorted) is within `near` characters of the span `c`.
@@ -572,7 +637,7 @@ fn named_right_before(before: &str) -> Option<bool> {
     let mut told = false;
     // "is:" and "は：" say it twice.
     for _ in 0..2 {
-        let tails = [":", "：", "=", " is", " es", " est", " ist", " é", " è", "は"];
+        let tails = [":", "：", "=", " is", " es", " est", " ist", " é", " è", "は", " lautet"];
         let Some(tail) = tails.into_iter().find(|t| rest.ends_with(t)) else { break };
         rest = rest[..rest.len() - tail.len()].trim_end();
         told = true;
@@ -635,11 +700,15 @@ fn digit_value(c: char) -> Option<u32> {
 }
 
 /// What the word just before a number says it is ([`PLACES`], [`LABELS`]), or the words
-/// after it ([`STREETS`], [`MAYBE_STREETS`]).
+/// after it ([`STREETS`], [`MAYBE_STREETS`], [`UNITS`]).
 #[derive(PartialEq, Eq)]
 enum Label {
     None,
+    /// A quantity, a time or a street number, whatever the words around it.
+    Quantity,
+    /// A room, a flight, a line: none unless the words call it the code.
     Place,
+    /// An order, a page: none unless words that leave no doubt are near.
     Other,
 }
 
@@ -659,7 +728,9 @@ fn labelled(lower: &str, at: &Range<usize>) -> Label {
     let after = words(&lower[at.end..to]);
     let street = |list: &[&str]| after.iter().take(2).any(|w| list.contains(&w.as_str()));
     let unit = after.first().is_some_and(|w| UNITS.contains(&w.as_str()));
-    if street(STREETS) || unit || PLACES.contains(&before.as_str()) {
+    if street(STREETS) || unit {
+        Label::Quantity
+    } else if PLACES.contains(&before.as_str()) {
         Label::Place
     } else if street(MAYBE_STREETS) || LABELS.contains(&before.as_str()) {
         Label::Other
@@ -698,7 +769,8 @@ enum Shape {
 
 /// Whether `word` (lowercase) is one of the words that say "code", or part of one.
 fn says_code(word: &str) -> bool {
-    CODE_WORDS.iter().chain(STRONG).any(|w| w.split(' ').any(|part| part == word))
+    static PARTS: std::sync::OnceLock<std::collections::HashSet<&'static str>> = std::sync::OnceLock::new();
+    PARTS.get_or_init(|| CODE_WORDS.iter().chain(STRONG).flat_map(|w| w.split(' ')).collect()).contains(word)
 }
 
 /// A decimal digit of any set of [`ZEROS`].
@@ -923,34 +995,79 @@ fn links(text: &str, lower: &str, addresses: &[Range<usize>]) -> Vec<Found> {
     let mut out = Vec::new();
     for at in addresses {
         let url = &lower[at.clone()];
-        let speaks = LINK_WORDS.iter().any(|w| url.contains(w));
+        let speaks = speaks_of_signing_in(url);
         let (path, query) = url.split_once('?').unwrap_or((url, ""));
         // A tracking parameter carries no sign-in, whatever its length.
         let tracking = |k: &str| k.starts_with("utm_") || TRACKING.contains(&k);
         let values: Vec<(&str, &str)> =
             query.split('&').filter_map(|kv| kv.split_once('=')).filter(|(k, _)| !tracking(k)).collect();
-        let query_token = values.iter().any(|(k, v)| v.len() >= 8 || (CODE_KEYS.contains(k) && v.len() >= 4));
+        // A token, a short value under a key for one, or a code of 4 to 8 digits in a link that
+        // signs in ("/recover/code/?u=…&n=771204").
+        let query_token = values.iter().any(|(k, v)| {
+            tokenish(v, 8)
+                || (CODE_KEYS.contains(k) && v.len() >= 4)
+                || (speaks && (4..=8).contains(&v.len()) && v.bytes().all(|b| b.is_ascii_digit()))
+        });
         // The host and the parts after it, with or without a scheme.
         let path = path.split_once("://").map_or(path, |(_, rest)| rest);
         let parts: Vec<&str> = path.split(['/', '#']).collect();
-        let mixed = |p: &&str, len: usize| {
-            p.len() >= len && p.chars().any(|c| c.is_ascii_digit()) && p.chars().any(|c| c.is_ascii_alphabetic())
-        };
-        let path_token = parts.iter().skip(1).any(|p| mixed(p, 16));
+        // A commit's hash names a change, not a sign-in.
+        let named = |i: usize| i > 0 && matches!(parts[i - 1], "commit" | "commits" | "blob" | "tree");
+        let path_token = (1..parts.len()).any(|i| !named(i) && tokenish(parts[i], 16));
         // A code as the part after a sign-in word: "t.me/login/71245".
         let path_code = parts.windows(2).any(|w| {
-            LINK_WORDS.iter().any(|word| w[0].contains(word))
-                && (4..=8).contains(&w[1].len())
-                && w[1].chars().all(|c| c.is_ascii_digit())
+            speaks_of_signing_in(w[0]) && (4..=8).contains(&w[1].len()) && w[1].chars().all(|c| c.is_ascii_digit())
         });
         let said_around = close(text, &context, at, NEAR_STRONG);
-        let loose = parts.iter().skip(1).any(|p| mixed(p, 8)) || values.iter().any(|(_, v)| v.len() >= 6);
+        let loose =
+            (1..parts.len()).any(|i| !named(i) && tokenish(parts[i], 8)) || values.iter().any(|(_, v)| tokenish(v, 6));
         if (speaks && (query_token || path_token || path_code)) || (said_around && (query_token || path_token || loose))
         {
             out.push(Found { kind: SecretKind::Link, at: at.clone() });
         }
     }
     out
+}
+
+/// Whether `url` (lowercase) names signing in or resetting as one of its words ("login",
+/// "sign-in") or at the start of one ("resetpassword", "verifyemail"), never inside another
+/// word ("author", "hotpot").
+fn speaks_of_signing_in(url: &str) -> bool {
+    let words: Vec<&str> = url.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| !w.is_empty()).collect();
+    LINK_WORDS.iter().any(|link| {
+        let pieces: Vec<&str> = link.split(|c: char| !c.is_ascii_alphanumeric()).collect();
+        match pieces.as_slice() {
+            [one] if one.len() >= 5 => words.iter().any(|w| w.starts_with(one)),
+            [one] => words.contains(one),
+            many => words.windows(many.len()).any(|w| w == many),
+        }
+    })
+}
+
+/// Letters and digits mixed, `len` or more characters: what a token looks like.
+fn mixed(part: &str, len: usize) -> bool {
+    part.len() >= len && part.chars().any(|c| c.is_ascii_digit()) && part.chars().any(|c| c.is_ascii_alphabetic())
+}
+
+/// Whether a query value or a path part of `len` or more characters reads as a token: letters
+/// and digits mixed through it (a hash, a random key), not a page's name of words and a
+/// number ("how-to-verify-jwt-token-in-node-18", "SFUSD2024", "article-9847213"), nor a
+/// hexadecimal address ("0x…").
+fn tokenish(part: &str, len: usize) -> bool {
+    if !mixed(part, len) || part.starts_with("0x") {
+        return false;
+    }
+    let pieces: Vec<&str> = part.split(['-', '_', '.']).filter(|p| !p.is_empty()).collect();
+    // A slug: words, and numbers too short to be keys.
+    let slug = pieces.len() >= 2
+        && pieces.iter().any(|p| p.len() >= 4 && p.chars().all(|c| c.is_ascii_alphabetic()))
+        && pieces.iter().all(|p| {
+            p.chars().all(|c| c.is_ascii_alphabetic()) || (p.chars().all(|c| c.is_ascii_digit()) && p.len() < 8)
+        });
+    // Long, or short with letters and digits changing places three times or more ("9f8e7d",
+    // not "SFUSD2024").
+    let flips = part.as_bytes().windows(2).filter(|w| w[0].is_ascii_digit() != w[1].is_ascii_digit()).count();
+    !slug && (part.len() >= 16 || flips >= 3)
 }
 
 #[cfg(test)]
@@ -1064,10 +1181,10 @@ mod tests {
         let both = "Code 482913, or https://example.com/reset?token=9f8e7d6c5b4a";
         assert_eq!(SecretKind::in_mask(classify(from("discord", "1234"), both)), [SecretKind::Code, SecretKind::Link]);
         // A short code's numbers are codes on iMessage, where short codes text from.
-        assert_eq!(classify(from("imessage", "72975"), "918273 at noon"), 1);
+        assert_eq!(classify(from("imessage", "72975"), "Table 918273 at noon"), 1);
         // The person's own messages are stored as from `me`, which is not a sender id.
         assert_eq!(classify(Author { source: "imessage", sender: "me", is_self: true }, "The rent is 482913"), 0);
-        assert_eq!(classify(from("discord", "72975"), "918273 at noon"), 0);
+        assert_eq!(classify(from("discord", "72975"), "Table 918273 at noon"), 0);
         assert!(is_short_code_channel("imessage", "any;-;72975") && is_short_code_channel("imessage", "any;-;GOOGLE"));
         for (source, id) in [
             ("imessage", "any;+;chat72975"),
@@ -1135,11 +1252,32 @@ mod tests {
     }
 
     #[test]
-    fn a_number_given_alone_is_a_code_and_a_year_or_a_sentence_is_not() {
-        for text in ["482980", " it's 482981! ", "Here: 4829", "the code is 551 005"] {
+    fn a_number_given_alone_is_a_code_and_a_time_a_zip_or_a_sentence_is_not() {
+        for text in [
+            "482980",
+            " it's 482981! ",
+            "ok it's 731842",
+            "731843 👍",
+            "here you go: 731844",
+            "731847 hurry it expires",
+            "c'est 731851",
+            "the code is 551 005",
+        ] {
             assert_eq!(classify(from("imessage", "+15551234567"), text), 1, "{text}");
         }
-        for text in ["2024", "ok 1430 works", "482980 people", "", "   ", "it's", "its2024"] {
+        for text in [
+            "2024",
+            "94110",
+            "it's 1430",
+            "ok 1430 works",
+            "482980 people",
+            "room 220401",
+            "",
+            "   ",
+            "it's",
+            "its2024",
+            "we raised 150000 and 20000 more",
+        ] {
             assert_eq!(classify(from("imessage", "+15551234567"), text), 0, "{text}");
         }
     }
