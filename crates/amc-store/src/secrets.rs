@@ -48,7 +48,7 @@ impl SecretKind {
 /// The version of the rules below. Stored with the classification of every message
 /// (`messages.secrets`): a build whose rules differ classifies every message again, in the
 /// background (see `Store::classify_more`). Raise it with every change to the rules.
-pub const RULES: i64 = 12;
+pub const RULES: i64 = 13;
 
 impl SecretKind {
     /// The kind's bit in a stored classification ([`classify`]).
@@ -307,7 +307,9 @@ pub fn find(text: &str, short_code: bool) -> Vec<Found> {
     // Most messages hold neither a run that could be a code nor a link: one pass tells.
     let runs = candidates(text);
     let apple = apple_codes(text);
-    let web = text.contains("://") || text.as_bytes().windows(4).any(|w| w.eq_ignore_ascii_case(b"www."));
+    let web = text.contains("://")
+        || text.as_bytes().windows(4).any(|w| w.eq_ignore_ascii_case(b"www."))
+        || (text.contains('/') && text.contains('.'));
     if runs.is_empty() && apple.is_empty() && !web {
         return Vec::new();
     }
@@ -925,7 +927,7 @@ fn apple_codes(text: &str) -> Vec<Range<usize>> {
 const LINK_WORDS: &[&str] = &[
     "reset", "password", "passwd", "magic", "login", "log-in", "signin", "sign-in", "sign_in",
     "verify", "verification", "confirm", "auth", "otp", "token", "activate", "one-time", "onetime",
-    "recover",
+    "recover", "forgot",
 ];
 
 /// Query parameters whose value signs someone in, however short ("?otp=4829").
@@ -945,7 +947,24 @@ const LINK_CONTEXT: &[&str] = &[
     "verification link", "confirm your email", "confirm your account", "activate your account",
     "tap to sign in", "click to sign in", "tap to log in", "click to log in", "to sign in, tap",
     "to sign in, click", "sign in with this link", "log in with this link", "do not share",
-    "don't share", "never share", "one-time", "otp", "2fa",
+    "don't share", "never share", "one-time", "otp", "2fa", "sign in", "signing in", "log in",
+    "login", "approve the new", "approval link", "verify your", "reset it",
+    // German, Spanish, French, Portuguese, Italian
+    "anmelden", "passwort", "zurücksetzen", "contraseña", "restablece", "iniciar sesión",
+    "mot de passe", "réinitialis", "connectez", "connexion", "senha", "redefinir",
+    "entrar na sua conta", "accedi", "reimposta", "anzumelden",
+];
+
+/// Hosts whose links name a document, a place, a post or a video, never who signs in:
+/// their long identifiers ("docs.google.com/document/d/1AbC…") are no tokens, whatever the
+/// words around them ("Sign in to see the doc").
+#[rustfmt::skip]
+const DOCUMENT_HOSTS: &[&str] = &[
+    "docs.google.com", "drive.google.com", "photos.app.goo.gl", "maps.app.goo.gl", "goo.gl",
+    "maps.google.com", "www.dropbox.com", "dropbox.com", "www.figma.com", "figma.com",
+    "github.com", "gist.github.com", "gitlab.com", "www.youtube.com", "youtube.com", "youtu.be",
+    "open.spotify.com", "x.com", "twitter.com", "www.instagram.com", "instagram.com",
+    "en.wikipedia.org", "www.reddit.com", "reddit.com", "stackoverflow.com",
 ];
 
 /// Query parameters that say where a link was shared from, never who signs in.
@@ -969,7 +988,24 @@ fn addresses(text: &str, lower: &str) -> Vec<Range<usize>> {
     let bare = lower.match_indices("www.").map(|(at, _)| at).filter(|&at| {
         !lower[..at].chars().next_back().is_some_and(|c| c.is_alphanumeric() || matches!(c, '/' | '.' | '-'))
     });
-    let mut starts: Vec<usize> = with_scheme.chain(bare).collect();
+    // A web address without a scheme or "www." as texts write it ("acme.co/r/AbC123"): a
+    // host of two labels or more, the last of letters, then a path.
+    let words = lower.split_ascii_whitespace().map(|w| w.as_ptr() as usize - lower.as_ptr() as usize);
+    let hosted = words.filter(|&at| {
+        let word = lower[at..].split_ascii_whitespace().next().unwrap_or_default();
+        let word = word.trim_start_matches(['(', '<', '[', '"', '\'']);
+        let Some((host, _)) = word.split_once('/') else { return false };
+        let labels: Vec<&str> = host.split('.').collect();
+        labels.len() >= 2
+            && labels.iter().all(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'))
+            && labels
+                .last()
+                .is_some_and(|tld| (2..=6).contains(&tld.len()) && tld.bytes().all(|b| b.is_ascii_alphabetic()))
+            && !word.contains("://")
+    });
+    let hosted =
+        hosted.map(|at| at + lower[at..].len() - lower[at..].trim_start_matches(['(', '<', '[', '"', '\'']).len());
+    let mut starts: Vec<usize> = with_scheme.chain(bare).chain(hosted).collect();
     starts.sort_unstable();
     let mut out: Vec<Range<usize>> = Vec::new();
     for at in starts {
@@ -977,7 +1013,7 @@ fn addresses(text: &str, lower: &str) -> Vec<Range<usize>> {
             continue;
         }
         let end = text[at..].find(char::is_whitespace).map_or(text.len(), |e| at + e);
-        let end = at + text[at..end].trim_end_matches(['.', ',', ')', '!', '?', '"', '\'']).len();
+        let end = at + text[at..end].trim_end_matches(['.', ',', ')', '!', '?', '"', '\'', '>', ']']).len();
         out.push(at..end);
     }
     out
@@ -1018,9 +1054,10 @@ fn links(text: &str, lower: &str, addresses: &[Range<usize>]) -> Vec<Found> {
         let path_code = parts.windows(2).any(|w| {
             speaks_of_signing_in(w[0]) && (4..=8).contains(&w[1].len()) && w[1].chars().all(|c| c.is_ascii_digit())
         });
-        let said_around = close(text, &context, at, NEAR_STRONG);
+        let host = path.split('/').next().unwrap_or_default();
+        let said_around = close(text, &context, at, NEAR_STRONG) && !DOCUMENT_HOSTS.contains(&host);
         let loose =
-            (1..parts.len()).any(|i| !named(i) && tokenish(parts[i], 8)) || values.iter().any(|(_, v)| tokenish(v, 6));
+            (1..parts.len()).any(|i| !named(i) && tokenish(parts[i], 6)) || values.iter().any(|(_, v)| tokenish(v, 6));
         if (speaks && (query_token || path_token || path_code)) || (said_around && (query_token || path_token || loose))
         {
             out.push(Found { kind: SecretKind::Link, at: at.clone() });
