@@ -373,7 +373,9 @@ fn platform_ids_are_looked_up_through_one_condition() {
 /// counter is shared by every AMC in the process (tests run many) and hides who owns it.
 /// Hand a cheap `Clone` handle or a channel to whoever needs it instead (the store's update
 /// progress is an `UpdateReporter` given at start, the platform keys a migration computed
-/// are counted per connection; the relay's last page is its server's).
+/// are counted per connection; the relay's last page is its server's). A table computed
+/// from constants and never written after (the secret finder's automata) is a
+/// `LazyLock` of plain data, which holds none of these.
 #[test]
 fn no_static_holds_state_behind_a_lock() {
     let mut all = sources();

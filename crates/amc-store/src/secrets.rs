@@ -322,14 +322,14 @@ pub fn find(text: &str, short_code: bool) -> Vec<Found> {
             found.push(Found { kind: SecretKind::Code, at });
         }
     }
-    let strong = places(&lower, STRONG);
-    let offer = strong.is_empty() && !places(&lower, OFFERS).is_empty();
-    let other_codes = spans(&lower, NOT_SECRET);
-    let code_words = places(&lower, CODE_WORDS);
+    let strong = places(&lower, List::Strong);
+    let offer = strong.is_empty() && !places(&lower, List::Offers).is_empty();
+    let other_codes = spans(&lower, List::NotSecret);
+    let code_words = places(&lower, List::CodeWords);
     let mut weak: Vec<usize> = code_words
         .iter()
         .copied()
-        .chain(places(&lower, SIGN_IN))
+        .chain(places(&lower, List::SignIn))
         .filter(|&at| !offer && !other_codes.iter().any(|r| r.contains(&at)))
         .collect();
     weak.sort_unstable();
@@ -582,12 +582,48 @@ fn overlaps(a: &Range<usize>, b: &Range<usize>) -> bool {
     a.start < b.end && b.start < a.end
 }
 
-/// Where each of `words` starts in `lower`, in order. One pass over the text for all the
-/// words (an Aho-Corasick automaton, built once per list): a long message costs one read,
-/// not one per word.
-fn places(lower: &str, words: &'static [&'static str]) -> Vec<usize> {
+/// A word list the finder looks for in a text.
+#[derive(Clone, Copy)]
+enum List {
+    Strong,
+    CodeWords,
+    SignIn,
+    Offers,
+    LinkContext,
+    NotSecret,
+}
+
+impl List {
+    const ALL: [List; 6] =
+        [List::Strong, List::CodeWords, List::SignIn, List::Offers, List::LinkContext, List::NotSecret];
+
+    fn words(self) -> &'static [&'static str] {
+        match self {
+            List::Strong => STRONG,
+            List::CodeWords => CODE_WORDS,
+            List::SignIn => SIGN_IN,
+            List::Offers => OFFERS,
+            List::LinkContext => LINK_CONTEXT,
+            List::NotSecret => NOT_SECRET,
+        }
+    }
+}
+
+/// Each list's automaton (Aho-Corasick), in the order of [`List::ALL`]: a table computed
+/// from the constants above the first time a text is read, never written after.
+static AUTOMATA: std::sync::LazyLock<Vec<aho_corasick::AhoCorasick>> = std::sync::LazyLock::new(|| {
+    List::ALL
+        .iter()
+        .map(|l| aho_corasick::AhoCorasick::new(l.words()).unwrap_or_else(|e| unreachable!("word lists build: {e}")))
+        .collect()
+});
+
+/// Where each word of `list` starts in `lower`, in order. One pass over the text for all
+/// the words: a long message costs one read, not one per word.
+fn places(lower: &str, list: List) -> Vec<usize> {
+    let words = list.words();
     let mut out = Vec::new();
-    for m in automaton(words).find_overlapping_iter(lower) {
+    for m in AUTOMATA[list as usize].find_overlapping_iter(lower) {
         let (at, w) = (m.start(), words[m.pattern().as_usize()]);
         let ascii_word = w.chars().next().is_some_and(|c| c.is_ascii_alphanumeric());
         // A Latin word counts only as a word, not inside another ("decode", "pinch").
@@ -604,22 +640,9 @@ fn places(lower: &str, words: &'static [&'static str]) -> Vec<usize> {
     out
 }
 
-/// Where each of `words` stands in `lower`, whole or inside another word.
-fn spans(lower: &str, words: &'static [&'static str]) -> Vec<Range<usize>> {
-    automaton(words).find_overlapping_iter(lower).map(|m| m.start()..m.end()).collect()
-}
-
-/// The automaton that finds `words`, built the first time they are looked for.
-fn automaton(words: &'static [&'static str]) -> &'static aho_corasick::AhoCorasick {
-    use std::collections::HashMap;
-    use std::sync::{Mutex, OnceLock};
-    type Built = HashMap<(usize, usize), &'static aho_corasick::AhoCorasick>;
-    static BUILT: OnceLock<Mutex<Built>> = OnceLock::new();
-    let mut built = BUILT.get_or_init(Default::default).lock().unwrap_or_else(|p| p.into_inner());
-    built.entry((words.as_ptr() as usize, words.len())).or_insert_with(|| {
-        let automaton = aho_corasick::AhoCorasick::new(words).unwrap_or_else(|e| unreachable!("word lists build: {e}"));
-        Box::leak(Box::new(automaton))
-    })
+/// Where each word of `list` stands in `lower`, whole or inside another word.
+fn spans(lower: &str, list: List) -> Vec<Range<usize>> {
+    AUTOMATA[list as usize].find_overlapping_iter(lower).map(|m| m.start()..m.end()).collect()
 }
 
 /// Whether one of `places` (sorted) is within `near` characters of the span `c`.
@@ -669,7 +692,7 @@ fn named_right_after(after: &str) -> Option<bool> {
         end -= 1;
     }
     let words = &rest[..end];
-    let says = !places(words, CODE_WORDS).is_empty() || !places(words, STRONG).is_empty();
+    let says = !places(words, List::CodeWords).is_empty() || !places(words, List::Strong).is_empty();
     (says && !NOT_SECRET.iter().any(|n| words.contains(n))).then_some(true)
 }
 
@@ -771,9 +794,13 @@ enum Shape {
 
 /// Whether `word` (lowercase) is one of the words that say "code", or part of one.
 fn says_code(word: &str) -> bool {
-    static PARTS: std::sync::OnceLock<std::collections::HashSet<&'static str>> = std::sync::OnceLock::new();
-    PARTS.get_or_init(|| CODE_WORDS.iter().chain(STRONG).flat_map(|w| w.split(' ')).collect()).contains(word)
+    CODE_PARTS.contains(word)
 }
+
+/// Each word of the words for code, one by one: a table computed from the constants above,
+/// never written after.
+static CODE_PARTS: std::sync::LazyLock<std::collections::HashSet<&'static str>> =
+    std::sync::LazyLock::new(|| CODE_WORDS.iter().chain(STRONG).flat_map(|w| w.split(' ')).collect());
 
 /// A decimal digit of any set of [`ZEROS`].
 fn is_digit(c: char) -> bool {
@@ -1027,7 +1054,7 @@ fn addresses(text: &str, lower: &str) -> Vec<Range<usize>> {
 /// ([`LINK_CONTEXT`]) and it carries anything like one (a part of 8 or more with letters and
 /// digits, a query value of 6 or more).
 fn links(text: &str, lower: &str, addresses: &[Range<usize>]) -> Vec<Found> {
-    let context = places(lower, LINK_CONTEXT);
+    let context = places(lower, List::LinkContext);
     let mut out = Vec::new();
     for at in addresses {
         let url = &lower[at.clone()];
