@@ -204,11 +204,30 @@ fn kinds(found: &[crate::secrets::Found]) -> Vec<&'static str> {
 /// person shows a channel's codes to it (the person sees the whole text).
 fn redact(m: &mut Envelope) {
     let found = secrets_in(m);
-    if found.is_empty() {
-        return;
+    let mut redacted = kinds(&found);
+    if !found.is_empty() {
+        m.text = crate::secrets::hide(&m.text, &found);
     }
-    m.redacted = kinds(&found);
-    m.text = crate::secrets::hide(&m.text, &found);
+    // Names are text too, and some come from messages: Discord names a thread after the
+    // message that started it, a person names a group. They are hidden the same way.
+    let thread = m.thread.as_mut().map(|t| &mut t.name);
+    for name in [Some(&mut m.channel.name), thread, m.sender.display_name.as_mut()].into_iter().flatten() {
+        for kind in hide_in_name(name) {
+            if !redacted.contains(&kind) {
+                redacted.push(kind);
+            }
+        }
+    }
+    m.redacted = redacted;
+}
+
+/// Hides the secrets of a name in place; the kinds it hid.
+fn hide_in_name(name: &mut String) -> Vec<&'static str> {
+    let found = crate::secrets::find(name, false);
+    if !found.is_empty() {
+        *name = crate::secrets::hide(name, &found);
+    }
+    kinds(&found)
 }
 
 pub(super) fn parse_source(s: &str) -> Result<Source> {
@@ -387,7 +406,16 @@ impl Amc {
     pub async fn list_channels(&self, agent: &AgentCtx, source: Option<String>) -> Result<Vec<ChannelInfo>> {
         let source = source.as_deref().map(parse_source).transpose()?;
         let agent_id = agent.agent_id.clone();
-        self.blocking(move |s| s.visible_channels(&agent_id, source)).await
+        self.blocking(move |s| {
+            let mut channels = s.visible_channels(&agent_id, source)?;
+            let shown = s.codes_shown_to(&agent_id)?;
+            // A name holds no code for an agent its channel's codes are not shown to.
+            for c in channels.iter_mut().filter(|c| !shown.contains(&c.id)) {
+                hide_in_name(&mut c.name);
+            }
+            Ok(channels)
+        })
+        .await
     }
 
     /// The local file behind a visible attachment: on this Mac already (iMessage), or

@@ -290,3 +290,27 @@ async fn what_is_hidden_never_weighs_an_agents_search_terms() {
         v["results"].as_array().expect("results").iter().filter_map(|h| h["message"]["text"].as_str()).collect();
     assert_eq!(texts, ["reset the router, then reset it again", "Reset your password: [sign-in link hidden by AMC]"]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_name_made_from_a_message_holds_no_code_for_an_agent() {
+    // Discord names a thread after the message that started it; a person names a group.
+    let d = Daemon::start().await;
+    let (mut agent, _) = d.agent("claude").await;
+    let spec = amc_core::model::ChannelSpec {
+        platform_id: "guild/1/661013".into(),
+        name: "Your verification code is 661013".into(),
+        kind: amc_core::model::ChannelKind::Group,
+    };
+    let report =
+        d.amc.ingest(Source::Discord, spec, vec![msg("n-0", "see above", now_ms())], None).await.expect("ingest");
+    d.approve(&report.channel_id, json!({ "history": "all" })).await;
+    for route in ["/messages/unread", "/channels"] {
+        let body = String::from_utf8_lossy(&agent.get(route).await.expect("get").body).into_owned();
+        assert!(!body.contains("661013") && body.contains("hidden by AMC"), "{route}: {body}");
+    }
+    let unread = agent.get("/messages/unread").await.expect("get").json();
+    assert_eq!(unread["messages"][0]["redacted"], json!(["one_time_code"]), "{unread}");
+    // The person sees the name whole.
+    let admin = String::from_utf8_lossy(&d.admin().await.get("/admin/channels").await.expect("get").body).into_owned();
+    assert!(admin.contains("Your verification code is 661013"), "{admin}");
+}
