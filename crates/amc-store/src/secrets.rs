@@ -48,7 +48,7 @@ impl SecretKind {
 /// The version of the rules below. Stored with the classification of every message
 /// (`messages.secrets`): a build whose rules differ classifies every message again, in the
 /// background (see `Store::classify_more`). Raise it with every change to the rules.
-pub const RULES: i64 = 13;
+pub const RULES: i64 = 14;
 
 impl SecretKind {
     /// The kind's bit in a stored classification ([`classify`]).
@@ -896,6 +896,30 @@ fn candidates(text: &str) -> Vec<Candidate> {
         let digits = word.chars().count() - letters;
         let capitals = word.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit());
         let len = word.chars().count();
+        // Two groups of three or four capitals and digits joined by a hyphen, as some
+        // services write their codes ("A7K-29Q").
+        let group = |k: usize| {
+            let n = chars[k.min(chars.len())..]
+                .iter()
+                .take_while(|(_, c)| c.is_ascii_uppercase() || c.is_ascii_digit())
+                .count();
+            ((3..=4).contains(&n) && !chars.get(k + n).is_some_and(|(_, c)| is_code_char(*c))).then_some(n)
+        };
+        if capitals
+            && (3..=4).contains(&len)
+            && after == Some('-')
+            && let Some(n) = group(j + 1)
+        {
+            // A key of letters before the hyphen names a ticket or a standard ("AMC-1234").
+            let second = &chars[j + 1..j + 1 + n];
+            let has_digit = word.chars().any(|c| c.is_ascii_digit()) && second.iter().any(|(_, c)| c.is_ascii_digit());
+            if has_digit && (letters > 0 || second.iter().any(|(_, c)| c.is_ascii_alphabetic())) {
+                let end = chars.get(j + 1 + n).map_or(text.len(), |(b, _)| *b);
+                out.push(Candidate { at: start..end, shape: Shape::Capitals });
+                i = j + 1 + n;
+                continue;
+            }
+        }
         if (4..=10).contains(&len) && letters > 0 && digits > 0 && capitals {
             out.push(Candidate { at: start..end, shape: Shape::Capitals });
         } else if let Some(p) = word.find(is_digit).filter(|_| letters <= 2 && digits >= 4) {
