@@ -103,14 +103,15 @@ async fn read_line<R: AsyncRead + Unpin>(host: &mut BufReader<R>, buf: &mut Vec<
 /// notification (JSON-RPC answers no notification, however wrong).
 fn judge(text: &[u8]) -> Result<(), Option<Value>> {
     // RFC 8259 lets a parser ignore a byte order mark, and rmcp does.
-    let message: Value = serde_json::from_slice(text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(text))
+    let text = text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(text);
+    let message: Value = serde_json::from_slice(text)
         .map_err(|e| Some(error(Value::Null, PARSE_ERROR, &Error::validation(format!("the line is not JSON: {e}")))))?;
     // The id to answer with: a request's own, when it is one JSON-RPC allows. A line with
     // no id at all and a method is a notification, which nothing answers; a response to
     // the bridge (no method) is never answered with its id, which the host would take for
     // one of its own requests.
     let request = message.get("method").is_some_and(Value::is_string);
-    let id = message.get("id").filter(|id| request && (id.is_string() || id.is_i64() || id.is_u64())).cloned();
+    let id = message.get("id").filter(|id| request && (id.is_string() || id.is_i64())).cloned();
     let notification = request && message.get("id").is_none();
     let answer = |code: i64, e: Error| match &id {
         Some(id) => Some(error(id.clone(), code, &e)),
@@ -121,7 +122,23 @@ fn judge(text: &[u8]) -> Result<(), Option<Value>> {
     if text.len() > MAX_MCP_REQUEST_BYTES {
         return Err(answer(INVALID_REQUEST, too_large_error()));
     }
-    check_params(&message).map_err(|why| answer(INVALID_PARAMS, Error::validation(why)))
+    check_params(&message).map_err(|why| answer(INVALID_PARAMS, Error::validation(why)))?;
+    // What rmcp cannot read it answers without the id, or ends the session over (a wrong
+    // `initialize`): read it as rmcp would, and answer here instead.
+    let unreadable = |e: serde_json::Error| {
+        let code = if request { INVALID_PARAMS } else { INVALID_REQUEST };
+        answer(code, Error::validation(format!("not a message AMC can read: {e}")))
+    };
+    serde_json::from_slice::<rmcp::model::ClientJsonRpcMessage>(text).map_err(unreadable)?;
+    // A request rmcp does not know it takes as a custom one, whatever its params: the two
+    // whose params it reads itself are read here as it reads them.
+    let params = message.get("params").cloned().unwrap_or_default();
+    match message["method"].as_str() {
+        Some("initialize") => serde_json::from_value::<rmcp::model::InitializeRequestParams>(params).map(drop),
+        Some("tools/call") => serde_json::from_value::<rmcp::model::CallToolRequestParams>(params).map(drop),
+        _ => Ok(()),
+    }
+    .map_err(unreadable)
 }
 
 fn too_large_error() -> Error {
@@ -169,11 +186,11 @@ async fn outbound<W: AsyncWrite + Unpin>(drain: DuplexStream, mut host: W, mut r
             return;
         }
     }
-    // What is left: a refusal of the last lines, and rmcp's last bytes if unterminated.
+    // What is left: a refusal of the last lines.
     while let Ok(refusal) = refused.try_recv() {
         let _ = host.write_all(&line_of(&refusal)).await;
     }
-    let _ = host.write_all(&line).await;
+    // A line rmcp left unfinished as it stopped is no message: it is not written.
     let _ = host.flush().await;
 }
 
@@ -207,11 +224,24 @@ mod tests {
         for line in [
             r#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#,
             r#"{"jsonrpc":"2.0","id":true,"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":18446744073709551615,"method":"ping"}"#,
             r#"{"jsonrpc":"1.0","id":3,"result":{}}"#,
         ] {
             let e = refusal(line).expect("an answer");
-            assert_eq!((&e["id"], e["error"]["code"].as_i64()), (&Value::Null, Some(INVALID_REQUEST)), "{line}");
+            assert!(e["id"].is_null() && e["error"]["data"]["error"]["code"].is_string(), "{line}: {e}");
         }
+        // What rmcp could not read is answered here, with its id, whatever the method; a
+        // notification it could not read is dropped, as JSON-RPC answers none.
+        for line in [
+            r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"roots":5},"clientInfo":{"name":"x","version":"1"}}}"#,
+            r#"{"jsonrpc":"2.0","id":0,"method":"tools/call","params":{"name":"list_channels","arguments":{},"_meta":5}}"#,
+            r#"{"jsonrpc":"2.0","id":0,"id":1,"method":"ping"}"#,
+        ] {
+            let e = refusal(line).expect("an answer");
+            assert!(e["id"].is_i64() && e["error"]["data"]["error"]["code"].is_string(), "{line}: {e}");
+        }
+        assert_eq!(refusal(r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"_meta":5}}"#), None);
     }
 
     #[test]

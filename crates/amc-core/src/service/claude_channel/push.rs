@@ -245,9 +245,14 @@ impl AckSigner {
         use base64::engine::general_purpose::URL_SAFE_NO_PAD;
         let p = &told.position;
         let ack = Ack { f: p.floor, c: p.channels.clone(), t: told.decisions.clone(), n: told.any };
-        let payload = serde_json::to_vec(&ack).unwrap_or_default();
+        let mut payload = serde_json::to_vec(&ack).unwrap_or_default();
         // Sealed: the position counts the messages of every channel, those the agent
-        // cannot see too.
+        // cannot see too. Each number takes the room of the largest, so that not even the
+        // length says how far the count has gone (JSON takes the spaces after it).
+        let width = |n: i64| n.max(1).ilog10() as usize + 1;
+        let room: usize =
+            std::iter::once(p.floor).chain(p.channels.iter().map(|(_, t)| *t)).map(|n| 19 - width(n)).sum();
+        payload.resize(payload.len() + room, b' ');
         format!("v2.{}", URL_SAFE_NO_PAD.encode(self.seal.seal(agent_id, &payload, ACK_TAG)))
     }
 
@@ -558,6 +563,9 @@ mod tests {
         let ack = signer.encode("claude", &told);
         assert_eq!(signer.decode("claude", &ack).expect("round trip"), told);
         assert!(!ack.contains("eyJ"), "the position is not readable: {ack}");
+        // Nor its size: positions of any length seal to the same length.
+        let far = Told { position: PushPosition { floor: 7_000_000_000, ..told.position.clone() }, ..told.clone() };
+        assert_eq!(signer.encode("claude", &far).len(), ack.len());
         let sealed = ack.strip_prefix("v2.").expect("sealed");
         let far = {
             use base64::Engine;
