@@ -129,16 +129,42 @@ fn judge(text: &[u8]) -> Result<(), Option<Value>> {
         let code = if request { INVALID_PARAMS } else { INVALID_REQUEST };
         answer(code, Error::validation(format!("not a message AMC can read: {e}")))
     };
-    serde_json::from_slice::<rmcp::model::ClientJsonRpcMessage>(text).map_err(unreadable)?;
+    // What rmcp's reading refuses: a key of the message given twice, an id it cannot take
+    // (null, past 2^63), `_meta` that is not an object. (Its own reading of the whole
+    // message tries every kind of request in turn: too slow to repeat on every line.)
+    serde_json::from_slice::<Top>(text).map_err(unreadable)?;
+    if message.get("id").is_some_and(|_| request && id.is_none()) {
+        return Err(answer(INVALID_REQUEST, Error::validation("\"id\" must be a string or an integer below 2^63")));
+    }
+    let params = message.get("params").cloned().unwrap_or_default();
+    if params.get("_meta").is_some_and(|m| !m.is_object()) {
+        return Err(unreadable(serde::de::Error::custom("params._meta must be an object")));
+    }
     // A request rmcp does not know it takes as a custom one, whatever its params: the two
     // whose params it reads itself are read here as it reads them.
-    let params = message.get("params").cloned().unwrap_or_default();
     match message["method"].as_str() {
         Some("initialize") => serde_json::from_value::<rmcp::model::InitializeRequestParams>(params).map(drop),
         Some("tools/call") => serde_json::from_value::<rmcp::model::CallToolRequestParams>(params).map(drop),
         _ => Ok(()),
     }
     .map_err(unreadable)
+}
+
+/// A message's own keys, each of which may be given once.
+#[derive(serde::Deserialize)]
+struct Top {
+    #[serde(rename = "jsonrpc")]
+    _jsonrpc: serde::de::IgnoredAny,
+    #[serde(rename = "id")]
+    _id: Option<serde::de::IgnoredAny>,
+    #[serde(rename = "method")]
+    _method: Option<serde::de::IgnoredAny>,
+    #[serde(rename = "params")]
+    _params: Option<serde::de::IgnoredAny>,
+    #[serde(rename = "result")]
+    _result: Option<serde::de::IgnoredAny>,
+    #[serde(rename = "error")]
+    _error: Option<serde::de::IgnoredAny>,
 }
 
 fn too_large_error() -> Error {
