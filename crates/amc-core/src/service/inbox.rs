@@ -163,13 +163,19 @@ pub(super) fn check_message_id(field: &str, id: &str) -> Result<()> {
 /// Called on the blocking pool, with the store's read: reading a long message for codes
 /// is work.
 pub(in crate::service) fn seen_by(agent_id: &str, shown: &HashSet<String>, messages: &mut [Envelope]) {
+    // A page's messages mostly share their channel's and their senders' names: each name
+    // is read for secrets once.
+    let mut names = Names::new();
     for m in messages {
         m.untrusted_content = m.agent_id.as_deref() != Some(agent_id);
         if !shown.contains(&m.channel_id) {
-            redact(m);
+            redact(m, &mut names);
         }
     }
 }
+
+/// Names already read for secrets: each as an agent is given it, and the kinds hidden.
+type Names = std::collections::HashMap<String, (String, Vec<&'static str>)>;
 
 /// Marks, for the person's views, which kinds of secret each message holds (`secrets`):
 /// the person sees the whole text, and what agents are not given of it.
@@ -202,7 +208,7 @@ fn kinds(found: &[crate::secrets::Found]) -> Vec<&'static str> {
 /// Hides the one-time codes and sign-in links of `m`'s text behind markers, and says
 /// which kinds it hid (`redacted`): no agent is given them, by any route, unless the
 /// person shows a channel's codes to it (the person sees the whole text).
-fn redact(m: &mut Envelope) {
+fn redact(m: &mut Envelope, names: &mut Names) {
     let found = secrets_in(m);
     let mut redacted = kinds(&found);
     if !found.is_empty() {
@@ -212,8 +218,14 @@ fn redact(m: &mut Envelope) {
     // message that started it, a person names a group. They are hidden the same way.
     let thread = m.thread.as_mut().map(|t| &mut t.name);
     for name in [Some(&mut m.channel.name), thread, m.sender.display_name.as_mut()].into_iter().flatten() {
-        for kind in hide_in_name(name) {
-            if !redacted.contains(&kind) {
+        let (shown, kinds) = names.entry(std::mem::take(name)).or_insert_with_key(|name| {
+            let mut shown = name.clone();
+            let kinds = hide_in_name(&mut shown);
+            (shown, kinds)
+        });
+        name.clone_from(shown);
+        for kind in kinds.iter() {
+            if !redacted.contains(kind) {
                 redacted.push(kind);
             }
         }
