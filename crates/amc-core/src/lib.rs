@@ -13,10 +13,12 @@
 //! - [`events`]: the change feed the UI follows.
 //! - [`every`]: periodic work kept by threads of its own, so an idle AMC rarely wakes.
 //! - [`config`]: validated configuration.
+//! - [`crypto`]: the keys, signatures and sealing of what agents are handed to give back.
 //! - [`text`]: the characters shown as code points on terminals and screens.
 #![deny(missing_docs)]
 
 pub mod config;
+pub mod crypto;
 pub mod events;
 pub mod every;
 pub mod ratelimit;

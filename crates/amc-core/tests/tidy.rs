@@ -114,6 +114,39 @@ fn only_the_imessage_source_opens_chat_db() {
     }
 }
 
+/// Cryptography is in one module on RustCrypto's primitives, keys derived per purpose: no
+/// crate signs, seals or derives keys on its own (agent tokens are hashed with SHA-256 where
+/// they are made, which is no key).
+#[test]
+fn cryptography_is_in_one_module() {
+    const PRIMITIVES: &[&str] = &["hmac", "hkdf", "chacha20poly1305", "aead", "aes", "ring", "openssl"];
+    let mut manifests = vec![workspace().join("src-tauri/Cargo.toml")];
+    files(&workspace().join("crates"), "Cargo.toml", &mut manifests);
+    for m in manifests {
+        let krate = rel(m.parent().expect("dir"));
+        for dep in dependencies(&m) {
+            if PRIMITIVES.contains(&dep.as_str()) {
+                assert_eq!(krate, "crates/amc-core", "{krate} depends on {dep}: cryptography is amc-core's crypto");
+            }
+        }
+    }
+    let mut all = sources();
+    files(&workspace().join("src-tauri/src"), "rs", &mut all);
+    for p in all {
+        let path = rel(&p);
+        let text = production(&p);
+        for name in PRIMITIVES {
+            let path_of = format!("{name}::");
+            let named = text
+                .match_indices(&path_of)
+                .any(|(at, _)| !text[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == ':'));
+            if named {
+                assert_eq!(path, "crates/amc-core/src/crypto.rs", "{path} names {name}: use amc_core::crypto");
+            }
+        }
+    }
+}
+
 /// The test kit opens the store beside a running core: a dev-dependency only, so no
 /// release build reaches the store through it.
 #[test]

@@ -2,19 +2,20 @@
 //! capability tokens, post to, read by cursor, search and long-poll.
 //!
 //! Every operation takes the authenticated [`Principal`]; a message's author is always
-//! the caller. Cursors are opaque, versioned and signed (HMAC-SHA256 with a key kept in
-//! the store), bound to one thread: they carry a position, never access.
+//! the caller. Cursors are opaque, versioned and signed (HMAC-SHA256 under the relay's own
+//! key, derived by `amc_core::crypto`), bound to one thread: they carry a position, never
+//! access.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use hmac::{Hmac, Mac};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use tokio::sync::Semaphore;
 
+use amc_core::crypto::Signer;
 use amc_core::error::{Error, ErrorCode, Result};
 use amc_core::service::Amc;
 use amc_core::time::{Millis, now_ms, serde_ms};
@@ -162,27 +163,32 @@ pub fn fts_query(query: &str) -> Result<String> {
     Ok(tokens.join(" "))
 }
 
-type HmacSha256 = Hmac<Sha256>;
+/// What a cursor starts with: the version of its format. `v1` cursors were signed under a
+/// key of the relay's own, retired; they are refused.
+const CURSOR_VERSION: &str = "v2";
+
+/// The length of a cursor's tag: all of SHA-256.
+const CURSOR_TAG: usize = 32;
 
 /// Signs and checks cursors.
 pub(super) struct Cursors {
-    key: Vec<u8>,
+    signer: Signer,
     /// The last read cursor signed, by its payload: the waiters a post wakes all end
     /// their page at the same position, and each signature is an HMAC.
     last_read: Mutex<Option<(String, String)>>,
 }
 
 impl Cursors {
-    pub(crate) fn new(key: Vec<u8>) -> Self {
-        Self { key, last_read: Mutex::new(None) }
+    pub(crate) fn new(signer: Signer) -> Self {
+        Self { signer, last_read: Mutex::new(None) }
     }
 
     /// The length of the read cursor of `thread_id` at `seq`, without signing it.
     fn read_cursor_len(thread_id: &str, seq: i64) -> usize {
         let payload = "r:".len() + thread_id.len() + 1 + seq.to_string().len();
         let base64 = |bytes: usize| (4 * bytes).div_ceil(3);
-        // "v1.", the payload and the SHA-256 tag, both in unpadded base64, a dot between.
-        3 + base64(payload) + 1 + base64(32)
+        // "v2.", the payload and the tag, both in unpadded base64, a dot between.
+        CURSOR_VERSION.len() + 1 + base64(payload) + 1 + base64(CURSOR_TAG)
     }
 
     /// The length of a read cursor at the largest position: no cursor is longer.
@@ -190,29 +196,24 @@ impl Cursors {
         Self::read_cursor_len(thread_id, i64::MAX)
     }
 
-    fn mac(&self, payload: &str) -> Result<Vec<u8>> {
-        let mut mac = HmacSha256::new_from_slice(&self.key).map_err(Error::internal)?;
-        mac.update(payload.as_bytes());
-        Ok(mac.finalize().into_bytes().to_vec())
-    }
-
-    fn sign(&self, payload: &str) -> Result<String> {
-        Ok(format!("v1.{}.{}", URL_SAFE_NO_PAD.encode(payload), URL_SAFE_NO_PAD.encode(self.mac(payload)?)))
+    fn sign(&self, payload: &str) -> String {
+        let tag = self.signer.tag(&[payload.as_bytes()], CURSOR_TAG);
+        format!("{CURSOR_VERSION}.{}.{}", URL_SAFE_NO_PAD.encode(payload), URL_SAFE_NO_PAD.encode(tag))
     }
 
     fn open(&self, cursor: &str) -> Result<String> {
         let mut parts = cursor.split('.');
-        let (Some("v1"), Some(payload), Some(tag), None) = (parts.next(), parts.next(), parts.next(), parts.next())
+        let (Some(CURSOR_VERSION), Some(payload), Some(tag), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
         else {
             return Err(cursor_error());
         };
         let payload = URL_SAFE_NO_PAD.decode(payload).map_err(|_| cursor_error())?;
         let tag = URL_SAFE_NO_PAD.decode(tag).map_err(|_| cursor_error())?;
-        let payload = String::from_utf8(payload).map_err(|_| cursor_error())?;
-        let mut mac = HmacSha256::new_from_slice(&self.key).map_err(Error::internal)?;
-        mac.update(payload.as_bytes());
-        mac.verify_slice(&tag).map_err(|_| cursor_error())?;
-        Ok(payload)
+        if !self.signer.verify(&[&payload], &tag, CURSOR_TAG) {
+            return Err(cursor_error());
+        }
+        String::from_utf8(payload).map_err(|_| cursor_error())
     }
 
     /// A read cursor: a position in one thread.
@@ -223,7 +224,7 @@ impl Cursors {
         {
             return Ok(cursor.clone());
         }
-        let cursor = self.sign(&payload)?;
+        let cursor = self.sign(&payload);
         *self.last_read.lock().unwrap_or_else(|p| p.into_inner()) = Some((payload, cursor.clone()));
         Ok(cursor)
     }
@@ -244,7 +245,7 @@ impl Cursors {
     }
 
     fn search_cursor(&self, principal: &str, query: &str, offset: u32) -> Result<String> {
-        self.sign(&format!("s:{}:{offset}", Self::search_binding(principal, query)))
+        Ok(self.sign(&format!("s:{}:{offset}", Self::search_binding(principal, query))))
     }
 
     fn search_offset(&self, principal: &str, query: &str, cursor: &str) -> Result<u32> {
@@ -383,7 +384,7 @@ struct Inner {
     reads: Semaphore,
     /// Posts, committed in groups.
     posts: Arc<Committer>,
-    cursors: Mutex<Option<Arc<Cursors>>>,
+    cursors: Cursors,
 }
 
 impl Relay {
@@ -400,7 +401,7 @@ impl Relay {
                 notifier,
                 admitted: Admitted::default(),
                 reads: Semaphore::new(amc_store::db::MAX_READERS),
-                cursors: Mutex::new(None),
+                cursors: Cursors::new(amc.relay_cursor_signer().clone()),
             }),
         })
     }
@@ -429,16 +430,6 @@ impl Relay {
     ) -> Result<T> {
         let _permit = self.inner.reads.acquire().await.map_err(Error::internal)?;
         self.blocking(f).await
-    }
-
-    fn cursors(&self) -> Result<Arc<Cursors>> {
-        let mut slot = self.inner.cursors.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(c) = slot.as_ref() {
-            return Ok(c.clone());
-        }
-        let c = Arc::new(Cursors::new(self.inner.store.cursor_key()?));
-        *slot = Some(c.clone());
-        Ok(c)
     }
 
     /// Creates a private thread owned by the caller (idempotent per key).
@@ -539,12 +530,12 @@ impl Relay {
         let limit = check_limit(limit)?;
         // Access first: a cursor never grants it.
         self.access(who, &thread_id).await?;
-        let cursors = self.cursors()?;
+        let cursors = &self.inner.cursors;
         let after_seq = match after.as_deref() {
             None | Some("") => 0,
             Some(c) => cursors.read_position(&thread_id, c)?,
         };
-        self.page(who, &cursors, thread_id, after_seq, limit).await
+        self.page(who, cursors, thread_id, after_seq, limit).await
     }
 
     async fn page(
@@ -592,7 +583,7 @@ impl Relay {
             return Err(Error::validation("timeout_seconds must be an integer from 0 to 25"));
         }
         self.admit(who, &thread_id).await?;
-        let cursors = self.cursors()?;
+        let cursors = &self.inner.cursors;
         let after_seq = match after.as_str() {
             "" => 0,
             c => cursors.read_position(&thread_id, c)?,
@@ -603,12 +594,12 @@ impl Relay {
         let mut revocations = self.inner.amc.revocations();
         // A revocation between the request's authentication and the subscription.
         self.check_not_revoked(who).await?;
-        let page = match page_from_memory(who, &cursors, &thread_id, &rx, after_seq, limit)? {
+        let page = match page_from_memory(who, cursors, &thread_id, &rx, after_seq, limit)? {
             Some(page) => page,
             None => {
                 let permit = self.inner.reads.acquire().await.map_err(Error::internal)?;
                 // Another waiter may have read the thread while this one queued.
-                match page_from_memory(who, &cursors, &thread_id, &rx, after_seq, limit)? {
+                match page_from_memory(who, cursors, &thread_id, &rx, after_seq, limit)? {
                     Some(page) => page,
                     None => {
                         let (tid, p) = (thread_id.clone(), who.as_string());
@@ -616,7 +607,7 @@ impl Relay {
                             self.blocking(move |s| s.read_messages(&tid, &p, after_seq, limit)).await?;
                         drop(permit);
                         self.inner.notifier.learned(&thread_id, &rx, latest);
-                        build_page(who, &cursors, thread_id.clone(), after_seq, messages, latest)?
+                        build_page(who, cursors, thread_id.clone(), after_seq, messages, latest)?
                     }
                 }
             }
@@ -650,10 +641,10 @@ impl Relay {
         }
         // The notifier usually holds what came right after our position: no store read
         // needed. Anything less than a gapless run from there goes to the store.
-        if let Some(page) = page_from_memory(who, &cursors, &thread_id, &rx, after_seq, limit)? {
+        if let Some(page) = page_from_memory(who, cursors, &thread_id, &rx, after_seq, limit)? {
             return Ok(page);
         }
-        self.page(who, &cursors, thread_id, after_seq, limit).await
+        self.page(who, cursors, thread_id, after_seq, limit).await
     }
 
     /// Checks `who` may read the thread: from memory once a store read admitted them
@@ -695,7 +686,7 @@ impl Relay {
         let limit = check_limit(limit)?;
         let fts = fts_query(&query)?;
         let p = who.as_string();
-        let cursors = self.cursors()?;
+        let cursors = &self.inner.cursors;
         let offset = match cursor.as_deref() {
             None | Some("") => 0,
             Some(c) => cursors.search_offset(&p, &query, c)?,
@@ -818,7 +809,8 @@ mod tests {
 
     #[test]
     fn a_read_cursor_is_as_long_as_said_and_signed_once_for_many() {
-        let c = Cursors::new(b"0123456789abcdef0123456789abcdef".to_vec());
+        let keys = |byte| amc_core::crypto::Keys::derive(&[byte; amc_core::crypto::ROOT_KEY_LEN]);
+        let c = Cursors::new(keys(1).relay_cursors().clone());
         let t = "7a1c1f6e-3c1b-4c8e-9d47-0d7c8b2f5a10";
         for seq in [0, 1, 9, 10, 99, 100, 12_345, 1_000_000, i64::MAX] {
             let cursor = c.read_cursor(t, seq).expect("cursor");
@@ -839,7 +831,8 @@ mod tests {
     /// each), of every size up to past the budget.
     #[test]
     fn a_page_that_fits_for_sure_is_the_measured_page_and_fits() {
-        let c = Cursors::new(b"0123456789abcdef0123456789abcdef".to_vec());
+        let keys = |byte| amc_core::crypto::Keys::derive(&[byte; amc_core::crypto::ROOT_KEY_LEN]);
+        let c = Cursors::new(keys(1).relay_cursors().clone());
         let t = "7a1c1f6e-3c1b-4c8e-9d47-0d7c8b2f5a10";
         let who = Principal::Agent("reader".into());
         let message = |seq: i64, body: String| RelayMessage {
@@ -887,19 +880,31 @@ mod tests {
 
     #[test]
     fn cursors_are_signed_versioned_and_bound_to_their_thread() {
-        let c = Cursors::new(b"0123456789abcdef0123456789abcdef".to_vec());
+        let keys = |byte| amc_core::crypto::Keys::derive(&[byte; amc_core::crypto::ROOT_KEY_LEN]);
+        let c = Cursors::new(keys(1).relay_cursors().clone());
         let t1 = "7a1c1f6e-3c1b-4c8e-9d47-0d7c8b2f5a10";
         let t2 = "0b8f4a86-2d7e-4b36-8f0e-6f0a4b8b1c22";
         let cur = c.read_cursor(t1, 42).expect("cursor");
         assert_eq!(c.read_position(t1, &cur).expect("valid"), 42);
         assert_eq!(c.read_position(t2, &cur).err().map(|e| e.code), Some(ErrorCode::CursorInvalid));
         let forged =
-            format!("v1.{}.{}", URL_SAFE_NO_PAD.encode(format!("r:{t1}:1000")), cur.rsplit('.').next().unwrap_or(""));
+            format!("v2.{}.{}", URL_SAFE_NO_PAD.encode(format!("r:{t1}:1000")), cur.rsplit('.').next().unwrap_or(""));
         assert_eq!(c.read_position(t1, &forged).err().map(|e| e.code), Some(ErrorCode::CursorInvalid));
-        let v2 = cur.replacen("v1.", "v2.", 1);
-        assert!(c.read_position(t1, &v2).is_err());
+        let v3 = cur.replacen("v2.", "v3.", 1);
+        assert!(c.read_position(t1, &v3).is_err());
         assert!(c.read_position(t1, "garbage").is_err());
-        let other_key = Cursors::new(b"another key, another install....".to_vec());
+        let other_key = Cursors::new(keys(2).relay_cursors().clone());
         assert!(other_key.read_position(t1, &cur).is_err());
+        assert!(
+            Cursors::new(keys(1).unread_cursors().clone()).read_position(t1, &cur).is_err(),
+            "another purpose's key"
+        );
+        assert_eq!(Cursors::new(keys(1).relay_cursors().clone()).read_position(t1, &cur).expect("restart"), 42);
+        // Signed under the relay's own key, before v2.
+        let legacy = "v1.cjp0aF8wMUpaOFZRMUI3WFczRjlTNVlIMk00SzZOQToz.V4uFuQcOMdPkFox5D_mM8GEWnMkm1irKSb06wPXPPYQ";
+        assert_eq!(
+            c.read_position("th_01JZ8VQ1B7XW3F9S5YH2M4K6NA", legacy).err().map(|e| e.code),
+            Some(ErrorCode::CursorInvalid)
+        );
     }
 }

@@ -14,6 +14,7 @@ use amc_store::db::{Database, Migration};
 const MIGRATIONS: &[Migration] = &[
     ("0001_relay", include_str!("migrations/0001_relay.sql")),
     ("0002_bounds", include_str!("migrations/0002_bounds.sql")),
+    ("0003_keys", include_str!("migrations/0003_keys.sql")),
 ];
 
 /// What one agent may keep in the relay; the person is not bounded. Past a bound, the
@@ -531,27 +532,10 @@ impl RelayStore {
             Ok(rows.into_iter().map(|(_, hit)| hit).collect())
         })
     }
-
-    /// The relay's secret for signing cursors, made on first use.
-    pub fn cursor_key(&self) -> Result<Vec<u8>> {
-        let fresh = amc_core::token::new_token("");
-        let hex: String = self.db.write(|tx| {
-            tx.prepare_cached(
-                "INSERT INTO relay_keys (name, value) VALUES ('cursor', ?1) ON CONFLICT (name) DO NOTHING",
-            )?
-            .execute([&fresh])?;
-            Ok(tx.prepare_cached("SELECT value FROM relay_keys WHERE name = 'cursor'")?.query_row([], |r| r.get(0))?)
-        })?;
-        decode_hex(&hex).ok_or_else(|| Error::internal("relay cursor key is not hex"))
-    }
 }
 
 /// Up to how many matching entries a search ranks; beyond, the newest come first.
 pub const RANK_UP_TO: u32 = 5_000;
-
-fn decode_hex(s: &str) -> Option<Vec<u8>> {
-    (0..s.len()).step_by(2).map(|i| s.get(i..i + 2).and_then(|b| u8::from_str_radix(b, 16).ok())).collect()
-}
 
 /// One post, as [`RelayStore::post_many`] takes it.
 #[derive(Debug, Clone)]

@@ -10,6 +10,7 @@
 //! - `channels.rs`: channels and the person's approval.
 //! - `messages.rs`: ingest, unread, context, read state.
 //! - `agents.rs`: agents and their hashed tokens.
+//! - `keys.rs`: the root secret the core derives its signing and sealing keys from.
 //! - `outbox.rs`: agents' sends and their idempotency records.
 //! - `claude_channel/`: the Claude Code channel's tables: where each agent's push of new
 //!   messages stands (`push.rs`), and hosts' requests to use a tool (`tools.rs`).
@@ -56,6 +57,7 @@ pub mod db;
 pub mod error;
 pub mod files;
 pub mod ids;
+mod keys;
 mod messages;
 pub mod model;
 mod outbox;
@@ -104,6 +106,7 @@ const MIGRATIONS: &[Migration] = &[
     ("0019_failed_after_sent", include_str!("migrations/0019_failed_after_sent.sql")),
     ("0020_secrets", include_str!("migrations/0020_secrets.sql")),
     ("0021_one_to_one_senders", include_str!("migrations/0021_one_to_one_senders.sql")),
+    ("0022_root_key", include_str!("migrations/0022_root_key.sql")),
 ];
 
 /// Turns the database at `path` back into one from before migration 0010 (which started

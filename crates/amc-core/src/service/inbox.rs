@@ -70,31 +70,38 @@ pub struct UnreadPage {
 /// The length of an unread cursor's tag: 128 bits, past guessing.
 const CURSOR_TAG: usize = 16;
 
+/// What an unread cursor starts with: the version of its format. Cursors of the release
+/// before had none, and are refused.
+const CURSOR_VERSION: &str = "v2.";
+
+/// What a refused cursor is told, with the way on.
+const CURSOR_REFUSED: &str = "cursor must be a next_cursor returned by list_unread_messages to this agent; \
+                              list again without cursor to start over";
+
 /// A position in the unread order, (time, message id), as an opaque string signed for the
-/// agent it is handed to: `<position>.<tag>`, each in base64.
-fn encode_cursor(seal: &super::seal::Seal, agent_id: &str, at: crate::time::Millis, id: &str) -> String {
+/// agent it is handed to: `v2.<position>.<tag>`, each in base64.
+fn encode_cursor(signer: &crate::crypto::Signer, agent_id: &str, at: crate::time::Millis, id: &str) -> String {
     use base64::Engine;
     use base64::engine::general_purpose::URL_SAFE_NO_PAD;
     let position = format!("{at}:{id}");
-    let tag = seal.tag(agent_id, &labelled(position.as_bytes()), CURSOR_TAG);
-    format!("{}.{}", URL_SAFE_NO_PAD.encode(&position), URL_SAFE_NO_PAD.encode(tag))
-}
-
-/// A cursor's position as it is signed: labelled, so that nothing else signed with the same
-/// key (the push's acknowledgements) can pass for one.
-fn labelled(position: &[u8]) -> Vec<u8> {
-    [b"unread-cursor\0".as_slice(), position].concat()
+    let tag = signer.tag(&[agent_id.as_bytes(), position.as_bytes()], CURSOR_TAG);
+    format!("{CURSOR_VERSION}{}.{}", URL_SAFE_NO_PAD.encode(&position), URL_SAFE_NO_PAD.encode(tag))
 }
 
 /// The position of a cursor AMC handed to `agent_id`; any other is refused.
-fn decode_cursor(seal: &super::seal::Seal, agent_id: &str, cursor: &str) -> Result<(crate::time::Millis, String)> {
+fn decode_cursor(
+    signer: &crate::crypto::Signer,
+    agent_id: &str,
+    cursor: &str,
+) -> Result<(crate::time::Millis, String)> {
     use base64::Engine;
     use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-    let invalid = || Error::validation("cursor must be a next_cursor returned by list_unread_messages");
-    let (position, tag) = cursor.split_once('.').ok_or_else(invalid)?;
+    let invalid = || Error::validation(CURSOR_REFUSED);
+    let signed = cursor.strip_prefix(CURSOR_VERSION).ok_or_else(invalid)?;
+    let (position, tag) = signed.split_once('.').ok_or_else(invalid)?;
     let position = URL_SAFE_NO_PAD.decode(position).map_err(|_| invalid())?;
     let tag = URL_SAFE_NO_PAD.decode(tag).map_err(|_| invalid())?;
-    if !seal.verify(agent_id, &labelled(&position), &tag, CURSOR_TAG) {
+    if !signer.verify(&[agent_id.as_bytes(), &position], &tag, CURSOR_TAG) {
         return Err(invalid());
     }
     // Signed by this daemon, so well formed; checked all the same, should the key leak.
@@ -257,8 +264,8 @@ impl Amc {
         if let Some(c) = &p.channel_id {
             check_channel_id(c)?;
         }
-        let seal = &self.inner.cursors;
-        let after = p.cursor.as_deref().map(|c| decode_cursor(seal, &agent.agent_id, c)).transpose()?;
+        let signer = self.inner.keys.unread_cursors();
+        let after = p.cursor.as_deref().map(|c| decode_cursor(signer, &agent.agent_id, c)).transpose()?;
         let q = UnreadQuery {
             since,
             after,
@@ -276,7 +283,7 @@ impl Amc {
             })
             .await?;
         let next_cursor = match messages.last() {
-            Some(m) => Some(encode_cursor(seal, &agent.agent_id, m.sent_at, &m.id)),
+            Some(m) => Some(encode_cursor(signer, &agent.agent_id, m.sent_at, &m.id)),
             None => p.cursor,
         };
         Ok(UnreadPage { messages, next_since: next_since.map(format_ms), next_cursor })

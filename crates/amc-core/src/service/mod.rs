@@ -22,7 +22,6 @@ mod failed_later;
 mod health;
 mod inbox;
 mod ingest;
-mod seal;
 mod search;
 mod send;
 mod upkeep;
@@ -76,8 +75,8 @@ struct Inner {
     revocations: tokio::sync::watch::Sender<u64>,
     /// The push's acknowledgements, windows and sessions.
     push: claude_channel::PushState,
-    /// Signs the unread cursors handed to agents (with the push's key).
-    cursors: seal::Seal,
+    /// The keys of what agents are handed to give back (cursors, acknowledgements).
+    keys: crate::crypto::Keys,
     /// The waits each agent holds open.
     waits: waits::Waits,
     /// The search backlog's indexing while it runs: when it began, and how far it is.
@@ -137,7 +136,7 @@ impl Amc {
         }
         let attachments = AttachmentPolicy::new(&config.attachment_dirs, &config.staging_dir(), &config.data_dir)?;
         let paused = store.setting(PAUSED_SETTING)?.as_deref() == Some("true");
-        let push_key = store.push_ack_key()?;
+        let keys = crate::crypto::Keys::derive(&store.root_key(&crate::crypto::new_root_key()?)?);
         Ok(Self {
             inner: Arc::new(Inner {
                 limiter: RateLimiter::new(config.rate_limit),
@@ -151,9 +150,9 @@ impl Amc {
                 started: Instant::now(),
                 url_filter: amc_attach::url::is_public,
                 revocations: tokio::sync::watch::Sender::new(0),
-                cursors: seal::Seal::new(push_key.clone()),
+                push: claude_channel::PushState::new(keys.push_acks().clone()),
+                keys,
                 waits: waits::Waits::default(),
-                push: claude_channel::PushState::new(push_key),
                 indexing: Default::default(),
                 classifying: Default::default(),
                 deferring: AtomicBool::new(false),
@@ -168,6 +167,11 @@ impl Amc {
     #[cfg(test)]
     pub(crate) fn store(&self) -> &Store {
         &self.inner.store
+    }
+
+    /// The key the relay signs its cursors with (derived for that purpose alone).
+    pub fn relay_cursor_signer(&self) -> &crate::crypto::Signer {
+        self.inner.keys.relay_cursors()
     }
 
     /// AMC's database, for parts that keep their own tables in it (the relay).

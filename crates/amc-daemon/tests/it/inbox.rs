@@ -258,7 +258,7 @@ async fn paging_by_cursor_never_sticks_on_messages_of_one_millisecond() {
     use base64::Engine;
     let b64 = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
     let real = cursor.expect("a cursor");
-    let (_, tag) = real.split_once('.').expect("position.tag");
+    let (_, tag) = real.rsplit_once('.').expect("position.tag");
     let (mut other, _) = d.agent("codex").await;
     let others = other.get("/messages/unread?limit=1").await.expect("get").json()["next_cursor"].clone();
     let forged = [
@@ -267,8 +267,10 @@ async fn paging_by_cursor_never_sticks_on_messages_of_one_millisecond() {
         "%00".to_owned(),
         b64(&format!("0:{}", sent[0])),
         format!("{}.{tag}", b64(&format!("0:{}", sent[0]))),
-        format!("{}.", b64(&format!("0:{}", sent[0]))),
-        format!("{}.{}", real.split_once('.').expect("dot").0, &tag[..4]),
+        format!("v2.{}.{tag}", b64(&format!("0:{}", sent[0]))),
+        format!("v2.{}.", b64(&format!("0:{}", sent[0]))),
+        format!("{}.{}", real.rsplit_once('.').expect("dot").0, &tag[..4]),
+        real.trim_start_matches("v2.").to_owned(),
         others.as_str().expect("codex's cursor").to_owned(),
     ];
     for bad in forged {

@@ -242,7 +242,7 @@ async fn an_ack_tells_the_agent_nothing_of_channels_it_cannot_see() {
     for batch in [&before, &after, &again] {
         use base64::Engine;
         let ack = batch["ack"].as_str().expect("ack");
-        let sealed = ack.strip_prefix("v2.").expect("a sealed ack");
+        let sealed = ack.strip_prefix("v3.").expect("a sealed ack");
         let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(sealed).expect("base64");
         assert!(!bytes.windows(3).any(|w| w == br#""f""#), "readable: {ack}");
     }
@@ -298,4 +298,73 @@ async fn a_push_after_an_unrecorded_batch_goes_on_and_uses_nothing_up() {
     }
     let r = other.get(&format!("/messages/push?timeout_seconds=1&after={}", third["ack"].as_str().expect("ack"))).await;
     assert_eq!(code(&r.expect("push")), "VALIDATION_FAILED");
+}
+
+/// What the release before handed an agent named `claude`, with its database's key
+/// (`push_ack_key`, the one key it signed and sealed both with): an unread cursor and a
+/// push acknowledgement, each genuine for that database.
+const LEGACY_KEY: &str = "amc_legacy_push_ack_key_0123456789abcdef0123456789abcdef01234567";
+const LEGACY_CURSOR: &str = "MTc2NDUyMzUzMTEyMzptc2dfMDFKWjhWUTFCN1hXM0Y5UzVZSDJNNEs2TkE.z10_bWDHTjzVkk6ABgAIXw";
+const LEGACY_ACK: &str = "v2.hJ9gzR703RFEWODFVK0lUH5L7pmgrd1qKJHMssKZ-Wnb4pss6-8EYB-wYdGdz-w6Pq8nuWluiK0Y-0dPjcO0ctU2Ykwr87T153zyGnNPFhHg706vwByYMI61JAwK1kgN";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_the_release_before_handed_out_is_refused_and_the_agent_recovers() {
+    let d = Daemon::start().await;
+    let (mut agent, token) = d.agent("claude").await;
+    let (ch, _) = d.channel_with("a", 0).await;
+    d.approve(&ch, json!({ "history": "all" })).await;
+    let start = next(&mut agent, 1).await;
+    ack(&mut agent, &start).await;
+    let (_, sent) = d.ingest(Source::Imessage, "a", vec![msg("a-1", "while AMC was updated", now_ms())]).await;
+    // The database as the release before left it: its key, and no root key yet.
+    d.amc
+        .database()
+        .write(|tx| {
+            tx.execute_batch(&format!(
+                "DELETE FROM settings WHERE key = 'root_key';
+                 INSERT INTO settings (key, value) VALUES ('push_ack_key', '{LEGACY_KEY}');
+                 PRAGMA user_version = 21;"
+            ))?;
+            Ok(())
+        })
+        .expect("the layout of the release before");
+    drop(agent);
+    let d = Daemon::start_in(d.stop().await, |_| {}, None).await;
+    let mut agent = d.connect_agent(&token, "claude").await;
+
+    // Each is refused with the documented answer, and moves nothing.
+    let r = agent.get(&format!("/messages/unread?cursor={LEGACY_CURSOR}")).await.expect("unread");
+    assert_eq!((r.status.as_u16(), code(&r)), (422, "VALIDATION_FAILED".to_owned()));
+    let said = r.json()["error"]["message"].as_str().unwrap_or_default().to_owned();
+    assert!(said.contains("without cursor"), "the refusal says how to go on: {said}");
+    let r = agent.post("/messages/push/ack", &json!({ "ack": LEGACY_ACK })).await.expect("ack");
+    assert_eq!((r.status.as_u16(), code(&r)), (422, "VALIDATION_FAILED".to_owned()));
+    let r = agent.get(&format!("/messages/push?timeout_seconds=1&after={LEGACY_ACK}")).await.expect("push");
+    assert_eq!((r.status.as_u16(), code(&r)), (422, "VALIDATION_FAILED".to_owned()));
+
+    // The agent recovers as the refusals say: the list without a cursor, and the push
+    // without `after`, which tells the batch again.
+    let unread = agent.get("/messages/unread").await.expect("unread").json();
+    assert_eq!(ids(&unread), sent);
+    let batch = next(&mut agent, 25).await;
+    assert_eq!(told(&batch), ["while AMC was updated"]);
+    ack(&mut agent, &batch).await;
+    let cursor = unread["next_cursor"].as_str().expect("a cursor").to_owned();
+    assert!(cursor.starts_with("v2."), "{cursor}");
+    let kept: i64 = d
+        .amc
+        .database()
+        .read(|tx| Ok(tx.query_row("SELECT count(*) FROM settings WHERE key = 'push_ack_key'", [], |r| r.get(0))?))
+        .expect("count");
+    assert_eq!(kept, 0, "the retired key is gone");
+
+    // What this release hands out holds across a restart: the root key is kept.
+    drop(agent);
+    let d = Daemon::start_in(d.stop().await, |_| {}, None).await;
+    let mut agent = d.connect_agent(&token, "claude").await;
+    let r = agent.get(&format!("/messages/unread?cursor={cursor}")).await.expect("unread");
+    assert_eq!(r.status, 200, "{:?}", r.json());
+    assert!(ids(&r.json()).is_empty());
+    let r = agent.post("/messages/push/ack", &json!({ "ack": batch["ack"] })).await.expect("ack");
+    assert_eq!(r.status, 200, "{:?}", r.json());
 }

@@ -48,24 +48,7 @@ impl PushPosition {
     }
 }
 
-/// The setting that holds the key push acknowledgements are signed with.
-const ACK_KEY_SETTING: &str = "push_ack_key";
-
 impl Store {
-    /// The key push acknowledgements are signed with, made on first use: random, kept in
-    /// the database, so an acknowledgement handed out before a restart still holds after.
-    pub fn push_ack_key(&self) -> Result<Vec<u8>> {
-        let fresh = crate::token::new_token("");
-        self.db.write(|tx| {
-            tx.prepare_cached("INSERT INTO settings (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO NOTHING")?
-                .execute(params![ACK_KEY_SETTING, fresh])?;
-            let key: String = tx
-                .prepare_cached("SELECT value FROM settings WHERE key = ?1")?
-                .query_row([ACK_KEY_SETTING], |r| r.get(0))?;
-            Ok(key.into_bytes())
-        })
-    }
-
     /// The agent's push floor, set to the newest stored message the first time it is
     /// asked: a new agent is pushed what arrives from now on, not its whole history.
     pub fn push_floor(&self, agent_id: &str) -> Result<i64> {

@@ -229,15 +229,16 @@ struct Told {
 /// give back one the daemon handed to it, so a forged position (far ahead, or naming
 /// channels it cannot see) never moves its push.
 pub(in crate::service) struct AckSigner {
-    seal: crate::service::seal::Seal,
+    sealer: crate::crypto::Sealer,
 }
 
-/// The length of an acknowledgement's tag: all of SHA-256.
-const ACK_TAG: usize = 32;
+/// What an acknowledgement starts with: the version of its format. `v2` was sealed by a
+/// scheme of AMC's own, retired: one given back is refused, and the batch told again.
+const ACK_VERSION: &str = "v3.";
 
 impl AckSigner {
-    pub(in crate::service) fn new(seal: crate::service::seal::Seal) -> Self {
-        Self { seal }
+    pub(in crate::service) fn new(sealer: crate::crypto::Sealer) -> Self {
+        Self { sealer }
     }
 
     fn encode(&self, agent_id: &str, told: &Told) -> String {
@@ -253,16 +254,16 @@ impl AckSigner {
         let room: usize =
             std::iter::once(p.floor).chain(p.channels.iter().map(|(_, t)| *t)).map(|n| 19 - width(n)).sum();
         payload.resize(payload.len() + room, b' ');
-        format!("v2.{}", URL_SAFE_NO_PAD.encode(self.seal.seal(agent_id, &payload, ACK_TAG)))
+        format!("{ACK_VERSION}{}", URL_SAFE_NO_PAD.encode(self.sealer.seal(agent_id, &payload)))
     }
 
     fn decode(&self, agent_id: &str, s: &str) -> Result<Told> {
         use base64::Engine;
         use base64::engine::general_purpose::URL_SAFE_NO_PAD;
         let invalid = || Error::validation("ack must be the ack of a batch this agent got from GET /messages/push");
-        let sealed = s.strip_prefix("v2.").ok_or_else(invalid)?;
+        let sealed = s.strip_prefix(ACK_VERSION).ok_or_else(invalid)?;
         let sealed = URL_SAFE_NO_PAD.decode(sealed).map_err(|_| invalid())?;
-        let payload = self.seal.open(agent_id, &sealed, ACK_TAG).ok_or_else(invalid)?;
+        let payload = self.sealer.open(agent_id, &sealed).ok_or_else(invalid)?;
         // Signed by this daemon, so well formed; checked all the same, should the key leak.
         let ack: Ack = serde_json::from_slice(&payload).map_err(|_| invalid())?;
         if ack.f < 0 || ack.c.len() > SCAN_LIMIT as usize || ack.c.iter().any(|(c, t)| !is_channel_id(c) || *t < 0) {
@@ -284,12 +285,8 @@ pub(in crate::service) struct PushState {
 }
 
 impl PushState {
-    pub(in crate::service) fn new(key: Vec<u8>) -> Self {
-        Self {
-            signer: AckSigner::new(crate::service::seal::Seal::new(key)),
-            windows: Default::default(),
-            sessions: Default::default(),
-        }
+    pub(in crate::service) fn new(sealer: crate::crypto::Sealer) -> Self {
+        Self { signer: AckSigner::new(sealer), windows: Default::default(), sessions: Default::default() }
     }
 }
 
@@ -445,6 +442,9 @@ mod tests {
     use super::*;
     use crate::model::{ChannelKind, Direction, SenderInfo};
 
+    /// An acknowledgement as the release before v3 sealed it, for an agent named `claude`.
+    const LEGACY_V2_ACK: &str = "v2.hJ9gzR703RFEWODFVK0lUH5L7pmgrd1qKJHMssKZ-Wnb4pss6-8EYB-wYdGdz-w6Pq8nuWluiK0Y-0dPjcO0ctU2Ykwr87T153zyGnNPFhHg706vwByYMI61JAwK1kgN";
+
     fn env(id: usize, channel: &str) -> Envelope {
         Envelope {
             id: format!("msg_{id:026}"),
@@ -557,7 +557,8 @@ mod tests {
 
     #[test]
     fn an_ack_holds_only_as_signed_for_its_agent() {
-        let signer = AckSigner::new(crate::service::seal::Seal::new(b"key".to_vec()));
+        let keys = |byte| crate::crypto::Keys::derive(&[byte; crate::crypto::ROOT_KEY_LEN]);
+        let signer = AckSigner::new(keys(1).push_acks().clone());
         let p = PushPosition { floor: 7, channels: vec![("ch_01HXYZABCDEFGHJKMNPQRSTVWX".into(), 9)] };
         let told = Told { position: p, decisions: vec!["tr_01HXYZABCDEFGHJKMNPQRSTVWX".to_owned()], any: true };
         let ack = signer.encode("claude", &told);
@@ -566,7 +567,7 @@ mod tests {
         // Nor its size: positions of any length seal to the same length.
         let far = Told { position: PushPosition { floor: 7_000_000_000, ..told.position.clone() }, ..told.clone() };
         assert_eq!(signer.encode("claude", &far).len(), ack.len());
-        let sealed = ack.strip_prefix("v2.").expect("sealed");
+        let sealed = ack.strip_prefix("v3.").expect("sealed");
         let far = {
             use base64::Engine;
             base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!(r#"{{"f":{},"c":[]}}"#, i64::MAX))
@@ -578,16 +579,21 @@ mod tests {
             sealed.to_owned(),
             format!("v2.{far}"),
             format!("v1.{far}.{}", &sealed[..43]),
-            format!("v2.{}", &sealed[1..]),
-            format!("v2.A{}", &sealed[1..]),
+            format!("v3.{}", &sealed[1..]),
+            format!("v3.A{}", &sealed[1..]),
+            format!("v2.{sealed}"),
             format!("{ack}.x"),
+            // Sealed by the scheme before v3 (for an agent named claude).
+            LEGACY_V2_ACK.to_owned(),
         ] {
             let err = signer.decode("claude", &forged).expect_err(&forged);
             assert_eq!(err.code, crate::error::ErrorCode::ValidationFailed, "{forged}");
         }
         assert!(signer.decode("other", &ack).is_err(), "another agent's ack");
+        assert!(AckSigner::new(keys(2).push_acks().clone()).decode("claude", &ack).is_err(), "another install's");
         assert!(
-            AckSigner::new(crate::service::seal::Seal::new(b"another key".to_vec())).decode("claude", &ack).is_err()
+            AckSigner::new(keys(1).push_acks().clone()).decode("claude", &ack).is_ok(),
+            "the same root key after a restart"
         );
     }
 }
