@@ -126,10 +126,9 @@ pub fn when_started(app: &AppHandle, (icon, menu): Starting, stop: CancellationT
 
 /// Gives the tray its menu and follows AMC until `stop` is cancelled.
 fn create(app: &AppHandle, tray: &TrayIcon<Wry>, amc: Amc, stop: CancellationToken) -> tauri::Result<()> {
-    let view = tauri::async_runtime::block_on(TrayView::read(&amc)).unwrap_or_else(|e| {
-        tracing::warn!(error = %e, "reading the counts failed");
-        TrayView { paused: amc.paused(), ..TrayView::default() }
-    });
+    // The counts are read by `follow`, whose first update is the current view: the main
+    // thread never waits on the store.
+    let view = TrayView { paused: amc.paused(), ..TrayView::default() };
     let menu = build(app, view.menu(app.autolaunch().is_enabled().unwrap_or(false)))?;
     tray.set_menu(Some(menu.clone()))?;
     tray.set_tooltip(Some(view.tooltip()))?;

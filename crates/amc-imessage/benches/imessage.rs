@@ -312,7 +312,7 @@ async fn sweeps(
             .connection()
             .query_row("SELECT max(ROWID), count(*) FROM message", [], |r| Ok((r.get(0)?, r.get(1)?)))?;
     let passed = Checkpoint { rowid, guid: Some("lost-99".into()), rows: Some(rows) };
-    amc.set_checkpoint(Source::Imessage, CHECKPOINT_KEY, &passed.encode())?;
+    amc.set_checkpoint(Source::Imessage, CHECKPOINT_KEY, &passed.encode()).await?;
     let (t, cpu0) = (Instant::now(), cpu_time(pid));
     let repaired = sweeper.all(amc, db).await?;
     measure("next sweep, 1,000 edits and 100 lost rows", t, cpu0, &repaired);

@@ -119,7 +119,7 @@ impl Sweeper {
     /// is done.
     pub async fn all(&mut self, amc: &Amc, db: &SharedChatDb) -> Result<SweepReport, SourceError> {
         let mut report = SweepReport::default();
-        if !read_checkpoint(amc)?.imported_before() {
+        if !read_checkpoint(amc).await?.imported_before() {
             return Ok(report);
         }
         let mut after = 0;
@@ -188,7 +188,7 @@ impl Recent {
             rows.iter().filter(|r| r.joined && r.may_be_message && changed_since(r)).map(|r| r.rowid).collect();
         let mut report = SweepReport { rows: rows.len(), decoded: changed.len(), ..SweepReport::default() };
         // Remembered once stored: a look that fails finds the same changes next time.
-        if (!changed.is_empty() || !renamed.is_empty()) && read_checkpoint(amc)?.imported_before() {
+        if (!changed.is_empty() || !renamed.is_empty()) && read_checkpoint(amc).await?.imported_before() {
             report.add(&store_rows(amc, db, changed).await?);
             store_chats(amc, db, renamed).await?;
         }

@@ -74,8 +74,8 @@ impl Checkpoint {
 }
 
 /// The stored checkpoint.
-pub fn read_checkpoint(amc: &Amc) -> Result<Checkpoint, SourceError> {
-    Ok(Checkpoint::decode(&amc.checkpoint(Source::Imessage, CHECKPOINT_KEY)?.unwrap_or_default()))
+pub async fn read_checkpoint(amc: &Amc) -> Result<Checkpoint, SourceError> {
+    Ok(Checkpoint::decode(&amc.checkpoint(Source::Imessage, CHECKPOINT_KEY).await?.unwrap_or_default()))
 }
 
 /// Rows read per batch.
@@ -332,7 +332,7 @@ pub const RESCAN_ROWS: i64 = 2_000;
 /// unsend or a late-synced change in the row it belongs to, so the ROWID does not move
 /// and only a second look finds it. Stored messages that changed are updated.
 pub async fn rescan_recent(amc: &Amc, db: &SharedChatDb) -> Result<SyncReport, SourceError> {
-    let checkpoint = read_checkpoint(amc)?.rowid;
+    let checkpoint = read_checkpoint(amc).await?.rowid;
     let mut report = SyncReport { checkpoint, ..SyncReport::default() };
     let mut from = (checkpoint - RESCAN_ROWS).max(0);
     while from < checkpoint {
@@ -353,7 +353,7 @@ pub async fn rescan_recent(amc: &Amc, db: &SharedChatDb) -> Result<SyncReport, S
 
 /// Reads every row after the stored checkpoint and stores it.
 pub async fn sync_once(amc: &Amc, db: &SharedChatDb) -> Result<SyncReport, SourceError> {
-    let stored = read_checkpoint(amc)?;
+    let stored = read_checkpoint(amc).await?;
     let checkpoint = stored.rowid;
     // Rows at or below the checkpoint: counted once for a checkpoint that lacks it, then
     // carried forward by the rows each batch reads.

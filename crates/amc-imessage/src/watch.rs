@@ -297,7 +297,7 @@ async fn sweep_step(amc: &Amc, open: &mut Option<Open>, sweeping: &mut Option<Sw
         *sweeping = None;
         return;
     };
-    let imported = read_checkpoint(amc).is_ok_and(|c| c.imported_before());
+    let imported = read_checkpoint(amc).await.is_ok_and(|c| c.imported_before());
     let next = if imported { o.sweeper.chunk(amc, &o.db, s.after, &mut s.report).await } else { Ok(None) };
     match next {
         Ok(Some(last)) => s.after = last,
@@ -399,10 +399,7 @@ async fn step(amc: &Amc, cfg: &WatchConfig, open: &mut Option<Open>, look: Look)
     // from the rows): a rebuild in place keeps the file's identity, so compare the rows
     // with the checkpoint; look again at the newest rows for reactions and downloads.
     if look == Look::Slow || reopened {
-        let (a, d) = (amc.clone(), db.clone());
-        let _ =
-            tokio::task::spawn_blocking(move || resync_if_rebuilt(&a, &d.lock().unwrap_or_else(|p| p.into_inner())))
-                .await;
+        resync_if_rebuilt(amc, &db).await;
         if let Err(e) = rescan_recent(amc, &db).await {
             tracing::warn!(error = %e, "rescanning chat.db failed");
         }
@@ -436,28 +433,25 @@ async fn step(amc: &Amc, cfg: &WatchConfig, open: &mut Option<Open>, look: Look)
 /// so nothing doubles. Three signs, any one enough: the checkpoint's ROWID holds another
 /// message, chat.db ends below the checkpoint, or the rows at or below the checkpoint are
 /// not as many as when they were read (written into gaps below it, or deleted).
-pub fn resync_if_rebuilt(amc: &Amc, db: &ChatDb) {
-    let Ok(checkpoint) = read_checkpoint(amc) else { return };
+pub async fn resync_if_rebuilt(amc: &Amc, db: &SharedChatDb) {
+    let Ok(checkpoint) = read_checkpoint(amc).await else { return };
     if checkpoint.rowid == 0 {
         return;
     }
-    // The checkpoint's row now holds another message (a deleted one is no sign).
-    let guid_moved = checkpoint
-        .guid
-        .as_ref()
-        .is_some_and(|guid| db.guid_of(checkpoint.rowid).ok().flatten().is_some_and(|now| &now != guid));
+    // chat.db's side, off the async threads.
+    let (d, at) = (db.clone(), checkpoint.clone());
+    let look = tokio::task::spawn_blocking(move || RowsNow::of(&d.lock().unwrap_or_else(|p| p.into_inner()), &at));
+    let Ok(RowsNow { guid_moved, last, counted }) = look.await else { return };
     // chat.db ends below the checkpoint. After deletions its last row is one AMC read
     // (ROWIDs are AUTOINCREMENT: new rows still come after the checkpoint); after a rebuild
     // it is not.
-    let shrunk = db.max_rowid().is_ok_and(|max| {
-        max < checkpoint.rowid
-            && !db
-                .guid_of(max)
-                .ok()
-                .flatten()
-                .is_some_and(|guid| amc.is_stored(Source::Imessage, &guid).unwrap_or(false))
-    });
-    let counted = db.rows_up_to(checkpoint.rowid).ok();
+    let shrunk = match last {
+        Some((max, guid)) if max < checkpoint.rowid => match guid {
+            Some(guid) => !amc.is_stored(Source::Imessage, &guid).await.unwrap_or(false),
+            None => true,
+        },
+        _ => false,
+    };
     // More rows below the checkpoint than were read: written into gaps. Fewer: the person
     // deleted some, which needs no reading, only the new count.
     let grown = checkpoint.rows.zip(counted).is_some_and(|(rows, now)| now > rows);
@@ -466,7 +460,7 @@ pub fn resync_if_rebuilt(amc: &Amc, db: &ChatDb) {
             && now < rows
         {
             let recounted = Checkpoint { rows: Some(now), ..checkpoint };
-            if let Err(e) = amc.set_checkpoint(Source::Imessage, CHECKPOINT_KEY, &recounted.encode()) {
+            if let Err(e) = amc.set_checkpoint(Source::Imessage, CHECKPOINT_KEY, &recounted.encode()).await {
                 tracing::warn!(error = %e, "could not record chat.db's row count");
             }
         }
@@ -480,8 +474,28 @@ pub fn resync_if_rebuilt(amc: &Amc, db: &ChatDb) {
             grown,
             "chat.db was rebuilt: its rows no longer match AMC's checkpoint; resyncing by message guid"
         );
-        if let Err(e) = amc.set_checkpoint(Source::Imessage, CHECKPOINT_KEY, &Checkpoint::resync().encode()) {
+        if let Err(e) = amc.set_checkpoint(Source::Imessage, CHECKPOINT_KEY, &Checkpoint::resync().encode()).await {
             tracing::warn!(error = %e, "could not reset the chat.db checkpoint");
         }
+    }
+}
+
+/// What chat.db holds now, beside a checkpoint: whether the checkpoint's row holds another
+/// message (a deleted one is no sign), its last row and that row's guid, and how many rows
+/// there are at or below the checkpoint.
+struct RowsNow {
+    guid_moved: bool,
+    last: Option<(i64, Option<String>)>,
+    counted: Option<i64>,
+}
+
+impl RowsNow {
+    fn of(db: &ChatDb, checkpoint: &Checkpoint) -> Self {
+        let guid_moved = checkpoint
+            .guid
+            .as_ref()
+            .is_some_and(|guid| db.guid_of(checkpoint.rowid).ok().flatten().is_some_and(|now| &now != guid));
+        let last = db.max_rowid().ok().map(|max| (max, db.guid_of(max).ok().flatten()));
+        Self { guid_moved, last, counted: db.rows_up_to(checkpoint.rowid).ok() }
     }
 }

@@ -166,10 +166,17 @@ pub async fn start_reporting(raw: RawConfig, updates: &UpdateReporter) -> anyhow
         late_horizon: imsg.late_horizon,
         dir_events: amc_imessage::watch::DirEvents::All,
     });
-    let amc = Amc::start_reporting(config, senders, updates).context("starting AMC")?;
-    // Every table is migrated (the relay's too) before any source writes.
-    let daemon =
-        amc_daemon::Daemon::new(amc.clone()).context("starting the daemon (the admin token, the relay's tables)")?;
+    // Every table is migrated (the relay's too) before any source writes: store work, on
+    // the blocking pool (a new release's migrations may take a while).
+    let updates = updates.clone();
+    let (amc, daemon) = tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
+        let amc = Amc::start_reporting(config, senders, &updates).context("starting AMC")?;
+        let daemon = amc_daemon::Daemon::new(amc.clone())
+            .context("starting the daemon (the admin token, the relay's tables)")?;
+        Ok((amc, daemon))
+    })
+    .await
+    .context("starting AMC")??;
     let stop = CancellationToken::new();
     if let Some(cfg) = imessage {
         tracing::info!(chat_db = %cfg.chat_db.display(), "following iMessage");

@@ -58,6 +58,24 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// hundred (each with its own page cache).
 pub const MAX_READERS: usize = 8;
 
+/// In debug builds (every test), panics when called on a runtime's worker thread: a store
+/// call waits for the writer or a free reader and for the disk, and on a worker it would
+/// stall every task that worker holds. Worker and blocking-pool threads share tokio's name
+/// (`tokio-rt-worker`; `tokio-runtime-worker` before tokio 1.5x; a test below notices a new one);
+/// what tells them apart is tokio's own check: blocking on a ready channel panics on a
+/// worker ("Cannot block the current thread from within a runtime") and returns at once on
+/// the blocking pool. (The thread a runtime's `block_on` runs on, a test's body or a
+/// binary's `main`, is named otherwise and drives one future, not the pool's tasks.)
+#[inline]
+pub fn off_the_async_threads() {
+    #[cfg(debug_assertions)]
+    if matches!(std::thread::current().name(), Some("tokio-rt-worker" | "tokio-runtime-worker")) {
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let _ = tx.send(());
+        let _ = rx.blocking_recv();
+    }
+}
+
 thread_local! {
     /// Whether this thread's transactions are left out of [`Inner::uses`].
     static UNCOUNTED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
@@ -338,6 +356,7 @@ impl Database {
     /// database. Readers in the middle of a transaction make it stop short: it then
     /// returns false, and the log is truncated another time.
     pub fn checkpoint(&self) -> Result<bool> {
+        off_the_async_threads();
         let _paused = self.inner.checkpointer.pause();
         let conn = self.inner.writer.lock().unwrap_or_else(|p| p.into_inner());
         // (busy, log frames, frames checkpointed): busy = 1 when it could not finish.
@@ -392,8 +411,11 @@ impl Database {
         *self.inner.released_at.lock().unwrap_or_else(|p| p.into_inner()) != Some(uses)
     }
 
-    /// Counts a transaction as a use, unless this thread is [`Uncounted`].
+    /// Counts a transaction as a use, unless this thread is [`Uncounted`]. Every
+    /// transaction passes here, so here debug builds check that it is not run on an async
+    /// runtime's worker thread ([`off_the_async_threads`]).
     fn count_use(&self) {
+        off_the_async_threads();
         if !UNCOUNTED.get() {
             self.inner.uses.fetch_add(1, Ordering::AcqRel);
         }
@@ -1216,5 +1238,26 @@ mod tests {
         // A build that knows fewer migrations than the database has refuses it.
         let err = db.migrate_part("notes", &PART[..1]).expect_err("refused");
         assert_eq!(err.code, crate::error::ErrorCode::InternalError);
+    }
+
+    /// The guard every transaction passes: a store call on a runtime worker fails in debug
+    /// builds (tests), and passes on the blocking pool and on the thread of `block_on`.
+    #[test]
+    fn a_store_call_on_a_runtime_worker_panics_in_debug_builds() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = Database::open(&dir.path().join("amc.db"), &[]).expect("open");
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().expect("rt");
+        rt.block_on(async {
+            let read = |db: Database| move || db.read(|tx| Ok(tx.query_row("SELECT 1", [], |r| r.get::<_, i64>(0))?));
+            let on_worker = tokio::spawn({
+                let read = read(db.clone());
+                async move { read() }
+            });
+            let failed = on_worker.await.expect_err("a store call on a worker");
+            assert!(failed.is_panic() || !cfg!(debug_assertions));
+            let blocking = tokio::task::spawn_blocking(read(db.clone())).await.expect("on the blocking pool");
+            assert_eq!(blocking.expect("read"), 1);
+            assert_eq!(read(db.clone())().expect("on block_on's thread"), 1);
+        });
     }
 }

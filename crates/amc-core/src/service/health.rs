@@ -139,7 +139,9 @@ impl Amc {
     }
 
     /// The daemon's health.
-    pub fn health(&self) -> Health {
+    pub async fn health(&self) -> Health {
+        // Approved channels the platform took away: the source works, but not for them.
+        let gone = self.blocking(|s| s.gone_allowed()).await.unwrap_or_default();
         let mut sources = self.inner.health.states.read().unwrap_or_else(|p| p.into_inner()).clone();
         let problems = self.inner.health.send_problems.read().unwrap_or_else(|p| p.into_inner()).clone();
         for (source, problem) in problems {
@@ -151,8 +153,6 @@ impl Amc {
                 });
             }
         }
-        // Approved channels the platform took away: the source works, but not for them.
-        let gone = self.inner.store.gone_allowed().unwrap_or_default();
         for (source, status) in sources.iter_mut().filter(|(_, s)| s.state != SourceState::Disabled) {
             let names: Vec<&str> = gone.iter().filter(|(s, _)| s == source).map(|(_, n)| n.as_str()).collect();
             if names.is_empty() {

@@ -131,16 +131,17 @@ impl Amc {
         self.blocking(move |s| s.message_bounds(&channel_id)).await
     }
 
-    /// A source's checkpoint (or other state) under `key`. A quick indexed read: fine
-    /// to call from a source's blocking code.
-    pub fn checkpoint(&self, source: Source, key: &str) -> Result<Option<String>> {
-        self.inner.store.source_state(source, key)
+    /// A source's checkpoint (or other state) under `key`.
+    pub async fn checkpoint(&self, source: Source, key: &str) -> Result<Option<String>> {
+        let key = key.to_owned();
+        self.blocking(move |s| s.source_state(source, &key)).await
     }
 
     /// Records a source's checkpoint on its own (a recount, a resync). A checkpoint that
     /// goes with messages is given to [`Amc::ingest_many`] instead, so both commit together.
-    pub fn set_checkpoint(&self, source: Source, key: &str, value: &str) -> Result<()> {
-        self.inner.store.set_source_state(source, key, value)
+    pub async fn set_checkpoint(&self, source: Source, key: &str, value: &str) -> Result<()> {
+        let (key, value) = (key.to_owned(), value.to_owned());
+        self.blocking(move |s| s.set_source_state(source, &key, &value)).await
     }
 
     /// How each of these platform ids is held, for those that are: what a source's sweep
@@ -154,8 +155,9 @@ impl Amc {
     }
 
     /// Whether a message with this platform id (or alias) is stored.
-    pub fn is_stored(&self, source: Source, platform_id: &str) -> Result<bool> {
-        self.inner.store.has_platform_message(source, platform_id)
+    pub async fn is_stored(&self, source: Source, platform_id: &str) -> Result<bool> {
+        let platform_id = platform_id.to_owned();
+        self.blocking(move |s| s.has_platform_message(source, &platform_id)).await
     }
 
     /// Marks messages read for every agent: messages that arrived late (synced from

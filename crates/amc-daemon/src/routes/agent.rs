@@ -210,7 +210,7 @@ pub async fn healthz(State(st): State<AppState>, parts: axum::http::request::Par
     if !admin {
         <Agent as axum::extract::FromRequestParts<AppState>>::from_request_parts(&mut parts, &st).await?;
     }
-    Ok(Json(st.amc.health()))
+    Ok(Json(st.amc.health().await))
 }
 
 /// Any route that does not exist.

@@ -73,7 +73,7 @@ pub async fn discord_reason(running: &amc_runtime::Running, needle: &str) -> amc
     let mut events = running.amc().events().subscribe();
     let waited = tokio::time::timeout(amc_testkit::DEADLINE, async {
         loop {
-            let h = running.amc().health();
+            let h = running.amc().health().await;
             let d = &h.sources[&amc_core::model::Source::Discord];
             if d.reason.as_deref().is_some_and(|r| r.contains(needle)) {
                 return h;
@@ -82,7 +82,10 @@ pub async fn discord_reason(running: &amc_runtime::Running, needle: &str) -> amc
         }
     })
     .await;
-    waited.unwrap_or_else(|_| panic!("never reported {needle:?}: {:?}", running.amc().health()))
+    match waited {
+        Ok(h) => h,
+        Err(_) => panic!("never reported {needle:?}: {:?}", running.amc().health().await),
+    }
 }
 
 impl Amc {

@@ -194,7 +194,7 @@ async fn the_newest_rows_wait_for_their_chat() {
     let db = shared(&path);
     let report = sync_once(&amc, &db).await.expect("sync");
     assert_eq!((report.rows, report.inserted, report.checkpoint), (1, 1, first));
-    let held = amc_imessage::sync::read_checkpoint(&amc).expect("checkpoint");
+    let held = amc_imessage::sync::read_checkpoint(&amc).await.expect("checkpoint");
     assert_eq!((held.rowid, held.guid.as_deref(), held.rows), (first, Some("j1"), Some(1)));
     for (rowid, at) in [(late, T0 + 1), (after, T0 + 2)] {
         let join = "INSERT INTO chat_message_join (chat_id, message_id, message_date) VALUES (?1, ?2, ?3)";
@@ -503,9 +503,8 @@ async fn a_rebuilt_chat_db_whose_rowids_now_mean_other_messages_is_read_again() 
             w.add_message(chat, &text_msg(&format!("new-{i}"), &format!("new {i}"), ada, T0 + 10 + i)).expect("m");
         }
     }
-    let reopened = ChatDb::open(&path).expect("open");
-    amc_imessage::watch::resync_if_rebuilt(&amc, &reopened);
-    let db = std::sync::Arc::new(std::sync::Mutex::new(reopened));
+    let db = std::sync::Arc::new(std::sync::Mutex::new(ChatDb::open(&path).expect("open")));
+    amc_imessage::watch::resync_if_rebuilt(&amc, &db).await;
     let report = sync_once(&amc, &db).await.expect("sync");
     assert_eq!(report.inserted, 5, "every message of the rebuilt file is read, none skipped");
     let channel = amc.store().admin_channels(None, None).expect("channels").remove(0);
@@ -640,9 +639,8 @@ async fn rows_written_below_the_checkpoint_of_a_chat_db_rebuilt_in_place_are_rea
         w.add_message(chat, &text_msg(&format!("late-{i}"), &format!("late {i}"), ada, T0 + i * 10 + 7)).expect("m");
     }
     move_rowids(&w, "(x - 61) * 3 + 2", "x > 60");
-    let reopened = ChatDb::open(&path).expect("open");
-    amc_imessage::watch::resync_if_rebuilt(&amc, &reopened);
-    let db = std::sync::Arc::new(std::sync::Mutex::new(reopened));
+    let db = std::sync::Arc::new(std::sync::Mutex::new(ChatDb::open(&path).expect("open")));
+    amc_imessage::watch::resync_if_rebuilt(&amc, &db).await;
     sync_once(&amc, &db).await.expect("sync");
     assert_eq!(count(&amc), 35);
 }
@@ -885,8 +883,8 @@ async fn deleted_rows_below_the_checkpoint_are_not_a_rebuild() {
     let db = shared(&path);
     sync_once(&amc, &db).await.expect("sync");
     w.connection().execute_batch("DELETE FROM message WHERE guid IN ('d2', 'd9')").expect("delete");
-    amc_imessage::watch::resync_if_rebuilt(&amc, &db.lock().expect("db"));
-    let checkpoint = amc_imessage::sync::read_checkpoint(&amc).expect("checkpoint");
+    amc_imessage::watch::resync_if_rebuilt(&amc, &db).await;
+    let checkpoint = amc_imessage::sync::read_checkpoint(&amc).await.expect("checkpoint");
     assert_eq!((checkpoint.rowid, checkpoint.rows), (10, Some(8)), "{checkpoint:?}");
     let again = sync_once(&amc, &db).await.expect("sync");
     assert_eq!(again.rows, 0, "nothing is read again");
