@@ -400,4 +400,33 @@ mod tests {
             (Some("HEADERS_TOO_LARGE"), Some(431))
         );
     }
+
+    /// hyper itself, without AMC around it, refuses each bad head with bytes this module
+    /// reads as its refusal, and ends with the error [`Refused::of`] reads. hyper is pinned
+    /// (`=` in the root Cargo.toml) because this module depends on those bytes: an upgrade
+    /// that changes them fails here first.
+    #[tokio::test]
+    async fn hyper_refuses_bad_heads_with_the_bytes_this_module_reads() {
+        let many_lines: String = (0..101).map(|i| format!("x-{i}: v\r\n")).collect();
+        for (request, want) in [
+            ("GET / HTTP/1.1\r\nbad header\r\n\r\n".to_owned(), Refused::Malformed),
+            ("GET / HTTP/9.9\r\n\r\n".to_owned(), Refused::Malformed),
+            (format!("GET /{} HTTP/1.1\r\n\r\n", "a".repeat(70 * 1024)), Refused::TooLarge),
+            (format!("GET / HTTP/1.1\r\n{many_lines}\r\n"), Refused::TooLarge),
+        ] {
+            let (mut client, server) = tokio::io::duplex(1 << 20);
+            let service = hyper::service::service_fn(|_req| async {
+                Ok::<_, std::convert::Infallible>(hyper::Response::new(String::new()))
+            });
+            let conn = hyper::server::conn::http1::Builder::new()
+                .serve_connection(hyper_util::rt::TokioIo::new(server), service);
+            client.write_all(request.as_bytes()).await.expect("write");
+            let ended = conn.await.expect_err("hyper refuses the head");
+            let mut written = Vec::new();
+            client.read_to_end(&mut written).await.expect("read");
+            let bare = parse_refusal(&written);
+            assert_eq!(bare.map(|b| b.refused), Some(want), "{:?}", String::from_utf8_lossy(&written));
+            assert_eq!(Refused::of(&ended), Some(want), "{ended:?}");
+        }
+    }
 }

@@ -32,8 +32,9 @@ pub struct Bridge {
     toolset: Arc<Toolset>,
     /// Cancelled when the host goes away: ends the push and the watch on the daemon.
     host_gone: CancellationToken,
-    /// The push, once the host is initialized (once per session).
-    push: Arc<std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>>,
+    /// The push, started once the host is initialized (once per session), and waited for
+    /// when the host goes away.
+    push: tokio_util::task::TaskTracker,
     /// This session's id at the daemon: its tool requests, and the answers to them.
     session: String,
     /// Whether the host works in this session, rather than checking that the server starts.
@@ -79,17 +80,15 @@ impl Bridge {
             (self.link.clone(), self.host_gone.clone(), self.push.clone(), self.session.clone());
         // From the start, so that a host started before AMC hears of its tools once AMC is up.
         let follow = tokio::spawn(crate::toolset::follow(link.clone(), self.toolset.clone(), host_gone.clone()));
-        let (io, written) = crate::stdio::guarded(io.0, io.1);
-        let running = self.serve(io).await.map_err(std::io::Error::other)?;
+        let running = self.serve(crate::stdio::HostStdio::new(io.0, io.1)).await.map_err(std::io::Error::other)?;
         let ended = running.waiting().await;
-        // rmcp has closed its side: the host is given everything it wrote.
-        let _ = tokio::time::timeout(CONNECT_TIMEOUT, written).await;
         // The push acknowledges what it wrote, if the session worked, before it ends.
         host_gone.cancel();
         let _ = follow.await;
-        let push = push.lock().unwrap_or_else(|p| p.into_inner()).take();
-        if let Some(push) = push {
-            let _ = tokio::time::timeout(CONNECT_TIMEOUT, push).await;
+        // The push closed the tracker as it started: closing it here finds it closed.
+        let started = !push.close();
+        if started {
+            let _ = tokio::time::timeout(CONNECT_TIMEOUT, push.wait()).await;
             // Tool requests still waiting for the person leave the tray now.
             let _ =
                 tokio::time::timeout(CONNECT_TIMEOUT, crate::claude_channel::push::end_session(link.cfg(), &session))
@@ -151,8 +150,8 @@ impl ServerHandler for Bridge {
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         self.toolset.listen_on_session(context.peer.clone());
-        let mut push = self.push.lock().unwrap_or_else(|p| p.into_inner());
-        if self.pushes() && push.is_none() {
+        // The push starts once: the first to close the tracker starts it.
+        if self.pushes() && self.push.close() {
             let run = crate::claude_channel::push::run(
                 self.cfg().clone(),
                 self.session.clone(),
@@ -160,7 +159,7 @@ impl ServerHandler for Bridge {
                 self.working.clone(),
                 self.host_gone.clone(),
             );
-            *push = Some(tokio::spawn(run));
+            self.push.spawn(run);
         }
     }
 

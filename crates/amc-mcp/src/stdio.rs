@@ -1,235 +1,284 @@
-//! The host's stdin and stdout as `amc mcp` speaks on them. Every line the host writes is
-//! read whole and checked ([`crate::jsonrpc`]) before rmcp sees it: a line rmcp would drop
-//! without a word (not JSON, nested too deep, too long) or answer without its id (JSON that
-//! is no JSON-RPC message) gets a JSON-RPC error with AMC's envelope, as the HTTP endpoint
-//! answers it, and a host waiting on it is not left waiting. What the bridge writes goes
-//! out a whole line at a time, so its answers and those errors never mix.
+//! The host's stdin and stdout as `amc mcp` speaks on them: an rmcp [`Transport`] of our
+//! own, so rmcp is handed typed messages and nothing reads a line twice.
+//!
+//! - Lines are read once, by a bounded codec (`LinesCodec`, at most [`MAX_LINE`] bytes: a
+//!   longer one is skipped to its end), and parsed once, into rmcp's own message type.
+//! - What rmcp would drop without a word (not JSON, nested too deep, too long) or answer
+//!   without its id gets a JSON-RPC error with AMC's envelope here, as the HTTP endpoint
+//!   answers it, with the request's id whenever it has one JSON-RPC allows: a host waiting
+//!   on it is never left waiting. Only a line that fails rmcp's reading is read again, as
+//!   plain JSON, to find that id.
+//! - Notifications and responses are never answered, however wrong (JSON-RPC answers
+//!   neither), and before the session has begun they are let go: rmcp ends a session whose
+//!   first message is not a request, and a host may well say `notifications/initialized`
+//!   or cancel something first.
+//! - Everything written to the host goes out a whole line at a time, under one lock, so
+//!   answers and refusals never mix.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use futures_util::StreamExt;
+use rmcp::RoleServer;
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage, ServerJsonRpcMessage, ServerResult};
+use rmcp::transport::Transport;
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream};
-use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio_util::bytes::BytesMut;
+use tokio_util::codec::{Decoder, FramedRead, LinesCodec, LinesCodecError};
 
 use amc_core::{Error, ErrorCode};
 
 use crate::MAX_MCP_REQUEST_BYTES;
-use crate::jsonrpc::{INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, check_message, check_params, error};
+use crate::jsonrpc::{INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, error};
 
 /// The longest line read whole, to answer it with its id; a longer one is skipped to its
 /// end and answered with a null id. rmcp's own limit.
 const MAX_LINE: usize = 16 << 20;
 
-/// How much each side buffers between the host and rmcp.
-const PIPE: usize = 64 << 10;
+/// `LinesCodec` at most [`MAX_LINE`] bytes a line, whose refusals of a line (too long, not
+/// UTF-8) are lines of their own: a codec's error would stop the reading until the host
+/// writes more, while the lines after it already wait in the buffer.
+struct HostLines(LinesCodec);
 
-/// rmcp's side of the host's stdio (what it reads, what it writes), and the task that
-/// writes to the host, which ends once rmcp has closed its side and all is written.
-pub(crate) fn guarded<R, W>(host_in: R, host_out: W) -> ((DuplexStream, DuplexStream), JoinHandle<()>)
+/// A line of the host's, or why it cannot be read.
+type HostLine = Result<String, LinesCodecError>;
+
+impl HostLines {
+    fn taken(read: Result<Option<String>, LinesCodecError>) -> std::io::Result<Option<HostLine>> {
+        match read {
+            Ok(line) => Ok(line.map(Ok)),
+            Err(LinesCodecError::Io(e)) if e.kind() != std::io::ErrorKind::InvalidData => Err(e),
+            Err(refused) => Ok(Some(Err(refused))),
+        }
+    }
+}
+
+impl Decoder for HostLines {
+    type Item = HostLine;
+    type Error = std::io::Error;
+
+    fn decode(&mut self, buf: &mut BytesMut) -> std::io::Result<Option<HostLine>> {
+        Self::taken(self.0.decode(buf))
+    }
+
+    fn decode_eof(&mut self, buf: &mut BytesMut) -> std::io::Result<Option<HostLine>> {
+        Self::taken(self.0.decode_eof(buf))
+    }
+}
+
+/// The host's stdio as rmcp's transport.
+pub(crate) struct HostStdio<R, W> {
+    lines: FramedRead<R, HostLines>,
+    host: Arc<tokio::sync::Mutex<Option<W>>>,
+    /// Whether the session has begun (AMC answered its `initialize`, or a first request
+    /// in a lifecycle without one): until then notifications and responses are let go.
+    begun: Arc<AtomicBool>,
+}
+
+impl<R, W> HostStdio<R, W>
 where
-    R: AsyncRead + Send + Unpin + 'static,
+    R: AsyncRead + Send + Unpin,
     W: AsyncWrite + Send + Unpin + 'static,
 {
-    let (rmcp_in, feed) = tokio::io::duplex(PIPE);
-    let (rmcp_out, drain) = tokio::io::duplex(PIPE);
-    let (refusals, refused) = mpsc::channel(16);
-    tokio::spawn(inbound(host_in, feed, refusals));
-    ((rmcp_in, rmcp_out), tokio::spawn(outbound(drain, host_out, refused)))
-}
-
-/// Passes each line of the host's that rmcp can take on to it, and each refusal to
-/// [`outbound`]. Ends when the host closes its stdin, which rmcp then sees.
-async fn inbound<R: AsyncRead + Unpin>(host: R, mut feed: DuplexStream, refusals: mpsc::Sender<Value>) {
-    let mut host = BufReader::new(host);
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        let read = match read_line(&mut host, &mut line).await {
-            Ok(Some(read)) => read,
-            Ok(None) | Err(_) => return,
-        };
-        let text = line.strip_suffix(b"\n").unwrap_or(&line);
-        let text = text.strip_suffix(b"\r").unwrap_or(text);
-        let verdict = match read {
-            Line::Whole if text.iter().all(u8::is_ascii_whitespace) => continue,
-            Line::Whole => judge(text),
-            Line::Cut => Err(Some(too_large(Value::Null))),
-        };
-        let sent = match verdict {
-            Ok(()) => feed.write_all(text).await.is_ok() && feed.write_all(b"\n").await.is_ok(),
-            Err(Some(refusal)) => refusals.send(refusal).await.is_ok(),
-            Err(None) => true,
-        };
-        if !sent {
-            return;
+    pub(crate) fn new(host_in: R, host_out: W) -> Self {
+        Self {
+            lines: FramedRead::new(host_in, HostLines(LinesCodec::new_with_max_length(MAX_LINE))),
+            host: Arc::new(tokio::sync::Mutex::new(Some(host_out))),
+            begun: Arc::default(),
         }
     }
 }
 
-/// How a line was read.
-enum Line {
-    /// All of it, in the buffer.
-    Whole,
-    /// Past [`MAX_LINE`]: skipped to its end, the buffer empty.
-    Cut,
+/// Writes one whole line to the host.
+async fn write_line<W: AsyncWrite + Unpin>(host: &tokio::sync::Mutex<Option<W>>, line: &[u8]) -> std::io::Result<()> {
+    let mut host = host.lock().await;
+    let Some(host) = host.as_mut() else {
+        return Err(std::io::Error::new(std::io::ErrorKind::NotConnected, "the host's stdout is closed"));
+    };
+    host.write_all(line).await?;
+    host.flush().await
 }
 
-/// Reads one line into `buf` (`None` at the end of the input), never holding more than
-/// [`MAX_LINE`] bytes of it.
-async fn read_line<R: AsyncRead + Unpin>(host: &mut BufReader<R>, buf: &mut Vec<u8>) -> std::io::Result<Option<Line>> {
-    let mut cut = false;
-    loop {
-        let available = host.fill_buf().await?;
-        if available.is_empty() {
-            // A last line without its newline is a line too.
-            return Ok((cut || !buf.is_empty()).then_some(if cut { Line::Cut } else { Line::Whole }));
+fn line_of(v: &impl serde::Serialize) -> std::io::Result<Vec<u8>> {
+    let mut out = serde_json::to_vec(v)?;
+    out.push(b'\n');
+    Ok(out)
+}
+
+impl<R, W> Transport<RoleServer> for HostStdio<R, W>
+where
+    R: AsyncRead + Send + Unpin,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    type Error = std::io::Error;
+
+    fn send(&mut self, item: ServerJsonRpcMessage) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        // An answer to something other than a ping or a discovery means the session began.
+        if let JsonRpcMessage::Response(r) = &item
+            && !matches!(r.result, ServerResult::EmptyResult(_) | ServerResult::DiscoverResult(_))
+        {
+            self.begun.store(true, Ordering::Release);
         }
-        let newline = available.iter().position(|b| *b == b'\n');
-        let take = newline.map_or(available.len(), |at| at + 1);
-        if !cut && buf.len() + take > MAX_LINE {
-            cut = true;
-            buf.clear();
+        let host = self.host.clone();
+        async move { write_line(&host, &line_of(&item)?).await }
+    }
+
+    async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
+        loop {
+            let verdict = match self.lines.next().await?.ok()? {
+                Ok(line) => judge(&line),
+                // The codec skips the rest of the line.
+                Err(LinesCodecError::MaxLineLengthExceeded) => Verdict::Refuse(too_large(Value::Null)),
+                // Not UTF-8: not JSON either (RFC 8259 §8.1).
+                Err(LinesCodecError::Io(_)) => {
+                    Verdict::Refuse(error(Value::Null, PARSE_ERROR, &Error::validation("the line is not UTF-8 JSON")))
+                }
+            };
+            match verdict {
+                Verdict::Take(message) => {
+                    let before_a_request = !matches!(*message, JsonRpcMessage::Request(_));
+                    if before_a_request && !self.begun.load(Ordering::Acquire) {
+                        continue;
+                    }
+                    return Some(*message);
+                }
+                Verdict::Refuse(refusal) => {
+                    let written = match line_of(&refusal) {
+                        Ok(line) => write_line(&self.host, &line).await,
+                        Err(e) => Err(e),
+                    };
+                    if written.is_err() {
+                        return None;
+                    }
+                }
+                Verdict::Skip => {}
+            }
         }
-        if !cut {
-            buf.extend_from_slice(&available[..take]);
-        }
-        host.consume(take);
-        if newline.is_some() {
-            return Ok(Some(if cut { Line::Cut } else { Line::Whole }));
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        let taken = self.host.lock().await.take();
+        match taken {
+            Some(mut host) => host.shutdown().await,
+            None => Ok(()),
         }
     }
 }
 
-/// Whether rmcp may read the line: `Err` with the error to answer, or with none for a
-/// notification (JSON-RPC answers no notification, however wrong).
-fn judge(text: &[u8]) -> Result<(), Option<Value>> {
+/// What becomes of one line of the host's.
+enum Verdict {
+    /// rmcp's message, for it to handle.
+    Take(Box<ClientJsonRpcMessage>),
+    /// This error goes back to the host.
+    Refuse(Value),
+    /// Nothing: a blank line, or a notification or response, which nothing answers.
+    Skip,
+}
+
+/// The verdict on one line, without its line ending.
+fn judge(line: &str) -> Verdict {
+    let line = line.strip_suffix('\r').unwrap_or(line);
     // RFC 8259 lets a parser ignore a byte order mark, and rmcp does.
-    let text = text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(text);
-    let message: Value = serde_json::from_slice(text)
-        .map_err(|e| Some(error(Value::Null, PARSE_ERROR, &Error::validation(format!("the line is not JSON: {e}")))))?;
-    // The id to answer with: a request's own, when it is one JSON-RPC allows. A line with
-    // no id at all and a method is a notification, which nothing answers; a response to
-    // the bridge (no method) is never answered with its id, which the host would take for
-    // one of its own requests.
-    let request = message.get("method").is_some_and(Value::is_string);
-    let id = message.get("id").filter(|id| request && (id.is_string() || id.is_i64())).cloned();
-    let notification = request && message.get("id").is_none();
-    let answer = |code: i64, e: Error| match &id {
-        Some(id) => Some(error(id.clone(), code, &e)),
-        None if notification => None,
-        None => Some(error(Value::Null, code, &e)),
-    };
-    check_message(&message, true).map_err(|why| answer(INVALID_REQUEST, Error::validation(why)))?;
-    if text.len() > MAX_MCP_REQUEST_BYTES {
-        return Err(answer(INVALID_REQUEST, too_large_error()));
+    let text = line.strip_prefix('\u{FEFF}').unwrap_or(line);
+    if text.trim().is_empty() {
+        return Verdict::Skip;
     }
-    check_params(&message).map_err(|why| answer(INVALID_PARAMS, Error::validation(why)))?;
-    // What rmcp cannot read it answers without the id, or ends the session over (a wrong
-    // `initialize`): read it as rmcp would, and answer here instead.
-    let unreadable = |e: serde_json::Error| {
-        let code = if request { INVALID_PARAMS } else { INVALID_REQUEST };
-        answer(code, Error::validation(format!("not a message AMC can read: {e}")))
-    };
-    // What rmcp's reading refuses: a key of the message given twice, an id it cannot take
-    // (null, past 2^63), `_meta` that is not an object. (Its own reading of the whole
-    // message tries every kind of request in turn: too slow to repeat on every line.)
-    serde_json::from_slice::<Top>(text).map_err(unreadable)?;
-    if message.get("id").is_some_and(|_| request && id.is_none()) {
-        return Err(answer(INVALID_REQUEST, Error::validation("\"id\" must be a string or an integer below 2^63")));
+    match serde_json::from_str::<ClientJsonRpcMessage>(text) {
+        Ok(message) => judge_message(message, text.len()),
+        Err(e) => judge_unreadable(text, &e),
     }
-    let params = message.get("params").cloned().unwrap_or_default();
-    if params.get("_meta").is_some_and(|m| !m.is_object()) {
-        return Err(unreadable(serde::de::Error::custom("params._meta must be an object")));
-    }
-    // A request rmcp does not know it takes as a custom one, whatever its params: the two
-    // whose params it reads itself are read here as it reads them.
-    match message["method"].as_str() {
-        Some("initialize") => serde_json::from_value::<rmcp::model::InitializeRequestParams>(params).map(drop),
-        Some("tools/call") => serde_json::from_value::<rmcp::model::CallToolRequestParams>(params).map(drop),
-        _ => Ok(()),
-    }
-    .map_err(unreadable)
 }
 
-/// A message's own keys, each of which may be given once.
-#[derive(serde::Deserialize)]
-struct Top {
-    #[serde(rename = "jsonrpc")]
-    _jsonrpc: serde::de::IgnoredAny,
-    #[serde(rename = "id")]
-    _id: Option<serde::de::IgnoredAny>,
-    #[serde(rename = "method")]
-    _method: Option<serde::de::IgnoredAny>,
-    #[serde(rename = "params")]
-    _params: Option<serde::de::IgnoredAny>,
-    #[serde(rename = "result")]
-    _result: Option<serde::de::IgnoredAny>,
-    #[serde(rename = "error")]
-    _error: Option<serde::de::IgnoredAny>,
+/// The checks rmcp's types leave to AMC: the size of a request, and the params of a
+/// request rmcp took as a custom one.
+fn judge_message(message: ClientJsonRpcMessage, len: usize) -> Verdict {
+    let JsonRpcMessage::Request(request) = &message else {
+        // A notification or a response AMC takes whatever its size: nothing answers it.
+        return Verdict::Take(Box::new(message));
+    };
+    let id = serde_json::to_value(&request.id).unwrap_or_default();
+    if len > MAX_MCP_REQUEST_BYTES {
+        return Verdict::Refuse(too_large(id));
+    }
+    if let ClientRequest::CustomRequest(custom) = &request.request {
+        // The two requests whose params rmcp reads itself, with params it could not read
+        // (it then takes them as custom ones, and would answer that no such method exists).
+        let why = match custom.method.as_str() {
+            "tools/call" => Some("tools/call needs params.name, the tool's name as a string, and object arguments"),
+            "initialize" => {
+                Some("initialize needs params.protocolVersion, capabilities and clientInfo {name, version}")
+            }
+            // MCP names every param: positional ones are no MCP request.
+            _ if !custom.params.as_ref().is_none_or(Value::is_object) => Some("params must be an object"),
+            _ => None,
+        };
+        if let Some(why) = why {
+            return Verdict::Refuse(error(id, INVALID_PARAMS, &Error::validation(why)));
+        }
+    }
+    Verdict::Take(Box::new(message))
 }
 
-fn too_large_error() -> Error {
-    Error::new(ErrorCode::PayloadTooLarge, format!("a message over {MAX_MCP_REQUEST_BYTES} bytes"))
+/// A line rmcp could not read: read again as plain JSON to answer it with its id, or not at
+/// all when it is a notification or a response.
+fn judge_unreadable(text: &str, rmcp_said: &serde_json::Error) -> Verdict {
+    let Ok(message) = serde_json::from_str::<Value>(text) else {
+        let why = Error::validation(format!("the line is not JSON: {rmcp_said}"));
+        return Verdict::Refuse(error(Value::Null, PARSE_ERROR, &why));
+    };
+    let Some(obj) = message.as_object() else {
+        let why = Error::validation("a JSON-RPC message must be an object (batches are not taken)");
+        return Verdict::Refuse(error(Value::Null, INVALID_REQUEST, &why));
+    };
+    let has_method = obj.contains_key("method");
+    // A response to the bridge, however wrong, is never answered: the host would take the
+    // answer for one to a request of its own. Nor is a notification.
+    if (!has_method && (obj.contains_key("result") || obj.contains_key("error")))
+        || (has_method && !obj.contains_key("id"))
+    {
+        return Verdict::Skip;
+    }
+    // The request's id, when it is one JSON-RPC and rmcp allow; otherwise null.
+    let id = obj.get("id").filter(|id| id.is_string() || id.is_i64()).cloned().unwrap_or(Value::Null);
+    let why = if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        "\"jsonrpc\" must be \"2.0\"".to_owned()
+    } else if id.is_null() {
+        "\"id\" must be a string or an integer below 2^63".to_owned()
+    } else if !obj.get("method").is_some_and(Value::is_string) {
+        "\"method\" must be a string".to_owned()
+    } else if !obj.get("params").is_none_or(Value::is_object) {
+        "params must be an object".to_owned()
+    } else {
+        format!("not a message AMC can read: {rmcp_said}")
+    };
+    let code = if id.is_null() || why.starts_with('"') { INVALID_REQUEST } else { INVALID_PARAMS };
+    Verdict::Refuse(error(id, code, &Error::validation(why)))
 }
 
 fn too_large(id: Value) -> Value {
-    error(id, INVALID_REQUEST, &too_large_error())
-}
-
-/// `v` as one line of JSON.
-fn line_of(v: &Value) -> Vec<u8> {
-    let mut out = serde_json::to_vec(v).unwrap_or_default();
-    out.push(b'\n');
-    out
-}
-
-/// Writes to the host what rmcp writes, a whole line at a time, and the refusals between
-/// them. Ends when rmcp has closed its side (the refusals end before: they come from the
-/// host's input, which ended first).
-async fn outbound<W: AsyncWrite + Unpin>(drain: DuplexStream, mut host: W, mut refused: mpsc::Receiver<Value>) {
-    let mut from_rmcp = BufReader::new(drain);
-    let mut line = Vec::new();
-    let mut refusals = true;
-    loop {
-        // Partly read lines stay in `line` when a refusal comes first (and the next read
-        // goes on with them).
-        let out = tokio::select! {
-            // Refusals first: at the end both may be ready, and a refusal is not lost.
-            biased;
-            refusal = refused.recv(), if refusals => match refusal {
-                Some(refusal) => line_of(&refusal),
-                None => {
-                    refusals = false;
-                    continue;
-                }
-            },
-            read = from_rmcp.read_until(b'\n', &mut line) => match read {
-                Ok(0) | Err(_) => break,
-                Ok(_) if line.ends_with(b"\n") => std::mem::take(&mut line),
-                Ok(_) => continue,
-            },
-        };
-        if host.write_all(&out).await.is_err() || host.flush().await.is_err() {
-            return;
-        }
-    }
-    // What is left: a refusal of the last lines.
-    while let Ok(refusal) = refused.try_recv() {
-        let _ = host.write_all(&line_of(&refusal)).await;
-    }
-    // A line rmcp left unfinished as it stopped is no message: it is not written.
-    let _ = host.flush().await;
+    let e = Error::new(ErrorCode::PayloadTooLarge, format!("a message over {MAX_MCP_REQUEST_BYTES} bytes"));
+    error(id, INVALID_REQUEST, &e)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn refusal(line: &str) -> Option<Value> {
-        judge(line.as_bytes()).expect_err(line)
+    fn refusal(line: &str) -> Value {
+        match judge(line) {
+            Verdict::Refuse(e) => e,
+            Verdict::Take(m) => panic!("{line} taken as {m:?}"),
+            Verdict::Skip => panic!("{line} skipped"),
+        }
+    }
+
+    fn skipped(line: &str) -> bool {
+        matches!(judge(line), Verdict::Skip)
     }
 
     #[test]
-    fn each_wrong_line_gets_its_error_and_its_id_when_it_has_one() {
+    fn each_wrong_request_gets_its_error_and_its_id_when_it_has_one() {
         for (line, code, id) in [
             ("{bad json", PARSE_ERROR, Value::Null),
             ("\u{FEFF}{", PARSE_ERROR, Value::Null),
@@ -237,37 +286,53 @@ mod tests {
             (r#""str""#, INVALID_REQUEST, Value::Null),
             (r#"{"jsonrpc":"1.0","id":7,"method":"ping"}"#, INVALID_REQUEST, 7.into()),
             (r#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{}}"#, INVALID_PARAMS, "a".into()),
+            (r#"{"jsonrpc":"2.0","id":5,"method":5}"#, INVALID_REQUEST, 5.into()),
+            (r#"{"jsonrpc":"2.0","id":6,"method":["tools/list"]}"#, INVALID_REQUEST, 6.into()),
+            (r#"{"jsonrpc":"2.0","id":8,"method":"tools/list","params":[1]}"#, INVALID_PARAMS, 8.into()),
+            (r#"{"jsonrpc":"2.0","id":9,"method":"amc/custom","params":[1]}"#, INVALID_PARAMS, 9.into()),
+            (r#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#, INVALID_REQUEST, Value::Null),
+            (r#"{"jsonrpc":"2.0","id":true,"method":"ping"}"#, INVALID_REQUEST, Value::Null),
+            (r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#, INVALID_REQUEST, Value::Null),
+            (r#"{"jsonrpc":"2.0","id":18446744073709551615,"method":"ping"}"#, INVALID_REQUEST, Value::Null),
+            (r#"{"jsonrpc":"2.0","id":1}"#, INVALID_REQUEST, 1.into()),
         ] {
-            let e = refusal(line).expect("an answer");
+            let e = refusal(line);
             assert_eq!((e["error"]["code"].as_i64(), &e["id"]), (Some(code), &id), "{line}: {e}");
             assert!(e["error"]["data"]["error"]["code"].is_string(), "the envelope: {e}");
         }
         let deep = format!("{}{}", "[".repeat(300), "]".repeat(300));
-        assert_eq!(refusal(&deep).expect("an answer")["error"]["code"], PARSE_ERROR);
-        // A notification is never answered, however wrong; an id JSON-RPC does not allow
-        // is answered with a null one, and so is a wrong response to the bridge.
-        assert_eq!(refusal(r#"{"jsonrpc":"2.0","method":"tools/call","params":[]}"#), None);
-        for line in [
-            r#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#,
-            r#"{"jsonrpc":"2.0","id":true,"method":"ping"}"#,
-            r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#,
-            r#"{"jsonrpc":"2.0","id":18446744073709551615,"method":"ping"}"#,
-            r#"{"jsonrpc":"1.0","id":3,"result":{}}"#,
-        ] {
-            let e = refusal(line).expect("an answer");
-            assert!(e["id"].is_null() && e["error"]["data"]["error"]["code"].is_string(), "{line}: {e}");
-        }
-        // What rmcp could not read is answered here, with its id, whatever the method; a
-        // notification it could not read is dropped, as JSON-RPC answers none.
+        assert_eq!(refusal(&deep)["error"]["code"], PARSE_ERROR);
+    }
+
+    #[test]
+    fn what_rmcp_could_not_read_is_answered_with_its_id() {
         for line in [
             r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"roots":5},"clientInfo":{"name":"x","version":"1"}}}"#,
             r#"{"jsonrpc":"2.0","id":0,"method":"tools/call","params":{"name":"list_channels","arguments":{},"_meta":5}}"#,
             r#"{"jsonrpc":"2.0","id":0,"id":1,"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":0,"method":"tools/call","params":{"name":"list_channels","_meta":{},"_meta":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":0,"method":"tools/list","params":{"_meta":{},"_meta":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":0,"method":"tools/call","params":{"name":5}}"#,
         ] {
-            let e = refusal(line).expect("an answer");
+            let e = refusal(line);
             assert!(e["id"].is_i64() && e["error"]["data"]["error"]["code"].is_string(), "{line}: {e}");
         }
-        assert_eq!(refusal(r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"_meta":5}}"#), None);
+    }
+
+    #[test]
+    fn notifications_and_responses_are_never_answered_however_wrong() {
+        for line in [
+            r#"{"jsonrpc":"2.0","method":"tools/call","params":[]}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"_meta":5}}"#,
+            r#"{"jsonrpc":"1.0","id":3,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":3,"result":{},"error":{"code":1,"message":"x"}}"#,
+            r#"{"jsonrpc":"2.0","id":null,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"x"}}"#,
+            "",
+            "  ",
+        ] {
+            assert!(skipped(line) || matches!(judge(line), Verdict::Take(_)), "{line} answered");
+        }
     }
 
     #[test]
@@ -277,8 +342,9 @@ mod tests {
             r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
             r#"{"jsonrpc":"2.0","id":3,"result":{}}"#,
             "\u{FEFF}{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"ping\"}",
+            "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"ping\"}\r",
         ] {
-            assert!(judge(line.as_bytes()).is_ok(), "{line}");
+            assert!(matches!(judge(line), Verdict::Take(_)), "{line}");
         }
     }
 
@@ -288,22 +354,60 @@ mod tests {
         let line = serde_json::json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
             "params": {"name": "send_message", "arguments": {"channel_id": "ch", "text": text}}})
         .to_string();
-        let e = refusal(&line).expect("an answer");
+        let e = refusal(&line);
         assert_eq!(
             (e["id"].as_i64(), e["error"]["data"]["error"]["code"].as_str()),
             (Some(9), Some("PAYLOAD_TOO_LARGE"))
         );
     }
 
+    /// What the host reads from a transport fed `input` until it ends, and the messages
+    /// rmcp was handed.
+    async fn run(input: Vec<u8>, begun: bool) -> (Vec<Value>, Vec<ClientJsonRpcMessage>) {
+        let (out, mut host_reads) = tokio::io::duplex(1 << 16);
+        let mut t = HostStdio::new(input.as_slice(), out);
+        t.begun.store(begun, Ordering::Release);
+        let mut handed = Vec::new();
+        while let Some(m) = t.receive().await {
+            handed.push(m);
+        }
+        t.close().await.expect("close");
+        let mut written = String::new();
+        tokio::io::AsyncReadExt::read_to_string(&mut host_reads, &mut written).await.expect("read");
+        let lines = written.lines().map(|l| serde_json::from_str(l).expect("a JSON line")).collect();
+        (lines, handed)
+    }
+
     #[tokio::test]
-    async fn a_line_past_the_longest_read_is_skipped_and_the_next_is_read() {
-        let input = [vec![b'x'; MAX_LINE + 10], b"\n{\"a\":1}\n".to_vec()].concat();
-        let mut host = BufReader::new(input.as_slice());
-        let mut buf = Vec::new();
-        assert!(matches!(read_line(&mut host, &mut buf).await, Ok(Some(Line::Cut))) && buf.is_empty());
-        assert!(matches!(read_line(&mut host, &mut buf).await, Ok(Some(Line::Whole))));
-        assert_eq!(buf, b"{\"a\":1}\n");
-        buf.clear();
-        assert!(matches!(read_line(&mut host, &mut buf).await, Ok(None)));
+    async fn a_line_past_the_longest_read_is_refused_and_the_next_is_read() {
+        let input =
+            [vec![b'x'; MAX_LINE + 10], b"\n{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}\n".to_vec()].concat();
+        let (written, handed) = run(input, true).await;
+        assert_eq!(written.len(), 1);
+        assert!(written[0]["id"].is_null());
+        assert_eq!(written[0]["error"]["data"]["error"]["code"], "PAYLOAD_TOO_LARGE");
+        assert_eq!(handed.len(), 1, "the next line is read");
+    }
+
+    #[tokio::test]
+    async fn before_the_session_notifications_and_responses_are_let_go() {
+        let input = [
+            br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.as_slice(),
+            b"\n",
+            br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#,
+            b"\n",
+            br#"{"jsonrpc":"2.0","id":7,"result":{}}"#,
+            b"\n\xff\xfe\n",
+            br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
+            b"\n",
+        ]
+        .concat();
+        let (written, handed) = run(input.clone(), false).await;
+        assert_eq!(handed.len(), 1, "only the request: {handed:?}");
+        assert!(matches!(handed[0], JsonRpcMessage::Request(_)));
+        assert_eq!(written.len(), 1, "only the line that is not UTF-8 is answered: {written:?}");
+        assert_eq!((written[0]["id"].is_null(), written[0]["error"]["code"].as_i64()), (true, Some(PARSE_ERROR)));
+        let (_, handed) = run(input, true).await;
+        assert_eq!(handed.len(), 4, "once begun, each goes to rmcp");
     }
 }

@@ -14,8 +14,13 @@ const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialize
 const LIST: &str = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
 
 fn bridge(dir: &std::path::Path, token: &str) -> Command {
+    bridge_pushing(dir, token, false)
+}
+
+/// The bridge, with the push on or off.
+fn bridge_pushing(dir: &std::path::Path, token: &str, push: bool) -> Command {
     let mut c = Command::new(AMC);
-    c.args(["mcp", "--no-push"])
+    c.args(if push { &["mcp"][..] } else { &["mcp", "--no-push"] })
         .env("AMC_DATA_DIR", dir)
         .env("AMC_BEARER_TOKEN", token)
         .env("AMC_AGENT_ID", "host")
@@ -136,4 +141,53 @@ fn every_line_a_host_writes_is_answered_or_passed_on_never_dropped() {
     assert!(!tool_names(&answer(&mut output, 2)).is_empty(), "the bridge still answers");
     drop(input);
     assert!(child.wait().expect("wait").success());
+}
+
+/// What a host may write first or wrongly: a notification or a response before
+/// `initialize`, a request with a key given twice or a method that is not a string. The
+/// bridge answers each request with its own id, answers no notification or response, and
+/// keeps running, with the push on and off.
+#[test]
+fn a_host_that_starts_with_a_notification_or_errs_keeps_its_session_and_its_ids() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path();
+    let _serve = Serve::start(dir);
+    let token = json(&amc(dir, &["--json", "agent", "add", "host"]))["token"].as_str().expect("token").to_owned();
+    for first in [
+        INITIALIZED,
+        r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":0}}"#,
+        r#"{"jsonrpc":"2.0","method":"amc/unknown"}"#,
+        r#"{"jsonrpc":"2.0","id":0,"result":{}}"#,
+        r#"{"jsonrpc":"2.0","id":0,"error":{"code":-32601,"message":"no"}}"#,
+    ] {
+        for push in [false, true] {
+            let (mut child, mut input, mut output) = piped(bridge_pushing(dir, &token, push));
+            writeln!(input, "{first}\n{INIT}\n{INITIALIZED}").expect("write");
+            let init = answer(&mut output, 1);
+            assert!(init["result"]["serverInfo"].is_object(), "after {first}: {init}");
+            for (id, wrong) in [
+                (
+                    3,
+                    r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"list_channels","arguments":{},"_meta":{},"_meta":{}}}"#,
+                ),
+                (4, r#"{"jsonrpc":"2.0","id":4,"method":"tools/list","params":{"_meta":{},"_meta":{}}}"#),
+                (5, r#"{"jsonrpc":"2.0","id":5,"method":7}"#),
+            ] {
+                writeln!(input, "{wrong}").expect("write");
+                let refused = answer(&mut output, id);
+                assert!(refused["error"]["data"]["error"]["code"].is_string(), "{wrong}: {refused}");
+            }
+            // Responses, however wrong, get nothing: the next answer is the list's.
+            let both = r#"{"jsonrpc":"2.0","id":8,"result":{},"error":{"code":1,"message":"x"}}"#;
+            let null_id = r#"{"jsonrpc":"2.0","id":null,"result":{}}"#;
+            writeln!(input, "{both}\n{null_id}\n{LIST}").expect("write");
+            let mut line = String::new();
+            output.read_line(&mut line).expect("read");
+            let next: serde_json::Value = serde_json::from_str(&line).expect("a JSON-RPC line");
+            assert_eq!(next["id"], 2, "only the list is answered: {next}");
+            drop(input);
+            let status = child.wait().expect("wait");
+            assert!(status.success(), "after {first} (push {push}): {status}");
+        }
+    }
 }
