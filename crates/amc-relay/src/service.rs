@@ -582,6 +582,12 @@ impl Relay {
         if !(0..=MAX_WAIT_SECONDS as i64).contains(&timeout) {
             return Err(Error::validation("timeout_seconds must be an integer from 0 to 25"));
         }
+        // Each wait holds a connection and its memory: an agent's count against the one
+        // bound on all its waits, the inbox's too.
+        let _slot = match who {
+            Principal::Agent(id) => Some(self.inner.amc.enter_wait(id)?),
+            Principal::Person => None,
+        };
         self.admit(who, &thread_id).await?;
         let cursors = &self.inner.cursors;
         let after_seq = match after.as_str() {

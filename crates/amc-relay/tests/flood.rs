@@ -285,3 +285,60 @@ async fn one_agent_flooding_the_relay_stops_at_its_bounds() {
     let own = relay.create_thread(&other, "other's".into(), "o".into()).await.expect("another agent's thread");
     relay.send(&other, own.thread_id, "fine".into(), None, "o1".into()).await.expect("another agent's post");
 }
+
+/// Each wait holds a connection and its memory: one agent's relay waits count against the
+/// one bound on all of its waits, the inbox's included, and each that ends frees its place.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_holds_at_most_its_bound_of_waits_the_inbox_ones_included() {
+    use amc_core::service::MAX_WAITS_PER_AGENT;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (amc, relay) = amc_and_relay(dir.path());
+    let person = Principal::Person;
+    let thread = relay.create_thread(&person, "waits".into(), "t".into()).await.expect("thread").thread_id;
+    let read = relay.mint(&person, thread.clone(), "read".into(), None).await.expect("mint").access_token;
+    amc.create_agent("waiter".into()).await.expect("agent");
+    let agent = Principal::Agent("waiter".into());
+    relay.join(&agent, thread.clone(), read).await.expect("join");
+    // One wait of the inbox's, then relay waits up to the bound.
+    let inbox_wait = amc.enter_wait("waiter").expect("an inbox wait");
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let wait = |relay: Relay, thread: String, mut stopped: tokio::sync::watch::Receiver<bool>| {
+        let agent = Principal::Agent("waiter".into());
+        tokio::spawn(async move {
+            let until_stopped = async move {
+                let _ = stopped.wait_for(|s| *s).await;
+            };
+            relay.wait(&agent, thread, String::new(), Some(25), None, until_stopped).await
+        })
+    };
+    let held: Vec<_> = (1..MAX_WAITS_PER_AGENT).map(|_| wait(relay.clone(), thread.clone(), stopped.clone())).collect();
+    amc_testkit::eventually("every relay wait to be waiting", || {
+        let (relay, thread) = (relay.clone(), thread.clone());
+        async move {
+            let n = relay.waiting_on(&Principal::Person, thread).await.ok()?;
+            (n == MAX_WAITS_PER_AGENT - 1).then_some(())
+        }
+    })
+    .await;
+    let refused = relay.wait(&agent, thread.clone(), String::new(), Some(25), None, async {}).await;
+    let refused = refused.expect_err("one past the bound");
+    assert_eq!((refused.code, refused.retry_after), (ErrorCode::RateLimited, Some(1)));
+    assert!(amc.enter_wait("waiter").is_err(), "nor an inbox wait");
+    assert!(amc.enter_wait("another").is_ok(), "another agent's are its own");
+    let person_waits = relay.wait(&person, thread.clone(), String::new(), Some(0), None, async {}).await;
+    assert!(person_waits.is_ok(), "the person is not bounded");
+    // The inbox's wait ends: one relay wait more.
+    drop(inbox_wait);
+    let one_more = wait(relay.clone(), thread.clone(), stopped.clone());
+    amc_testkit::eventually("the freed place to be taken", || {
+        let (relay, thread) = (relay.clone(), thread.clone());
+        async move { (relay.waiting_on(&Principal::Person, thread).await.ok()? == MAX_WAITS_PER_AGENT).then_some(()) }
+    })
+    .await;
+    stop.send(true).expect("stop");
+    for w in held.into_iter().chain([one_more]) {
+        let page = w.await.expect("join").expect("a wait ends with its page");
+        assert!(page.messages.is_empty());
+    }
+    assert!(amc.enter_wait("waiter").is_ok(), "every place is free again");
+}

@@ -26,6 +26,7 @@ mod search;
 mod send;
 mod upkeep;
 mod waits;
+pub use waits::WaitSlot;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -167,6 +168,13 @@ impl Amc {
     #[cfg(test)]
     pub(crate) fn store(&self) -> &Store {
         &self.inner.store
+    }
+
+    /// A slot for one more long wait of `agent_id` (the relay's too): every wait an agent
+    /// holds open counts against one bound, [`MAX_WAITS_PER_AGENT`]; past it,
+    /// `RATE_LIMITED` with `retry_after` 1 until one ends.
+    pub fn enter_wait(&self, agent_id: &str) -> Result<WaitSlot<'_>> {
+        self.inner.waits.enter(agent_id)
     }
 
     /// The key the relay signs its cursors with (derived for that purpose alone).

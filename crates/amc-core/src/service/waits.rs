@@ -1,5 +1,5 @@
 //! How many waits each agent holds open at once (`wait_for_unread_messages` and its REST
-//! twin, the Claude Code push): each keeps a connection and its memory until it ends, so
+//! twin, the Claude Code push, the relay's `wait_for_messages`): each keeps a connection and its memory until it ends, so
 //! past a bound one agent's many would starve AMC of file descriptors and memory.
 
 use std::collections::HashMap;
@@ -16,7 +16,7 @@ pub const MAX_WAITS_PER_AGENT: usize = 64;
 pub(in crate::service) struct Waits(Mutex<HashMap<String, usize>>);
 
 /// One open wait; it counts until dropped.
-pub(in crate::service) struct WaitSlot<'a> {
+pub struct WaitSlot<'a> {
     waits: &'a Waits,
     agent_id: String,
 }
