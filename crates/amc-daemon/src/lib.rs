@@ -24,7 +24,7 @@ pub mod listener;
 mod refusal;
 pub(crate) mod routes;
 mod serve;
-pub mod ui;
+mod ui;
 
 use std::future::Future;
 use std::io;
@@ -39,6 +39,8 @@ use amc_core::service::Amc;
 
 pub use in_process::{BoxError, InProcess, ResponseBody};
 pub use listener::{ListenError, SocketGuard, SocketListener, bind_socket};
+/// The UI's files, embedded: for tests that check each one is served.
+pub use ui::{FILES as UI_FILES, UiFile};
 
 /// What every handler gets: one pointer, since every request clones it several times
 /// (each middleware and the handler).

@@ -25,7 +25,7 @@ async fn the_page_and_its_files_are_served_with_their_types_and_without_credenti
         assert!(String::from_utf8_lossy(&resp.body).contains(needle), "{path}");
     }
     // The files name nothing outside the daemon: no CDN, no absolute URL.
-    for file in amc_daemon::ui::FILES {
+    for file in amc_daemon::UI_FILES {
         let text = String::from_utf8_lossy(file.bytes);
         assert!(!text.contains("https://") && !text.contains("//cdn"), "{} loads from elsewhere", file.path);
     }
