@@ -27,8 +27,8 @@ use std::sync::Arc;
 
 use beneath::FileId;
 
-use amc_store::error::{Error, ErrorCode, Result};
-use amc_store::model::StagedAttachment;
+use amc_types::error::{Error, ErrorCode, Result};
+use amc_types::model::StagedAttachment;
 
 /// The folders agents may send files from, resolved once at start-up.
 #[derive(Debug, Clone)]

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 
-use amc_store::error::{Error, ErrorCode, Result};
+use amc_types::error::{Error, ErrorCode, Result};
 
 /// How long a download may take in all.
 const FETCH_TIMEOUT: Duration = Duration::from_secs(30);

@@ -61,12 +61,12 @@ fn main() {
 fn backlog(n: i64) {
     let dir = tempfile::tempdir().expect("tempdir");
     let store = amc_store::Store::open(&dir.path().join("amc.db")).expect("open");
-    let spec = amc_store::model::ChannelSpec {
+    let spec = amc_types::model::ChannelSpec {
         platform_id: "any;-;+15551234567".into(),
         name: "Ada".into(),
-        kind: amc_store::model::ChannelKind::Dm,
+        kind: amc_types::model::ChannelKind::Dm,
     };
-    let channel = store.ingest(amc_store::model::Source::Imessage, &spec, &[], None).expect("channel").channel_id;
+    let channel = store.ingest(amc_types::model::Source::Imessage, &spec, &[], None).expect("channel").channel_id;
     store.defer_indexing().expect("no index while filling");
     store
         .database()

@@ -1,10 +1,10 @@
 //! AMC's core: everything that runs headless, with no HTTP and no Tauri.
 //!
 //! # Layout
-//! The database, its tables and the types they hold are the crate below, `amc-store`;
-//! only this crate and the relay depend on it. Its shared types are reachable from
-//! here ([`model`], [`ids`], [`time`], [`token`], [`error`], [`files`], [`rank`], [`secrets`]), so
-//! the crates above name one core.
+//! The database and its tables are the crate below, `amc-store`; only this crate and the
+//! relay depend on it. The shared vocabulary is `amc-types`, below both. Both are reachable
+//! from here ([`model`], [`ids`], [`time`], [`token`], [`error`]; [`files`], [`rank`],
+//! [`secrets`]), so the crates above name one core.
 //! - [`service`]: what agents and the person can do, with the rules (approval,
 //!   send policy, idempotency, rate limits) applied in one place.
 //! - [`sender`]: the interface sources implement to deliver an agent's send.
@@ -26,6 +26,7 @@ pub mod sender;
 pub mod service;
 pub mod text;
 
-pub use amc_store::{error, files, ids, model, rank, secrets, time, token};
+pub use amc_store::{files, rank, secrets};
+pub use amc_types::{error, ids, model, time, token};
 
 pub use error::{Error, ErrorCode, Result};

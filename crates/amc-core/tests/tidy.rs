@@ -26,21 +26,89 @@ fn rel(p: &Path) -> String {
     p.strip_prefix(workspace()).unwrap_or(p).display().to_string()
 }
 
-/// The `[dependencies]` of a manifest (normal, not dev or build), by name.
-fn dependencies(manifest: &Path) -> Vec<String> {
-    let text = std::fs::read_to_string(manifest).expect("read");
-    let mut out = Vec::new();
-    let mut in_deps = false;
-    for line in text.lines().map(str::trim) {
-        if line.starts_with('[') {
-            in_deps = line == "[dependencies]" || (line.starts_with("[target.") && line.ends_with(".dependencies]"));
-            continue;
-        }
-        if in_deps && !line.is_empty() && !line.starts_with('#') {
-            out.push(line.split(['=', '.']).next().unwrap_or("").trim().to_owned());
+/// Each member crate (its folder, from the workspace's root) and its normal dependencies (not
+/// dev or build; for every target), by package name, as cargo reads the manifests.
+fn crates() -> Vec<(String, Vec<String>)> {
+    let metadata = cargo_metadata::MetadataCommand::new()
+        .manifest_path(workspace().join("Cargo.toml"))
+        .no_deps()
+        .exec()
+        .expect("cargo metadata");
+    let mut out: Vec<(String, Vec<String>)> = metadata
+        .workspace_packages()
+        .into_iter()
+        .map(|p| {
+            let dir = rel(p.manifest_path.parent().expect("a folder").as_std_path());
+            let mut deps: Vec<String> = p
+                .dependencies
+                .iter()
+                .filter(|d| d.kind == cargo_metadata::DependencyKind::Normal)
+                .map(|d| d.name.clone())
+                .collect();
+            deps.sort();
+            deps.dedup();
+            (dir, deps)
+        })
+        .collect();
+    out.sort();
+    assert!(out.len() > 10, "the members were read: {out:?}");
+    out
+}
+
+/// Dependencies named in no code of their crate, kept on purpose: (crate folder, dependency,
+/// why).
+const UNNAMED_ON_PURPOSE: &[(&str, &str, &str)] = &[];
+
+/// Every dependency is used: a normal one is named in the crate's `src/` (or `build.rs`), a
+/// dev-dependency in its tests, benches or unit tests. (What cargo-machete checks, from
+/// cargo's own reading of the manifests.)
+#[test]
+fn every_dependency_is_named_in_its_crates_code() {
+    let metadata = cargo_metadata::MetadataCommand::new()
+        .manifest_path(workspace().join("Cargo.toml"))
+        .no_deps()
+        .exec()
+        .expect("cargo metadata");
+    let mut unused = Vec::new();
+    for p in metadata.workspace_packages() {
+        let dir = p.manifest_path.parent().expect("a folder").as_std_path().to_owned();
+        let krate = rel(&dir);
+        let mut code = Vec::new();
+        files(&dir, "rs", &mut code);
+        let text: String = code.iter().map(|f| std::fs::read_to_string(f).expect("read")).collect();
+        let production: String = code
+            .iter()
+            .filter(|f| f.strip_prefix(&dir).is_ok_and(|r| r.starts_with("src") || r.starts_with("build.rs")))
+            .map(|f| std::fs::read_to_string(f).expect("read"))
+            .collect();
+        for d in &p.dependencies {
+            if d.kind == cargo_metadata::DependencyKind::Build {
+                continue;
+            }
+            let name = d.rename.as_deref().unwrap_or(&d.name).replace('-', "_");
+            if name == p.name.replace('-', "_") {
+                continue;
+            }
+            let within = if d.kind == cargo_metadata::DependencyKind::Normal { &production } else { &text };
+            let named = [format!("{name}::"), format!("use {name}"), format!("{name} as "), format!("{name}!")]
+                .iter()
+                .any(|n| {
+                    within
+                        .match_indices(n.as_str())
+                        .any(|(at, _)| !within[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_'))
+                });
+            let kept = UNNAMED_ON_PURPOSE.iter().any(|(c, dep, _)| *c == krate && *dep == d.name);
+            if !named && !kept {
+                unused.push(format!("{krate}: {} ({:?})", d.name, d.kind));
+            }
         }
     }
-    out
+    assert!(unused.is_empty(), "dependencies no code of their crate names: {unused:#?}");
+}
+
+/// The normal dependencies of the crate in `dir`.
+fn dependencies(dir: &str) -> Vec<String> {
+    crates().into_iter().find(|(d, _)| d == dir).unwrap_or_else(|| panic!("no member at {dir}")).1
 }
 
 /// Each framework has one owner: the crate that wraps it for the rest.
@@ -51,7 +119,8 @@ const OWNERS: &[(&str, &[&str])] = &[
     // amc-discord's local Discord (the `fake` feature, a test double) serves HTTP with it.
     ("axum", &["crates/amc-daemon", "crates/amc-discord"]),
     ("imessage-database", &["crates/amc-imessage"]),
-    ("rusqlite", &["crates/amc-store", "crates/amc-relay", "crates/amc-imessage"]),
+    // amc-types only turns SQLite's errors into its own, behind the store's feature.
+    ("rusqlite", &["crates/amc-store", "crates/amc-relay", "crates/amc-imessage", "crates/amc-types"]),
     // The store sits below the core: sources and edges go through the core's service
     // layer; the relay keeps tables of its own on the same database; the attachment
     // checks, beside the store, take its error table and private files. The test kit, a
@@ -63,12 +132,8 @@ const OWNERS: &[(&str, &[&str])] = &[
 
 #[test]
 fn each_framework_is_a_dependency_of_its_owner_only() {
-    let mut manifests = vec![workspace().join("src-tauri/Cargo.toml")];
-    files(&workspace().join("crates"), "Cargo.toml", &mut manifests);
-    assert!(manifests.len() > 5);
-    for m in manifests {
-        let krate = rel(m.parent().expect("dir"));
-        for dep in dependencies(&m) {
+    for (krate, deps) in crates() {
+        for dep in deps {
             for (framework, owners) in OWNERS {
                 if dep.starts_with(framework) {
                     assert!(owners.contains(&krate.as_str()), "{krate} depends on {dep}: only {owners:?} may");
@@ -120,11 +185,8 @@ fn only_the_imessage_source_opens_chat_db() {
 #[test]
 fn cryptography_is_in_one_module() {
     const PRIMITIVES: &[&str] = &["hmac", "hkdf", "chacha20poly1305", "aead", "aes", "ring", "openssl"];
-    let mut manifests = vec![workspace().join("src-tauri/Cargo.toml")];
-    files(&workspace().join("crates"), "Cargo.toml", &mut manifests);
-    for m in manifests {
-        let krate = rel(m.parent().expect("dir"));
-        for dep in dependencies(&m) {
+    for (krate, deps) in crates() {
+        for dep in deps {
             if PRIMITIVES.contains(&dep.as_str()) {
                 assert_eq!(krate, "crates/amc-core", "{krate} depends on {dep}: cryptography is amc-core's crypto");
             }
@@ -151,14 +213,10 @@ fn cryptography_is_in_one_module() {
 /// release build reaches the store through it.
 #[test]
 fn the_test_kit_is_never_a_dependency_of_production_code() {
-    let mut manifests = vec![workspace().join("src-tauri/Cargo.toml")];
-    files(&workspace().join("crates"), "Cargo.toml", &mut manifests);
-    for m in manifests {
-        let krate = rel(m.parent().expect("dir"));
+    for (krate, deps) in crates() {
         if krate == "crates/amc-testkit" {
             continue;
         }
-        let deps = dependencies(&m);
         assert!(!deps.iter().any(|d| d == "amc-testkit"), "{krate} depends on amc-testkit outside its tests");
     }
 }
@@ -244,17 +302,54 @@ fn library_crates_never_print_to_stdout() {
 /// when it should fail and flakes under load.
 #[test]
 fn tests_never_sleep_a_fixed_time() {
+    // Every crate's tests/ and benches' helpers aside, and every unit-test module in src/.
     let mut tests = Vec::new();
     let Ok(crates) = std::fs::read_dir(workspace().join("crates")) else { panic!("no crates") };
     for c in crates.flatten() {
         files(&c.path().join("tests"), "rs", &mut tests);
     }
     assert!(tests.len() > 10);
-    for p in tests {
+    let mut texts: Vec<(String, String)> =
+        tests.iter().map(|p| (rel(p), std::fs::read_to_string(p).expect("read"))).collect();
+    let mut all = sources();
+    files(&workspace().join("src-tauri/src"), "rs", &mut all);
+    for p in all {
         let text = std::fs::read_to_string(&p).expect("read");
+        if let Some(at) = text.find("#[cfg(test)]\nmod tests") {
+            texts.push((rel(&p), text[at..].to_owned()));
+        }
+    }
+    for (path, text) in texts {
         // Spelt in two parts, so that this file does not match itself.
         for needle in ["time::sleep", "thread::sleep"].map(|f| format!("{f}(")) {
-            assert!(!text.contains(&needle), "{} sleeps ({needle}); wait for a state instead", rel(&p));
+            assert!(!text.contains(&needle), "{path} sleeps ({needle}); wait for a state instead");
+        }
+    }
+    // The Python tests and the tray's smoke test sleep only between looks at a state: in
+    // the body of a `while` loop. (tests/tray/memory rests on purpose: it measures memory at
+    // rest, and is no test.)
+    let mut scripts = vec![workspace().join("tests/tray/smoke")];
+    for dir in ["tests/python", "tests/browser"] {
+        files(&workspace().join(dir), "py", &mut scripts);
+    }
+    for p in scripts {
+        let text = std::fs::read_to_string(&p).expect("read");
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, line) in
+            lines.iter().enumerate().filter(|(_, l)| l.contains("sleep(") && !l.trim_start().starts_with('#'))
+        {
+            let indent = line.len() - line.trim_start().len();
+            let owner = lines[..i].iter().rev().find(|l| {
+                let t = l.trim_start();
+                !t.is_empty() && !t.starts_with('#') && l.len() - t.len() < indent
+            });
+            assert!(
+                owner.is_some_and(|l| l.trim_start().starts_with("while ")),
+                "{}:{} sleeps outside a loop that looks at a state: {}",
+                rel(&p),
+                i + 1,
+                line.trim()
+            );
         }
     }
 }
@@ -264,14 +359,11 @@ fn tests_never_sleep_a_fixed_time() {
 /// two (the relay depends on the core, never the other way round).
 #[test]
 fn the_store_and_the_core_are_the_bottom_layers() {
-    let amc = |manifest: &str| -> Vec<String> {
-        let deps = dependencies(&workspace().join(manifest));
-        assert!(!deps.is_empty(), "{manifest} was read");
-        deps.into_iter().filter(|d| d.starts_with("amc-")).collect()
-    };
-    assert!(amc("crates/amc-store/Cargo.toml").is_empty());
-    assert_eq!(amc("crates/amc-attach/Cargo.toml"), ["amc-store"]);
-    assert_eq!(amc("crates/amc-core/Cargo.toml"), ["amc-attach", "amc-store"]);
+    let amc = |dir: &str| -> Vec<String> { dependencies(dir).into_iter().filter(|d| d.starts_with("amc-")).collect() };
+    assert!(amc("crates/amc-types").is_empty(), "the vocabulary is the bottom");
+    assert_eq!(amc("crates/amc-store"), ["amc-types"]);
+    assert_eq!(amc("crates/amc-attach"), ["amc-store", "amc-types"]);
+    assert_eq!(amc("crates/amc-core"), ["amc-attach", "amc-store", "amc-types"]);
 }
 
 /// Only the relay keeps tables of its own in AMC's database, so only it (and the core)
@@ -292,7 +384,7 @@ fn only_the_relay_reaches_the_raw_database() {
 /// The error envelope is built in one place, `amc_core::error::Envelope`.
 #[test]
 fn the_envelope_is_built_in_one_place() {
-    let home = workspace().join("crates/amc-store/src/error.rs");
+    let home = workspace().join("crates/amc-types/src/error.rs");
     for p in sources() {
         if p == home {
             continue;
@@ -414,7 +506,10 @@ fn no_static_holds_state_behind_a_lock() {
     let mut all = sources();
     files(&workspace().join("src-tauri/src"), "rs", &mut all);
     for p in all {
-        for line in production(&p).lines() {
+        let text = production(&p);
+        // Per thread is process-wide too: state a caller cannot see being passed.
+        assert!(!text.contains(&format!("{}!", "thread_local")), "{}: a thread-local; pass the state in", rel(&p));
+        for line in text.lines() {
             let code = line.trim_start();
             let declared = ["static ", "pub static ", "pub(crate) static "].iter().any(|s| code.starts_with(s));
             for kind in ["Mutex", "RwLock", "OnceLock", "OnceCell", "Atomic"] {
@@ -428,19 +523,38 @@ fn no_static_holds_state_behind_a_lock() {
     }
 }
 
-/// The tray shell holds no value filled in after it was shared (`Arc<Mutex<Option<…>>>`):
-/// what starts later is handed over when it exists (a channel, a thread's result).
+/// No crate holds a value filled in after it was shared (`Arc<Mutex<Option<…>>>`,
+/// `Arc<OnceLock<…>>`): what starts later is handed over when it exists (a channel, a
+/// thread's result). The tray shell holds no `Mutex<Option<…>>` at all.
 #[test]
-fn the_tray_shell_has_no_two_phase_state() {
-    let mut shell = Vec::new();
-    files(&workspace().join("src-tauri/src"), "rs", &mut shell);
-    assert!(!shell.is_empty(), "the tray shell's code is in src-tauri/src");
-    for p in shell {
+fn no_crate_shares_a_value_it_fills_in_later() {
+    // What a shared `Mutex<Option<…>>` may hold because it is a cache or a resource opened on
+    // demand, not a value others wait to be filled in: (file, why).
+    const CACHES: &[(&str, &str)] = &[
+        ("crates/amc-mcp/src/written.rs", "the last page written, a cache any call may replace"),
+        (
+            "crates/amc-tray-model/src/scheme.rs",
+            "the event subscription, opened by the first poll and again after it ends",
+        ),
+    ];
+    let mut all = sources();
+    files(&workspace().join("src-tauri/src"), "rs", &mut all);
+    for p in all {
+        let path = rel(&p);
         let text = production(&p).split_whitespace().collect::<String>();
+        for kind in ["OnceLock<", "OnceCell<"] {
+            assert!(
+                !text.contains(&format!("Arc<{kind}")) && !text.contains(&format!("Arc<std::sync::{kind}")),
+                "{path} shares a {kind}…> filled in after it is shared; hand the value over once it exists"
+            );
+        }
+        let shared_option = ["Arc<Mutex<Option<", "Arc<std::sync::Mutex<Option<", "Arc<tokio::sync::Mutex<Option<"]
+            .iter()
+            .any(|n| text.contains(n));
+        let in_shell = path.starts_with("src-tauri/");
         assert!(
-            !text.contains("Mutex<Option<"),
-            "{} shares a Mutex<Option<…>> filled in later; hand the value over once it exists",
-            rel(&p)
+            !(shared_option || (in_shell && text.contains("Mutex<Option<"))) || CACHES.iter().any(|(f, _)| *f == path),
+            "{path} shares a Mutex<Option<…>> filled in later; hand the value over once it exists"
         );
     }
 }

@@ -76,40 +76,14 @@ pub fn off_the_async_threads() {
     }
 }
 
-thread_local! {
-    /// Whether this thread's transactions are left out of [`Inner::uses`].
-    static UNCOUNTED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// While alive, the transactions of the thread that made it are no use of the database
-/// for [`Database::release_memory`]: the housekeeping's own minute's look at the store
-/// must not make a release due every minute at rest.
-#[derive(Debug)]
-pub struct Uncounted {
-    /// What the thread was before, restored on drop.
-    was: bool,
-    /// Tied to its thread.
-    _not_send: std::marker::PhantomData<*const ()>,
-}
-
-impl Uncounted {
-    /// Leaves this thread's transactions uncounted until the guard drops.
-    pub fn enter() -> Self {
-        Self { was: UNCOUNTED.replace(true), _not_send: std::marker::PhantomData }
-    }
-}
-
-impl Drop for Uncounted {
-    fn drop(&mut self) {
-        UNCOUNTED.set(self.was);
-    }
-}
-
 /// A cheap, cloneable handle on the database: one writer connection, and a pool of
 /// readers that WAL lets run beside it.
 #[derive(Clone)]
 pub struct Database {
     inner: Arc<Inner>,
+    /// Whether this handle's transactions are uses of the database for
+    /// [`Database::release_memory`] (see [`Database::uncounted`]).
+    counted: bool,
 }
 
 struct Inner {
@@ -117,7 +91,7 @@ struct Inner {
     writer: Mutex<Connection>,
     /// When the last write transaction committed (for the idle checkpoint).
     last_write: Mutex<Option<std::time::Instant>>,
-    /// Read and write transactions so far, but those of [`Uncounted`] threads: what a
+    /// Read and write transactions so far, but those of [`Database::uncounted`] handles: what a
     /// release compares with, so that caches any use filled are let go.
     uses: AtomicU64,
     /// [`Inner::uses`] at the last [`Database::release_memory`], once it ran: memory is
@@ -314,6 +288,7 @@ impl Database {
         let (run, at) = (checkpointer.clone(), path.to_owned());
         let checkpointing = std::thread::Builder::new().name("amc-checkpoint".into()).spawn(move || run.run(&at))?;
         Ok(Self {
+            counted: true,
             inner: Arc::new(Inner {
                 path: path.to_owned(),
                 writer: Mutex::new(writer),
@@ -411,12 +386,19 @@ impl Database {
         *self.inner.released_at.lock().unwrap_or_else(|p| p.into_inner()) != Some(uses)
     }
 
-    /// Counts a transaction as a use, unless this thread is [`Uncounted`]. Every
+    /// The same database, through a handle whose transactions are no use of it for
+    /// [`Database::release_memory`]: the housekeeping's own minute's look at the store must
+    /// not make a release due every minute at rest.
+    pub fn uncounted(&self) -> Self {
+        Self { inner: self.inner.clone(), counted: false }
+    }
+
+    /// Counts a transaction as a use, unless this handle is [`Database::uncounted`]. Every
     /// transaction passes here, so here debug builds check that it is not run on an async
     /// runtime's worker thread ([`off_the_async_threads`]).
     fn count_use(&self) {
         off_the_async_threads();
-        if !UNCOUNTED.get() {
+        if self.counted {
             self.inner.uses.fetch_add(1, Ordering::AcqRel);
         }
     }
@@ -1111,9 +1093,9 @@ mod tests {
         assert!(db.release_memory().expect("release"), "again after a write");
         // The housekeeping's own look at the store is no use.
         {
-            let _housekeeping = Uncounted::enter();
-            assert_eq!(len(&db), 500_000);
-            db.write(|tx| Ok(tx.execute_batch("DELETE FROM t WHERE 0;")?)).expect("write");
+            let housekeeping = db.uncounted();
+            assert_eq!(len(&housekeeping), 500_000);
+            housekeeping.write(|tx| Ok(tx.execute_batch("DELETE FROM t WHERE 0;")?)).expect("write");
         }
         assert!(!db.release_due(), "nothing but the housekeeping used it");
         assert_eq!(len(&db), 500_000);

@@ -15,8 +15,8 @@
 //! - `claude_channel/`: the Claude Code channel's tables: where each agent's push of new
 //!   messages stands (`push.rs`), and hosts' requests to use a tool (`tools.rs`).
 //! - `search.rs`: full-text search of messages; [`rank`] orders its results.
-//! - [`model`], [`ids`], [`time`], [`token`], [`error`]: the types stored, defined here
-//!   once and used by every crate above.
+//! - The types stored (messages, channels, ids, time, tokens, the error table) are the
+//!   crate below's, `amc-types`, shared with every crate above.
 //! - [`files`]: the files and folders AMC writes, private from the moment they exist.
 //! - [`secrets`]: one-time codes and sign-in links in a message's text, found and hidden
 //!   (agents' searches never match what is hidden).
@@ -54,21 +54,20 @@ mod channels;
 mod claude_channel;
 mod codes;
 pub mod db;
-pub mod error;
 pub mod files;
-pub mod ids;
 mod keys;
 mod messages;
-pub mod model;
 mod outbox;
 pub mod rank;
 mod search;
 pub mod secrets;
-pub mod time;
-pub mod token;
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
+
+// The vocabulary the tables hold is the crate below's; named here as the store's own
+// modules read it.
+use amc_types::{error, ids, model, time, token};
 
 use crate::db::{Database, Migration};
 use crate::error::Result;
@@ -201,6 +200,12 @@ impl Store {
     /// tables of their own (the relay).
     pub fn database(&self) -> &Database {
         &self.db
+    }
+
+    /// The same store, its transactions no use of the database for releasing memory
+    /// ([`Database::uncounted`]): the housekeeping's.
+    pub fn uncounted(&self) -> Self {
+        Self { db: self.db.uncounted(), ids: self.ids.clone() }
     }
 
     /// A new `msg_<ULID>`, later than every one this store made before.

@@ -85,8 +85,7 @@ impl Amc {
             let_the_allocator_purge();
         }
         // Its own reads and writes are no use that a release should follow.
-        let _own = amc_store::db::Uncounted::enter();
-        let store = &self.inner.store;
+        let store = &self.inner.store.uncounted();
         if let Err(e) = self.expire_stale_sends(store) {
             tracing::warn!(error = %e, "could not check for stuck sends");
         }

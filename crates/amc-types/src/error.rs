@@ -223,6 +223,7 @@ impl Error {
     }
 }
 
+#[cfg(feature = "rusqlite")]
 impl From<rusqlite::Error> for Error {
     fn from(e: rusqlite::Error) -> Self {
         Self::internal(format_args!("store: {e}"))
