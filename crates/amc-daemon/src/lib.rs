@@ -67,8 +67,8 @@ pub(crate) struct Shared {
     pub admin_token: String,
     /// Cancelled when the daemon stops, so long-lived responses end.
     pub shutdown: CancellationToken,
-    /// The loopback address also served, once serving (`amc ui` asks for it).
-    pub listen: std::sync::Arc<std::sync::OnceLock<std::net::SocketAddr>>,
+    /// The loopback address also served, if any (`amc ui` asks for it).
+    pub listen: Option<std::net::SocketAddr>,
 }
 
 /// The prefix of the admin token.
@@ -125,7 +125,8 @@ pub async fn serve(
     tcp: Option<tokio::net::TcpListener>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
-    Daemon::new(amc)?.serve(socket, tcp, shutdown).await
+    let listen = tcp.as_ref().and_then(|l| l.local_addr().ok());
+    Daemon::new(amc, listen)?.serve(socket, tcp, shutdown).await
 }
 
 /// A daemon ready to serve: its listeners, and requests dispatched from inside the
@@ -135,8 +136,9 @@ pub struct Daemon {
 }
 
 impl Daemon {
-    /// Loads (or creates) the admin token, and opens the relay.
-    pub fn new(amc: Amc) -> io::Result<Self> {
+    /// Loads (or creates) the admin token, and opens the relay. `listen`: the loopback TCP
+    /// address [`Daemon::serve`] will also serve on, its listener bound already.
+    pub fn new(amc: Amc, listen: Option<std::net::SocketAddr>) -> io::Result<Self> {
         let admin_token = load_or_create_admin_token(&amc.config().admin_token_path())?;
         let relay = amc_relay::Relay::open(&amc).map_err(io::Error::other)?;
         Ok(Self {
@@ -146,7 +148,7 @@ impl Daemon {
                 relay,
                 admin_token,
                 shutdown: CancellationToken::new(),
-                listen: Default::default(),
+                listen,
             })),
         })
     }
@@ -176,9 +178,7 @@ impl Daemon {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> io::Result<()> {
         let Self { state } = self;
-        if let Some(addr) = tcp.as_ref().and_then(|l| l.local_addr().ok()) {
-            let _ = state.listen.set(addr);
-        }
+        debug_assert_eq!(state.listen, tcp.as_ref().and_then(|l| l.local_addr().ok()), "the address said at start");
         let token = state.shutdown.clone();
         {
             let token = token.clone();

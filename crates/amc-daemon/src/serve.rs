@@ -305,7 +305,7 @@ mod tests {
         // On the socket, a connection may idle as long as its client likes.
         let (mut client, server) = tokio::io::duplex(64 * 1024);
         tokio::spawn(super::connection(server, app, tokio_util::sync::CancellationToken::new(), None));
-        tokio::time::sleep(10 * super::HEAD_TIMEOUT).await;
+        tokio::time::advance(10 * super::HEAD_TIMEOUT).await;
         client.write_all(b"POST /echo HTTP/1.1\r\nhost: x\r\ncontent-length: 2\r\n\r\nab").await.expect("write");
         let mut head = [0u8; 12];
         client.read_exact(&mut head).await.expect("an answer");

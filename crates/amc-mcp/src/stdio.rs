@@ -70,7 +70,7 @@ impl Decoder for HostLines {
 /// The host's stdio as rmcp's transport.
 pub(crate) struct HostStdio<R, W> {
     lines: FramedRead<R, HostLines>,
-    host: Arc<tokio::sync::Mutex<Option<W>>>,
+    host: Arc<tokio::sync::Mutex<W>>,
     /// Whether the session has begun (AMC answered its `initialize`, or a first request
     /// in a lifecycle without one): until then notifications and responses are let go.
     begun: Arc<AtomicBool>,
@@ -84,18 +84,15 @@ where
     pub(crate) fn new(host_in: R, host_out: W) -> Self {
         Self {
             lines: FramedRead::new(host_in, HostLines(LinesCodec::new_with_max_length(MAX_LINE))),
-            host: Arc::new(tokio::sync::Mutex::new(Some(host_out))),
+            host: Arc::new(tokio::sync::Mutex::new(host_out)),
             begun: Arc::default(),
         }
     }
 }
 
 /// Writes one whole line to the host.
-async fn write_line<W: AsyncWrite + Unpin>(host: &tokio::sync::Mutex<Option<W>>, line: &[u8]) -> std::io::Result<()> {
+async fn write_line<W: AsyncWrite + Unpin>(host: &tokio::sync::Mutex<W>, line: &[u8]) -> std::io::Result<()> {
     let mut host = host.lock().await;
-    let Some(host) = host.as_mut() else {
-        return Err(std::io::Error::new(std::io::ErrorKind::NotConnected, "the host's stdout is closed"));
-    };
     host.write_all(line).await?;
     host.flush().await
 }
@@ -157,12 +154,9 @@ where
         }
     }
 
+    /// Flushes and shuts the host's stdout: what is sent after fails.
     async fn close(&mut self) -> Result<(), Self::Error> {
-        let taken = self.host.lock().await.take();
-        match taken {
-            Some(mut host) => host.shutdown().await,
-            None => Ok(()),
-        }
+        self.host.lock().await.shutdown().await
     }
 }
 

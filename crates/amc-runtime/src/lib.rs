@@ -169,9 +169,10 @@ pub async fn start_reporting(raw: RawConfig, updates: &UpdateReporter) -> anyhow
     // Every table is migrated (the relay's too) before any source writes: store work, on
     // the blocking pool (a new release's migrations may take a while).
     let updates = updates.clone();
+    let listen = tcp.as_ref().and_then(|l| l.local_addr().ok());
     let (amc, daemon) = tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
         let amc = Amc::start_reporting(config, senders, &updates).context("starting AMC")?;
-        let daemon = amc_daemon::Daemon::new(amc.clone())
+        let daemon = amc_daemon::Daemon::new(amc.clone(), listen)
             .context("starting the daemon (the admin token, the relay's tables)")?;
         Ok((amc, daemon))
     })

@@ -387,7 +387,7 @@ pub struct PauseBody {
 /// `GET /admin/listen`: the loopback address AMC also serves on (`amc serve --listen`), or
 /// `null`: where `amc ui` points the browser.
 pub async fn listen(State(st): State<AppState>, _admin: Admin) -> impl IntoResponse {
-    Json(serde_json::json!({ "listen": st.listen.get().map(ToString::to_string) }))
+    Json(serde_json::json!({ "listen": st.listen.map(|a| a.to_string()) }))
 }
 
 /// `POST /admin/pause`: hold every agent send (`true`) or resume (`false`).

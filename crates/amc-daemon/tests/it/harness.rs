@@ -55,7 +55,7 @@ impl Daemon {
         };
         let tcp_addr = tcp.as_ref().map(|l| l.local_addr().expect("addr"));
         let amc = Amc::start(config.clone(), senders).expect("start");
-        let daemon = amc_daemon::Daemon::new(amc.clone()).expect("daemon");
+        let daemon = amc_daemon::Daemon::new(amc.clone(), tcp_addr).expect("daemon");
         let (admin_token, relay) = (daemon.admin_token().to_owned(), daemon.relay().clone());
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(daemon.serve(socket, tcp, async move {
