@@ -22,17 +22,7 @@ fn spec(id: &str) -> ChannelSpec {
 }
 
 fn msg(id: &str, text: &str, sent_at: i64) -> IncomingMessage {
-    IncomingMessage {
-        platform_id: id.into(),
-        sender: SenderInfo { id: "+15550001111".into(), display_name: Some("Ada".into()), is_self: false },
-        text: text.into(),
-        sent_at,
-        reply_to_platform_id: None,
-        attachments: Vec::new(),
-        edited_at: None,
-        unsent: false,
-        reactions: Vec::new(),
-    }
+    amc_testkit::incoming(id, text).at(sent_at).from("+15550001111", Some("Ada")).build()
 }
 
 /// Stores `messages` in channel `chat` and returns the channel's id.
@@ -873,10 +863,7 @@ fn the_person_is_never_taken_for_a_short_code_sender() {
 #[test]
 fn a_one_to_one_message_stored_from_unknown_is_given_the_chats_handle_by_the_migration() {
     let (dir, store) = store();
-    let unnamed = |id: &str, text: &str| IncomingMessage {
-        sender: SenderInfo { id: "unknown".into(), display_name: None, is_self: false },
-        ..msg(id, text, 1)
-    };
+    let unnamed = |id: &str, text: &str| amc_testkit::incoming(id, text).at(1).from("unknown", None).build();
     store.ingest(Source::Imessage, &spec("SMS;-;72975"), &[unnamed("u1", "661011")], None).expect("ingest");
     let group = ChannelSpec { platform_id: "iMessage;+;chat9".into(), name: "g".into(), kind: ChannelKind::Group };
     store.ingest(Source::Imessage, &group, &[unnamed("u2", "hi")], None).expect("ingest");

@@ -318,7 +318,7 @@ mod tests {
     /// still finds them, and a message read again from its platform is still stored once.
     #[test]
     fn messages_and_read_marks_keep_everything_through_the_rebuilds() {
-        use crate::model::{ChannelKind, IncomingMessage, SenderInfo, Source};
+        use crate::model::{ChannelKind, Source};
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("amc.db");
         drop(Database::open(&path, &MIGRATIONS[..13]).expect("open"));
@@ -400,17 +400,7 @@ mod tests {
         assert_eq!(readers["msg_1"], ["bot"], "the read mark names its agent and message (0015)");
         assert!(store.has_platform_message(Source::Discord, "1234567890").expect("lookup"));
         assert!(!store.has_platform_message(Source::Imessage, "1234567890").expect("lookup"));
-        let again = IncomingMessage {
-            platform_id: "C0FFEE-1".into(),
-            sender: SenderInfo { id: "+15551234567".into(), display_name: None, is_self: false },
-            text: "lunch at noon".into(),
-            sent_at: 10,
-            reply_to_platform_id: None,
-            attachments: Vec::new(),
-            edited_at: None,
-            unsent: false,
-            reactions: Vec::new(),
-        };
+        let again = amc_testkit::incoming("C0FFEE-1", "lunch at noon").at(10).from("+15551234567", None).build();
         let chat =
             ChannelSpec { platform_id: "iMessage;-;+15551234567".into(), name: "Ada".into(), kind: ChannelKind::Dm };
         let report = store.ingest(Source::Imessage, &chat, &[again], None).expect("ingest");

@@ -1,6 +1,7 @@
 //! What AMC's tests and benches share. A dev-dependency only: nothing here ships.
 //!
 //! - [`bench`]: latency summaries, so every bench reports alike.
+//! - [`incoming`]: messages as a source hands them to the core, built in one line.
 //! - [`eventually`]: waits for a state to hold, with a deadline, instead of sleeping a
 //!   fixed time and hoping.
 //! - [`Stored`]: the store under a running core, for what a test sets up or reads
@@ -8,11 +9,13 @@
 #![deny(missing_docs)]
 
 pub mod bench;
+mod incoming;
 
 use std::future::Future;
 use std::time::Duration;
 
 pub use bench::Latencies;
+pub use incoming::{Incoming, SENDER, incoming};
 
 /// The store under a running [`Amc`](amc_core::service::Amc), opened beside it on the
 /// same file: what a test sets up or reads without going through the service layer.

@@ -14,7 +14,7 @@ use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 
 use amc_core::model::ChannelSpec;
-use amc_core::model::{ChannelKind, IncomingMessage, SenderInfo, Source};
+use amc_core::model::{ChannelKind, Source};
 use amc_store::Store;
 
 const AMC: &str = env!("CARGO_BIN_EXE_amc");
@@ -77,17 +77,7 @@ pub fn conversation(dir: &Path, sender: &str, name: Option<&str>, text: &str) ->
         name: name.unwrap_or(sender).into(),
         kind: ChannelKind::Dm,
     };
-    let msg = IncomingMessage {
-        platform_id: "guid-1".into(),
-        sender: SenderInfo { id: sender.into(), display_name: name.map(str::to_owned), is_self: false },
-        text: text.into(),
-        sent_at: amc_core::time::now_ms(),
-        reply_to_platform_id: None,
-        attachments: vec![],
-        edited_at: None,
-        unsent: false,
-        reactions: vec![],
-    };
+    let msg = amc_testkit::incoming("guid-1", text).from(sender, name).build();
     store.ingest(Source::Imessage, &spec, &[msg], None).expect("ingest").channel_id
 }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use amc_client::{Connection, Response};
 use amc_core::config::Config;
 use amc_core::model::ChannelSpec;
-use amc_core::model::{ChannelKind, IncomingAttachment, IncomingMessage, SenderInfo, Source};
+use amc_core::model::{ChannelKind, IncomingAttachment, IncomingMessage, Source};
 use amc_core::sender::{RecordingSender, Senders};
 use amc_core::service::Amc;
 use amc_core::time::now_ms;
@@ -143,17 +143,7 @@ impl Drop for Daemon {
 }
 
 pub fn msg(platform_id: &str, text: &str, sent_at: i64) -> IncomingMessage {
-    IncomingMessage {
-        platform_id: platform_id.to_owned(),
-        sender: SenderInfo { id: "+15551234567".into(), display_name: Some("Ada".into()), is_self: false },
-        text: text.to_owned(),
-        sent_at,
-        reply_to_platform_id: None,
-        attachments: Vec::new(),
-        edited_at: None,
-        unsent: false,
-        reactions: Vec::new(),
-    }
+    amc_testkit::incoming(platform_id, text).at(sent_at).build()
 }
 
 pub fn attachment(path: &str, mime: &str) -> IncomingAttachment {

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use amc_core::model::{SenderInfo, Source};
+use amc_core::model::Source;
 use amc_core::time::now_ms;
 
 use super::harness::{Daemon, code, ids, msg};
@@ -48,9 +48,7 @@ async fn listening(d: &Daemon, before: usize) {
 
 /// A message written by the person, from one of their own devices.
 fn own(platform_id: &str, text: &str) -> amc_core::model::IncomingMessage {
-    let mut m = msg(platform_id, text, now_ms());
-    m.sender = SenderInfo { id: "me".into(), display_name: None, is_self: true };
-    m
+    amc_testkit::incoming(platform_id, text).own().build()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
