@@ -240,9 +240,10 @@ impl MessagesSender {
         // The copies Messages read are removed once the send is settled; an unknown one
         // stays, as Messages may still be reading it.
         if !matches!(outcome, Err(SendError::Unknown(_)))
-            && let Some(dir) = files.first().and_then(|f| f.parent())
+            && let Some(dir) = files.first().and_then(|f| f.parent()).map(std::path::Path::to_path_buf)
         {
-            let _ = std::fs::remove_dir_all(dir);
+            // A folder of copies, perhaps large: off the async threads.
+            let _ = tokio::task::spawn_blocking(move || std::fs::remove_dir_all(dir)).await;
         }
         outcome
     }
