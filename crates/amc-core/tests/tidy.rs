@@ -90,12 +90,18 @@ fn every_dependency_is_named_in_its_crates_code() {
                 continue;
             }
             let within = if d.kind == cargo_metadata::DependencyKind::Normal { &production } else { &text };
+            // Named as a path, a `use`, a rename or a macro; never as part of a longer name.
+            let ident = |c: char| c.is_alphanumeric() || c == '_';
             let named = [format!("{name}::"), format!("use {name}"), format!("{name} as "), format!("{name}!")]
                 .iter()
                 .any(|n| {
-                    within
-                        .match_indices(n.as_str())
-                        .any(|(at, _)| !within[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_'))
+                    within.match_indices(n.as_str()).any(|(at, _)| {
+                        // Not `std::time::` for the crate `time`, nor `use serde_json` for `serde`.
+                        let after = &within[at + n.len()..];
+                        let inside_a_path = within[..at].ends_with(|c| ident(c) || c == ':');
+                        let a_longer_name = n.starts_with("use ") && after.starts_with(ident);
+                        !(inside_a_path || a_longer_name)
+                    })
                 });
             let kept = UNNAMED_ON_PURPOSE.iter().any(|(c, dep, _)| *c == krate && *dep == d.name);
             if !named && !kept {
@@ -315,7 +321,15 @@ fn tests_never_sleep_a_fixed_time() {
     files(&workspace().join("src-tauri/src"), "rs", &mut all);
     for p in all {
         let text = std::fs::read_to_string(&p).expect("read");
-        if let Some(at) = text.find("#[cfg(test)]\nmod tests") {
+        // A whole file of tests (`#[cfg(test)] mod behaviour;` in its parent), or its unit tests.
+        let stem = p.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
+        let whole = ["lib.rs", "mod.rs", "main.rs"].iter().any(|parent| {
+            std::fs::read_to_string(p.with_file_name(parent))
+                .is_ok_and(|t| t.contains(&format!("#[cfg(test)]\nmod {stem};")))
+        });
+        if whole {
+            texts.push((rel(&p), text));
+        } else if let Some(at) = text.find("#[cfg(test)]\nmod tests") {
             texts.push((rel(&p), text[at..].to_owned()));
         }
     }

@@ -126,7 +126,9 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
     let listen = tcp.as_ref().and_then(|l| l.local_addr().ok());
-    Daemon::new(amc, listen)?.serve(socket, tcp, shutdown).await
+    // The admin token's file and the relay's migrations: off the async threads.
+    let daemon = tokio::task::spawn_blocking(move || Daemon::new(amc, listen)).await.map_err(io::Error::other)??;
+    daemon.serve(socket, tcp, shutdown).await
 }
 
 /// A daemon ready to serve: its listeners, and requests dispatched from inside the

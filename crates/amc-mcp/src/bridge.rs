@@ -35,6 +35,8 @@ pub struct Bridge {
     /// The push, started once the host is initialized (once per session), and waited for
     /// when the host goes away.
     push: tokio_util::task::TaskTracker,
+    /// Whether the push started: it starts once.
+    push_started: Arc<std::sync::atomic::AtomicBool>,
     /// This session's id at the daemon: its tool requests, and the answers to them.
     session: String,
     /// Whether the host works in this session, rather than checking that the server starts.
@@ -61,6 +63,7 @@ impl Bridge {
             toolset: Arc::new(Toolset::new(builtin)),
             host_gone: CancellationToken::new(),
             push: Default::default(),
+            push_started: Default::default(),
             session: uuid::Uuid::new_v4().simple().to_string(),
         }
     }
@@ -78,16 +81,24 @@ impl Bridge {
     {
         let (link, host_gone, push, session) =
             (self.link.clone(), self.host_gone.clone(), self.push.clone(), self.session.clone());
+        let push_started = self.push_started.clone();
         // From the start, so that a host started before AMC hears of its tools once AMC is up.
         let follow = tokio::spawn(crate::toolset::follow(link.clone(), self.toolset.clone(), host_gone.clone()));
-        let running = self.serve(crate::stdio::HostStdio::new(io.0, io.1)).await.map_err(std::io::Error::other)?;
+        let running = match self.serve(crate::stdio::HostStdio::new(io.0, io.1)).await {
+            Ok(running) => running,
+            Err(e) => {
+                // The session never began: nothing to push, and no watch on AMC to keep.
+                host_gone.cancel();
+                let _ = follow.await;
+                return Err(std::io::Error::other(e));
+            }
+        };
         let ended = running.waiting().await;
         // The push acknowledges what it wrote, if the session worked, before it ends.
         host_gone.cancel();
         let _ = follow.await;
-        // The push closed the tracker as it started: closing it here finds it closed.
-        let started = !push.close();
-        if started {
+        push.close();
+        if push_started.load(std::sync::atomic::Ordering::Acquire) {
             let _ = tokio::time::timeout(CONNECT_TIMEOUT, push.wait()).await;
             // Tool requests still waiting for the person leave the tray now.
             let _ =
@@ -150,8 +161,8 @@ impl ServerHandler for Bridge {
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         self.toolset.listen_on_session(context.peer.clone());
-        // The push starts once: the first to close the tracker starts it.
-        if self.pushes() && self.push.close() {
+        // The push starts once: whoever first sets the flag starts it.
+        if self.pushes() && !self.push_started.swap(true, std::sync::atomic::Ordering::AcqRel) {
             let run = crate::claude_channel::push::run(
                 self.cfg().clone(),
                 self.session.clone(),

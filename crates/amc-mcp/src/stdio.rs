@@ -12,15 +12,21 @@
 //!   neither), and before the session has begun they are let go: rmcp ends a session whose
 //!   first message is not a request, and a host may well say `notifications/initialized`
 //!   or cancel something first.
-//! - Everything written to the host goes out a whole line at a time, under one lock, so
-//!   answers and refusals never mix.
+//! - Everything written to the host goes out a whole line at a time, in the order it was
+//!   queued, by one writer task: answers and refusals never mix. rmcp races `receive`
+//!   against its other work and drops it when that wins, so `receive` never waits once it
+//!   has taken a line: a refusal is queued at once, and the line's answer is never lost.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use tokio::sync::{mpsc, oneshot};
+
 use futures_util::StreamExt;
 use rmcp::RoleServer;
-use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage, ServerJsonRpcMessage, ServerResult};
+use rmcp::model::{
+    ClientJsonRpcMessage, ClientRequest, GetMeta, JsonRpcMessage, ProtocolVersion, ServerJsonRpcMessage, ServerResult,
+};
 use rmcp::transport::Transport;
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
@@ -68,33 +74,66 @@ impl Decoder for HostLines {
 }
 
 /// The host's stdio as rmcp's transport.
-pub(crate) struct HostStdio<R, W> {
+pub(crate) struct HostStdio<R> {
     lines: FramedRead<R, HostLines>,
-    host: Arc<tokio::sync::Mutex<W>>,
-    /// Whether the session has begun (AMC answered its `initialize`, or a first request
-    /// in a lifecycle without one): until then notifications and responses are let go.
+    /// The writer task's queue: whole lines, each with where to say it was written.
+    out: mpsc::UnboundedSender<Out>,
+    /// Whether the session has begun (AMC was asked to `initialize`, or a first request
+    /// carried the metadata of a lifecycle without it, or AMC answered one): until then
+    /// notifications and responses are let go.
     begun: Arc<AtomicBool>,
 }
 
-impl<R, W> HostStdio<R, W>
-where
-    R: AsyncRead + Send + Unpin,
-    W: AsyncWrite + Send + Unpin + 'static,
-{
-    pub(crate) fn new(host_in: R, host_out: W) -> Self {
+/// What the writer task is given.
+enum Out {
+    /// A whole line, and whom to tell once it is written (refusals tell no one).
+    Line(Vec<u8>, Option<oneshot::Sender<std::io::Result<()>>>),
+    /// Flush, shut the host's stdout, and end.
+    Close(oneshot::Sender<std::io::Result<()>>),
+}
+
+impl<R: AsyncRead + Send + Unpin> HostStdio<R> {
+    /// The transport on `host_in` and `host_out`; the writer task starts on the runtime.
+    pub(crate) fn new<W: AsyncWrite + Send + Unpin + 'static>(host_in: R, host_out: W) -> Self {
+        let (out, queued) = mpsc::unbounded_channel();
+        tokio::spawn(write_lines(host_out, queued));
         Self {
             lines: FramedRead::new(host_in, HostLines(LinesCodec::new_with_max_length(MAX_LINE))),
-            host: Arc::new(tokio::sync::Mutex::new(host_out)),
+            out,
             begun: Arc::default(),
         }
     }
+
+    /// Queues `line` for the host, without waiting.
+    fn queue(&self, line: Vec<u8>) -> bool {
+        self.out.send(Out::Line(line, None)).is_ok()
+    }
 }
 
-/// Writes one whole line to the host.
-async fn write_line<W: AsyncWrite + Unpin>(host: &tokio::sync::Mutex<W>, line: &[u8]) -> std::io::Result<()> {
-    let mut host = host.lock().await;
-    host.write_all(line).await?;
-    host.flush().await
+/// Writes each queued line whole, in order, until told to close or the queue ends. After a
+/// failed write nothing more is written, and each line says so.
+async fn write_lines<W: AsyncWrite + Unpin>(mut host: W, mut queued: mpsc::UnboundedReceiver<Out>) {
+    let mut broken = false;
+    while let Some(out) = queued.recv().await {
+        match out {
+            Out::Line(line, done) => {
+                let written = if broken {
+                    Err(std::io::Error::new(std::io::ErrorKind::BrokenPipe, "the host's stdout is closed"))
+                } else {
+                    async { host.write_all(&line).await.and(host.flush().await) }.await
+                };
+                broken |= written.is_err();
+                if let Some(done) = done {
+                    let _ = done.send(written);
+                }
+            }
+            Out::Close(done) => {
+                let _ = done.send(host.shutdown().await);
+                return;
+            }
+        }
+    }
+    let _ = host.shutdown().await;
 }
 
 fn line_of(v: &impl serde::Serialize) -> std::io::Result<Vec<u8>> {
@@ -103,10 +142,23 @@ fn line_of(v: &impl serde::Serialize) -> std::io::Result<Vec<u8>> {
     Ok(out)
 }
 
-impl<R, W> Transport<RoleServer> for HostStdio<R, W>
+/// Whether handing `request` to rmcp begins the session: an `initialize` (answered, or the
+/// session ends), or a request with the metadata of the lifecycle without one (rmcp then
+/// serves it in a session). A ping or a discovery begins nothing.
+fn begins_the_session(request: &ClientRequest) -> bool {
+    match request {
+        ClientRequest::InitializeRequest(_) => true,
+        ClientRequest::PingRequest(_) | ClientRequest::DiscoverRequest(_) => false,
+        other => {
+            let meta = other.get_meta();
+            meta.protocol_version().is_some() && meta.missing_required_keys(&ProtocolVersion::V_2026_07_28).is_empty()
+        }
+    }
+}
+
+impl<R> Transport<RoleServer> for HostStdio<R>
 where
     R: AsyncRead + Send + Unpin,
-    W: AsyncWrite + Send + Unpin + 'static,
 {
     type Error = std::io::Error;
 
@@ -117,10 +169,17 @@ where
         {
             self.begun.store(true, Ordering::Release);
         }
-        let host = self.host.clone();
-        async move { write_line(&host, &line_of(&item)?).await }
+        let (done, written) = oneshot::channel();
+        let queued = line_of(&item).map(|line| self.out.send(Out::Line(line, Some(done))).is_ok());
+        async move {
+            match queued? {
+                true => written.await.unwrap_or_else(|_| Err(std::io::ErrorKind::BrokenPipe.into())),
+                false => Err(std::io::ErrorKind::BrokenPipe.into()),
+            }
+        }
     }
 
+    /// Cancel-safe: between taking a line and handling it nothing waits.
     async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
         loop {
             let verdict = match self.lines.next().await?.ok()? {
@@ -134,18 +193,19 @@ where
             };
             match verdict {
                 Verdict::Take(message) => {
-                    let before_a_request = !matches!(*message, JsonRpcMessage::Request(_));
-                    if before_a_request && !self.begun.load(Ordering::Acquire) {
-                        continue;
+                    match &*message {
+                        JsonRpcMessage::Request(r) if begins_the_session(&r.request) => {
+                            self.begun.store(true, Ordering::Release);
+                        }
+                        JsonRpcMessage::Request(_) => {}
+                        _ if !self.begun.load(Ordering::Acquire) => continue,
+                        _ => {}
                     }
                     return Some(*message);
                 }
                 Verdict::Refuse(refusal) => {
-                    let written = match line_of(&refusal) {
-                        Ok(line) => write_line(&self.host, &line).await,
-                        Err(e) => Err(e),
-                    };
-                    if written.is_err() {
+                    let queued = line_of(&refusal).is_ok_and(|line| self.queue(line));
+                    if !queued {
                         return None;
                     }
                 }
@@ -154,9 +214,13 @@ where
         }
     }
 
-    /// Flushes and shuts the host's stdout: what is sent after fails.
+    /// Writes what is queued, then shuts the host's stdout: what is sent after fails.
     async fn close(&mut self) -> Result<(), Self::Error> {
-        self.host.lock().await.shutdown().await
+        let (done, closed) = oneshot::channel();
+        if self.out.send(Out::Close(done)).is_err() {
+            return Ok(());
+        }
+        closed.await.unwrap_or(Ok(()))
     }
 }
 
@@ -403,5 +467,38 @@ mod tests {
         assert_eq!((written[0]["id"].is_null(), written[0]["error"]["code"].as_i64()), (true, Some(PARSE_ERROR)));
         let (_, handed) = run(input, true).await;
         assert_eq!(handed.len(), 4, "once begun, each goes to rmcp");
+    }
+
+    /// rmcp drops `receive` whenever its other work wins a race: so `receive` never waits
+    /// on the host's stdout. With nobody reading the host's side, refusals queue while the
+    /// next request still reaches rmcp, and once the host reads, every refusal is there,
+    /// whole and in order.
+    #[tokio::test]
+    async fn receiving_never_waits_on_the_hosts_stdout() {
+        let bad: String = (0..10).map(|i| format!("{{\"jsonrpc\":\"2.0\",\"id\":{i},\"method\":{i}}}\n")).collect();
+        let input = format!("{bad}{{\"jsonrpc\":\"2.0\",\"id\":99,\"method\":\"ping\"}}\n");
+        let (out, mut host_reads) = tokio::io::duplex(64);
+        let mut t = HostStdio::new(input.as_bytes(), out);
+        let handed = tokio::time::timeout(std::time::Duration::from_secs(30), t.receive())
+            .await
+            .expect("receive never waits on the host's stdout");
+        assert!(matches!(handed, Some(JsonRpcMessage::Request(_))), "{handed:?}");
+        let (reading, closing) = tokio::join!(
+            async {
+                let mut written = String::new();
+                tokio::io::AsyncReadExt::read_to_string(&mut host_reads, &mut written).await.expect("read");
+                written
+            },
+            async {
+                assert!(t.receive().await.is_none(), "the input ended");
+                t.close().await
+            }
+        );
+        closing.expect("closed");
+        let ids: Vec<i64> = reading
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).expect("a whole JSON line")["id"].as_i64().expect("an id"))
+            .collect();
+        assert_eq!(ids, (0..10).collect::<Vec<_>>());
     }
 }

@@ -348,6 +348,7 @@ impl Database {
     /// fill the readers' caches, and a write transaction's lookups the writer's map, even
     /// when it changes nothing).
     pub fn release_memory(&self) -> Result<bool> {
+        off_the_async_threads();
         let uses = self.inner.uses.load(Ordering::Acquire);
         {
             let mut released = self.inner.released_at.lock().unwrap_or_else(|p| p.into_inner());
@@ -444,6 +445,7 @@ impl Database {
     /// Applies the migrations of `part` (the relay, …) that it has not applied yet, each
     /// in its own transaction, and returns the part's schema version.
     pub fn migrate_part(&self, part: &str, migrations: &[Migration]) -> Result<usize> {
+        off_the_async_threads();
         let mut conn = self.inner.writer.lock().unwrap_or_else(|p| p.into_inner());
         conn.execute_batch(
             "CREATE TABLE IF NOT EXISTS schema_parts (part TEXT PRIMARY KEY, version INTEGER NOT NULL) WITHOUT ROWID",

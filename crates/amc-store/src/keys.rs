@@ -23,6 +23,9 @@ impl Store {
             if let Some(key) = kept.as_deref().and_then(decode_key) {
                 return Ok(key);
             }
+            if kept.is_some() {
+                tracing::warn!("the stored root key is not 32 bytes of hex; a new one retires every cursor and ack");
+            }
             tx.prepare_cached(
                 "INSERT INTO settings (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
             )?
@@ -35,7 +38,7 @@ impl Store {
 /// 32 bytes from 64 hex digits.
 fn decode_key(hex: &str) -> Option<[u8; 32]> {
     let bytes = hex.as_bytes();
-    if bytes.len() != 64 {
+    if bytes.len() != 64 || !bytes.iter().all(u8::is_ascii_hexdigit) {
         return None;
     }
     let mut key = [0u8; 32];
@@ -43,4 +46,24 @@ fn decode_key(hex: &str) -> Option<[u8; 32]> {
         key[i] = u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok()?;
     }
     Some(key)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::Store;
+
+    #[test]
+    fn the_root_key_is_made_once_and_kept_and_an_unreadable_one_is_replaced() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(&dir.path().join("amc.db")).expect("open");
+        assert_eq!(store.root_key(&[1; 32]).expect("made"), [1; 32]);
+        assert_eq!(store.root_key(&[2; 32]).expect("kept"), [1; 32], "the first key stays");
+        drop(store);
+        let store = Store::open(&dir.path().join("amc.db")).expect("open again");
+        assert_eq!(store.root_key(&[3; 32]).expect("kept"), [1; 32], "across a restart");
+        for unreadable in ["+f".repeat(32), "zz".repeat(32), "01".repeat(31)] {
+            store.set_setting("root_key", &unreadable).expect("set");
+            assert_eq!(store.root_key(&[4; 32]).expect("replaced"), [4; 32], "{unreadable}");
+        }
+    }
 }
