@@ -8,7 +8,8 @@
 //! kernel's sockets set for such a fan-out.
 //! `cargo bench -p amc-cli --bench relay_socket`; `AMC_BENCH_WAITERS` sets the clients,
 //! `AMC_BENCH_ROUNDS` the posts, `AMC_BENCH_SETTLE_MS` a pause before each post,
-//! `AMC_BENCH_PYTHON` the peer's Python (`python3`).
+//! `AMC_BENCH_PYTHON` the peer's Python (`python3`). An agent holds at most
+//! `MAX_WAITS_PER_AGENT` waits, so the clients are spread over as many agents as that takes.
 #![allow(clippy::print_stdout)] // a bench binary reports on stdout
 
 use std::time::{Duration, Instant};
@@ -39,7 +40,7 @@ async fn call(c: &mut Connection, name: &str, arguments: Value) -> Result<Value,
 /// the next client's reading of its own.
 async fn raw_call(
     c: &mut tokio::net::UnixStream,
-    authorization: &str,
+    who: &Who,
     name: &str,
     arguments: &Value,
 ) -> Result<(Instant, Vec<u8>), Box<dyn std::error::Error + Send + Sync>> {
@@ -48,9 +49,11 @@ async fn raw_call(
                        "params": { "name": name, "arguments": arguments } })
     .to_string();
     let head = format!(
-        "POST /mcp/relay HTTP/1.1\r\nhost: localhost\r\nauthorization: {authorization}\r\nx-agent-id: bench\r\n\
+        "POST /mcp/relay HTTP/1.1\r\nhost: localhost\r\nauthorization: Bearer {}\r\nx-agent-id: {}\r\n\
          accept: application/json, text/event-stream\r\nmcp-protocol-version: 2025-11-25\r\n\
          content-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        who.token,
+        who.agent,
         body.len()
     );
     c.write_all(head.as_bytes()).await?;
@@ -197,6 +200,13 @@ struct Fanout {
     peak: (u64, f64),
 }
 
+/// An agent a client calls as.
+#[derive(Debug, Clone)]
+struct Who {
+    agent: String,
+    token: String,
+}
+
 /// `rounds` fan-outs: each client calls `wait_for_messages`, and as soon as the target
 /// counts them all waiting (some may still be starting) the post lands.
 async fn fan_out<T: Target>(
@@ -204,20 +214,27 @@ async fn fan_out<T: Target>(
     clients: &mut Vec<tokio::net::UnixStream>,
     rounds: usize,
     settle: u64,
-    authorization: &'static str,
+    callers: &[Who],
 ) -> Result<Fanout, BoxError> {
     let waiters = clients.len();
     let mut out = Fanout { samples: Vec::with_capacity(waiters * rounds), cpu: Duration::ZERO, peak: (0, 0.0) };
     for round in 0..rounds {
         let mut tasks = Vec::with_capacity(waiters);
-        for mut c in clients.drain(..) {
+        for (i, mut c) in clients.drain(..).enumerate() {
             let args = target.args();
+            let who = callers[i % callers.len()].clone();
             tasks.push(tokio::spawn(async move {
-                let answer = raw_call(&mut c, authorization, "wait_for_messages", &args).await;
+                let answer = raw_call(&mut c, &who, "wait_for_messages", &args).await;
                 (answer.map_err(|e| e.to_string()), c)
             }));
         }
         while target.waiting().await? < waiters as u64 {
+            // A call answered before the post was refused: say so rather than wait for ever.
+            if let Some(t) = tasks.iter().position(tokio::task::JoinHandle::is_finished) {
+                let (answer, _) = tasks.swap_remove(t).await?;
+                let body = answer.map(|(_, body)| String::from_utf8_lossy(&body).into_owned());
+                return Err(format!("a wait ended before the post: {body:?}").into());
+            }
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
         if settle > 0 {
@@ -283,7 +300,7 @@ async fn peer_fan_out(
     for _ in 0..waiters {
         clients.push(tokio::net::UnixStream::connect(&socket).await?);
     }
-    fan_out(&mut peer, &mut clients, rounds, settle, "Bearer peer").await
+    fan_out(&mut peer, &mut clients, rounds, settle, &[Who { agent: "peer".into(), token: "peer".into() }]).await
 }
 
 fn main() -> Result<(), BoxError> {
@@ -297,26 +314,30 @@ fn main() -> Result<(), BoxError> {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     rt.block_on(async {
         let mut admin = Connection::connect(&serve.socket).await?.with_bearer(&serve.admin_token);
-        let agent = admin.post("/admin/agents", &json!({ "id": "bench" })).await?.json();
-        let token = agent["token"].as_str().ok_or("no agent token")?.to_owned();
         let thread = admin.post("/admin/relay/threads", &json!({ "title": "wake", "idempotency_key": "wake" })).await?;
         let thread = thread.json()["thread_id"].as_str().ok_or("no thread")?.to_owned();
         let invite = admin.post(&format!("/admin/relay/threads/{thread}/invites"), &json!({ "kind": "read" })).await?;
         let access = invite.json()["access_token"].as_str().ok_or("no invite")?.to_owned();
         let (rest_threads, rest_rss) = common::threads_and_rss(pid);
-        let mut agent =
-            Connection::connect(&serve.socket).await?.with_bearer(&token).with_header("x-agent-id", "bench");
-        call(&mut agent, "join_thread", json!({ "thread_id": thread, "access_token": access })).await?;
+        // As many agents as the waits take, each joined to the thread.
+        let mut callers = Vec::new();
+        for a in 0..waiters.div_ceil(amc_core::service::MAX_WAITS_PER_AGENT) {
+            let agent = format!("bench-{a}");
+            let added = admin.post("/admin/agents", &json!({ "id": agent })).await?.json();
+            let token = added["token"].as_str().ok_or("no agent token")?.to_owned();
+            let mut c = Connection::connect(&serve.socket).await?.with_bearer(&token).with_header("x-agent-id", &agent);
+            call(&mut c, "join_thread", json!({ "thread_id": thread, "access_token": access })).await?;
+            callers.push(Who { agent, token });
+        }
         // The waiting clients speak HTTP/1.1 by hand and note the time when their answer's
         // first bytes arrive: the client's own parsing is no part of the figure.
-        let token_header: &'static str = Box::leak(format!("Bearer {token}").into_boxed_str());
         let mut clients = Vec::with_capacity(waiters);
         for _ in 0..waiters {
             clients.push(tokio::net::UnixStream::connect(&serve.socket).await?);
         }
         let (connected_threads, connected_rss) = common::threads_and_rss(pid);
         let mut amc = Amc { pid, admin, thread, cursor: String::new(), first_answer: None };
-        let got = fan_out(&mut amc, &mut clients, rounds, settle, token_header).await?;
+        let got = fan_out(&mut amc, &mut clients, rounds, settle, &callers).await?;
         let amc_p = amc_testkit::Latencies::of(got.samples);
         println!(
             "{}",
