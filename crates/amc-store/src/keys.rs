@@ -10,11 +10,11 @@ use crate::error::Result;
 const ROOT_KEY_SETTING: &str = "root_key";
 
 impl Store {
-    /// The root secret, `fresh` the first time it is asked (in hex in `settings`, so what
-    /// was handed out before a restart still holds after). A value that is not 32 bytes of
-    /// hex is replaced by `fresh`: everything signed with it is then refused, as it must be.
-    pub fn root_key(&self, fresh: &[u8; 32]) -> Result<[u8; 32]> {
-        let fresh_hex: String = fresh.iter().map(|b| format!("{b:02x}")).collect();
+    /// The root secret, made by `fresh` the first time it is asked (in hex in `settings`, so
+    /// what was handed out before a restart still holds after). A value that is not 32 bytes
+    /// of hex is replaced by a fresh one: everything signed with it is then refused, as it
+    /// must be.
+    pub fn root_key(&self, fresh: impl FnOnce() -> Result<[u8; 32]>) -> Result<[u8; 32]> {
         self.db.write(|tx| {
             let kept: Option<String> = tx
                 .prepare_cached("SELECT value FROM settings WHERE key = ?1")?
@@ -26,11 +26,13 @@ impl Store {
             if kept.is_some() {
                 tracing::warn!("the stored root key is not 32 bytes of hex; a new one retires every cursor and ack");
             }
+            let fresh = fresh()?;
+            let fresh_hex: String = fresh.iter().map(|b| format!("{b:02x}")).collect();
             tx.prepare_cached(
                 "INSERT INTO settings (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
             )?
             .execute(params![ROOT_KEY_SETTING, fresh_hex])?;
-            Ok(*fresh)
+            Ok(fresh)
         })
     }
 }
@@ -56,14 +58,14 @@ mod tests {
     fn the_root_key_is_made_once_and_kept_and_an_unreadable_one_is_replaced() {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = Store::open(&dir.path().join("amc.db")).expect("open");
-        assert_eq!(store.root_key(&[1; 32]).expect("made"), [1; 32]);
-        assert_eq!(store.root_key(&[2; 32]).expect("kept"), [1; 32], "the first key stays");
+        assert_eq!(store.root_key(|| Ok([1; 32])).expect("made"), [1; 32]);
+        assert_eq!(store.root_key(|| Ok([2; 32])).expect("kept"), [1; 32], "the first key stays");
         drop(store);
         let store = Store::open(&dir.path().join("amc.db")).expect("open again");
-        assert_eq!(store.root_key(&[3; 32]).expect("kept"), [1; 32], "across a restart");
+        assert_eq!(store.root_key(|| Ok([3; 32])).expect("kept"), [1; 32], "across a restart");
         for unreadable in ["+f".repeat(32), "zz".repeat(32), "01".repeat(31)] {
             store.set_setting("root_key", &unreadable).expect("set");
-            assert_eq!(store.root_key(&[4; 32]).expect("replaced"), [4; 32], "{unreadable}");
+            assert_eq!(store.root_key(|| Ok([4; 32])).expect("replaced"), [4; 32], "{unreadable}");
         }
     }
 }

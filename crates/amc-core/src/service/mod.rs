@@ -137,7 +137,7 @@ impl Amc {
         }
         let attachments = AttachmentPolicy::new(&config.attachment_dirs, &config.staging_dir(), &config.data_dir)?;
         let paused = store.setting(PAUSED_SETTING)?.as_deref() == Some("true");
-        let keys = crate::crypto::Keys::derive(&store.root_key(&crate::crypto::new_root_key()?)?);
+        let keys = crate::crypto::Keys::derive(&store.root_key(|| Ok(crate::crypto::new_root_key()?))?);
         Ok(Self {
             inner: Arc::new(Inner {
                 limiter: RateLimiter::new(config.rate_limit),
