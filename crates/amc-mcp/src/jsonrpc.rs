@@ -22,10 +22,11 @@ pub fn error(id: Value, rpc_code: i64, e: &amc_core::Error) -> Value {
     })
 }
 
-/// A JSON-RPC 2.0 message AMC takes: a request or notification (a string `method`), or,
-/// where AMC sends requests (`responses`: the bridge, to its host), a response. Over HTTP
-/// a response answers nothing: AMC's MCP endpoints are stateless and send no requests.
-pub fn check_message(v: &Value, responses: bool) -> Result<(), &'static str> {
+/// A JSON-RPC 2.0 request or notification AMC takes: an object with `"jsonrpc": "2.0"`, an
+/// id (if any) that is a string or an integer, and a string `method`. (A response is never
+/// checked: over HTTP AMC sends no requests, so it takes none, and `amc mcp` answers no
+/// response, however wrong.)
+pub fn check_message(v: &Value) -> Result<(), &'static str> {
     let Some(obj) = v.as_object() else { return Err("a JSON-RPC message must be an object (batches are not taken)") };
     if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
         return Err("\"jsonrpc\" must be \"2.0\"");
@@ -37,9 +38,6 @@ pub fn check_message(v: &Value, responses: bool) -> Result<(), &'static str> {
     match obj.get("method") {
         Some(m) if m.is_string() => Ok(()),
         Some(_) => Err("\"method\" must be a string"),
-        None if responses && obj.contains_key("id") && (obj.contains_key("result") || obj.contains_key("error")) => {
-            Ok(())
-        }
         None if obj.contains_key("result") || obj.contains_key("error") => {
             Err("AMC sends no requests, so it takes no responses: a JSON-RPC request needs a \"method\"")
         }

@@ -17,9 +17,6 @@
 //!   against its other work and drops it when that wins, so `receive` never waits once it
 //!   has taken a line: a refusal is queued at once, and the line's answer is never lost.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-
 use tokio::sync::{mpsc, oneshot};
 
 use futures_util::StreamExt;
@@ -36,7 +33,7 @@ use tokio_util::codec::{Decoder, FramedRead, LinesCodec, LinesCodecError};
 use amc_core::{Error, ErrorCode};
 
 use crate::MAX_MCP_REQUEST_BYTES;
-use crate::jsonrpc::{INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, error};
+use crate::jsonrpc::{INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, check_message, check_params, error};
 
 /// The longest line read whole, to answer it with its id; a longer one is skipped to its
 /// end and answered with a null id. rmcp's own limit.
@@ -81,7 +78,7 @@ pub(crate) struct HostStdio<R> {
     /// Whether the session has begun (AMC was asked to `initialize`, or a first request
     /// carried the metadata of a lifecycle without it, or AMC answered one): until then
     /// notifications and responses are let go.
-    begun: Arc<AtomicBool>,
+    begun: bool,
 }
 
 /// What the writer task is given.
@@ -100,7 +97,7 @@ impl<R: AsyncRead + Send + Unpin> HostStdio<R> {
         Self {
             lines: FramedRead::new(host_in, HostLines(LinesCodec::new_with_max_length(MAX_LINE))),
             out,
-            begun: Arc::default(),
+            begun: false,
         }
     }
 
@@ -167,7 +164,7 @@ where
         if let JsonRpcMessage::Response(r) = &item
             && !matches!(r.result, ServerResult::EmptyResult(_) | ServerResult::DiscoverResult(_))
         {
-            self.begun.store(true, Ordering::Release);
+            self.begun = true;
         }
         let (done, written) = oneshot::channel();
         let queued = line_of(&item).map(|line| self.out.send(Out::Line(line, Some(done))).is_ok());
@@ -194,11 +191,9 @@ where
             match verdict {
                 Verdict::Take(message) => {
                     match &*message {
-                        JsonRpcMessage::Request(r) if begins_the_session(&r.request) => {
-                            self.begun.store(true, Ordering::Release);
-                        }
+                        JsonRpcMessage::Request(r) if begins_the_session(&r.request) => self.begun = true,
                         JsonRpcMessage::Request(_) => {}
-                        _ if !self.begun.load(Ordering::Acquire) => continue,
+                        _ if !self.begun => continue,
                         _ => {}
                     }
                     return Some(*message);
@@ -260,16 +255,16 @@ fn judge_message(message: ClientJsonRpcMessage, len: usize) -> Verdict {
         return Verdict::Refuse(too_large(id));
     }
     if let ClientRequest::CustomRequest(custom) = &request.request {
-        // The two requests whose params rmcp reads itself, with params it could not read
-        // (it then takes them as custom ones, and would answer that no such method exists).
-        let why = match custom.method.as_str() {
-            "tools/call" => Some("tools/call needs params.name, the tool's name as a string, and object arguments"),
-            "initialize" => {
-                Some("initialize needs params.protocolVersion, capabilities and clientInfo {name, version}")
+        // rmcp takes as custom both a method it does not know and one whose params it reads
+        // itself but could not (and would answer that no such method exists): the params
+        // are checked as the HTTP endpoint checks them.
+        let shape = serde_json::json!({ "method": custom.method, "params": custom.params });
+        let why = match check_params(&shape) {
+            Err(why) => Some(why),
+            Ok(()) if matches!(custom.method.as_str(), "tools/call" | "initialize") => {
+                Some("params that are not the method's")
             }
-            // MCP names every param: positional ones are no MCP request.
-            _ if !custom.params.as_ref().is_none_or(Value::is_object) => Some("params must be an object"),
-            _ => None,
+            Ok(()) => None,
         };
         if let Some(why) = why {
             return Verdict::Refuse(error(id, INVALID_PARAMS, &Error::validation(why)));
@@ -297,20 +292,18 @@ fn judge_unreadable(text: &str, rmcp_said: &serde_json::Error) -> Verdict {
     {
         return Verdict::Skip;
     }
-    // The request's id, when it is one JSON-RPC and rmcp allow; otherwise null.
+    // The request's id, when it is one JSON-RPC and rmcp allow; otherwise null. Then the
+    // checks the HTTP endpoint makes, and what rmcp said when they all pass (a key twice).
     let id = obj.get("id").filter(|id| id.is_string() || id.is_i64()).cloned().unwrap_or(Value::Null);
-    let why = if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-        "\"jsonrpc\" must be \"2.0\"".to_owned()
+    let (code, why) = if let Err(why) = check_message(&message) {
+        (INVALID_REQUEST, why.to_owned())
     } else if id.is_null() {
-        "\"id\" must be a string or an integer below 2^63".to_owned()
-    } else if !obj.get("method").is_some_and(Value::is_string) {
-        "\"method\" must be a string".to_owned()
-    } else if !obj.get("params").is_none_or(Value::is_object) {
-        "params must be an object".to_owned()
+        (INVALID_REQUEST, "\"id\" must be a string or an integer below 2^63".to_owned())
+    } else if let Err(why) = check_params(&message) {
+        (INVALID_PARAMS, why.to_owned())
     } else {
-        format!("not a message AMC can read: {rmcp_said}")
+        (INVALID_PARAMS, format!("not a message AMC can read: {rmcp_said}"))
     };
-    let code = if id.is_null() || why.starts_with('"') { INVALID_REQUEST } else { INVALID_PARAMS };
     Verdict::Refuse(error(id, code, &Error::validation(why)))
 }
 
@@ -424,7 +417,7 @@ mod tests {
     async fn run(input: Vec<u8>, begun: bool) -> (Vec<Value>, Vec<ClientJsonRpcMessage>) {
         let (out, mut host_reads) = tokio::io::duplex(1 << 16);
         let mut t = HostStdio::new(input.as_slice(), out);
-        t.begun.store(begun, Ordering::Release);
+        t.begun = begun;
         let mut handed = Vec::new();
         while let Some(m) = t.receive().await {
             handed.push(m);

@@ -189,7 +189,7 @@ async fn json_rpc_only(st: &AppState, req: Request, next: Next) -> Response {
             Ok(v) => v,
             Err(why) => return json_rpc_error(Value::Null, PARSE_ERROR, &Error::validation(why)),
         };
-        if let Err(why) = check_message(&message, false) {
+        if let Err(why) = check_message(&message) {
             return json_rpc_error(Value::Null, INVALID_REQUEST, &Error::validation(why));
         }
         id = message.get("id").cloned().unwrap_or(Value::Null);
