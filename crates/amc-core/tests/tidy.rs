@@ -26,14 +26,19 @@ fn rel(p: &Path) -> String {
     p.strip_prefix(workspace()).unwrap_or(p).display().to_string()
 }
 
-/// Each member crate (its folder, from the workspace's root) and its normal dependencies (not
-/// dev or build; for every target), by package name, as cargo reads the manifests.
-fn crates() -> Vec<(String, Vec<String>)> {
-    let metadata = cargo_metadata::MetadataCommand::new()
+/// The workspace as cargo reads its manifests (its members only).
+fn metadata() -> cargo_metadata::Metadata {
+    cargo_metadata::MetadataCommand::new()
         .manifest_path(workspace().join("Cargo.toml"))
         .no_deps()
         .exec()
-        .expect("cargo metadata");
+        .expect("cargo metadata")
+}
+
+/// Each member crate (its folder, from the workspace's root) and its normal dependencies (not
+/// dev or build; for every target), by package name, as cargo reads the manifests.
+fn crates() -> Vec<(String, Vec<String>)> {
+    let metadata = metadata();
     let mut out: Vec<(String, Vec<String>)> = metadata
         .workspace_packages()
         .into_iter()
@@ -64,11 +69,7 @@ const UNNAMED_ON_PURPOSE: &[(&str, &str, &str)] = &[];
 /// cargo's own reading of the manifests.)
 #[test]
 fn every_dependency_is_named_in_its_crates_code() {
-    let metadata = cargo_metadata::MetadataCommand::new()
-        .manifest_path(workspace().join("Cargo.toml"))
-        .no_deps()
-        .exec()
-        .expect("cargo metadata");
+    let metadata = metadata();
     let mut unused = Vec::new();
     for p in metadata.workspace_packages() {
         let dir = p.manifest_path.parent().expect("a folder").as_std_path().to_owned();
@@ -110,11 +111,6 @@ fn every_dependency_is_named_in_its_crates_code() {
         }
     }
     assert!(unused.is_empty(), "dependencies no code of their crate names: {unused:#?}");
-}
-
-/// The normal dependencies of the crate in `dir`.
-fn dependencies(dir: &str) -> Vec<String> {
-    crates().into_iter().find(|(d, _)| d == dir).unwrap_or_else(|| panic!("no member at {dir}")).1
 }
 
 /// Each framework has one owner: the crate that wraps it for the rest.
@@ -373,7 +369,11 @@ fn tests_never_sleep_a_fixed_time() {
 /// two (the relay depends on the core, never the other way round).
 #[test]
 fn the_store_and_the_core_are_the_bottom_layers() {
-    let amc = |dir: &str| -> Vec<String> { dependencies(dir).into_iter().filter(|d| d.starts_with("amc-")).collect() };
+    let crates = crates();
+    let amc = |dir: &str| -> Vec<String> {
+        let deps = &crates.iter().find(|(d, _)| d == dir).unwrap_or_else(|| panic!("no member at {dir}")).1;
+        deps.iter().filter(|d| d.starts_with("amc-")).cloned().collect()
+    };
     assert!(amc("crates/amc-types").is_empty(), "the vocabulary is the bottom");
     assert_eq!(amc("crates/amc-store"), ["amc-types"]);
     assert_eq!(amc("crates/amc-attach"), ["amc-store", "amc-types"]);
