@@ -149,7 +149,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let watch = WatchConfig {
             chat_db: small.clone(),
             poll: Duration::from_secs(3600),
-            sweep_every: amc_imessage::watch::SWEEP_EVERY,
+            sweeps: amc_imessage::watch::SweepPeriods::default(),
             contacts: Vec::new(),
             late_horizon: Some(amc_imessage::settings::LATE_HORIZON),
             dir_events: amc_imessage::watch::DirEvents::Namespace,
@@ -326,7 +326,7 @@ async fn sweeps(
     let watch = WatchConfig {
         chat_db: chat_db.to_owned(),
         poll: Duration::from_secs(3600),
-        sweep_every: Duration::ZERO,
+        sweeps: amc_imessage::watch::SweepPeriods::all(Duration::ZERO),
         contacts: Vec::new(),
         late_horizon: Some(amc_imessage::settings::LATE_HORIZON),
         dir_events: amc_imessage::watch::DirEvents::Namespace,

@@ -75,11 +75,19 @@ pub struct RowState {
     pub date_edited: i64,
     /// `message.date_retracted` (Apple nanoseconds; 0 when never unsent or not recorded).
     pub date_retracted: i64,
-    /// Whether the row is in a chat (`chat_message_join`).
+    /// Whether the row is in a chat that chat.db holds: joined (`chat_message_join`) to a
+    /// `chat` row that exists. Messages may write the join, or the chat, after the row.
     pub joined: bool,
     /// Whether the row can be a message: a plain item (`item_type` 0), not a tapback, with
     /// text, an attributed body or files, or unsent.
     pub may_be_message: bool,
+    /// Whether the row is a tapback (added or taken back).
+    pub tapback: bool,
+    /// A digest of everything AMC's copy of the row follows from: its guid, text, body,
+    /// edit history, edit and unsend times, sender, chat, files, the message it replies
+    /// to or reacts to. Any change Messages makes to the row changes it (SipHash-1-3 with
+    /// fixed keys: the same on every run, so it can be kept).
+    pub content: u64,
 }
 
 /// How Messages left a row it sent, looked at again later.
@@ -105,6 +113,11 @@ pub struct ChatDb {
     late_horizon: Option<Duration>,
 }
 
+/// The parts of a message (its text and each file) whose tapbacks [`ChatDb::tapbacks_on`]
+/// finds. A tapback on a later part of a larger bubble is applied as it is read, but a
+/// repair does not find it.
+pub const TAPBACK_PARTS: usize = 32;
+
 /// How long the newest rows may wait for their chat before they are read as they are.
 const JOIN_GRACE: Duration = Duration::from_secs(60);
 
@@ -126,9 +139,9 @@ fn message_query(caps: &Capabilities) -> String {
             _ => format!("m.{column}"),
         })
         .collect();
-    // One row per message, even for a message joined to several chats.
-    projection
-        .push("(SELECT min(c.chat_id) FROM chat_message_join c WHERE c.message_id = m.ROWID) as chat_id".to_owned());
+    // One row per message, even for a message joined to several chats; only a chat that
+    // is there counts (Messages may write the chat's row after the join).
+    projection.push(format!("{CHAT_OF_ROW} as chat_id"));
     projection.push(
         "(SELECT COUNT(*) FROM message_attachment_join a WHERE m.ROWID = a.message_id) as num_attachments".to_owned(),
     );
@@ -139,28 +152,80 @@ fn message_query(caps: &Capabilities) -> String {
     format!("SELECT {} FROM message as m", projection.join(", "))
 }
 
-/// The query of [`RowState`]s after a ROWID, from the columns this chat.db has (macOS
-/// before 13 records no edit or unsend time: 0).
+/// The chat a row of `message` (`m`) is in: the lowest of the chats it is joined to that
+/// chat.db holds, or NULL.
+const CHAT_OF_ROW: &str = "(SELECT min(c.chat_id) FROM chat_message_join c JOIN chat ch ON ch.ROWID = c.chat_id \
+                           WHERE c.message_id = m.ROWID)";
+
+/// The columns of [`RowState::content`] after the first [`STATE_COLUMNS`].
+const STATE_COLUMNS: usize = 6;
+
+/// The query of [`RowState`]s in a range of ROWIDs, from the columns this chat.db has
+/// (macOS before 13 records no edit or unsend time: 0).
 fn states_query(columns: &[String]) -> String {
+    let has = |c: &str| columns.iter().any(|have| have.eq_ignore_ascii_case(c));
     let time = |c: &str| {
-        if columns.iter().any(|have| have.eq_ignore_ascii_case(c)) {
-            format!("CASE typeof(m.{c}) WHEN 'integer' THEN m.{c} ELSE 0 END")
-        } else {
-            "0".to_owned()
-        }
+        if has(c) { format!("CASE typeof(m.{c}) WHEN 'integer' THEN m.{c} ELSE 0 END") } else { "0".to_owned() }
     };
+    let column = |c: &str| if has(c) { format!("m.{c}") } else { "NULL".to_owned() };
     let (edited, retracted) = (time("date_edited"), time("date_retracted"));
-    let tapback = "coalesce(m.associated_message_type, 0) BETWEEN 2000 AND 2007 \
-                   OR coalesce(m.associated_message_type, 0) BETWEEN 3000 AND 3007";
+    let tapback = "(coalesce(m.associated_message_type, 0) BETWEEN 2000 AND 2007 \
+                   OR coalesce(m.associated_message_type, 0) BETWEEN 3000 AND 3007)";
+    // What AMC's copy follows from, digested with the columns before it.
+    let content = [
+        "text",
+        "attributedBody",
+        "message_summary_info",
+        "date",
+        "is_from_me",
+        "handle_id",
+        "item_type",
+        "associated_message_type",
+        "associated_message_guid",
+        "balloon_bundle_id",
+        "thread_originator_guid",
+        "other_handle",
+        "group_title",
+    ]
+    .map(column)
+    .join(", ");
     format!(
-        "SELECT m.ROWID, {guid}, {edited}, {retracted}, \
-         EXISTS (SELECT 1 FROM chat_message_join c WHERE c.message_id = m.ROWID), \
-         coalesce(m.item_type, 0) = 0 AND NOT ({tapback}) AND (coalesce(length(m.text), 0) > 0 \
+        "SELECT m.ROWID, {guid}, {edited}, {retracted}, {CHAT_OF_ROW}, \
+         (SELECT group_concat(a.attachment_id) FROM message_attachment_join a WHERE a.message_id = m.ROWID), \
+         coalesce(m.item_type, 0) = 0 AND NOT {tapback} AND (coalesce(length(m.text), 0) > 0 \
            OR m.attributedBody IS NOT NULL OR {retracted} <> 0 \
-           OR EXISTS (SELECT 1 FROM message_attachment_join a WHERE a.message_id = m.ROWID)) \
-         FROM message m WHERE m.ROWID > ?1 ORDER BY m.ROWID LIMIT ?2",
+           OR EXISTS (SELECT 1 FROM message_attachment_join a WHERE a.message_id = m.ROWID)), \
+         {tapback}, {content} \
+         FROM message m WHERE m.ROWID > ?1 AND m.ROWID <= ?2 ORDER BY m.ROWID LIMIT ?3",
         guid = total_column("guid"),
     )
+}
+
+/// [`RowState::content`] of a row of the states query: its columns from the guid on
+/// (but the two flags), each with its type and length.
+fn content_of(r: &rusqlite::Row<'_>, count: usize) -> rusqlite::Result<u64> {
+    use rusqlite::types::ValueRef;
+    use std::hash::Hasher;
+    let mut h = siphasher::sip::SipHasher13::new_with_keys(0x616d_632d_726f_7773, 0x6368_6174_2e64_6230);
+    for i in (1..count).filter(|i| !(STATE_COLUMNS..STATE_COLUMNS + 2).contains(i)) {
+        match r.get_ref(i)? {
+            ValueRef::Null => h.write_u8(0),
+            ValueRef::Integer(v) => {
+                h.write_u8(1);
+                h.write_i64(v);
+            }
+            ValueRef::Real(v) => {
+                h.write_u8(2);
+                h.write_u64(v.to_bits());
+            }
+            ValueRef::Text(b) | ValueRef::Blob(b) => {
+                h.write_u8(3);
+                h.write_u64(b.len() as u64);
+                h.write(b);
+            }
+        }
+    }
+    Ok(h.finish())
 }
 
 /// A required column read so that every row decodes: a missing or mistyped `date` takes
@@ -309,6 +374,16 @@ impl ChatDb {
         Ok(self.conn.query_row("SELECT guid FROM message WHERE ROWID = ?1", [rowid], |r| r.get(0)).optional()?)
     }
 
+    /// The highest ROWID of `message` and the table's AUTOINCREMENT sequence (0 where
+    /// chat.db keeps none): neither goes back unless the rows were rewritten.
+    pub fn high_marks(&self) -> Result<(i64, i64), SourceError> {
+        let sequence = self
+            .conn
+            .query_row("SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'message'), 0)", [], |r| r.get(0))
+            .unwrap_or(0);
+        Ok((self.max_rowid()?, sequence))
+    }
+
     /// The highest ROWID of `message`.
     pub fn max_rowid(&self) -> Result<i64, SourceError> {
         Ok(self.conn.query_row("SELECT coalesce(max(ROWID), 0) FROM message", [], |r| r.get(0))?)
@@ -425,21 +500,64 @@ impl ChatDb {
         Ok(out)
     }
 
-    /// Up to `limit` rows' [`RowState`]s after `rowid`, oldest first. Reads no body: a
+    /// Up to `limit` rows' [`RowState`]s after `rowid`, oldest first. Decodes no body: a
     /// sweep of the whole file costs one pass over `message` by ROWID.
     pub fn row_states_after(&self, rowid: i64, limit: u32) -> Result<Vec<RowState>, SourceError> {
+        self.row_states_in(rowid, i64::MAX, limit)
+    }
+
+    /// Up to `limit` rows' [`RowState`]s with ROWIDs after `after` and up to `upto`.
+    pub fn row_states_in(&self, after: i64, upto: i64, limit: u32) -> Result<Vec<RowState>, SourceError> {
         let mut stmt = self.conn.prepare_cached(&self.states_query)?;
-        let rows = stmt.query_map(rusqlite::params![rowid, limit], |r| {
+        let count = stmt.column_count();
+        let rows = stmt.query_map(rusqlite::params![after, upto, limit], |r| {
             Ok(RowState {
                 rowid: r.get(0)?,
                 guid: r.get(1)?,
                 date_edited: r.get(2)?,
                 date_retracted: r.get(3)?,
-                joined: r.get(4)?,
-                may_be_message: r.get(5)?,
+                joined: r.get::<_, Option<i64>>(4)?.is_some(),
+                may_be_message: r.get(STATE_COLUMNS)?,
+                tapback: r.get(STATE_COLUMNS + 1)?,
+                content: content_of(r, count)?,
             })
         })?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+
+    /// The first ROWID of `message` after `rowid`, if any.
+    pub fn first_rowid_after(&self, rowid: i64) -> Result<Option<i64>, SourceError> {
+        Ok(self.conn.query_row("SELECT min(ROWID) FROM message WHERE ROWID > ?1", [rowid], |r| r.get(0))?)
+    }
+
+    /// Whether a row of `message` has this guid (by the guid's unique index).
+    pub fn has_guid(&self, guid: &str) -> Result<bool, SourceError> {
+        let mut stmt = self.conn.prepare_cached("SELECT EXISTS (SELECT 1 FROM message WHERE guid = ?1)")?;
+        Ok(stmt.query_row([guid], |r| r.get(0))?)
+    }
+
+    /// The ROWIDs of the tapback rows that name any of these messages, in ROWID order, by
+    /// the index on `associated_message_guid`: a tapback names a message's part
+    /// (`p:N/guid`; the first [`TAPBACK_PARTS`] parts are asked for) or its whole bubble
+    /// (`bp:guid`).
+    pub fn tapbacks_on(&self, guids: &[String]) -> Result<Vec<i64>, SourceError> {
+        let names: Vec<String> = std::iter::once("'bp:' || ?1".to_owned())
+            .chain((0..TAPBACK_PARTS).map(|n| format!("'p:{n}/' || ?1")))
+            .collect();
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT ROWID FROM message WHERE associated_message_guid IN ({}) \
+             AND (associated_message_type BETWEEN 2000 AND 2007 OR associated_message_type BETWEEN 3000 AND 3007)",
+            names.join(", ")
+        ))?;
+        let mut rowids = Vec::new();
+        for guid in guids {
+            for rowid in stmt.query_map([guid], |r| r.get::<_, i64>(0))? {
+                rowids.push(rowid?);
+            }
+        }
+        rowids.sort_unstable();
+        rowids.dedup();
+        Ok(rowids)
     }
 
     /// Every chat's name and number of participants, by ROWID: what names its channel, read

@@ -11,6 +11,8 @@ pub struct ImessageSettings {
     pub chat_db: Option<PathBuf>,
     /// The fallback check's period.
     pub poll: Duration,
+    /// How long between sweeps of the whole of chat.db with no sign that one is needed.
+    pub sweep_every: Duration,
     /// The program that sends through Messages (`None`: sends are off).
     pub osascript: Option<PathBuf>,
     /// Whether the person named `osascript` (with the test sender, iMessage then still

@@ -5,6 +5,7 @@
 //! ingest is idempotent on the message guid: nothing is lost, nothing doubled.
 
 use std::collections::BTreeMap;
+use std::ops::Not;
 use std::sync::{Arc, Mutex};
 
 use amc_core::model::{ChannelSpec, ReactionChange};
@@ -297,8 +298,74 @@ pub(crate) async fn store_rows(amc: &Amc, db: &SharedChatDb, rowids: Vec<i64>) -
     })
     .await
     .map_err(|e| SourceError::Read(e.to_string()))??;
+    rekey_renamed(amc, db, &batch).await?;
+    // The reactions of every message read, and of every message a tapback read names, are
+    // made what chat.db's tapback rows say now: a tapback read before its message was
+    // stored (one only a sweep found) had nothing to apply to then.
+    let mut targets: Vec<String> =
+        batch.by_channel.iter().flat_map(|(_, m)| m.iter().map(|(_, m)| m.platform_id.clone())).collect();
+    targets.extend(std::mem::take(&mut batch.reactions).into_iter().map(|r| r.target_platform_id));
+    targets.sort_unstable();
+    targets.dedup();
     store_batch(amc, &mut batch, None, horizon, &mut report).await?;
+    report.updated += reset_reactions(amc, db, targets).await?;
     Ok(report)
+}
+
+/// Messages whose row Messages gave another guid: AMC's copy is re-keyed to the new guid
+/// rather than stored a second time. A message read here that AMC does not hold is that
+/// message when AMC holds one in its chat, from its sender, sent at the same time, under
+/// a guid chat.db no longer has.
+async fn rekey_renamed(amc: &Amc, db: &SharedChatDb, batch: &Batch) -> Result<(), SourceError> {
+    let read: Vec<String> =
+        batch.by_channel.iter().flat_map(|(_, m)| m.iter().map(|(_, m)| m.platform_id.clone())).collect();
+    let held = amc.held(Source::Imessage, read).await?;
+    for (channel, messages) in &batch.by_channel {
+        for (_, m) in messages.iter().filter(|(_, m)| !held.contains_key(&m.platform_id)) {
+            let there =
+                amc.stored_at(Source::Imessage, channel.platform_id.clone(), m.sent_at, m.sender.clone()).await?;
+            for old in there.into_iter().filter(|old| *old != m.platform_id) {
+                let (d, asked) = (db.clone(), old.clone());
+                let gone =
+                    tokio::task::spawn_blocking(move || d.lock().unwrap_or_else(|p| p.into_inner()).has_guid(&asked))
+                        .await
+                        .map_err(|e| SourceError::Read(e.to_string()))??
+                        .not();
+                if gone && amc.rekey(Source::Imessage, old, m.platform_id.clone()).await? {
+                    break;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Makes the reactions of these messages what chat.db's tapback rows naming them say, in
+/// ROWID order from none. Returns how many messages' reactions changed.
+async fn reset_reactions(amc: &Amc, db: &SharedChatDb, targets: Vec<String>) -> Result<usize, SourceError> {
+    if targets.is_empty() {
+        return Ok(0);
+    }
+    let d = db.clone();
+    let changes = tokio::task::spawn_blocking(move || {
+        let db = d.lock().unwrap_or_else(|p| p.into_inner());
+        let rows = db.messages_at(&db.tapbacks_on(&targets)?)?;
+        let handles = if rows.is_empty() { Default::default() } else { db.handles()? };
+        let mut by_target: BTreeMap<String, Vec<ReactionChange>> =
+            targets.into_iter().map(|t| (t, Vec::new())).collect();
+        for m in &rows {
+            let handle = m.handle_id.and_then(|h| handles.get(&h)).map(String::as_str);
+            if let Some(change) = reaction_of(m, handle)
+                && let Some(changes) = by_target.get_mut(&change.target_platform_id)
+            {
+                changes.push(change);
+            }
+        }
+        Ok::<_, SourceError>(by_target.into_iter().collect::<Vec<_>>())
+    })
+    .await
+    .map_err(|e| SourceError::Read(e.to_string()))??;
+    Ok(amc.reset_reactions(Source::Imessage, changes).await?)
 }
 
 /// Stores these chats again as they are now (a name or its members changed with no row

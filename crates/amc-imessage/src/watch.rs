@@ -39,8 +39,43 @@ const DEBOUNCE: Duration = Duration::from_millis(5);
 /// The pause between two chunks of a sweep: other work (a new message) goes first.
 const SWEEP_PAUSE: Duration = Duration::from_millis(10);
 
-/// How often, at most, chat.db is swept while it keeps changing.
-pub const SWEEP_EVERY: Duration = Duration::from_secs(120);
+/// When the watcher sweeps the whole of chat.db. New rows, and edits, unsends and late
+/// joins among the newest rows, come on the event path; a sweep is for what that path
+/// cannot see, so it runs on evidence that something happened elsewhere, and otherwise
+/// rarely.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SweepPeriods {
+    /// After a sign that chat.db was disrupted (the file or its WAL replaced, the highest
+    /// ROWID or the message sequence gone back, the checkpoint's rows no longer there, the
+    /// Mac back from sleep): a sweep at most this long after the last one (2 minutes).
+    pub disrupted: Duration,
+    /// After chat.db changed with no new row and nothing changed among the newest rows (a
+    /// change far back, or only a read receipt): at most this long after the last (1 hour).
+    pub unexplained: Duration,
+    /// With no sign at all: this long after the last (6 hours).
+    pub every: Duration,
+}
+
+impl SweepPeriods {
+    /// The same period for every reason (tests).
+    pub const fn all(period: Duration) -> Self {
+        Self { disrupted: period, unexplained: period, every: period }
+    }
+}
+
+impl Default for SweepPeriods {
+    fn default() -> Self {
+        Self {
+            disrupted: Duration::from_secs(120),
+            unexplained: Duration::from_secs(3600),
+            every: Duration::from_secs(6 * 3600),
+        }
+    }
+}
+
+/// How far the wall clock may run ahead of the monotonic one between two looks before the
+/// Mac is taken to have slept (the monotonic clock stops while it sleeps).
+const SLEPT: Duration = Duration::from_secs(60);
 
 /// After a read a file event caused, when to look at `data_version` again.
 const RECHECKS: [Duration; 3] = [Duration::from_millis(20), Duration::from_millis(80), Duration::from_millis(400)];
@@ -52,8 +87,8 @@ pub struct WatchConfig {
     pub chat_db: PathBuf,
     /// The fallback check's period.
     pub poll: Duration,
-    /// The least time between two sweeps of the whole file ([`SWEEP_EVERY`]).
-    pub sweep_every: Duration,
+    /// When the whole file is swept.
+    pub sweeps: SweepPeriods,
     /// Contacts databases to name senders from.
     pub contacts: Vec<PathBuf>,
     /// Rows sent longer ago than this that appear after the first import arrived late
@@ -167,9 +202,26 @@ pub fn full_disk_access_advice(path: &Path, e: &SourceError) -> String {
     )
 }
 
+/// What a look at chat.db found, for the sweep: the strongest sign wins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Sign {
+    /// Nothing changed, or only what the event path reads (new rows, the newest rows).
+    Explained,
+    /// chat.db changed with no new row and nothing changed among the newest rows.
+    Unexplained,
+    /// chat.db was opened anew or disrupted: its rows may be anywhere.
+    Disrupted,
+}
+
 struct Open {
     db: SharedChatDb,
     identity: Option<(u64, u64)>,
+    /// The WAL's identity and size at the last look: a WAL made anew or cut short means
+    /// Messages (or something) rewrote the file.
+    wal: Option<(u64, u64, u64)>,
+    /// The highest ROWID and the message table's AUTOINCREMENT sequence at the last look:
+    /// neither goes back unless rows were rewritten.
+    high: (i64, i64),
     /// `data_version` at the last read.
     data_version: i64,
     /// `data_version` at the last slow look: rebuilds and downloads show only there.
@@ -236,26 +288,42 @@ pub async fn run(amc: Amc, cfg: WatchConfig, shutdown: CancellationToken) {
     let mut tick = Ticks::new("amc-chatdb-check", cfg.poll);
     // The quick checks still to make after the last event, and when the next is due.
     let mut recheck: Option<(usize, tokio::time::Instant)> = None;
-    // A sweep is due once chat.db changed (and once after starting), at most once per
-    // `sweep_every`; while one runs, its next chunk is due after a pause.
-    let (mut dirty, mut swept_at, mut sweeping) = (true, None::<tokio::time::Instant>, None::<Sweeping>);
+    // The strongest sign since the last sweep began (a sweep is due once after opening
+    // chat.db), and when that sweep began; while one runs, its next range is due after a
+    // pause. With no sign, a sweep is due `sweeps.every` after the last.
+    let (mut sign, mut swept_at, mut sweeping) = (Sign::Disrupted, None::<tokio::time::Instant>, None::<Sweeping>);
+    let mut clocks = (std::time::SystemTime::now(), tokio::time::Instant::now());
     loop {
         let due = recheck.map(|(_, at)| at);
         let now = tokio::time::Instant::now();
-        let sweep_due = match (&sweeping, dirty) {
+        // The monotonic clock stands still while the Mac sleeps; the wall clock does not.
+        let wall = std::time::SystemTime::now();
+        let ran = wall.duration_since(clocks.0).unwrap_or_default();
+        if ran > now.duration_since(clocks.1) + SLEPT {
+            tracing::debug!(slept_s = ran.as_secs(), "the Mac slept; a sweep is due");
+            sign = sign.max(Sign::Disrupted);
+        }
+        clocks = (wall, now);
+        let sweep_due = match (&sweeping, swept_at) {
             _ if open.is_none() => None,
             (Some(_), _) => Some(now + SWEEP_PAUSE),
-            (None, true) => Some(swept_at.map_or(now, |at| at + cfg.sweep_every)),
-            (None, false) => None,
+            (None, None) => Some(now),
+            (None, Some(at)) => Some(
+                at + match sign {
+                    Sign::Disrupted => cfg.sweeps.disrupted,
+                    Sign::Unexplained => cfg.sweeps.unexplained,
+                    Sign::Explained => cfg.sweeps.every,
+                },
+            ),
         };
         let look = tokio::select! {
             () = shutdown.cancelled() => return,
             () = async { tokio::time::sleep_until(sweep_due.unwrap_or(now)).await }, if sweep_due.is_some() => {
                 if sweeping.is_none() {
-                    (dirty, swept_at) = (false, Some(tokio::time::Instant::now()));
+                    (sign, swept_at) = (Sign::Explained, Some(tokio::time::Instant::now()));
                     sweeping = Some(Sweeping { after: 0, report: SweepReport::default(), started: std::time::Instant::now() });
                 }
-                sweep_step(&amc, &mut open, &mut sweeping, &mut dirty).await;
+                sweep_step(&amc, &mut open, &mut sweeping, &mut sign).await;
                 continue;
             }
             Some(namespace) = rx.recv() => {
@@ -280,7 +348,7 @@ pub async fn run(amc: Amc, cfg: WatchConfig, shutdown: CancellationToken) {
                 Look::Slow
             }
         };
-        dirty |= step(&amc, &cfg, &mut open, look).await;
+        sign = sign.max(step(&amc, &cfg, &mut open, look).await);
         let now = tokio::time::Instant::now();
         recheck = match (look, recheck) {
             (Look::Event, _) => Some((0, now + RECHECKS[0])),
@@ -290,9 +358,10 @@ pub async fn run(amc: Amc, cfg: WatchConfig, shutdown: CancellationToken) {
     }
 }
 
-/// One chunk of the sweep under way; the end of it when chat.db has no more rows. A sweep
-/// that cannot go on (chat.db closed, a read failed) ends, and another is due.
-async fn sweep_step(amc: &Amc, open: &mut Option<Open>, sweeping: &mut Option<Sweeping>, dirty: &mut bool) {
+/// One range of the sweep under way; the end of it when chat.db has no more rows. A sweep
+/// that cannot go on (chat.db closed, a read failed), or that came before the first
+/// import, ends, and another is due as after a disruption.
+async fn sweep_step(amc: &Amc, open: &mut Option<Open>, sweeping: &mut Option<Sweeping>, sign: &mut Sign) {
     let (Some(o), Some(s)) = (open.as_mut(), sweeping.as_mut()) else {
         *sweeping = None;
         return;
@@ -318,20 +387,22 @@ async fn sweep_step(amc: &Amc, open: &mut Option<Open>, sweeping: &mut Option<Sw
                     "chat.db swept: nothing differed"
                 );
             }
-            *dirty |= !imported;
+            if !imported {
+                *sign = Sign::Disrupted;
+            }
             *sweeping = None;
         }
         Err(e) => {
             tracing::warn!(error = %e, "sweeping chat.db failed; sweeping again later");
-            *dirty = true;
+            *sign = Sign::Disrupted;
             *sweeping = None;
         }
     }
 }
 
-/// One look at chat.db: (re)open it if needed, and read what is new. Returns whether
-/// chat.db changed (or was opened anew), which makes a sweep due.
-async fn step(amc: &Amc, cfg: &WatchConfig, open: &mut Option<Open>, look: Look) -> bool {
+/// One look at chat.db: (re)open it if needed, and read what is new. Returns what it saw
+/// of a change the event path cannot read: the sign for a sweep.
+async fn step(amc: &Amc, cfg: &WatchConfig, open: &mut Option<Open>, look: Look) -> Sign {
     let (path, contacts) = (cfg.chat_db.as_path(), cfg.contacts.as_slice());
     let now_identity = identity(path);
     if open.as_ref().is_some_and(|o| o.identity != now_identity) {
@@ -358,6 +429,8 @@ async fn step(amc: &Amc, cfg: &WatchConfig, open: &mut Option<Open>, look: Look)
                     slow_version: data_version,
                     db: Arc::new(Mutex::new(db)),
                     identity: now_identity,
+                    wal: wal_state(path),
+                    high: (0, 0),
                     recent: Recent::default(),
                     sweeper: Sweeper::default(),
                 });
@@ -367,13 +440,13 @@ async fn step(amc: &Amc, cfg: &WatchConfig, open: &mut Option<Open>, look: Look)
                     Source::Imessage,
                     status(SourceState::Degraded, Some(full_disk_access_advice(path, &e))),
                 );
-                return false;
+                return Sign::Explained;
             }
         }
     } else {
         // Has anything been written since the last look? A file event says so; the
         // checks ask `data_version`, and an event's read remembers it too.
-        let Some(o) = open.as_mut() else { return false };
+        let Some(o) = open.as_mut() else { return Sign::Explained };
         // A pragma that reads chat.db's shared memory and waits on no lock: asked in place
         // on this thread, it costs an idle AMC no hand-off to another thread (each a
         // round of wake-ups; `block_in_place` would hand the runtime's work to one). Only
@@ -386,25 +459,30 @@ async fn step(amc: &Amc, cfg: &WatchConfig, open: &mut Option<Open>, look: Look)
             }
         };
         match (version, look) {
-            (Ok(v), Look::Slow) if v == o.slow_version => return false,
+            (Ok(v), Look::Slow) if v == o.slow_version => return Sign::Explained,
             (Ok(v), Look::Slow) => (o.data_version, o.slow_version) = (v, v),
-            (Ok(v), Look::Quick) if v == o.data_version => return false,
+            (Ok(v), Look::Quick) if v == o.data_version => return Sign::Explained,
             (Ok(v), _) => o.data_version = v,
             (Err(_), _) => {}
         }
     }
-    let Some(db) = open.as_ref().map(|o| o.db.clone()) else { return false };
+    let Some(db) = open.as_ref().map(|o| o.db.clone()) else { return Sign::Explained };
+    let mut sign = if reopened { Sign::Disrupted } else { Sign::Explained };
     // The slow look, on the slow check after a change and whenever chat.db was just
     // (re)opened (whatever woke the watcher: what changed before the open is known only
     // from the rows): a rebuild in place keeps the file's identity, so compare the rows
     // with the checkpoint; look again at the newest rows for reactions and downloads.
     if look == Look::Slow || reopened {
-        resync_if_rebuilt(amc, &db).await;
+        if resync_if_rebuilt(amc, &db).await {
+            sign = Sign::Disrupted;
+        }
         if let Err(e) = rescan_recent(amc, &db).await {
             tracing::warn!(error = %e, "rescanning chat.db failed");
         }
     }
-    match sync_once(amc, &db).await {
+    let read = sync_once(amc, &db).await;
+    let new_rows = read.as_ref().is_ok_and(|r| r.rows > 0);
+    match read {
         Ok(report) => {
             if report.rows > 0 {
                 tracing::debug!(rows = report.rows, inserted = report.inserted, "chat.db read");
@@ -416,32 +494,68 @@ async fn step(amc: &Amc, cfg: &WatchConfig, open: &mut Option<Open>, look: Look)
             tracing::warn!(error = %e, "reading chat.db failed; trying again");
             amc.set_source_status(Source::Imessage, status(SourceState::Degraded, Some(e.to_string())));
             *open = None;
-            return true;
+            return Sign::Disrupted;
         }
     }
     // Edits, unsends and late chat joins of the newest rows: on the same read as new rows.
-    if let Some(o) = open.as_mut()
-        && let Err(e) = o.recent.look(amc, &db).await
-    {
-        tracing::warn!(error = %e, "comparing chat.db's newest rows failed");
+    let Some(o) = open.as_mut() else { return sign };
+    let newest_changed = match o.recent.look(amc, &db).await {
+        Ok(report) => report.decoded > 0 || report.renamed > 0,
+        Err(e) => {
+            tracing::warn!(error = %e, "comparing chat.db's newest rows failed");
+            true
+        }
+    };
+    sign = sign.max(o.disrupted(path, &db).await);
+    if !new_rows && !newest_changed && !reopened {
+        sign = sign.max(Sign::Unexplained);
     }
-    true
+    sign
+}
+
+impl Open {
+    /// Whether chat.db shows a disruption since the last look: its WAL made anew or cut
+    /// short, its highest ROWID or the message sequence gone back.
+    async fn disrupted(&mut self, path: &Path, db: &SharedChatDb) -> Sign {
+        let wal = wal_state(path);
+        let wal_reset = match (self.wal, wal) {
+            (Some((dev, ino, size)), Some((dev2, ino2, size2))) => (dev, ino) != (dev2, ino2) || size2 < size,
+            _ => false,
+        };
+        self.wal = wal;
+        let d = db.clone();
+        let high = tokio::task::spawn_blocking(move || d.lock().unwrap_or_else(|p| p.into_inner()).high_marks()).await;
+        let Ok(Ok(high)) = high else { return Sign::Disrupted };
+        let went_back = high.0 < self.high.0 || high.1 < self.high.1;
+        self.high = high;
+        if wal_reset || went_back {
+            tracing::info!(wal_reset, went_back, "chat.db was rewritten; a sweep is due");
+            Sign::Disrupted
+        } else {
+            Sign::Explained
+        }
+    }
+}
+
+/// The WAL's identity and size, if it is there.
+fn wal_state(chat_db: &Path) -> Option<(u64, u64, u64)> {
+    std::fs::metadata(wal_of(chat_db)).ok().map(|m| (m.dev(), m.ino(), m.len()))
 }
 
 /// A chat.db that was rebuilt or replaced (its rows no longer what the checkpoint
-/// describes) is read again from the start: ingest is idempotent on the message guid,
+/// describes) is read again from the start (returns whether it was): ingest is idempotent on the message guid,
 /// so nothing doubles. Three signs, any one enough: the checkpoint's ROWID holds another
 /// message, chat.db ends below the checkpoint, or the rows at or below the checkpoint are
 /// not as many as when they were read (written into gaps below it, or deleted).
-pub async fn resync_if_rebuilt(amc: &Amc, db: &SharedChatDb) {
-    let Ok(checkpoint) = read_checkpoint(amc).await else { return };
+pub async fn resync_if_rebuilt(amc: &Amc, db: &SharedChatDb) -> bool {
+    let Ok(checkpoint) = read_checkpoint(amc).await else { return false };
     if checkpoint.rowid == 0 {
-        return;
+        return false;
     }
     // chat.db's side, off the async threads.
     let (d, at) = (db.clone(), checkpoint.clone());
     let look = tokio::task::spawn_blocking(move || RowsNow::of(&d.lock().unwrap_or_else(|p| p.into_inner()), &at));
-    let Ok(RowsNow { guid_moved, last, counted }) = look.await else { return };
+    let Ok(RowsNow { guid_moved, last, counted }) = look.await else { return false };
     // chat.db ends below the checkpoint. After deletions its last row is one AMC read
     // (ROWIDs are AUTOINCREMENT: new rows still come after the checkpoint); after a rebuild
     // it is not.
@@ -464,7 +578,7 @@ pub async fn resync_if_rebuilt(amc: &Amc, db: &SharedChatDb) {
                 tracing::warn!(error = %e, "could not record chat.db's row count");
             }
         }
-        return;
+        return false;
     }
     {
         tracing::warn!(
@@ -478,6 +592,7 @@ pub async fn resync_if_rebuilt(amc: &Amc, db: &SharedChatDb) {
             tracing::warn!(error = %e, "could not reset the chat.db checkpoint");
         }
     }
+    true
 }
 
 /// What chat.db holds now, beside a checkpoint: whether the checkpoint's row holds another

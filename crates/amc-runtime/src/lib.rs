@@ -161,7 +161,7 @@ pub async fn start_reporting(raw: RawConfig, updates: &UpdateReporter) -> anyhow
     let imessage = imsg.chat_db.clone().map(|chat_db| WatchConfig {
         chat_db,
         poll: imsg.poll,
-        sweep_every: amc_imessage::watch::SWEEP_EVERY,
+        sweeps: amc_imessage::watch::SweepPeriods { every: imsg.sweep_every, ..Default::default() },
         contacts,
         late_horizon: imsg.late_horizon,
         dir_events: amc_imessage::watch::DirEvents::All,

@@ -58,6 +58,11 @@ pub struct FileConfig {
     /// Seconds between fallback checks of chat.db (1 to 300, default 30): file events
     /// do the work, the check only catches one that was lost.
     pub imessage_poll_seconds: Option<u64>,
+    /// Hours between sweeps of the whole of chat.db when nothing suggests one is needed (1
+    /// to 168, default 6): new rows and changes to the newest ones come as they happen,
+    /// and signs of anything else (a rebuilt or replaced file, a change far back, the Mac
+    /// waking) bring a sweep sooner.
+    pub imessage_sweep_hours: Option<u64>,
     /// The program that sends through Messages (default on macOS: `/usr/bin/osascript`).
     pub imessage_osascript: Option<String>,
     /// Contacts databases to name senders from (default on macOS: the person's Contacts).
@@ -233,6 +238,9 @@ impl RawConfig {
                 (None, None) => None,
             },
             poll: Duration::from_secs(range("imessage_poll_seconds", file.imessage_poll_seconds, 30, 1, 300)?),
+            sweep_every: Duration::from_secs(
+                3600 * range("imessage_sweep_hours", file.imessage_sweep_hours, 6, 1, 168)?,
+            ),
             osascript_explicit: self.osascript.is_some()
                 || file.imessage_osascript.as_deref().is_some_and(|p| !p.is_empty()),
             osascript: match (self.osascript, file.imessage_osascript.as_deref()) {
@@ -420,6 +428,7 @@ mod tests {
         for (line, key) in [
             ("send_timeout_seconds = 0", "send_timeout_seconds must be from 1 to 600, not 0"),
             ("imessage_poll_seconds = 301", "imessage_poll_seconds must be from 1 to 300, not 301"),
+            ("imessage_sweep_hours = 0", "imessage_sweep_hours must be from 1 to 168, not 0"),
             ("rate_limit_burst = 0", "rate_limit_burst must be from 1 to 10000, not 0"),
             ("attachment_fetch_limit_mb = 9999", "attachment_fetch_limit_mb must be from 1 to 500, not 9999"),
         ] {

@@ -605,7 +605,11 @@ fn ingest_one(
                 // A source that reports no reactions leaves the stored ones alone: reactions
                 // that come as their own rows (iMessage tapbacks) are kept by apply_reactions.
                 // An older version of the message (one read before an edit, or before it
-                // was unsent, arriving late) never replaces a newer one. An unsend keeps
+                // was unsent, arriving late) never replaces a newer one, unless the source
+                // reads the platform's current rows in order (?6): then chat.db's row as
+                // it is now wins, as when a second edit is stamped before the first one,
+                // or a text changed with no edit time. Nothing brings back an unsent
+                // message. An unsend keeps
                 // the text AMC last saw (the platform no longer has it) and its last edit
                 // time: an unsend is not an edit.
                 "UPDATE messages SET text = CASE WHEN ?4 AND ?2 = '' THEN text ELSE ?2 END, \
@@ -614,9 +618,9 @@ fn ingest_one(
                  reactions = CASE WHEN ?5 = '[]' THEN reactions ELSE ?5 END WHERE id = ?1 \
                  AND (unsent IS NOT ?4 OR (NOT ?4 AND (text IS NOT ?2 OR edited_at IS NOT ?3)) \
                       OR (?5 != '[]' AND reactions IS NOT ?5)) \
-                 AND (?4 OR coalesce(?3, 0) >= coalesce(edited_at, 0)) AND NOT (unsent = 1 AND ?4 = 0)",
+                 AND (?6 OR ?4 OR coalesce(?3, 0) >= coalesce(edited_at, 0)) AND NOT (unsent = 1 AND ?4 = 0)",
             )?
-            .execute(params![id, msg.text, msg.edited_at, msg.unsent, reactions])?;
+            .execute(params![id, msg.text, msg.edited_at, msg.unsent, reactions, source.reads_current_rows()])?;
         // Attachments change after the message: a download finishes, a file is offloaded.
         let mut refreshed = 0;
         for att in msg.attachments.iter().filter(|a| a.platform_id.is_some()) {
@@ -838,28 +842,12 @@ impl Store {
         self.db.write(|tx| {
             let mut changed: Vec<(String, String)> = Vec::new();
             for c in changes {
-                let found: Option<(String, String, String)> = tx
-                    .prepare_cached(concat!(
-                        "SELECT id, (SELECT c.id FROM channels c WHERE c.key = channel), reactions FROM messages WHERE ",
-                        at_platform_id!("", "?1", "?2")
-                    ))?
-                    .query_row(params![source.as_str(), c.target_platform_id], |r| {
-                        Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-                    })
-                    .optional()?;
-                let Some((id, channel_id, json)) = found else { continue };
+                let Some((id, channel_id, json)) = reactions_of(tx, source, &c.target_platform_id)? else { continue };
                 let mut reactions: Vec<Reaction> = serde_json::from_str(&json).unwrap_or_default();
                 let before = reactions.clone();
-                let exclusive = c.added && source.one_reaction_per_person();
-                reactions
-                    .retain(|r| r.sender.id != c.reaction.sender.id || (!exclusive && r.emoji != c.reaction.emoji));
-                if c.added {
-                    reactions.push(c.reaction.clone());
-                }
+                replay(&mut reactions, std::slice::from_ref(c), source);
                 if reactions != before {
-                    let json = serde_json::to_string(&reactions).map_err(Error::internal)?;
-                    tx.prepare_cached("UPDATE messages SET reactions = ?2 WHERE id = ?1")?
-                        .execute(params![id, json])?;
+                    set_reactions(tx, &id, &reactions)?;
                     if !changed.iter().any(|(m, _)| *m == id) {
                         changed.push((id, channel_id));
                     }
@@ -867,6 +855,121 @@ impl Store {
             }
             Ok(changed)
         })
+    }
+
+    /// Sets each target's reactions to what its changes give, applied in order to none: a
+    /// source that reads the platform's whole record of a message's reactions (every
+    /// iMessage tapback row that names it) makes AMC's copy equal to it, whatever AMC
+    /// applied before. Targets AMC does not hold are passed by. Returns the messages whose
+    /// reactions changed, with their channels.
+    pub fn reset_reactions(
+        &self,
+        source: Source,
+        targets: &[(String, Vec<ReactionChange>)],
+    ) -> Result<Vec<(String, String)>> {
+        self.db.write(|tx| {
+            let mut changed = Vec::new();
+            for (target, changes) in targets {
+                let Some((id, channel_id, json)) = reactions_of(tx, source, target)? else { continue };
+                let before: Vec<Reaction> = serde_json::from_str(&json).unwrap_or_default();
+                let mut now = Vec::new();
+                replay(&mut now, changes, source);
+                if now != before {
+                    set_reactions(tx, &id, &now)?;
+                    changed.push((id, channel_id));
+                }
+            }
+            Ok(changed)
+        })
+    }
+
+    /// The platform ids of the messages stored in a channel from this sender at this
+    /// time: where a message the platform now names with another id would already be.
+    pub fn stored_at(
+        &self,
+        source: Source,
+        channel_platform_id: &str,
+        sent_at: Millis,
+        sender: &SenderInfo,
+    ) -> Result<Vec<String>> {
+        self.db.read(|tx| {
+            let rows = tx
+                .prepare_cached(
+                    "SELECT m.platform_id FROM messages m INDEXED BY messages_by_channel \
+                     WHERE m.channel = (SELECT c.key FROM channels c WHERE c.source = ?1 AND c.platform_id = ?2) \
+                     AND m.sent_at = ?3 AND m.sender_id = ?4 AND m.is_self = ?5 AND m.source = ?1",
+                )?
+                .query_map(params![source.as_str(), channel_platform_id, sent_at, sender.id, sender.is_self], |r| {
+                    r.get(0)
+                })?
+                .collect::<rusqlite::Result<_>>()?;
+            Ok(rows)
+        })
+    }
+
+    /// Gives a stored message the id the platform now knows it by (Messages changed the
+    /// row's guid): the message keeps its AMC id, its read state and everything agents
+    /// were told, and replies that named the old id name the new one. Nothing happens
+    /// when no message has `old` or one already has `new`. Returns the message and its
+    /// channel when it was re-keyed.
+    pub fn rekey(&self, source: Source, old: &str, new: &str) -> Result<Option<(String, String)>> {
+        self.db.write(|tx| {
+            let taken: bool = tx
+                .prepare_cached(concat!(
+                    "SELECT EXISTS (SELECT 1 FROM messages WHERE ",
+                    at_platform_id!("", "?1", "?2"),
+                    ")"
+                ))?
+                .query_row(params![source.as_str(), new], |r| r.get(0))?;
+            if taken {
+                return Ok(None);
+            }
+            let moved: Option<(String, String)> = tx
+                .prepare_cached(concat!(
+                    "UPDATE messages SET platform_id = ?3 WHERE ",
+                    at_platform_id!("", "?1", "?2"),
+                    " RETURNING id, (SELECT c.id FROM channels c WHERE c.key = channel)"
+                ))?
+                .query_row(params![source.as_str(), old, new], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()?;
+            if moved.is_some() {
+                tx.prepare_cached(
+                    "UPDATE messages SET reply_to_platform_id = ?3 WHERE reply_to_platform_id = ?2 AND source = ?1",
+                )?
+                .execute(params![source.as_str(), old, new])?;
+            }
+            Ok(moved)
+        })
+    }
+}
+
+/// A stored message's id, channel and reactions (as stored, JSON), by its platform id.
+fn reactions_of(tx: &Transaction<'_>, source: Source, platform_id: &str) -> Result<Option<(String, String, String)>> {
+    Ok(tx
+        .prepare_cached(concat!(
+            "SELECT id, (SELECT c.id FROM channels c WHERE c.key = channel), reactions FROM messages WHERE ",
+            at_platform_id!("", "?1", "?2")
+        ))?
+        .query_row(params![source.as_str(), platform_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .optional()?)
+}
+
+fn set_reactions(tx: &Transaction<'_>, id: &str, reactions: &[Reaction]) -> Result<()> {
+    let json = serde_json::to_string(reactions).map_err(Error::internal)?;
+    tx.prepare_cached("UPDATE messages SET reactions = ?2 WHERE id = ?1")?.execute(params![id, json])?;
+    Ok(())
+}
+
+/// Applies reaction changes in order: an added reaction replaces the sender's earlier one
+/// where the source allows one per person; a removal takes away the sender's reaction
+/// with that emoji.
+fn replay(reactions: &mut Vec<Reaction>, changes: &[ReactionChange], source: Source) {
+    for c in changes {
+        let exclusive = c.added && source.one_reaction_per_person();
+        reactions.retain(|r| r.sender.id != c.reaction.sender.id || (!exclusive && r.emoji != c.reaction.emoji));
+        if c.added {
+            reactions.push(c.reaction.clone());
+        }
     }
 }
 

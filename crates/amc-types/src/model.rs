@@ -54,6 +54,14 @@ impl Source {
     pub fn one_reaction_per_person(self) -> bool {
         matches!(self, Self::Imessage)
     }
+
+    /// Whether every message the source hands over is the platform's record as it is
+    /// now, read in order (iMessage reads chat.db's rows): the newest read wins, whatever
+    /// its edit time says. Discord's events and history can arrive out of order, so there
+    /// an older version never replaces a newer one.
+    pub fn reads_current_rows(self) -> bool {
+        matches!(self, Self::Imessage)
+    }
 }
 
 str_enum! {

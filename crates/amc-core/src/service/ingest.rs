@@ -81,6 +81,37 @@ impl Amc {
         Ok(changed.len())
     }
 
+    /// Sets each target's reactions to what its changes, applied in order to none, give
+    /// (a source's whole record of them), and tells the UI. Returns how many changed.
+    pub async fn reset_reactions(&self, source: Source, targets: Vec<(String, Vec<ReactionChange>)>) -> Result<usize> {
+        let changed = self.blocking(move |s| s.reset_reactions(source, &targets)).await?;
+        for (_, channel_id) in &changed {
+            self.publish(Event::MessagesChanged { channel_id: channel_id.clone(), inserted: 0, updated: 1 });
+        }
+        Ok(changed.len())
+    }
+
+    /// The platform ids of stored messages in a channel from this sender at this time.
+    pub async fn stored_at(
+        &self,
+        source: Source,
+        channel_platform_id: String,
+        sent_at: Millis,
+        sender: crate::model::SenderInfo,
+    ) -> Result<Vec<String>> {
+        self.blocking(move |s| s.stored_at(source, &channel_platform_id, sent_at, &sender)).await
+    }
+
+    /// Gives a stored message the id the platform now knows it by; whether it did.
+    pub async fn rekey(&self, source: Source, old: String, new: String) -> Result<bool> {
+        let moved = self.blocking(move |s| s.rekey(source, &old, &new)).await?;
+        if let Some((id, channel_id)) = &moved {
+            tracing::info!(message = %id, "the platform renamed a stored message; kept it under its new id");
+            self.publish(Event::MessagesChanged { channel_id: channel_id.clone(), inserted: 0, updated: 1 });
+        }
+        Ok(moved.is_some())
+    }
+
     /// Records that the platform no longer has these channels for AMC (deleted, or AMC
     /// removed), and tells the UI. Their history stays; sends to them are refused.
     pub async fn mark_channels_gone(&self, source: Source, platform_ids: Vec<String>, reason: String) -> Result<usize> {

@@ -609,7 +609,7 @@ async fn rows_written_below_the_checkpoint_of_a_chat_db_rebuilt_in_place_are_rea
 
     let count = |amc: &Amc| amc.store().admin_channels(None, None).expect("channels")[0].message_count;
     let mut events = amc.events().subscribe();
-    let watcher = Watcher::start(&amc, &path, SOON, amc_imessage::watch::SWEEP_EVERY);
+    let watcher = Watcher::start(&amc, &path, SOON, Sweeps::Default);
     // The rebuild fills the gaps with ten messages restored from elsewhere, in one
     // transaction, as a rebuild writes: the watcher never sees a row at its first ROWID,
     // nor a row moved while its chat's join is not.
@@ -652,14 +652,19 @@ struct Watcher {
 }
 
 impl Watcher {
-    /// Watches `path` with a fallback check every `poll` and a sweep at most every
-    /// `sweep_every`, given only the folder events a Mac's FSEvents delivers.
-    fn start(amc: &Amc, path: &Path, poll: std::time::Duration, sweep_every: std::time::Duration) -> Self {
+    /// Watches `path` with a fallback check every `poll` and sweeps as `sweeps` says,
+    /// given only the folder events a Mac's FSEvents delivers.
+    fn start(amc: &Amc, path: &Path, poll: std::time::Duration, sweeps: impl Into<Sweeps>) -> Self {
+        let sweeps = match sweeps.into() {
+            Sweeps::Default => amc_imessage::watch::SweepPeriods::default(),
+            Sweeps::Every(period) => amc_imessage::watch::SweepPeriods::all(period),
+            Sweeps::Periods(periods) => periods,
+        };
         use amc_imessage::watch::{DirEvents, WatchConfig};
         let cfg = WatchConfig {
             chat_db: path.to_owned(),
             poll,
-            sweep_every,
+            sweeps,
             contacts: Vec::new(),
             late_horizon: Some(amc_imessage::settings::LATE_HORIZON),
             dir_events: DirEvents::Namespace,
@@ -672,6 +677,22 @@ impl Watcher {
     async fn stop(self) {
         self.stop.cancel();
         self.task.await.expect("watcher");
+    }
+}
+
+/// When a test's watcher sweeps.
+enum Sweeps {
+    /// As AMC does.
+    Default,
+    /// Every so often, whatever the reason.
+    Every(std::time::Duration),
+    /// As given.
+    Periods(amc_imessage::watch::SweepPeriods),
+}
+
+impl From<std::time::Duration> for Sweeps {
+    fn from(period: std::time::Duration) -> Self {
+        Self::Every(period)
     }
 }
 
@@ -835,7 +856,7 @@ async fn commits_to_an_open_wal_are_read_without_directory_write_events() {
     let chat = w.add_chat("any;-;+15551234567", 45, None, &[ada]).expect("chat");
     w.add_message(chat, &text_msg("w0", "first", ada, T0)).expect("m");
     let amc = amc(dir.path());
-    let watcher = Watcher::start(&amc, &path, NEVER, amc_imessage::watch::SWEEP_EVERY);
+    let watcher = Watcher::start(&amc, &path, NEVER, Sweeps::Default);
     let count =
         |amc: &Amc| amc.store().admin_channels(None, None).expect("channels").first().map_or(0, |c| c.message_count);
     wait_until(&amc, "the first message is read", |amc| count(amc) == 1).await;

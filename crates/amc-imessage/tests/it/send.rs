@@ -329,7 +329,7 @@ async fn a_send_messages_fails_after_marking_it_sent_becomes_failed() {
     let watch = WatchConfig {
         chat_db: mac.chat_db.clone(),
         poll: Duration::from_millis(200),
-        sweep_every: amc_imessage::watch::SWEEP_EVERY,
+        sweeps: amc_imessage::watch::SweepPeriods::default(),
         contacts: Vec::new(),
         late_horizon: Some(amc_imessage::settings::LATE_HORIZON),
         dir_events: DirEvents::All,

@@ -201,9 +201,8 @@ async fn a_row_with_no_text_and_no_files_is_not_a_message() {
     assert_eq!(count(&amc), 1);
 }
 
-/// A sweep of a file AMC holds as it is decodes no row, and the next compares no chunk
-/// with the store again; one edit far back is the one row read again, once, and only its
-/// chunk is compared.
+/// A sweep of a file AMC holds as it is decodes no row, and the next compares no range
+/// with the store again; one edit far back has its range of rows read again, once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sweep_reads_again_only_the_rows_that_differ() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -222,8 +221,8 @@ async fn a_sweep_reads_again_only_the_rows_that_differ() {
         .expect("edit");
     let one = sweeper.all(&amc, &db).await.expect("sweep");
     let chunk = amc_imessage::sweep::SWEEP_CHUNK as usize;
-    assert_eq!((one.unchanged, one.decoded, one.updated), (12_000 - chunk, 1, 1));
-    assert_eq!(sweep(&amc, &db).await.expect("sweep").decoded, 0, "a new sweeper compares all, and finds it as held");
+    assert_eq!((one.unchanged, one.decoded, one.updated), (12_000 - chunk, chunk, 1), "only its range is read again");
+    assert_eq!(sweep(&amc, &db).await.expect("sweep").decoded, 0, "a new sweeper remembers, and finds it as held");
 }
 
 /// A message edited between the read that stored it and the look at the newest rows that
@@ -275,4 +274,227 @@ async fn a_name_committed_after_the_renames_row_renames_the_channel() {
     w.connection().execute("UPDATE chat SET display_name = 'Lisbon trip' WHERE ROWID = ?1", [chat]).expect("name");
     recent.look(&amc, &db).await.expect("look");
     assert_eq!(amc.store().admin_channels(None, None).expect("channels")[0].name, "Lisbon trip");
+}
+
+/// A chat.db of one chat with Ada, its path and writer; AMC, which imported it; and the
+/// sweeper whose sweep found AMC's copy equal to it.
+struct Swept {
+    path: std::path::PathBuf,
+    w: ChatDbWriter,
+    amc: Amc,
+    db: amc_imessage::sync::SharedChatDb,
+    sweeper: amc_imessage::sweep::Sweeper,
+}
+
+/// `n` messages from Ada (`m-0` onwards, a second apart from T0), imported and swept once.
+async fn imported_and_swept(dir: &std::path::Path, n: i64) -> Swept {
+    let (path, w, ada, chat) = dm_chat(dir, "any;-;+15551234567");
+    fill(&w, chat, ada, "m", n, T0);
+    let amc = amc(dir);
+    let db = shared(&path);
+    sync_once(&amc, &db).await.expect("sync");
+    let mut sweeper = amc_imessage::sweep::Sweeper::default();
+    sweeper.all(&amc, &db).await.expect("the first sweep");
+    Swept { path, w, amc, db, sweeper }
+}
+
+/// The message stored with this AMC id.
+fn by_id(amc: &Amc, id: &str) -> amc_core::model::Envelope {
+    let channel = amc.store().admin_channels(None, None).expect("channels").into_iter().next().expect("a channel");
+    amc.store().channel_tail(&channel.id, 100_000).expect("messages").into_iter().find(|m| m.id == id).expect("kept")
+}
+
+/// A row whose guid Messages changes (the row keeps its ROWID), 2,950 rows below the
+/// newest, stays one message: AMC's copy is re-keyed, not stored again, by a sweep that
+/// saw the row before and by one after a restart; an edit of the row under its new guid
+/// then reaches the same message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guid_changed_far_back_rekeys_the_message_instead_of_adding_one() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let Swept { w, amc, db, mut sweeper, .. } = imported_and_swept(dir.path(), 3_000).await;
+    let id = stored(&amc, T0 + 50_000).expect("stored").id;
+
+    w.connection().execute("UPDATE message SET guid = 'renamed-50' WHERE guid = 'm-50'", []).expect("new guid");
+    let report = sweeper.all(&amc, &db).await.expect("sweep");
+    assert_eq!((report.inserted, count(&amc)), (0, 3_000), "re-keyed, not stored again");
+    w.connection().execute("UPDATE message SET guid = 'renamed-51' WHERE guid = 'm-51'", []).expect("new guid");
+    let after_restart = amc_imessage::sweep::Sweeper::default().all(&amc, &db).await.expect("sweep");
+    assert_eq!((after_restart.inserted, count(&amc)), (0, 3_000), "also by a sweep after a restart");
+
+    edit_row(&w, "renamed-50", T0 + 4_000_000);
+    sweeper.all(&amc, &db).await.expect("sweep");
+    let kept = by_id(&amc, &id);
+    assert_eq!((kept.text.as_str(), kept.edited_at), ("Test", Some(T0 + 4_000_000)), "the edit reaches it");
+    assert_eq!(count(&amc), 3_000);
+}
+
+/// Tapbacks read while their message was not yet in a chat (the message 2,100 rows back,
+/// joined late, found only by the sweep) are on the message once the sweep stores it:
+/// Ada's love, and not the laugh the person took back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tapback_on_a_row_only_the_sweep_finds_is_kept() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (path, w, ada, chat) = dm_chat(dir.path(), "any;-;+15551234567");
+    let target = "A1B2C3D4-0000-4000-8000-000000000001";
+    let orphan = w.add_message(chat, &text_msg(target, "the gate code changed", ada, T0)).expect("m");
+    w.connection().execute("DELETE FROM chat_message_join WHERE message_id = ?1", [orphan]).expect("unjoin");
+    fill(&w, chat, ada, "later", 2_100, T0 + 1000);
+    w.add_message(chat, &super::tapback("love", 2000, "Loved “the gate code changed”", ada, T0 + 3_000_000))
+        .expect("tapback");
+    let mine = |guid: &str, kind: i32, text: &str, at: i64| amc_imessage::fixture::FixtureMessage {
+        is_from_me: true,
+        ..super::tapback(guid, kind, text, 0, at)
+    };
+    w.add_message(chat, &mine("laugh", 2003, "Laughed at “the gate code changed”", T0 + 3_000_001)).expect("tapback");
+    w.add_message(chat, &mine("unlaugh", 3003, "Removed a laugh from “the gate code changed”", T0 + 3_000_002))
+        .expect("tapback");
+    let amc = amc(dir.path());
+    let db = shared(&path);
+    sync_once(&amc, &db).await.expect("sync");
+    assert!(stored(&amc, T0).is_none(), "not in a chat yet");
+    let mut sweeper = amc_imessage::sweep::Sweeper::default();
+    sweeper.all(&amc, &db).await.expect("sweep");
+
+    w.connection()
+        .execute(
+            "INSERT INTO chat_message_join (chat_id, message_id, message_date) VALUES (?1, ?2, ?3)",
+            [chat, orphan, apple_ns(T0)],
+        )
+        .expect("join");
+    sweeper.all(&amc, &db).await.expect("sweep");
+    let found = stored(&amc, T0).expect("stored by the sweep");
+    let reactions: Vec<(&str, &str)> =
+        found.reactions.iter().map(|r| (r.emoji.as_str(), r.sender.id.as_str())).collect();
+    assert_eq!(reactions, [("❤️", "+15551234567")]);
+}
+
+/// A row joined to a chat whose own row Messages writes after a sweep passed the message
+/// (2,100 rows back) is stored by the next sweep, in that chat.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_whose_chat_is_written_after_a_sweep_passed_it_is_stored() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (path, w, ada, chat) = dm_chat(dir.path(), "any;-;+15551234567");
+    let early = w.add_message(chat, &text_msg("early", "meet at the north gate", ada, T0)).expect("m");
+    // Joined to the chat Messages has not written yet (the next chat ROWID).
+    w.connection()
+        .execute_batch(&format!(
+            "PRAGMA foreign_keys = OFF; UPDATE chat_message_join SET chat_id = {} WHERE message_id = {early}",
+            chat + 1
+        ))
+        .expect("join to a chat to come");
+    fill(&w, chat, ada, "later", 2_100, T0 + 1000);
+    let amc = amc(dir.path());
+    let db = shared(&path);
+    sync_once(&amc, &db).await.expect("sync");
+    let mut sweeper = amc_imessage::sweep::Sweeper::default();
+    assert_eq!(sweeper.all(&amc, &db).await.expect("sweep").inserted, 0, "its chat is not there yet");
+
+    let group = w.add_chat("any;+;chat612", 43, Some("Gate crew"), &[ada]).expect("the chat, late");
+    assert_eq!(group, chat + 1);
+    assert_eq!(sweeper.all(&amc, &db).await.expect("sweep").inserted, 1);
+    let channels = amc.store().admin_channels(None, None).expect("channels");
+    let crew = channels.iter().find(|c| c.name == "Gate crew").expect("the late chat's channel");
+    let messages = amc.store().channel_tail(&crew.id, 10).expect("messages");
+    assert_eq!(messages.iter().map(|m| m.text.as_str()).collect::<Vec<_>>(), ["meet at the north gate"]);
+}
+
+/// Changes Messages makes to a row in another order than their times say: a second edit
+/// stamped before the first, and a text changed with no edit time at all 2,100 rows
+/// back. AMC's copy ends as chat.db's row is now: on the event path for the newest rows,
+/// by a sweep for rows far back, and by the first sweep after a restart for a change
+/// made while AMC was not running.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn amcs_copy_ends_as_the_row_is_now_whatever_order_the_changes_came_in() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let Swept { w, amc, db, mut sweeper, .. } = imported_and_swept(dir.path(), 2_200).await;
+    // A second edit whose time is before the first's (synced from a device whose clock
+    // was behind): the row now says "see you at 9", edited at +1 h.
+    let second_edit = |guid: &str| {
+        w.connection()
+            .execute(
+                "UPDATE message SET text = 'see you at 9', attributedBody = NULL, message_summary_info = NULL, \
+                 date_edited = ?1 WHERE guid = ?2",
+                rusqlite::params![apple_ns(T0 + 3_600_000), guid],
+            )
+            .expect("second edit")
+    };
+
+    // The newest rows, on the event path.
+    let mut recent = amc_imessage::sweep::Recent::default();
+    recent.look(&amc, &db).await.expect("look");
+    edit_row(&w, "m-2150", T0 + 7_200_000);
+    recent.look(&amc, &db).await.expect("look");
+    assert_eq!(stored(&amc, T0 + 2_150_000).expect("stored").text, "Test");
+    second_edit("m-2150");
+    recent.look(&amc, &db).await.expect("look");
+    let newest = stored(&amc, T0 + 2_150_000).expect("stored");
+    assert_eq!((newest.text.as_str(), newest.edited_at), ("see you at 9", Some(T0 + 3_600_000)));
+
+    // Far back, by the sweep.
+    edit_row(&w, "m-10", T0 + 7_200_000);
+    sweeper.all(&amc, &db).await.expect("sweep");
+    second_edit("m-10");
+    w.connection()
+        .execute("UPDATE message SET text = 'the plan changed: north gate' WHERE guid = 'm-20'", [])
+        .expect("silent");
+    let report = sweeper.all(&amc, &db).await.expect("sweep");
+    assert_eq!(report.updated, 2, "{report:?}");
+    let far = stored(&amc, T0 + 10_000).expect("stored");
+    assert_eq!((far.text.as_str(), far.edited_at), ("see you at 9", Some(T0 + 3_600_000)));
+    let silent = stored(&amc, T0 + 20_000).expect("stored");
+    assert_eq!((silent.text.as_str(), silent.edited_at), ("the plan changed: north gate", None));
+
+    // While AMC is not running: found by the first sweep of the next start.
+    w.connection().execute("UPDATE message SET text = 'gate 4 after all' WHERE guid = 'm-30'", []).expect("silent");
+    let restarted = amc_imessage::sweep::Sweeper::default().all(&amc, &db).await.expect("sweep");
+    assert_eq!((restarted.updated, restarted.decoded), (1, amc_imessage::sweep::SWEEP_CHUNK as usize));
+    assert_eq!(stored(&amc, T0 + 30_000).expect("stored").text, "gate 4 after all");
+}
+
+/// A sweep comes for what the event path cannot see, when chat.db shows a sign of it: a
+/// text changed 2,100 rows back with no new row is swept within the period for an
+/// unexplained change; the same change made with the newest row deleted and the message
+/// sequence set back (a rewrite) is swept within the period for a disruption, with the
+/// other periods an hour away. (Rows are 1 s apart: `m-N` was sent at T0 + N s.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sign_of_a_change_far_back_brings_a_sweep_within_its_period() {
+    use amc_imessage::watch::SweepPeriods;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let Swept { path, w, amc, .. } = imported_and_swept(dir.path(), 2_200).await;
+
+    // Each watcher's first sweep (on opening chat.db) repairs a change made while AMC was
+    // not running, and has passed the first range of rows once it has: a change there
+    // after that needs another sweep.
+    let first_sweep = |guid: &str, text: &'static str, at: i64| {
+        w.connection().execute("UPDATE message SET text = ?1 WHERE guid = ?2", [text, guid]).expect("silent");
+        move |amc: &Amc| stored(amc, at).is_some_and(|m| m.text == text)
+    };
+    let unexplained = SweepPeriods { unexplained: SOON, ..SweepPeriods::all(NEVER) };
+    let done = first_sweep("m-4", "bring the ladder", T0 + 4_000);
+    let watcher = Watcher::start(&amc, &path, NEVER, super::Sweeps::Periods(unexplained));
+    wait_until(&amc, "the first sweep", done).await;
+    w.connection().execute("UPDATE message SET text = 'gate 4 after all' WHERE guid = 'm-5'", []).expect("silent");
+    wait_until(&amc, "the change far back is swept", |amc| {
+        stored(amc, T0 + 5_000).is_some_and(|m| m.text == "gate 4 after all")
+    })
+    .await;
+    watcher.stop().await;
+
+    let disrupted = SweepPeriods { disrupted: SOON, ..SweepPeriods::all(NEVER) };
+    let done = first_sweep("m-7", "the ladder is in the shed", T0 + 7_000);
+    let watcher = Watcher::start(&amc, &path, NEVER, super::Sweeps::Periods(disrupted));
+    wait_until(&amc, "the first sweep", done).await;
+    w.connection()
+        .execute_batch(
+            "BEGIN; UPDATE message SET text = 'north gate, 7 pm' WHERE guid = 'm-6'; \
+             DELETE FROM chat_message_join WHERE message_id = (SELECT max(ROWID) FROM message); \
+             DELETE FROM message WHERE ROWID = (SELECT max(ROWID) FROM message); \
+             UPDATE sqlite_sequence SET seq = (SELECT max(ROWID) FROM message) WHERE name = 'message'; COMMIT",
+        )
+        .expect("rewrite");
+    wait_until(&amc, "the rewrite is swept", |amc| {
+        stored(amc, T0 + 6_000).is_some_and(|m| m.text == "north gate, 7 pm")
+    })
+    .await;
+    watcher.stop().await;
 }
