@@ -1,6 +1,7 @@
 //! The iMessage source's figures: initial ingest of a 250,000-message chat.db; a sweep of
-//! that file (wall and CPU time) with nothing to repair and with rows to repair; the
-//! latency of new messages, edits and unsends while the watcher sweeps it; the latency
+//! that file (wall and CPU time) with nothing to repair, after a restart, and with rows to
+//! repair; the watcher at rest as AMC runs it (new messages' latency and CPU, wake-ups
+//! after them); the latency of new messages, edits and unsends while the watcher sweeps it; the latency
 //! from a commit in chat.db to the message being returned by `GET /messages/unread` on
 //! the real daemon, and to 100 agents waiting on `GET /messages/unread/wait`; and of an
 //! edit, an unsend and a rename reaching AMC. `cargo bench -p amc-imessage --bench
@@ -268,7 +269,7 @@ async fn sweeps(
     let pid = std::process::id();
     let measure = |what: &str, t: Instant, cpu0: Duration, r: &SweepReport| {
         println!(
-            "{what}: {} rows ({} in unchanged chunks) in {:.2} s wall, {:.2} s CPU; {} read again, {} stored, {} updated",
+            "{what}: {} rows ({} in unchanged ranges) in {:.2} s wall, {:.2} s CPU; {} read again, {} stored, {} updated",
             r.rows,
             r.unchanged,
             t.elapsed().as_secs_f64(),
@@ -281,10 +282,13 @@ async fn sweeps(
     let mut sweeper = Sweeper::default();
     let (t, cpu0) = (Instant::now(), cpu_time(pid));
     let first = sweeper.all(amc, db).await?;
-    measure("first sweep (every chunk compared with the store), nothing to repair", t, cpu0, &first);
+    measure("first sweep (no memory: every range compared with the store), nothing to repair", t, cpu0, &first);
     let (t, cpu0) = (Instant::now(), cpu_time(pid));
     let quiet = sweeper.all(amc, db).await?;
     measure("next sweep, nothing changed", t, cpu0, &quiet);
+    let (t, cpu0) = (Instant::now(), cpu_time(pid));
+    let restarted = Sweeper::default().all(amc, db).await?;
+    measure("first sweep after a restart (its memory read from the store), nothing changed", t, cpu0, &restarted);
 
     // 1,000 old rows edited, and 100 new rows the checkpoint passed without reading (as
     // after a rebuild): the sweep reads those again and nothing else.
@@ -319,6 +323,8 @@ async fn sweeps(
     if repaired.inserted != 100 || repaired.updated < 1000 {
         return Err(format!("the sweep repaired {repaired:?}").into());
     }
+
+    at_rest(amc, chat_db, &writer, chat, handle).await?;
 
     // The watcher on this file, sweeping back to back: what a new message, an edit and an
     // unsend wait for while it does.
@@ -362,6 +368,105 @@ async fn sweeps(
     stop.cancel();
     watcher.await?;
     Ok(())
+}
+
+/// The watcher as AMC runs it (the sweep's default periods) on this file: its first sweep
+/// on opening, then new messages one every 2 s (each the event path's work: the read, the
+/// newest 2,000 rows compared, the recent sends looked at), then a minute at rest. New
+/// messages start no sweep, so an hour with one a minute costs 60 messages' work and a
+/// sixth of a periodic sweep.
+async fn at_rest(
+    amc: &Amc,
+    chat_db: &std::path::Path,
+    writer: &ChatDbWriter,
+    chat: i64,
+    handle: i64,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let pid = std::process::id();
+    let stop = CancellationToken::new();
+    let watch = WatchConfig {
+        chat_db: chat_db.to_owned(),
+        poll: Duration::from_secs(30),
+        sweeps: amc_imessage::watch::SweepPeriods::default(),
+        contacts: Vec::new(),
+        late_horizon: Some(amc_imessage::settings::LATE_HORIZON),
+        dir_events: amc_imessage::watch::DirEvents::Namespace,
+    };
+    let mut events = amc.events().subscribe();
+    let (t, cpu0) = (Instant::now(), cpu_time(pid));
+    let watcher = tokio::spawn(amc_imessage::watch::run(amc.clone(), watch, stop.clone()));
+    // The first sweep on opening is over when the process's CPU time stops growing.
+    let mut last = cpu_time(pid);
+    loop {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let now = cpu_time(pid);
+        if now.saturating_sub(last) <= Duration::from_millis(10) {
+            break;
+        }
+        last = now;
+    }
+    println!(
+        "watcher opening the file, with its first sweep: {:.2} s wall, {:.2} s CPU",
+        t.elapsed().as_secs_f64(),
+        last.saturating_sub(cpu0).as_secs_f64()
+    );
+    const MESSAGES: usize = 30;
+    let cpu0 = cpu_time(pid);
+    let mut samples = Vec::new();
+    for i in 0..MESSAGES {
+        let m = FixtureMessage {
+            guid: format!("rest-{i}"),
+            text: Some(format!("at rest {i}")),
+            handle_id: handle,
+            sent_at_ms: amc_core::time::now_ms(),
+            ..Default::default()
+        };
+        samples.push(
+            timed(&mut events, Duration::from_secs(2), "a new message", inserted, || writer.add_message(chat, &m))
+                .await?,
+        );
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let per_message = cpu_time(pid).saturating_sub(cpu0).as_secs_f64() / MESSAGES as f64;
+    println!("{}", amc_testkit::Latencies::of(samples).line("new message, one every 2 s, default sweep periods"));
+    let (switches0, cpu0, t) = (context_switches(), cpu_time(pid), Instant::now());
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    let at_rest = t.elapsed().as_secs_f64();
+    println!(
+        "at rest after them: {:.2} wake-ups/s (context switches of every thread), {:.3} s CPU in {at_rest:.0} s",
+        switches_between(&switches0, &context_switches()) as f64 / at_rest,
+        cpu_time(pid).saturating_sub(cpu0).as_secs_f64()
+    );
+    stop.cancel();
+    watcher.await?;
+    println!("CPU per new message (event path, no sweep): {:.1} ms", per_message * 1000.0);
+    Ok(())
+}
+
+/// Context switches so far of each thread of this process, by thread id.
+fn context_switches() -> std::collections::HashMap<String, u64> {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else { return Default::default() };
+    tasks
+        .filter_map(Result::ok)
+        .filter_map(|t| {
+            let status = std::fs::read_to_string(t.path().join("status")).ok()?;
+            let switches = status
+                .lines()
+                .filter(|l| l.starts_with("voluntary_ctxt_switches") || l.starts_with("nonvoluntary_ctxt_switches"))
+                .filter_map(|l| l.split_whitespace().last()?.parse::<u64>().ok())
+                .sum();
+            Some((t.file_name().to_string_lossy().into_owned(), switches))
+        })
+        .collect()
+}
+
+/// The context switches between two counts: each thread's since the first, a thread
+/// started since counting all of its own (a thread that ended is not counted).
+fn switches_between(
+    before: &std::collections::HashMap<String, u64>,
+    after: &std::collections::HashMap<String, u64>,
+) -> u64 {
+    after.iter().map(|(tid, n)| n.saturating_sub(before.get(tid).copied().unwrap_or(0))).sum()
 }
 
 /// Edits, unsends and renames in the live chat.db: from the commit to AMC's event.
