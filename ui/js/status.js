@@ -2,7 +2,7 @@
 // with where to grant it, and the switch that pauses every agent's sends.
 
 import { post } from "./api.js";
-import { SOURCE, busy, h, load, replace, toast, viewHeader } from "./dom.js";
+import { SOURCE, busy, h, load, replace, time, toast, viewHeader } from "./dom.js";
 
 const STATE = { connected: "Connected", degraded: "Needs attention", disabled: "Off", "test-mode": "Test mode" };
 
@@ -46,7 +46,8 @@ async function refresh() {
         h("div", { class: "row-main" },
           h("div", { class: "row-title" }, h("span", { class: "name", text: SOURCE[source] ?? source }),
             h("span", { class: `badge source-${shownState(s)}`, text: STATE[shownState(s)] ?? s.state })),
-          s.reason ? h("p", { class: "reason", text: s.reason }) : null))))),
+          s.reason ? h("p", { class: "reason", text: s.reason }) : null,
+          catchingUp(s.catching_up)))))),
     permissions(health.sources),
     h("section", { class: "panel", "aria-labelledby": "h-daemon" },
       h("h2", { id: "h-daemon", class: "section-title", text: "AMC" }),
@@ -106,6 +107,15 @@ function permissionState(p, s) {
   if (p.sends && s.test_mode) return ["off", "Test mode: sends are only recorded"];
   if (p.untilUsed) return ["unknown", "Asked on first send"];
   return s.state === "connected" ? ["granted", "Granted"] : ["unknown", "Unknown"];
+}
+
+// The channels whose catch-up is not done yet: a history request failed, and AMC tries
+// each again on its own until it reads to its end.
+function catchingUp(list) {
+  if (!list?.length) return null;
+  return h("ul", { class: "catching-up" }, list.map((c) => h("li", { dataset: { channel: c.channel_id } },
+    h("span", { text: `Still catching up on ${c.channel} (try ${c.attempts}: ${c.reason}); next try ` }),
+    time(c.next_try_at))));
 }
 
 function uptime(s) {

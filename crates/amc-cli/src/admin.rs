@@ -532,8 +532,30 @@ pub async fn status(raw: RawConfig, json_out: bool) -> anyhow::Result<()> {
     }
     for (name, st) in entries(&v["sources"]) {
         say!("  {:<9} {}", name, state(st));
+        for line in catching_up(st) {
+            say!("            {line}");
+        }
     }
     degraded_status(&v)
+}
+
+/// The channels a source is still catching up on, one line each: which, why its last try
+/// failed, and when the next is.
+fn catching_up(source: &Value) -> Vec<String> {
+    source["catching_up"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            format!(
+                "still catching up on {} (try {}: {}); trying again at {}",
+                s(c, "channel"),
+                c["attempts"].as_u64().unwrap_or(0),
+                s(c, "reason"),
+                s(c, "next_try_at")
+            )
+        })
+        .collect()
 }
 
 /// A source's state and why, as the person reads them. A source whose sends are only
@@ -659,5 +681,21 @@ mod tests {
         let line = classifying(&serde_json::json!({ "done": 3, "total": 4 })).expect("running");
         assert!(line.contains("75% (3 of 4)"), "{line}");
         assert_eq!(classifying(&Value::Null), None);
+    }
+
+    #[test]
+    fn status_names_each_channel_still_catching_up_with_its_failure_escaped() {
+        let discord = serde_json::json!({ "state": "connected", "catching_up": [{
+            "channel_id": "ch_1", "channel": "Guild / #gen\u{1b}[2J", "attempts": 2,
+            "reason": "reading its history failed: 500", "next_try_at": "2026-12-07T10:00:04.000Z",
+        }] });
+        let lines = catching_up(&discord);
+        assert_eq!(lines.len(), 1);
+        assert!(lines[0].starts_with("still catching up on Guild / #gen"), "{lines:?}");
+        assert!(
+            lines[0].contains("(try 2: reading its history failed: 500); trying again at 2026-12-07T10:00:04.000Z")
+        );
+        assert!(!lines[0].contains('\u{1b}'), "a channel's name cannot drive the terminal: {lines:?}");
+        assert!(catching_up(&serde_json::json!({ "state": "connected" })).is_empty());
     }
 }

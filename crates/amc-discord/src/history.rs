@@ -4,11 +4,14 @@
 //! per channel and pass, in pages of 100, stored idempotently by message id.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use amc_core::model::Source;
 use amc_core::model::{AllowedChannel, ChannelSpec, ThreadSpec};
+use amc_core::service::CatchingUp;
 use amc_core::time::Millis;
 use serenity::all::{ChannelId, Message, MessageId, MessagePagination};
+use tokio_util::sync::CancellationToken;
 
 use crate::convert;
 use crate::shared::{Shared, UNREADABLE};
@@ -73,31 +76,110 @@ pub(crate) async fn anchors(shared: &Shared) -> Anchors {
     Anchors(out)
 }
 
+/// Why a channel's catch-up did not read to its end: a history request failed (a 5xx, a
+/// network error, a timeout, or a 429 that serenity's rate limiter did not wait out), or
+/// what it read could not be stored.
+#[derive(Debug, Clone)]
+pub(crate) struct Failed {
+    /// What failed, as the person reads it.
+    reason: String,
+}
+
+impl Failed {
+    fn of(e: &serenity::Error) -> Self {
+        Self { reason: format!("reading its history failed: {e}") }
+    }
+
+    fn store(e: &amc_core::Error) -> Self {
+        Self { reason: format!("storing what was read failed: {e}") }
+    }
+}
+
+/// The wait before a failed channel's next try: 1 s, doubling, at most [`MAX_BACKOFF`].
+/// (A 429 from Discord itself is waited out by serenity's rate limiter, for as long as its
+/// `Retry-After` says, before it ever reaches here.)
+fn backoff(attempt: u32) -> Duration {
+    Duration::from_secs(1).saturating_mul(1 << attempt.min(9)).min(MAX_BACKOFF)
+}
+
+/// The longest wait between two tries of a channel's catch-up.
+const MAX_BACKOFF: Duration = Duration::from_secs(300);
+
 /// After a (re)connection: every allowed Discord channel, from its anchor on, and then
-/// its recent window compared with what is stored.
+/// its recent window compared with what is stored. A channel whose history could not be
+/// read (a 5xx, a 429, a network error or a timeout) is tried again from the same anchor,
+/// on its own, with backoff, until it is read to its end or a newer connection's catch-up
+/// takes over; the source's health lists it meanwhile ([`CatchingUp`]). Only once every
+/// channel is read does the source count as caught up.
 pub(crate) async fn catch_up(shared: Arc<Shared>, anchors: Anchors) {
-    let mut complete = true;
+    let current = shared.begin_catch_up();
+    shared.amc.note_catching_up(Source::Discord, None, None);
     // The threads active now in the guilds of the allowed channels, those created while
     // AMC was away among them (GUILD_CREATE may not have been applied yet).
     let channels: Vec<String> = anchors.0.iter().map(|a| a.channel.platform_id.clone()).collect();
-    complete &= shared.learn_active_threads(&channels).await;
-    for Anchor { channel: ch, from, threads } in anchors.0 {
-        complete &= walk(&shared, &ch, None, from).await;
-        if let Walk::After(anchor) = from {
-            complete &= recheck(&shared, &ch, anchor).await;
+    let complete = shared.learn_active_threads(&channels).await;
+    let mut retries = tokio::task::JoinSet::new();
+    for anchor in anchors.0 {
+        if let Err(failed) = channel(&shared, &anchor).await {
+            tracing::warn!(channel = %anchor.channel.id, error = %failed.reason, "Discord catch-up of a channel failed; trying it again");
+            retries.spawn(again(shared.clone(), anchor, failed, current.clone()));
         }
-        // Its threads: those stored from their newest message, and those Discord listed
-        // that nothing is stored of yet (created while AMC was away) from their newest page.
-        let stored: std::collections::HashSet<String> = threads.iter().map(|(t, _)| t.platform_id.clone()).collect();
-        let new = shared.threads_of(&ch.platform_id).into_iter().filter(|t| !stored.contains(&t.platform_id));
-        for (thread, from) in threads.into_iter().chain(new.map(|t| (t, Walk::Latest))) {
-            complete &= walk(&shared, &ch, Some(&thread), from).await;
-        }
+    }
+    let mut all = complete;
+    while let Some(done) = retries.join_next().await {
+        all &= done.unwrap_or(false);
     }
     // Only a catch-up that read every channel to its end counts as caught up.
-    if complete {
+    if all && !current.is_cancelled() {
         shared.amc.note_caught_up(Source::Discord);
     }
+}
+
+/// One channel's catch-up: from its anchor on, its recent window, and its threads.
+async fn channel(shared: &Shared, anchor: &Anchor) -> Result<(), Failed> {
+    let Anchor { channel: ch, from, threads } = anchor;
+    walk(shared, ch, None, *from).await?;
+    if let Walk::After(anchor) = from {
+        recheck(shared, ch, *anchor).await?;
+    }
+    // Its threads: those stored from their newest message, and those Discord listed
+    // that nothing is stored of yet (created while AMC was away) from their newest page.
+    let stored: std::collections::HashSet<String> = threads.iter().map(|(t, _)| t.platform_id.clone()).collect();
+    let new = shared.threads_of(&ch.platform_id).into_iter().filter(|t| !stored.contains(&t.platform_id));
+    for (thread, from) in threads.iter().cloned().chain(new.map(|t| (t, Walk::Latest))) {
+        walk(shared, ch, Some(&thread), from).await?;
+    }
+    Ok(())
+}
+
+/// Tries a channel's catch-up again, with backoff, until it reads to its end (true) or
+/// the catch-up it belongs to is superseded by a newer connection's (false).
+async fn again(shared: Arc<Shared>, anchor: Anchor, mut failed: Failed, current: CancellationToken) -> bool {
+    let id = anchor.channel.id.clone();
+    for attempt in 0.. {
+        let wait = backoff(attempt);
+        let entry = CatchingUp {
+            channel_id: id.clone(),
+            channel: shared.channel_name(&anchor.channel.platform_id),
+            reason: failed.reason.clone(),
+            attempts: attempt + 1,
+            next_try_at: amc_core::time::now_ms() + wait.as_millis() as i64,
+        };
+        shared.amc.note_catching_up(Source::Discord, Some(&id), Some(entry));
+        tokio::select! {
+            () = current.cancelled() => return false,
+            () = tokio::time::sleep(wait) => {}
+        }
+        match channel(&shared, &anchor).await {
+            Ok(()) => {
+                tracing::info!(channel = %id, tries = attempt + 2, "Discord catch-up of a channel done");
+                shared.amc.note_catching_up(Source::Discord, Some(&id), None);
+                return true;
+            }
+            Err(f) => failed = f,
+        }
+    }
+    false
 }
 
 /// A channel the person just approved: what came since its newest stored message, and
@@ -112,7 +194,8 @@ pub(crate) async fn approved(shared: Arc<Shared>, ch: AllowedChannel) {
     if ch.visible_from.is_some_and(|from| oldest.1 <= from) {
         return;
     }
-    walk(&shared, &ch, None, Walk::Before(oldest.0, ch.visible_from)).await;
+    // A failure here is left to the next approval or connection: nothing is lost.
+    let _ = walk(&shared, &ch, None, Walk::Before(oldest.0, ch.visible_from)).await;
 }
 
 /// The newest and oldest stored messages as (snowflake, time).
@@ -127,7 +210,7 @@ async fn forward(shared: &Shared, ch: &AllowedChannel) {
         Some((newest, _)) => Walk::After(newest.0),
         None => Walk::Latest,
     };
-    walk(shared, ch, None, walk_from).await;
+    let _ = walk(shared, ch, None, walk_from).await;
 }
 
 /// How many messages up to the catch-up's anchor (the newest stored when the connection
@@ -139,9 +222,9 @@ const RECHECK: u32 = 200;
 /// Reads the [`RECHECK`] messages up to `anchor` again and brings the store in line: new
 /// text and edits are stored, stored messages in that span that Discord no longer has are
 /// marked unsent, and reactions whose counts differ are read per emoji and replaced.
-/// False when a page could not be read.
-async fn recheck(shared: &Shared, ch: &AllowedChannel, anchor: u64) -> bool {
-    let Ok(channel) = ch.platform_id.parse::<u64>().map(ChannelId::new) else { return false };
+/// Fails when a page could not be read.
+async fn recheck(shared: &Shared, ch: &AllowedChannel, anchor: u64) -> Result<(), Failed> {
+    let Ok(channel) = ch.platform_id.parse::<u64>().map(ChannelId::new) else { return Ok(()) };
     let total = RECHECK.min(shared.history_limit);
     let mut window: Vec<Message> = Vec::new();
     let mut reached_start = false;
@@ -153,18 +236,18 @@ async fn recheck(shared: &Shared, ch: &AllowedChannel, anchor: u64) -> bool {
             Ok(p) => p,
             Err(e) if discord_code(&e) == Some(UNKNOWN_CHANNEL) => {
                 shared.gone(vec![channel], "Discord deleted this channel".into()).await;
-                return true;
+                return Ok(());
             }
-            Err(e) if discord_code(&e) == Some(WRONG_CHANNEL_TYPE) => return true,
+            Err(e) if discord_code(&e) == Some(WRONG_CHANNEL_TYPE) => return Ok(()),
             Err(e) if discord_code(&e) == Some(MISSING_ACCESS) => {
                 if !shared.in_known_guild(channel) {
                     shared.gone(vec![channel], UNREADABLE.into()).await;
                 }
-                return true;
+                return Ok(());
             }
             Err(e) => {
                 tracing::warn!(channel = %ch.id, error = %e, "could not read Discord history again");
-                return false;
+                return Err(Failed::of(&e));
             }
         };
         reached_start = page.len() < usize::from(want);
@@ -181,7 +264,7 @@ async fn recheck(shared: &Shared, ch: &AllowedChannel, anchor: u64) -> bool {
         Ok(s) => s,
         Err(e) => {
             tracing::warn!(channel = %ch.id, error = %e, "could not compare Discord history");
-            return false;
+            return Err(Failed::store(&e));
         }
     };
     let stored: std::collections::HashMap<String, Vec<amc_core::model::Reaction>> = stored.into_iter().collect();
@@ -209,16 +292,16 @@ async fn recheck(shared: &Shared, ch: &AllowedChannel, anchor: u64) -> bool {
     let spec = ChannelSpec { platform_id: ch.platform_id.clone(), name: String::new(), kind: ch.kind };
     if let Err(e) = shared.amc.ingest(Source::Discord, spec, page, None).await {
         tracing::warn!(error = %e, "could not store Discord history");
-        return false;
+        return Err(Failed::store(&e));
     }
     if !deleted.is_empty() {
         tracing::info!(channel = %ch.id, count = deleted.len(), "messages deleted while AMC was away");
         if let Err(e) = shared.amc.mark_unsent(Source::Discord, deleted).await {
             tracing::warn!(error = %e, "could not record deleted Discord messages");
-            return false;
+            return Err(Failed::store(&e));
         }
     }
-    true
+    Ok(())
 }
 
 /// A message's reactions as Discord has them now, when they differ from `known`: the
@@ -271,11 +354,11 @@ fn discord_code(e: &serenity::Error) -> Option<isize> {
     }
 }
 
-/// Reads `ch`'s history from `from`, or that of one of its threads; false when a page
-/// could not be read.
-async fn walk(shared: &Shared, ch: &AllowedChannel, thread: Option<&ThreadSpec>, mut from: Walk) -> bool {
+/// Reads `ch`'s history from `from`, or that of one of its threads; fails when a page
+/// could not be read or stored.
+async fn walk(shared: &Shared, ch: &AllowedChannel, thread: Option<&ThreadSpec>, mut from: Walk) -> Result<(), Failed> {
     let id = thread.map_or(&ch.platform_id, |t| &t.platform_id);
-    let Ok(channel) = id.parse::<u64>().map(ChannelId::new) else { return false };
+    let Ok(channel) = id.parse::<u64>().map(ChannelId::new) else { return Ok(()) };
     let mut fetched: u32 = 0;
     while fetched < shared.history_limit {
         let want = (shared.history_limit - fetched).min(u32::from(PAGE)) as u8;
@@ -293,11 +376,11 @@ async fn walk(shared: &Shared, ch: &AllowedChannel, thread: Option<&ThreadSpec>,
                     if thread.is_none() {
                         shared.gone(vec![channel], "Discord deleted this channel".into()).await;
                     }
-                    return true;
+                    return Ok(());
                 }
                 // A forum has no messages of its own: its posts are threads.
                 if discord_code(&e) == Some(WRONG_CHANNEL_TYPE) {
-                    return true;
+                    return Ok(());
                 }
                 // 50001 Missing Access: the bot may no longer read it; nothing more can be
                 // read. A channel of a server the bot is in now follows the gateway's
@@ -307,10 +390,10 @@ async fn walk(shared: &Shared, ch: &AllowedChannel, thread: Option<&ThreadSpec>,
                     if thread.is_none() && !shared.in_known_guild(channel) {
                         shared.gone(vec![channel], UNREADABLE.into()).await;
                     }
-                    return true;
+                    return Ok(());
                 }
                 tracing::warn!(channel = %ch.id, error = %e, "could not fetch Discord history");
-                return false;
+                return Err(Failed::of(&e));
             }
         };
         let full = page.len() == usize::from(want);
@@ -319,21 +402,26 @@ async fn walk(shared: &Shared, ch: &AllowedChannel, thread: Option<&ThreadSpec>,
             page.retain(|m| convert::snowflake_ms(m.id.get()) >= until);
         }
         let (Some(first), Some(last)) = (page.first().map(|m| m.id.get()), page.last().map(|m| m.id.get())) else {
-            return true;
+            return Ok(());
         };
         fetched += page.len() as u32;
-        store(shared, ch, thread, &page).await;
+        store(shared, ch, thread, &page).await?;
         from = match from {
             Walk::After(_) if full => Walk::After(last),
             Walk::Before(_, until) if full && page.len() == usize::from(want) => Walk::Before(first, until),
-            _ => return true,
+            _ => return Ok(()),
         };
     }
     tracing::info!(channel = %ch.id, limit = shared.history_limit, "stopped fetching history at the limit");
-    true
+    Ok(())
 }
 
-async fn store(shared: &Shared, ch: &AllowedChannel, thread: Option<&ThreadSpec>, page: &[Message]) {
+async fn store(
+    shared: &Shared,
+    ch: &AllowedChannel,
+    thread: Option<&ThreadSpec>,
+    page: &[Message],
+) -> Result<(), Failed> {
     // Messages read through REST carry no guild: the channel is the one already stored,
     // and its name stays as it is (an empty name keeps the stored one).
     let spec = ChannelSpec { platform_id: ch.platform_id.clone(), name: String::new(), kind: ch.kind };
@@ -342,7 +430,8 @@ async fn store(shared: &Shared, ch: &AllowedChannel, thread: Option<&ThreadSpec>
         Some(t) => shared.amc.ingest_thread(Source::Discord, spec, t.clone(), messages).await.map(|_| ()),
         None => shared.amc.ingest(Source::Discord, spec, messages, None).await.map(|_| ()),
     };
-    if let Err(e) = stored {
+    stored.map_err(|e| {
         tracing::warn!(error = %e, "could not store Discord history");
-    }
+        Failed::store(&e)
+    })
 }

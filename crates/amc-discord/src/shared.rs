@@ -47,6 +47,9 @@ pub(crate) struct Shared {
     pub(crate) empty_in_a_row: AtomicU32,
     /// Channels whose earlier history was fetched since AMC started.
     pub(crate) history_done: Mutex<HashSet<String>>,
+    /// The catch-up under way: cancelled when a newer connection's begins, which stops
+    /// the older one's retries.
+    pub(crate) catch_up: Mutex<tokio_util::sync::CancellationToken>,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -74,6 +77,7 @@ impl Shared {
             mention_names: Mutex::default(),
             empty_in_a_row: AtomicU32::new(0),
             history_done: Mutex::default(),
+            catch_up: Mutex::default(),
         }
     }
 
@@ -126,6 +130,19 @@ impl Shared {
             lock(&self.threads).insert(t.id, (parent, t.name.clone()));
             self.mention_names().channels.insert(t.id.get(), t.name.clone());
         }
+    }
+
+    /// A channel's name as AMC shows it (its id when it is not known yet).
+    pub(crate) fn channel_name(&self, platform_id: &str) -> String {
+        let id = platform_id.parse::<u64>().ok().map(ChannelId::new);
+        id.and_then(|id| lock(&self.channel_names).get(&id).cloned()).unwrap_or_else(|| platform_id.to_owned())
+    }
+
+    /// Begins a catch-up: the one before it (and its retries) stops.
+    pub(crate) fn begin_catch_up(&self) -> tokio_util::sync::CancellationToken {
+        let fresh = tokio_util::sync::CancellationToken::new();
+        std::mem::replace(&mut *lock(&self.catch_up), fresh.clone()).cancel();
+        fresh
     }
 
     /// Asks Discord for the active threads of the guilds these channels are in, and notes

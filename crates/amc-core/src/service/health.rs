@@ -37,12 +37,32 @@ pub struct SourceStatus {
     /// mode" rather than "connected". Present only when true; set by [`Amc::health`].
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub test_mode: bool,
+    /// Channels whose catch-up has not read to its end yet (a history request failed),
+    /// each tried again until it does. Absent when there are none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub catching_up: Vec<CatchingUp>,
+}
+
+/// A channel whose catch-up is not done: why the last try failed, and when the next is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CatchingUp {
+    /// AMC's id of the channel.
+    pub channel_id: String,
+    /// The channel's name.
+    pub channel: String,
+    /// Why the last try failed.
+    pub reason: String,
+    /// Tries so far.
+    pub attempts: u32,
+    /// When the next try is.
+    #[serde(with = "crate::time::serde_ms")]
+    pub next_try_at: crate::time::Millis,
 }
 
 impl SourceStatus {
     /// A state and its reason.
     pub fn new(state: SourceState, reason: Option<String>) -> Self {
-        Self { state, reason, caught_up_at: None, test_mode: false }
+        Self { state, reason, caught_up_at: None, test_mode: false, catching_up: Vec::new() }
     }
 }
 
@@ -104,6 +124,9 @@ impl Amc {
             let mut states = self.inner.health.states.write().unwrap_or_else(|p| p.into_inner());
             let before = states.get(&source);
             status.caught_up_at = status.caught_up_at.or(before.and_then(|b| b.caught_up_at));
+            if status.catching_up.is_empty() {
+                status.catching_up = before.map(|b| b.catching_up.clone()).unwrap_or_default();
+            }
             states.insert(source, status.clone()).as_ref() != Some(&status)
         };
         if changed {
@@ -120,6 +143,24 @@ impl Amc {
             }
         }
         self.publish(crate::events::Event::SourceChanged { source });
+    }
+
+    /// Records where a channel's catch-up stands: `Some` while it is not done (why, and
+    /// when the next try is), `None` once it is; `channel_id` `None` forgets every channel
+    /// (a new connection's catch-up starts over).
+    pub fn note_catching_up(&self, source: Source, channel_id: Option<&str>, entry: Option<CatchingUp>) {
+        let changed = {
+            let mut states = self.inner.health.states.write().unwrap_or_else(|p| p.into_inner());
+            let Some(s) = states.get_mut(&source) else { return };
+            let before = s.catching_up.clone();
+            s.catching_up.retain(|c| channel_id.is_some_and(|id| c.channel_id != id));
+            s.catching_up.extend(entry);
+            s.catching_up.sort_by(|a, b| a.channel_id.cmp(&b.channel_id));
+            s.catching_up != before
+        };
+        if changed {
+            self.publish(crate::events::Event::SourceChanged { source });
+        }
     }
 
     /// Records how the last send of a source went: a refusal for credentials or

@@ -45,7 +45,7 @@ pub use amc_store::db::{UpdateProgress, UpdateReporter};
 pub use amc_store::{HELD_BOUNDS, SEND_LOG_KEPT};
 pub use claude_channel::{MAX_PUSH_WAIT_SECONDS, PUSH_BURST, PUSH_WINDOW, PushBatch, PushItem, PushParams};
 pub use claude_channel::{SESSION_GONE_AFTER, TOOL_REQUEST_BOUNDS, TOOL_REQUESTS_KEPT_FOR, ToolAsk};
-pub use health::{Health, SourceState, SourceStatus};
+pub use health::{CatchingUp, Health, SourceState, SourceStatus};
 pub use inbox::{
     ContextPage, ContextParams, MAX_UNREAD_WAIT_SECONDS, MarkReadResult, UnreadPage, UnreadParams, WaitUnreadParams,
 };

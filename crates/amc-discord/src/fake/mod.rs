@@ -63,6 +63,20 @@ pub struct FakeUser {
     pub name: String,
 }
 
+/// How the fake fails a request for a channel's messages.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum HistoryFailure {
+    /// `500 Internal Server Error`, as Discord answers when it has trouble of its own.
+    ServerError,
+    /// `429 Too Many Requests` with the body Discord documents (Rate Limits → Exceeding A
+    /// Rate Limit: `message`, `retry_after` in seconds, `global`; no `code`), and its
+    /// headers: `Retry-After` (whole seconds, rounded up) and `X-RateLimit-Scope: user`.
+    RateLimited {
+        /// Seconds to wait.
+        retry_after: f64,
+    },
+}
+
 /// A status, headers and a JSON body the fake answers a post with.
 type CannedReply = (u16, Vec<(String, String)>, Value);
 
@@ -105,6 +119,8 @@ struct Inner {
     resumes: u32,
     heartbeats: u32,
     history_requests: u32,
+    /// Failures queued for each channel's next requests for messages.
+    history_failures: HashMap<u64, VecDeque<HistoryFailure>>,
     connected: Vec<oneshot::Sender<()>>,
     /// The interval HELLO tells a new connection (Discord's is about 41 s).
     heartbeat_interval_ms: u64,
@@ -167,6 +183,7 @@ impl FakeDiscord {
             resumes: 0,
             heartbeats: 0,
             history_requests: 0,
+            history_failures: HashMap::new(),
             connected: Vec::new(),
             heartbeat_interval_ms: 41_250,
             dead: false,
@@ -570,6 +587,17 @@ impl FakeDiscord {
     pub fn reply_next_post(&self, status: u16, headers: &[(&str, &str)], body: Value) {
         let headers = headers.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
         self.lock().post_replies.push_back((status, headers, body));
+    }
+
+    /// Fails the next `times` requests for this channel's messages (`GET
+    /// /channels/{id}/messages`) as Discord may: see [`HistoryFailure`].
+    pub fn fail_history(&self, channel: u64, times: u32, failure: HistoryFailure) {
+        self.lock().history_failures.entry(channel).or_default().extend(std::iter::repeat_n(failure, times as usize));
+    }
+
+    /// How many requests for messages the fake answered (or failed) so far.
+    pub fn history_requests(&self) -> u32 {
+        self.lock().history_requests
     }
 
     /// Every message-post request received.
@@ -1076,6 +1104,22 @@ async fn messages(
     }
     let mut inner = fake.lock();
     inner.history_requests += 1;
+    match inner.history_failures.get_mut(&channel).and_then(VecDeque::pop_front) {
+        Some(HistoryFailure::ServerError) => {
+            return discord_error(StatusCode::INTERNAL_SERVER_ERROR, 0, "500: Internal Server Error");
+        }
+        Some(HistoryFailure::RateLimited { retry_after }) => {
+            let body = json!({ "message": "You are being rate limited.", "retry_after": retry_after, "global": false });
+            let wait = (retry_after.ceil() as u64).to_string();
+            return (
+                StatusCode::TOO_MANY_REQUESTS,
+                [(header::RETRY_AFTER.as_str(), wait.as_str()), ("x-ratelimit-scope", "user")],
+                axum::Json(body),
+            )
+                .into_response();
+        }
+        None => {}
+    }
     let guild_channel = inner.channels.iter().any(|c| c.0 == channel) || inner.threads.contains_key(&channel);
     if guild_channel && (inner.removed || !inner.bot_can_read(channel)) {
         return discord_error(StatusCode::FORBIDDEN, 50001, "Missing Access");

@@ -1,6 +1,7 @@
 //! The Discord source end to end: the real daemon and the real serenity client against
 //! a local Discord (`amc_discord::fake`) speaking Discord's gateway protocol and REST API.
 
+mod catch_up;
 mod gateway;
 mod gone;
 mod harness;
