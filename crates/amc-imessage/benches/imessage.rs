@@ -432,9 +432,16 @@ async fn at_rest(
     let (switches0, cpu0, t) = (context_switches(), cpu_time(pid), Instant::now());
     tokio::time::sleep(Duration::from_secs(60)).await;
     let at_rest = t.elapsed().as_secs_f64();
+    let by_thread = switches_between(&switches0, &context_switches());
+    let threads: Vec<String> = by_thread
+        .iter()
+        .filter(|(_, n)| **n > 0)
+        .map(|(name, n)| format!("{name} {:.2}", *n as f64 / at_rest))
+        .collect();
     println!(
-        "at rest after them: {:.2} wake-ups/s (context switches of every thread), {:.3} s CPU in {at_rest:.0} s",
-        switches_between(&switches0, &context_switches()) as f64 / at_rest,
+        "at rest after them: {:.2} wake-ups/s (context switches of every thread: {}), {:.3} s CPU in {at_rest:.0} s",
+        by_thread.values().sum::<u64>() as f64 / at_rest,
+        threads.join(", "),
         cpu_time(pid).saturating_sub(cpu0).as_secs_f64()
     );
     stop.cancel();
@@ -443,30 +450,36 @@ async fn at_rest(
     Ok(())
 }
 
-/// Context switches so far of each thread of this process, by thread id.
-fn context_switches() -> std::collections::HashMap<String, u64> {
+/// Context switches so far of each thread of this process, by thread id, with its name.
+fn context_switches() -> std::collections::HashMap<String, (String, u64)> {
     let Ok(tasks) = std::fs::read_dir("/proc/self/task") else { return Default::default() };
     tasks
         .filter_map(Result::ok)
         .filter_map(|t| {
             let status = std::fs::read_to_string(t.path().join("status")).ok()?;
+            let name = status.lines().find_map(|l| l.strip_prefix("Name:")).unwrap_or_default().trim().to_owned();
             let switches = status
                 .lines()
                 .filter(|l| l.starts_with("voluntary_ctxt_switches") || l.starts_with("nonvoluntary_ctxt_switches"))
                 .filter_map(|l| l.split_whitespace().last()?.parse::<u64>().ok())
                 .sum();
-            Some((t.file_name().to_string_lossy().into_owned(), switches))
+            Some((t.file_name().to_string_lossy().into_owned(), (name, switches)))
         })
         .collect()
 }
 
-/// The context switches between two counts: each thread's since the first, a thread
-/// started since counting all of its own (a thread that ended is not counted).
+/// The context switches between two counts, by thread name: each thread's since the
+/// first, a thread started since counting all of its own (one that ended is not counted).
 fn switches_between(
-    before: &std::collections::HashMap<String, u64>,
-    after: &std::collections::HashMap<String, u64>,
-) -> u64 {
-    after.iter().map(|(tid, n)| n.saturating_sub(before.get(tid).copied().unwrap_or(0))).sum()
+    before: &std::collections::HashMap<String, (String, u64)>,
+    after: &std::collections::HashMap<String, (String, u64)>,
+) -> std::collections::BTreeMap<String, u64> {
+    let mut by_name = std::collections::BTreeMap::new();
+    for (tid, (name, n)) in after {
+        let was = before.get(tid).map_or(0, |(_, n)| *n);
+        *by_name.entry(name.clone()).or_default() += n.saturating_sub(was);
+    }
+    by_name
 }
 
 /// Edits, unsends and renames in the live chat.db: from the commit to AMC's event.

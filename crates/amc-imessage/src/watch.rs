@@ -316,6 +316,9 @@ pub async fn run(amc: Amc, cfg: WatchConfig, shutdown: CancellationToken) {
                 },
             ),
         };
+        // A sweep further off than the next fallback check waits for that check's tick:
+        // tokio's timer would wake the runtime on the way to a far deadline.
+        let sweep_due = sweep_due.filter(|at| at.saturating_duration_since(now) <= cfg.poll);
         let look = tokio::select! {
             () = shutdown.cancelled() => return,
             () = async { tokio::time::sleep_until(sweep_due.unwrap_or(now)).await }, if sweep_due.is_some() => {
