@@ -216,9 +216,10 @@ enum Sign {
 struct Open {
     db: SharedChatDb,
     identity: Option<(u64, u64)>,
-    /// The WAL's identity and size at the last look: a WAL made anew or cut short means
-    /// Messages (or something) rewrote the file.
-    wal: Option<(u64, u64, u64)>,
+    /// The WAL's identity at the last look: a WAL made anew means Messages relaunched or
+    /// the file was replaced. (Its size is no sign: SQLite restarts a WAL from its start
+    /// after every checkpoint, and may truncate it then.)
+    wal: Option<(u64, u64)>,
     /// The highest ROWID and the message table's AUTOINCREMENT sequence at the last look:
     /// neither goes back unless rows were rewritten.
     high: (i64, i64),
@@ -517,14 +518,11 @@ async fn step(amc: &Amc, cfg: &WatchConfig, open: &mut Option<Open>, look: Look)
 }
 
 impl Open {
-    /// Whether chat.db shows a disruption since the last look: its WAL made anew or cut
-    /// short, its highest ROWID or the message sequence gone back.
+    /// Whether chat.db shows a disruption since the last look: its WAL made anew, its
+    /// highest ROWID or the message sequence gone back.
     async fn disrupted(&mut self, path: &Path, db: &SharedChatDb) -> Sign {
         let wal = wal_state(path);
-        let wal_reset = match (self.wal, wal) {
-            (Some((dev, ino, size)), Some((dev2, ino2, size2))) => (dev, ino) != (dev2, ino2) || size2 < size,
-            _ => false,
-        };
+        let wal_reset = matches!((self.wal, wal), (Some(was), Some(now)) if was != now);
         self.wal = wal;
         let d = db.clone();
         let high = tokio::task::spawn_blocking(move || d.lock().unwrap_or_else(|p| p.into_inner()).high_marks()).await;
@@ -540,9 +538,9 @@ impl Open {
     }
 }
 
-/// The WAL's identity and size, if it is there.
-fn wal_state(chat_db: &Path) -> Option<(u64, u64, u64)> {
-    std::fs::metadata(wal_of(chat_db)).ok().map(|m| (m.dev(), m.ino(), m.len()))
+/// The WAL's identity, if it is there.
+fn wal_state(chat_db: &Path) -> Option<(u64, u64)> {
+    identity(&wal_of(chat_db))
 }
 
 /// A chat.db that was rebuilt or replaced (its rows no longer what the checkpoint
