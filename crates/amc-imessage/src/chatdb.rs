@@ -114,8 +114,8 @@ pub struct ChatDb {
 }
 
 /// The parts of a message (its text and each file) whose tapbacks [`ChatDb::tapbacks_on`]
-/// finds. A tapback on a later part of a larger bubble is applied as it is read, but a
-/// repair does not find it.
+/// finds. The reactions of a message with more parts are left as read, never reset
+/// ([`ChatDb::parts_of`]).
 pub const TAPBACK_PARTS: usize = 32;
 
 /// How long the newest rows may wait for their chat before they are read as they are.
@@ -525,6 +525,17 @@ impl ChatDb {
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }
 
+    /// How many parts the message with this guid has at most: its files and its text (0
+    /// when there is no such message).
+    pub fn parts_of(&self, guid: &str) -> Result<i64, SourceError> {
+        use rusqlite::OptionalExtension;
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT 1 + (SELECT count(*) FROM message_attachment_join j WHERE j.message_id = m.ROWID) \
+             FROM message m WHERE m.guid = ?1",
+        )?;
+        Ok(stmt.query_row([guid], |r| r.get(0)).optional()?.unwrap_or(0))
+    }
+
     /// The first ROWID of `message` after `rowid`, if any.
     pub fn first_rowid_after(&self, rowid: i64) -> Result<Option<i64>, SourceError> {
         Ok(self.conn.query_row("SELECT min(ROWID) FROM message WHERE ROWID > ?1", [rowid], |r| r.get(0))?)
@@ -538,10 +549,11 @@ impl ChatDb {
 
     /// The ROWIDs of the tapback rows that name any of these messages, in ROWID order, by
     /// the index on `associated_message_guid`: a tapback names a message's part
-    /// (`p:N/guid`; the first [`TAPBACK_PARTS`] parts are asked for) or its whole bubble
-    /// (`bp:guid`).
+    /// (`p:N/guid`; the first [`TAPBACK_PARTS`] parts are asked for), its whole bubble
+    /// (`bp:guid`), or the message itself (older macOS).
     pub fn tapbacks_on(&self, guids: &[String]) -> Result<Vec<i64>, SourceError> {
-        let names: Vec<String> = std::iter::once("'bp:' || ?1".to_owned())
+        let names: Vec<String> = ["?1".to_owned(), "'bp:' || ?1".to_owned()]
+            .into_iter()
             .chain((0..TAPBACK_PARTS).map(|n| format!("'p:{n}/' || ?1")))
             .collect();
         let mut stmt = self.conn.prepare_cached(&format!(

@@ -53,6 +53,8 @@ pub struct SweepReport {
     pub late: usize,
     /// Chats stored again because their name or members changed.
     pub renamed: usize,
+    /// Ranges that could not be repaired (tried again by the next sweep).
+    pub failed: usize,
 }
 
 impl SweepReport {
@@ -157,9 +159,19 @@ impl Sweeper {
             }
         };
         report.decoded += repair.len();
-        report.add(&store_rows(amc, db, repair).await?);
-        self.known.get_or_insert_default().insert(range, digest);
-        self.changed = true;
+        match store_rows(amc, db, repair).await {
+            Ok(stored) => {
+                report.add(&stored);
+                self.known.get_or_insert_default().insert(range, digest);
+                self.changed = true;
+            }
+            // One range that cannot be stored now stops no other: it stays unremembered,
+            // so the next sweep reads it again.
+            Err(e) => {
+                tracing::warn!(range, error = %e, "a range of chat.db could not be repaired; the next sweep tries it again");
+                report.failed += 1;
+            }
+        }
         Ok(Some(end))
     }
 

@@ -298,7 +298,8 @@ pub(crate) async fn store_rows(amc: &Amc, db: &SharedChatDb, rowids: Vec<i64>) -
     })
     .await
     .map_err(|e| SourceError::Read(e.to_string()))??;
-    rekey_renamed(amc, db, &batch).await?;
+    let read = Placed::all(batch.by_channel.iter().flat_map(|(c, m)| m.iter().map(move |(_, m)| (c, m))));
+    rekey_renamed(amc, db, read).await?;
     // The reactions of every message read, and of every message a tapback read names, are
     // made what chat.db's tapback rows say now: a tapback read before its message was
     // stored (one only a sweep found) had nothing to apply to then.
@@ -312,28 +313,44 @@ pub(crate) async fn store_rows(amc: &Amc, db: &SharedChatDb, rowids: Vec<i64>) -
     Ok(report)
 }
 
+/// A message read, where it was and who sent it when: what finds a message stored under
+/// another guid.
+struct Placed {
+    channel: String,
+    platform_id: String,
+    sent_at: amc_core::time::Millis,
+    sender: amc_core::model::SenderInfo,
+}
+
+impl Placed {
+    fn all<'a>(read: impl Iterator<Item = (&'a ChannelSpec, &'a IncomingMessage)>) -> Vec<Self> {
+        read.map(|(c, m)| Self {
+            channel: c.platform_id.clone(),
+            platform_id: m.platform_id.clone(),
+            sent_at: m.sent_at,
+            sender: m.sender.clone(),
+        })
+        .collect()
+    }
+}
+
 /// Messages whose row Messages gave another guid: AMC's copy is re-keyed to the new guid
 /// rather than stored a second time. A message read here that AMC does not hold is that
 /// message when AMC holds one in its chat, from its sender, sent at the same time, under
 /// a guid chat.db no longer has.
-async fn rekey_renamed(amc: &Amc, db: &SharedChatDb, batch: &Batch) -> Result<(), SourceError> {
-    let read: Vec<String> =
-        batch.by_channel.iter().flat_map(|(_, m)| m.iter().map(|(_, m)| m.platform_id.clone())).collect();
-    let held = amc.held(Source::Imessage, read).await?;
-    for (channel, messages) in &batch.by_channel {
-        for (_, m) in messages.iter().filter(|(_, m)| !held.contains_key(&m.platform_id)) {
-            let there =
-                amc.stored_at(Source::Imessage, channel.platform_id.clone(), m.sent_at, m.sender.clone()).await?;
-            for old in there.into_iter().filter(|old| *old != m.platform_id) {
-                let (d, asked) = (db.clone(), old.clone());
-                let gone =
-                    tokio::task::spawn_blocking(move || d.lock().unwrap_or_else(|p| p.into_inner()).has_guid(&asked))
-                        .await
-                        .map_err(|e| SourceError::Read(e.to_string()))??
-                        .not();
-                if gone && amc.rekey(Source::Imessage, old, m.platform_id.clone()).await? {
-                    break;
-                }
+async fn rekey_renamed(amc: &Amc, db: &SharedChatDb, read: Vec<Placed>) -> Result<(), SourceError> {
+    let held = amc.held(Source::Imessage, read.iter().map(|m| m.platform_id.clone()).collect()).await?;
+    for m in read.into_iter().filter(|m| !held.contains_key(&m.platform_id)) {
+        let there = amc.stored_at(Source::Imessage, m.channel, m.sent_at, m.sender).await?;
+        for old in there.into_iter().filter(|old| *old != m.platform_id) {
+            let (d, asked) = (db.clone(), old.clone());
+            let gone =
+                tokio::task::spawn_blocking(move || d.lock().unwrap_or_else(|p| p.into_inner()).has_guid(&asked))
+                    .await
+                    .map_err(|e| SourceError::Read(e.to_string()))??
+                    .not();
+            if gone && amc.rekey(Source::Imessage, old, m.platform_id.clone()).await? {
+                break;
             }
         }
     }
@@ -349,6 +366,14 @@ async fn reset_reactions(amc: &Amc, db: &SharedChatDb, targets: Vec<String>) -> 
     let d = db.clone();
     let changes = tokio::task::spawn_blocking(move || {
         let db = d.lock().unwrap_or_else(|p| p.into_inner());
+        // A message of more parts than the tapbacks asked for keeps its reactions as read.
+        let mut fits = Vec::with_capacity(targets.len());
+        for target in targets {
+            if db.parts_of(&target)? <= crate::chatdb::TAPBACK_PARTS as i64 {
+                fits.push(target);
+            }
+        }
+        let targets = fits;
         let rows = db.messages_at(&db.tapbacks_on(&targets)?)?;
         let handles = if rows.is_empty() { Default::default() } else { db.handles()? };
         let mut by_target: BTreeMap<String, Vec<ReactionChange>> =
@@ -408,6 +433,8 @@ pub async fn rescan_recent(amc: &Amc, db: &SharedChatDb) -> Result<SyncReport, S
         report.rows += batch.rows;
         let reactions = std::mem::take(&mut batch.reactions);
         let kept = batch.up_to(checkpoint);
+        // A row Messages gave another guid (while AMC was stopped, say) keeps its message.
+        rekey_renamed(amc, db, Placed::all(kept.iter().flat_map(|(c, m)| m.iter().map(move |m| (c, m))))).await?;
         for stored in amc.ingest_many(Source::Imessage, kept, None).await? {
             report.inserted += stored.inserted.len();
             report.updated += stored.updated.len();

@@ -394,6 +394,9 @@ async fn sweep_step(amc: &Amc, open: &mut Option<Open>, sweeping: &mut Option<Sw
             if !imported {
                 *sign = Sign::Disrupted;
             }
+            if r.failed > 0 {
+                *sign = (*sign).max(Sign::Unexplained);
+            }
             *sweeping = None;
         }
         Err(e) => {

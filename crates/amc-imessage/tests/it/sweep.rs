@@ -311,7 +311,7 @@ fn by_id(amc: &Amc, id: &str) -> amc_core::model::Envelope {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_guid_changed_far_back_rekeys_the_message_instead_of_adding_one() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let Swept { w, amc, db, mut sweeper, .. } = imported_and_swept(dir.path(), 3_000).await;
+    let Swept { path, w, amc, db, mut sweeper } = imported_and_swept(dir.path(), 3_000).await;
     let id = stored(&amc, T0 + 50_000).expect("stored").id;
 
     w.connection().execute("UPDATE message SET guid = 'renamed-50' WHERE guid = 'm-50'", []).expect("new guid");
@@ -326,6 +326,16 @@ async fn a_guid_changed_far_back_rekeys_the_message_instead_of_adding_one() {
     let kept = by_id(&amc, &id);
     assert_eq!((kept.text.as_str(), kept.edited_at), ("Test", Some(T0 + 4_000_000)), "the edit reaches it");
     assert_eq!(count(&amc), 3_000);
+
+    // Among the newest rows, changed while AMC was not watching: the watcher's first read
+    // of them on opening chat.db re-keys it too, and a later edit reaches the same message.
+    let newest = stored(&amc, T0 + 2_990_000).expect("stored").id;
+    w.connection().execute("UPDATE message SET guid = 'renamed-2990' WHERE guid = 'm-2990'", []).expect("new guid");
+    let watcher = Watcher::start(&amc, &path, NEVER, NEVER);
+    edit_row(&w, "renamed-2990", T0 + 4_000_000);
+    wait_until(&amc, "the edit reaches the re-keyed message", |amc| by_id(amc, &newest).text == "Test").await;
+    watcher.stop().await;
+    assert_eq!(count(&amc), 3_000, "nothing doubled");
 }
 
 /// Tapbacks read while their message was not yet in a chat (the message 2,100 rows back,
