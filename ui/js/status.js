@@ -114,8 +114,9 @@ function permissionState(p, s) {
 function catchingUp(list) {
   if (!list?.length) return null;
   return h("ul", { class: "catching-up" }, list.map((c) => h("li", { dataset: { channel: c.channel_id } },
-    h("span", { text: `Still catching up on ${c.channel} (try ${c.attempts}: ${c.reason}); next try ` }),
-    time(c.next_try_at))));
+    h("span", { text: `Still catching up on ${c.channel} (try ${c.attempts}: ${c.reason}); ` +
+      (c.next_try_at ? "next try " : "not tried again before the next connection") }),
+    c.next_try_at ? time(c.next_try_at) : null)));
 }
 
 function uptime(s) {

@@ -547,12 +547,15 @@ fn catching_up(source: &Value) -> Vec<String> {
         .into_iter()
         .flatten()
         .map(|c| {
+            let next = match text(&c["next_try_at"]) {
+                Some(at) => format!("trying again at {at}"),
+                None => "not trying again before the next connection".to_owned(),
+            };
             format!(
-                "still catching up on {} (try {}: {}); trying again at {}",
+                "still catching up on {} (try {}: {}); {next}",
                 s(c, "channel"),
                 c["attempts"].as_u64().unwrap_or(0),
                 s(c, "reason"),
-                s(c, "next_try_at")
             )
         })
         .collect()
@@ -697,5 +700,8 @@ mod tests {
         );
         assert!(!lines[0].contains('\u{1b}'), "a channel's name cannot drive the terminal: {lines:?}");
         assert!(catching_up(&serde_json::json!({ "state": "connected" })).is_empty());
+        let refused = serde_json::json!({ "catching_up": [{ "channel": "#x", "attempts": 1, "reason": "403",
+            "next_try_at": null }] });
+        assert!(catching_up(&refused)[0].ends_with("not trying again before the next connection"));
     }
 }

@@ -83,15 +83,25 @@ pub(crate) async fn anchors(shared: &Shared) -> Anchors {
 pub(crate) struct Failed {
     /// What failed, as the person reads it.
     reason: String,
+    /// Whether trying again can help: not after a refusal that stays (a 4xx other than
+    /// 408 and 429: the token, the channel's permissions).
+    transient: bool,
 }
 
 impl Failed {
     fn of(e: &serenity::Error) -> Self {
-        Self { reason: format!("reading its history failed: {e}") }
+        let transient = match e {
+            serenity::Error::Http(serenity::http::HttpError::UnsuccessfulRequest(r)) => {
+                let status = r.status_code.as_u16();
+                !(400..500).contains(&status) || matches!(status, 408 | 429)
+            }
+            _ => true,
+        };
+        Self { reason: format!("reading its history failed: {e}"), transient }
     }
 
     fn store(e: &amc_core::Error) -> Self {
-        Self { reason: format!("storing what was read failed: {e}") }
+        Self { reason: format!("storing what was read failed: {e}"), transient: true }
     }
 }
 
@@ -157,20 +167,33 @@ async fn channel(shared: &Shared, anchor: &Anchor) -> Result<(), Failed> {
 async fn again(shared: Arc<Shared>, anchor: Anchor, mut failed: Failed, current: CancellationToken) -> bool {
     let id = anchor.channel.id.clone();
     for attempt in 0.. {
+        // A newer catch-up owns the channel's entry now; a refusal that stays is not tried
+        // again (the entry says why until the next connection).
+        if current.is_cancelled() {
+            return false;
+        }
         let wait = backoff(attempt);
         let entry = CatchingUp {
             channel_id: id.clone(),
             channel: shared.channel_name(&anchor.channel.platform_id),
             reason: failed.reason.clone(),
             attempts: attempt + 1,
-            next_try_at: amc_core::time::now_ms() + wait.as_millis() as i64,
+            next_try_at: failed.transient.then(|| amc_core::time::now_ms() + wait.as_millis() as i64),
         };
         shared.amc.note_catching_up(Source::Discord, Some(&id), Some(entry));
+        if !failed.transient {
+            tracing::warn!(channel = %id, error = %failed.reason, "Discord refused the catch-up of a channel; not trying again until the next connection");
+            return false;
+        }
         tokio::select! {
             () = current.cancelled() => return false,
             () = tokio::time::sleep(wait) => {}
         }
-        match channel(&shared, &anchor).await {
+        let read = channel(&shared, &anchor).await;
+        if current.is_cancelled() {
+            return false;
+        }
+        match read {
             Ok(()) => {
                 tracing::info!(channel = %id, tries = attempt + 2, "Discord catch-up of a channel done");
                 shared.amc.note_catching_up(Source::Discord, Some(&id), None);

@@ -54,9 +54,9 @@ pub struct CatchingUp {
     pub reason: String,
     /// Tries so far.
     pub attempts: u32,
-    /// When the next try is.
-    #[serde(with = "crate::time::serde_ms")]
-    pub next_try_at: crate::time::Millis,
+    /// When the next try is (`null`: none before the next connection, the refusal stays).
+    #[serde(with = "crate::time::serde_ms::option")]
+    pub next_try_at: Option<crate::time::Millis>,
 }
 
 impl SourceStatus {
