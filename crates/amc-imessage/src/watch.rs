@@ -436,7 +436,7 @@ async fn step(amc: &Amc, cfg: &WatchConfig, open: &mut Option<Open>, look: Look)
                     slow_version: data_version,
                     db: Arc::new(Mutex::new(db)),
                     identity: now_identity,
-                    wal: wal_state(path),
+                    wal: identity(&wal_of(path)),
                     high: (0, 0),
                     recent: Recent::default(),
                     sweeper: Sweeper::default(),
@@ -524,7 +524,7 @@ impl Open {
     /// Whether chat.db shows a disruption since the last look: its WAL made anew, its
     /// highest ROWID or the message sequence gone back.
     async fn disrupted(&mut self, path: &Path, db: &SharedChatDb) -> Sign {
-        let wal = wal_state(path);
+        let wal = identity(&wal_of(path));
         let wal_reset = matches!((self.wal, wal), (Some(was), Some(now)) if was != now);
         self.wal = wal;
         let d = db.clone();
@@ -539,11 +539,6 @@ impl Open {
             Sign::Explained
         }
     }
-}
-
-/// The WAL's identity, if it is there.
-fn wal_state(chat_db: &Path) -> Option<(u64, u64)> {
-    identity(&wal_of(chat_db))
 }
 
 /// A chat.db that was rebuilt or replaced (its rows no longer what the checkpoint

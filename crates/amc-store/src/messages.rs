@@ -983,22 +983,14 @@ impl Store {
         emoji: Option<&str>,
     ) -> Result<Option<(String, String)>> {
         self.db.write(|tx| {
-            let found: Option<(String, String, String)> = tx
-                .prepare_cached(concat!(
-                    "SELECT id, (SELECT c.id FROM channels c WHERE c.key = channel), reactions FROM messages WHERE ",
-                    at_platform_id!("", "?1", "?2")
-                ))?
-                .query_row(params![source.as_str(), platform_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-                .optional()?;
-            let Some((id, channel_id, json)) = found else { return Ok(None) };
+            let Some((id, channel_id, json)) = reactions_of(tx, source, platform_id)? else { return Ok(None) };
             let mut reactions: Vec<Reaction> = serde_json::from_str(&json).unwrap_or_default();
             let before = reactions.len();
             reactions.retain(|r| emoji.is_some_and(|e| r.emoji != e));
             if reactions.len() == before {
                 return Ok(None);
             }
-            let json = serde_json::to_string(&reactions).map_err(Error::internal)?;
-            tx.prepare_cached("UPDATE messages SET reactions = ?2 WHERE id = ?1")?.execute(params![id, json])?;
+            set_reactions(tx, &id, &reactions)?;
             Ok(Some((id, channel_id)))
         })
     }
