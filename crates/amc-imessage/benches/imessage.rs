@@ -147,14 +147,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let mut events = amc.events().subscribe();
         // The Messages folder's watch reports no writes, as FSEvents on a Mac: only the
         // file watch can see a commit. The fallback check is an hour away.
-        let watch = WatchConfig {
-            chat_db: small.clone(),
-            poll: Duration::from_secs(3600),
-            sweeps: amc_imessage::watch::SweepPeriods::default(),
-            contacts: Vec::new(),
-            late_horizon: Some(amc_imessage::settings::LATE_HORIZON),
-            dir_events: amc_imessage::watch::DirEvents::Namespace,
-        };
+        let watch = watching(&small, Duration::from_secs(3600), amc_imessage::watch::SweepPeriods::default());
         tokio::spawn(amc_imessage::watch::run(amc.clone(), watch, stop.clone()));
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let server = tokio::spawn(amc_daemon::serve(amc.clone(), socket, None, async move {
@@ -172,13 +165,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .with_bearer(&token)
             .with_header("x-agent-id", "bench");
         // A message from the chat's person, sent now, as Messages writes it.
-        let incoming = |guid: String, text: &str| FixtureMessage {
-            guid,
-            text: Some(text.to_owned()),
-            handle_id: h,
-            sent_at_ms: amc_core::time::now_ms(),
-            ..Default::default()
-        };
+        let incoming = |guid: String, text: &str| sent_now(guid, text, h);
         let mut samples = Vec::with_capacity(SAMPLES);
         for i in 0..SAMPLES {
             tokio::time::sleep(Duration::from_millis(5)).await;
@@ -301,13 +288,7 @@ async fn sweeps(
     let handle: i64 = writer.connection().query_row("SELECT min(ROWID) FROM handle", [], |r| r.get(0))?;
     writer.connection().execute_batch("BEGIN")?;
     for i in 0..100 {
-        let m = FixtureMessage {
-            guid: format!("lost-{i}"),
-            text: Some(format!("lost {i}")),
-            handle_id: handle,
-            sent_at_ms: amc_core::time::now_ms(),
-            ..Default::default()
-        };
+        let m = sent_now(format!("lost-{i}"), &format!("lost {i}"), handle);
         writer.add_message(chat, &m)?;
     }
     writer.connection().execute_batch("COMMIT")?;
@@ -329,27 +310,14 @@ async fn sweeps(
     // The watcher on this file, sweeping back to back: what a new message, an edit and an
     // unsend wait for while it does.
     let stop = CancellationToken::new();
-    let watch = WatchConfig {
-        chat_db: chat_db.to_owned(),
-        poll: Duration::from_secs(3600),
-        sweeps: amc_imessage::watch::SweepPeriods::all(Duration::ZERO),
-        contacts: Vec::new(),
-        late_horizon: Some(amc_imessage::settings::LATE_HORIZON),
-        dir_events: amc_imessage::watch::DirEvents::Namespace,
-    };
+    let watch = watching(chat_db, Duration::from_secs(3600), amc_imessage::watch::SweepPeriods::all(Duration::ZERO));
     let mut events = amc.events().subscribe();
     let watcher = tokio::spawn(amc_imessage::watch::run(amc.clone(), watch, stop.clone()));
     let cpu0 = cpu_time(pid);
     let t = Instant::now();
     let mut samples = Vec::new();
     for i in 0..100 {
-        let m = FixtureMessage {
-            guid: format!("swept-{i}"),
-            text: Some(format!("while sweeping {i}")),
-            handle_id: handle,
-            sent_at_ms: amc_core::time::now_ms(),
-            ..Default::default()
-        };
+        let m = sent_now(format!("swept-{i}"), &format!("while sweeping {i}"), handle);
         samples
             .push(timed(&mut events, SWEEP_PAUSE, "a new message", inserted, || writer.add_message(chat, &m)).await?);
     }
@@ -384,14 +352,7 @@ async fn at_rest(
 ) -> Result<(), Box<dyn std::error::Error>> {
     let pid = std::process::id();
     let stop = CancellationToken::new();
-    let watch = WatchConfig {
-        chat_db: chat_db.to_owned(),
-        poll: Duration::from_secs(30),
-        sweeps: amc_imessage::watch::SweepPeriods::default(),
-        contacts: Vec::new(),
-        late_horizon: Some(amc_imessage::settings::LATE_HORIZON),
-        dir_events: amc_imessage::watch::DirEvents::Namespace,
-    };
+    let watch = watching(chat_db, Duration::from_secs(30), amc_imessage::watch::SweepPeriods::default());
     let mut events = amc.events().subscribe();
     let (t, cpu0) = (Instant::now(), cpu_time(pid));
     let watcher = tokio::spawn(amc_imessage::watch::run(amc.clone(), watch, stop.clone()));
@@ -414,13 +375,7 @@ async fn at_rest(
     let cpu0 = cpu_time(pid);
     let mut samples = Vec::new();
     for i in 0..MESSAGES {
-        let m = FixtureMessage {
-            guid: format!("rest-{i}"),
-            text: Some(format!("at rest {i}")),
-            handle_id: handle,
-            sent_at_ms: amc_core::time::now_ms(),
-            ..Default::default()
-        };
+        let m = sent_now(format!("rest-{i}"), &format!("at rest {i}"), handle);
         samples.push(
             timed(&mut events, Duration::from_secs(2), "a new message", inserted, || writer.add_message(chat, &m))
                 .await?,
@@ -482,19 +437,37 @@ fn switches_between(
     by_name
 }
 
+/// A message from `handle`, sent now, as Messages writes it.
+fn sent_now(guid: String, text: &str, handle: i64) -> FixtureMessage {
+    FixtureMessage {
+        guid,
+        text: Some(text.to_owned()),
+        handle_id: handle,
+        sent_at_ms: amc_core::time::now_ms(),
+        ..Default::default()
+    }
+}
+
+/// The watcher's settings for `chat_db`: a fallback check every `poll`, sweeps as
+/// `sweeps` says, and only the folder events a Mac's FSEvents delivers.
+fn watching(chat_db: &std::path::Path, poll: Duration, sweeps: amc_imessage::watch::SweepPeriods) -> WatchConfig {
+    WatchConfig {
+        chat_db: chat_db.to_owned(),
+        poll,
+        sweeps,
+        contacts: Vec::new(),
+        late_horizon: Some(amc_imessage::settings::LATE_HORIZON),
+        dir_events: amc_imessage::watch::DirEvents::Namespace,
+    }
+}
+
 /// Edits, unsends and renames in the live chat.db: from the commit to AMC's event.
 async fn changes(amc: &Amc, w: &ChatDbWriter, handle: i64) -> Result<(), Box<dyn std::error::Error>> {
     let mut events = amc.events().subscribe();
     let group = w.add_chat("any;+;chat1234567890", 43, Some("Trip"), &[handle])?;
     let (mut edits, mut unsends, mut renames) = (Vec::new(), Vec::new(), Vec::new());
     for i in 0..SAMPLES / 3 {
-        let m = FixtureMessage {
-            guid: format!("change-{i}"),
-            text: Some(format!("to change {i}")),
-            handle_id: handle,
-            sent_at_ms: amc_core::time::now_ms(),
-            ..Default::default()
-        };
+        let m = sent_now(format!("change-{i}"), &format!("to change {i}"), handle);
         timed(&mut events, PAUSE, "a new message", inserted, || w.add_message(group, &m)).await?;
         let edit = || edit(w.connection(), &m.guid, &format!("changed {i}"));
         edits.push(timed(&mut events, PAUSE, "an edit", updated, edit).await?);
