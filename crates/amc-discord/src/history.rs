@@ -21,7 +21,7 @@ const PAGE: u8 = 100;
 
 /// Which way a fetch walks.
 #[derive(Debug, Clone, Copy)]
-enum Walk {
+pub(crate) enum Walk {
     /// Newer than this message.
     After(u64),
     /// Older than this message, down to a time (`None`: as far as the limit allows).
@@ -122,7 +122,7 @@ const MAX_BACKOFF: Duration = Duration::from_secs(300);
 /// takes over; the source's health lists it meanwhile ([`CatchingUp`]). Only once every
 /// channel is read does the source count as caught up.
 pub(crate) async fn catch_up(shared: Arc<Shared>, anchors: Anchors) {
-    let current = shared.begin_catch_up();
+    let current = shared.begin_catch_up(anchors.0.iter().map(|a| a.channel.platform_id.clone()).collect());
     shared.amc.note_catching_up(Source::Discord, None, None);
     // The threads active now in the guilds of the allowed channels, those created while
     // AMC was away among them (GUILD_CREATE may not have been applied yet).
@@ -148,18 +148,34 @@ pub(crate) async fn catch_up(shared: Arc<Shared>, anchors: Anchors) {
 /// One channel's catch-up: from its anchor on, its recent window, and its threads.
 async fn channel(shared: &Shared, anchor: &Anchor) -> Result<(), Failed> {
     let Anchor { channel: ch, from, threads } = anchor;
-    walk(shared, ch, None, *from).await?;
+    let newest = walk(shared, ch, None, *from).await?;
     if let Walk::After(anchor) = from {
         recheck(shared, ch, *anchor).await?;
     }
+    let mut read = vec![(ch.platform_id.clone(), read_to(*from, newest))];
     // Its threads: those stored from their newest message, and those Discord listed
     // that nothing is stored of yet (created while AMC was away) from their newest page.
     let stored: std::collections::HashSet<String> = threads.iter().map(|(t, _)| t.platform_id.clone()).collect();
     let new = shared.threads_of(&ch.platform_id).into_iter().filter(|t| !stored.contains(&t.platform_id));
     for (thread, from) in threads.iter().cloned().chain(new.map(|t| (t, Walk::Latest))) {
-        walk(shared, ch, Some(&thread), from).await?;
+        let newest = walk(shared, ch, Some(&thread), from).await?;
+        read.push((thread.platform_id, read_to(from, newest)));
     }
+    // The check that nothing was missed goes on from here.
+    for (id, to) in read {
+        shared.read_to(&id, to);
+    }
+    shared.caught_up_on(&ch.platform_id);
     Ok(())
+}
+
+/// Where a complete forward walk leaves the channel read to: the newest message it read,
+/// or its start when there was nothing newer.
+fn read_to(from: Walk, newest: Option<u64>) -> Option<u64> {
+    match from {
+        Walk::After(start) => Some(newest.unwrap_or(start).max(start)),
+        Walk::Latest | Walk::Before(..) => newest,
+    }
 }
 
 /// Tries a channel's catch-up again, with backoff, until it reads to its end (true) or
@@ -233,7 +249,9 @@ async fn forward(shared: &Shared, ch: &AllowedChannel) {
         Some((newest, _)) => Walk::After(newest.0),
         None => Walk::Latest,
     };
-    let _ = walk(shared, ch, None, walk_from).await;
+    if let Ok(newest) = walk(shared, ch, None, walk_from).await {
+        shared.read_to(&ch.platform_id, read_to(walk_from, newest));
+    }
 }
 
 /// How many messages up to the catch-up's anchor (the newest stored when the connection
@@ -377,12 +395,18 @@ fn discord_code(e: &serenity::Error) -> Option<isize> {
     }
 }
 
-/// Reads `ch`'s history from `from`, or that of one of its threads; fails when a page
-/// could not be read or stored.
-async fn walk(shared: &Shared, ch: &AllowedChannel, thread: Option<&ThreadSpec>, mut from: Walk) -> Result<(), Failed> {
+/// Reads `ch`'s history from `from`, or that of one of its threads: the id of the newest
+/// message read (of any kind), if any. Fails when a page could not be read or stored.
+pub(crate) async fn walk(
+    shared: &Shared,
+    ch: &AllowedChannel,
+    thread: Option<&ThreadSpec>,
+    mut from: Walk,
+) -> Result<Option<u64>, Failed> {
     let id = thread.map_or(&ch.platform_id, |t| &t.platform_id);
-    let Ok(channel) = id.parse::<u64>().map(ChannelId::new) else { return Ok(()) };
+    let Ok(channel) = id.parse::<u64>().map(ChannelId::new) else { return Ok(None) };
     let mut fetched: u32 = 0;
+    let mut newest: Option<u64> = None;
     while fetched < shared.history_limit {
         let want = (shared.history_limit - fetched).min(u32::from(PAGE)) as u8;
         let target = match from {
@@ -399,11 +423,11 @@ async fn walk(shared: &Shared, ch: &AllowedChannel, thread: Option<&ThreadSpec>,
                     if thread.is_none() {
                         shared.gone(vec![channel], "Discord deleted this channel".into()).await;
                     }
-                    return Ok(());
+                    return Ok(newest);
                 }
                 // A forum has no messages of its own: its posts are threads.
                 if discord_code(&e) == Some(WRONG_CHANNEL_TYPE) {
-                    return Ok(());
+                    return Ok(newest);
                 }
                 // 50001 Missing Access: the bot may no longer read it; nothing more can be
                 // read. A channel of a server the bot is in now follows the gateway's
@@ -413,7 +437,7 @@ async fn walk(shared: &Shared, ch: &AllowedChannel, thread: Option<&ThreadSpec>,
                     if thread.is_none() && !shared.in_known_guild(channel) {
                         shared.gone(vec![channel], UNREADABLE.into()).await;
                     }
-                    return Ok(());
+                    return Ok(newest);
                 }
                 tracing::warn!(channel = %ch.id, error = %e, "could not fetch Discord history");
                 return Err(Failed::of(&e));
@@ -421,22 +445,23 @@ async fn walk(shared: &Shared, ch: &AllowedChannel, thread: Option<&ThreadSpec>,
         };
         let full = page.len() == usize::from(want);
         page.sort_by_key(|m| m.id);
+        newest = newest.max(page.last().map(|m| m.id.get()));
         if let Walk::Before(_, Some(until)) = from {
             page.retain(|m| convert::snowflake_ms(m.id.get()) >= until);
         }
         let (Some(first), Some(last)) = (page.first().map(|m| m.id.get()), page.last().map(|m| m.id.get())) else {
-            return Ok(());
+            return Ok(newest);
         };
         fetched += page.len() as u32;
         store(shared, ch, thread, &page).await?;
         from = match from {
             Walk::After(_) if full => Walk::After(last),
             Walk::Before(_, until) if full && page.len() == usize::from(want) => Walk::Before(first, until),
-            _ => return Ok(()),
+            _ => return Ok(newest),
         };
     }
     tracing::info!(channel = %ch.id, limit = shared.history_limit, "stopped fetching history at the limit");
-    Ok(())
+    Ok(newest)
 }
 
 async fn store(

@@ -9,6 +9,7 @@
 //! - [`gateway`]: the event handler, health, approvals followed.
 //! - `shared`: what the handler and the history fetches share.
 //! - `history`: history fetched through REST, bounded and paginated.
+//! - `check`: the periodic check that nothing was missed (`last_message_id`).
 //! - [`send`]: sends, Discord's errors, attachments fetched on demand.
 //! - [`settings`]: the source's settings (`DiscordSettings`), as the runtime reads them.
 //! - [`token`]: the bot's token from the configuration or the Keychain.
@@ -16,6 +17,7 @@
 //!   and benchmarks; never in AMC's binaries.
 #![deny(missing_docs)]
 
+mod check;
 pub mod convert;
 #[cfg(feature = "fake")]
 pub mod fake;
@@ -72,6 +74,7 @@ impl Discord {
         let (queue, events) = tokio::sync::mpsc::unbounded_channel();
         let consumer = tokio::spawn(gateway::consume(shared.clone(), events));
         tokio::spawn(gateway::follow_approvals(shared.clone(), stop.clone()));
+        tokio::spawn(check::run(shared.clone(), self.settings.check_period, stop.clone()));
         // The bot runs on a thread with a single-threaded runtime of its own: serenity
         // starts a task per event, and there they start in the order they were spawned,
         // which keeps the gateway's order in the queue (see `gateway::Handler`).

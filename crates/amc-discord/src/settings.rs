@@ -90,6 +90,9 @@ pub struct DiscordSettings {
     pub history_limit: u32,
     /// The person's own Discord user id: their messages are `is_self`.
     pub user_id: Option<String>,
+    /// How often AMC checks each followed channel's newest message on Discord and reads
+    /// what the gateway did not deliver.
+    pub check_period: std::time::Duration,
 }
 
 #[cfg(test)]

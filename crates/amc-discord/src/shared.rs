@@ -50,6 +50,13 @@ pub(crate) struct Shared {
     /// The catch-up under way: cancelled when a newer connection's begins, which stops
     /// the older one's retries.
     pub(crate) catch_up: Mutex<tokio_util::sync::CancellationToken>,
+    /// The channels the catch-up under way has not read to its end yet: the check leaves
+    /// them to it.
+    pub(crate) unread: Mutex<HashSet<String>>,
+    /// How far each channel and thread (by platform id) is known read: every message up
+    /// to this id was read through REST since AMC started, and is stored. The check reads
+    /// on from here when Discord's `last_message_id` is past it.
+    pub(crate) read: Mutex<HashMap<String, u64>>,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -78,6 +85,8 @@ impl Shared {
             empty_in_a_row: AtomicU32::new(0),
             history_done: Mutex::default(),
             catch_up: Mutex::default(),
+            unread: Mutex::default(),
+            read: Mutex::default(),
         }
     }
 
@@ -138,11 +147,37 @@ impl Shared {
         id.and_then(|id| lock(&self.channel_names).get(&id).cloned()).unwrap_or_else(|| platform_id.to_owned())
     }
 
-    /// Begins a catch-up: the one before it (and its retries) stops.
-    pub(crate) fn begin_catch_up(&self) -> tokio_util::sync::CancellationToken {
+    /// Begins a catch-up of `channels` (platform ids): the one before it (and its
+    /// retries) stops.
+    pub(crate) fn begin_catch_up(&self, channels: HashSet<String>) -> tokio_util::sync::CancellationToken {
         let fresh = tokio_util::sync::CancellationToken::new();
         std::mem::replace(&mut *lock(&self.catch_up), fresh.clone()).cancel();
+        *lock(&self.unread) = channels;
         fresh
+    }
+
+    /// The catch-up read a channel to its end.
+    pub(crate) fn caught_up_on(&self, channel: &str) {
+        lock(&self.unread).remove(channel);
+    }
+
+    /// Whether the catch-up under way still owns a channel.
+    pub(crate) fn catching_up_on(&self, channel: &str) -> bool {
+        lock(&self.unread).contains(channel)
+    }
+
+    /// A channel or thread was read through REST to `to`, with nothing left out before it.
+    pub(crate) fn read_to(&self, channel: &str, to: Option<u64>) {
+        if let Some(to) = to {
+            let mut read = lock(&self.read);
+            let at = read.entry(channel.to_owned()).or_insert(to);
+            *at = (*at).max(to);
+        }
+    }
+
+    /// How far a channel or thread is known read.
+    pub(crate) fn read_until(&self, channel: &str) -> Option<u64> {
+        lock(&self.read).get(channel).copied()
     }
 
     /// Asks Discord for the active threads of the guilds these channels are in, and notes

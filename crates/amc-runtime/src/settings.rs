@@ -91,6 +91,9 @@ pub struct FileConfig {
     pub discord_upload_limit_mb: Option<u64>,
     /// The most messages fetched per channel after a reconnect or an approval (default 1,000).
     pub discord_history_limit: Option<u32>,
+    /// How often each followed channel's newest message is checked on Discord, in
+    /// seconds (default 120).
+    pub discord_check_seconds: Option<u64>,
     /// The person's own Discord user id, so their messages count as theirs.
     pub discord_user_id: Option<String>,
     /// The largest attachment AMC fetches from a platform when an agent asks (MB, default 25).
@@ -314,6 +317,13 @@ fn discord_settings(
         history_limit: range("discord_history_limit", file.discord_history_limit.map(u64::from), 1000, 1, 100_000)?
             as u32,
         user_id: file.discord_user_id.clone(),
+        check_period: std::time::Duration::from_secs(range(
+            "discord_check_seconds",
+            file.discord_check_seconds,
+            120,
+            1,
+            3600,
+        )?),
     }))
 }
 
@@ -372,6 +382,10 @@ mod tests {
         let d = with("discord_token = \"file\"\n", Some("env")).expect("valid").discord.expect("on");
         assert_eq!(d.token, DiscordToken::Value(Secret::new("env")), "the environment wins");
         assert_eq!((d.api_url.as_str(), d.upload_limit, d.history_limit), ("https://discord.com", 10 << 20, 1000));
+        assert_eq!(d.check_period, std::time::Duration::from_secs(120), "the check runs every 2 minutes");
+        let checked = |n: u64| with(&format!("discord_token = \"t\"\ndiscord_check_seconds = {n}\n"), None);
+        assert_eq!(checked(5).expect("valid").discord.expect("on").check_period.as_secs(), 5);
+        assert!(checked(0).is_err() && checked(3601).is_err(), "the check's period is 1 s to an hour");
         let d = with("discord_token_keychain = true\n", None).expect("valid").discord.expect("on");
         assert_eq!(d.token, DiscordToken::Keychain);
         assert!(with("discord_token = \"t\"\ndiscord_api_url = \"http://127.0.0.1:9/\"\n", None).is_ok());

@@ -56,6 +56,9 @@ pub(super) struct Limits {
     global_window: Window,
     /// 429s answered: per route bucket, and global.
     pub(super) refused: (u32, u32),
+    /// Every request's route (`"GET /channels/{id}/messages"`) and top-level id, in the
+    /// order they came.
+    pub(super) log: Vec<(String, String)>,
 }
 
 impl Default for Limits {
@@ -67,6 +70,10 @@ impl Default for Limits {
                 ("POST /channels/{id}/messages", Limit { requests: 5, per: Duration::from_secs(5) }),
                 ("GET /channels/{id}/messages", Limit { requests: 10, per: second }),
                 ("GET /channels/{id}/messages/{id}", Limit { requests: 10, per: second }),
+                // What the check that nothing was missed asks per period.
+                ("GET /channels/{id}", Limit { requests: 5, per: second }),
+                ("GET /guilds/{id}/channels", Limit { requests: 5, per: second }),
+                ("GET /guilds/{id}/threads/active", Limit { requests: 5, per: second }),
                 ("GET /gateway/bot", Limit { requests: 2, per: second }),
                 ("GET /users/@me", Limit { requests: 5, per: second }),
             ]),
@@ -74,6 +81,7 @@ impl Default for Limits {
             windows: HashMap::new(),
             global_window: Window { used: 0, ends: Instant::now() },
             refused: (0, 0),
+            log: Vec::new(),
         }
     }
 }
@@ -132,6 +140,7 @@ pub(super) async fn limit(State(fake): State<FakeDiscord>, req: Request, next: N
     let decided = {
         let mut inner = fake.lock();
         let limits = &mut inner.limits;
+        limits.log.push((route.clone(), major.clone()));
         let global = limits.global;
         if let Err(wait) = limits.global_window.take(global, now) {
             limits.refused.1 += 1;

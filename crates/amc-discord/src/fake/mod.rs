@@ -97,6 +97,14 @@ struct Session {
 struct Inner {
     token: String,
     gateway_url: String,
+    /// The session's own address READY gives as `resume_gateway_url`, where Discord wants
+    /// RESUMEs (<https://discord.com/developers/docs/events/gateway#resuming>).
+    resume_url: String,
+    /// Whether a RESUME sent to `gateway_url` instead of `resume_url` is refused with
+    /// op 9 (d: false), as Discord may refuse it.
+    refuse_misplaced_resumes: bool,
+    /// RESUMEs refused for coming to the wrong address.
+    misplaced_resumes: u32,
     api_url: String,
     proxy_url: String,
     /// Every `CONNECT` target the proxy was asked for.
@@ -107,6 +115,9 @@ struct Inner {
     channels: Vec<(u64, String)>,
     messages: BTreeMap<u64, BTreeMap<u64, Value>>,
     dms: HashMap<u64, u64>,
+    /// Each channel's and thread's newest message id ever: Discord's `last_message_id`,
+    /// which a deletion does not lower.
+    last_message: HashMap<u64, u64>,
     files: HashMap<String, Vec<u8>>,
     last_id: u64,
     session: Option<Session>,
@@ -156,12 +167,16 @@ impl FakeDiscord {
     pub async fn start(token: &str, channels: &[&str]) -> std::io::Result<Self> {
         let http = TcpListener::bind("127.0.0.1:0").await?;
         let ws = TcpListener::bind("127.0.0.1:0").await?;
+        let resume_ws = TcpListener::bind("127.0.0.1:0").await?;
         let proxy = TcpListener::bind("127.0.0.1:0").await?;
         let api_url = format!("http://{}", http.local_addr()?);
         let gateway_url = format!("ws://{}", ws.local_addr()?);
         let mut inner = Inner {
             token: token.to_owned(),
             gateway_url,
+            resume_url: format!("ws://{}", resume_ws.local_addr()?),
+            refuse_misplaced_resumes: false,
+            misplaced_resumes: 0,
             api_url,
             proxy_url: format!("http://{}", proxy.local_addr()?),
             tunnels: Vec::new(),
@@ -171,6 +186,7 @@ impl FakeDiscord {
             channels: Vec::new(),
             messages: BTreeMap::new(),
             dms: HashMap::new(),
+            last_message: HashMap::new(),
             files: HashMap::new(),
             last_id: 0,
             session: None,
@@ -209,7 +225,8 @@ impl FakeDiscord {
         tokio::spawn(async move {
             let _ = axum::serve(http, app).await;
         });
-        tokio::spawn(accept_loop(fake.clone(), ws));
+        tokio::spawn(accept_loop(fake.clone(), ws, Address::Gateway));
+        tokio::spawn(accept_loop(fake.clone(), resume_ws, Address::Resume));
         tokio::spawn(tls::serve(fake.clone(), proxy));
         Ok(fake)
     }
@@ -242,6 +259,31 @@ impl FakeDiscord {
     /// How many requests were answered 429: over a route's limit, and over the global one.
     pub fn rate_limited(&self) -> (u32, u32) {
         self.lock().limits.refused
+    }
+
+    /// Refuses a RESUME sent to the gateway's first address rather than to READY's
+    /// `resume_gateway_url`: op 9 with `d: false`, so the client starts a new session.
+    /// Discord documents that resumes belong on the session's own address and that
+    /// clients resuming elsewhere are disconnected more often; off by default, as a
+    /// resume on the first address mostly still succeeds.
+    pub fn refuse_misplaced_resumes(&self) {
+        self.lock().refuse_misplaced_resumes = true;
+    }
+
+    /// How many RESUMEs were refused for coming to the first address.
+    pub fn misplaced_resumes(&self) -> u32 {
+        self.lock().misplaced_resumes
+    }
+
+    /// Every REST request's route (`"GET /channels/{id}/messages"`), in order.
+    pub fn requests(&self) -> Vec<String> {
+        self.lock().limits.log.iter().map(|(route, _)| route.clone()).collect()
+    }
+
+    /// How many requests for a route (`"GET /channels/{id}/messages"`) named `id` first.
+    pub fn requests_for(&self, route: &str, id: u64) -> usize {
+        let id = id.to_string();
+        self.lock().limits.log.iter().filter(|(r, major)| r == route && *major == id).count()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -665,7 +707,23 @@ impl Inner {
             json["available_tags"] = json!([]);
             json["default_reaction_emoji"] = Value::Null;
         }
+        json["last_message_id"] = self.last_message_id(id);
         json
+    }
+
+    /// A channel's or thread's `last_message_id`: its newest message ever, or null.
+    fn last_message_id(&self, channel: u64) -> Value {
+        self.last_message.get(&channel).map_or(Value::Null, |id| json!(id.to_string()))
+    }
+
+    /// A DM channel as `GET /channels/{id}` answers it (type 1, its one recipient).
+    fn dm_json(&self, id: u64) -> Option<Value> {
+        let (user, _) = self.dms.iter().find(|(_, c)| **c == id)?;
+        let recipient = self.users.get(user).cloned().unwrap_or(FakeUser { id: *user, name: "someone".into() });
+        Some(json!({
+            "id": id.to_string(), "type": 1, "last_message_id": self.last_message_id(id),
+            "last_pin_timestamp": null, "flags": 0, "recipients": [user_json(&recipient, false)],
+        }))
     }
 
     /// A thread as Discord sends it (type 11, a public thread; forum posts are too).
@@ -674,7 +732,8 @@ impl Inner {
         let created = amc_core::time::format_ms((id >> 22) as i64 + DISCORD_EPOCH_MS);
         json!({
             "id": id.to_string(), "type": 11, "guild_id": self.guild.0.to_string(), "parent_id": parent.to_string(),
-            "name": name, "owner_id": self.owner.to_string(), "last_message_id": null, "rate_limit_per_user": 0,
+            "name": name, "owner_id": self.owner.to_string(), "last_message_id": self.last_message_id(id),
+            "rate_limit_per_user": 0,
             "message_count": 0, "member_count": 1, "total_message_sent": 0, "flags": 0,
             "thread_metadata": { "archived": false, "auto_archive_duration": 1440, "archive_timestamp": created,
                                  "locked": false, "create_timestamp": created },
@@ -812,6 +871,7 @@ impl Inner {
                 json!({ "type": 0, "message_id": parent.to_string(), "channel_id": channel.to_string() });
         }
         self.messages.entry(channel).or_default().insert(id, msg.clone());
+        self.last_message.insert(channel, id);
         msg
     }
 
@@ -844,7 +904,7 @@ impl Inner {
                           "avatar": null, "bot": true, "verified": true, "mfa_enabled": false, "flags": 0 },
                 "guilds": if self.removed { json!([]) } else { json!([{ "id": guild_id.to_string(), "unavailable": true }]) },
                 "session_id": session_id,
-                "resume_gateway_url": self.gateway_url,
+                "resume_gateway_url": self.resume_url,
                 "shard": [0, 1],
                 "application": { "id": self.bot.id.to_string(), "flags": 0 },
                 "private_channels": [],
@@ -914,18 +974,27 @@ fn mime(name: &str) -> &'static str {
     }
 }
 
-async fn accept_loop(fake: FakeDiscord, listener: TcpListener) {
+/// Which of the gateway's addresses a connection came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Address {
+    /// The one `GET /gateway/bot` gives, for identifying.
+    Gateway,
+    /// READY's `resume_gateway_url`, for resuming.
+    Resume,
+}
+
+async fn accept_loop(fake: FakeDiscord, listener: TcpListener, address: Address) {
     while let Ok((stream, _)) = listener.accept().await {
         if !fake.lock().accepting {
             drop(stream);
             continue;
         }
-        tokio::spawn(connection(fake.clone(), stream));
+        tokio::spawn(connection(fake.clone(), stream, address));
     }
 }
 
 /// One gateway connection: HELLO, then IDENTIFY or RESUME, heartbeats, dispatches.
-async fn connection(fake: FakeDiscord, stream: tokio::net::TcpStream) {
+async fn connection(fake: FakeDiscord, stream: tokio::net::TcpStream, address: Address) {
     let Ok(ws) = tokio_tungstenite::accept_async(stream).await else { return };
     let (mut sink, mut source) = ws.split();
     let (tx, mut rx) = mpsc::unbounded_channel::<Command>();
@@ -956,7 +1025,7 @@ async fn connection(fake: FakeDiscord, stream: tokio::net::TcpStream) {
                     _ => continue,
                 };
                 let Ok(v) = serde_json::from_str::<Value>(&text) else { continue };
-                if let Some(reply) = on_frame(&fake, &v, &tx) {
+                if let Some(reply) = on_frame(&fake, &v, &tx, address) {
                     for f in reply {
                         if sink.send(f).await.is_err() { return; }
                     }
@@ -970,7 +1039,12 @@ fn token_matches(inner: &Inner, given: &str) -> bool {
     given.strip_prefix("Bot ").unwrap_or(given) == inner.token
 }
 
-fn on_frame(fake: &FakeDiscord, v: &Value, tx: &mpsc::UnboundedSender<Command>) -> Option<Vec<Frame>> {
+fn on_frame(
+    fake: &FakeDiscord,
+    v: &Value,
+    tx: &mpsc::UnboundedSender<Command>,
+    address: Address,
+) -> Option<Vec<Frame>> {
     let mut inner = fake.lock();
     let close = |code: u16, why: &str| {
         Some(vec![Frame::Close(Some(CloseFrame { code: CloseCode::from(code), reason: why.to_owned().into() }))])
@@ -1013,6 +1087,11 @@ fn on_frame(fake: &FakeDiscord, v: &Value, tx: &mpsc::UnboundedSender<Command>) 
             if !session_ok {
                 return Some(vec![Frame::Text(json!({ "op": 9, "d": false }).to_string())]);
             }
+            if address != Address::Resume && inner.refuse_misplaced_resumes {
+                inner.misplaced_resumes += 1;
+                inner.session = None;
+                return Some(vec![Frame::Text(json!({ "op": 9, "d": false }).to_string())]);
+            }
             inner.resumes += 1;
             inner.live = Some(tx.clone());
             inner.dead = false;
@@ -1045,6 +1124,7 @@ fn router(fake: FakeDiscord) -> Router {
         .route("/api/v10/users/@me", get(me))
         .route("/api/v10/channels/{channel}", get(channel))
         .route("/api/v10/guilds/{guild}/threads/active", get(active_threads))
+        .route("/api/v10/guilds/{guild}/channels", get(guild_channels))
         .route("/api/v10/channels/{channel}/messages", get(messages).post(create))
         .route("/api/v10/channels/{channel}/messages/{id}", get(message))
         .route("/api/v10/channels/{channel}/messages/{id}/reactions/{emoji}", get(reaction_users))
@@ -1157,7 +1237,20 @@ async fn active_threads(State(fake): State<FakeDiscord>, Path(guild): Path<u64>,
     axum::Json(json!({ "threads": threads, "members": [] })).into_response()
 }
 
-/// `GET /channels/{id}`: a guild channel or a thread.
+/// `GET /guilds/{id}/channels`: the guild's channels, threads not among them.
+async fn guild_channels(State(fake): State<FakeDiscord>, Path(guild): Path<u64>, headers: HeaderMap) -> Response {
+    if authorized(&fake, &headers).is_none() {
+        return unauthorized();
+    }
+    let inner = fake.lock();
+    if guild != inner.guild.0 || inner.removed {
+        return discord_error(StatusCode::NOT_FOUND, 10004, "Unknown Guild");
+    }
+    let channels: Vec<Value> = inner.channels.iter().enumerate().map(|(i, (id, _))| inner.channel(*id, i)).collect();
+    axum::Json(channels).into_response()
+}
+
+/// `GET /channels/{id}`: a guild channel, a thread or a DM.
 async fn channel(State(fake): State<FakeDiscord>, Path(id): Path<u64>, headers: HeaderMap) -> Response {
     if authorized(&fake, &headers).is_none() {
         return unauthorized();
@@ -1165,6 +1258,9 @@ async fn channel(State(fake): State<FakeDiscord>, Path(id): Path<u64>, headers: 
     let inner = fake.lock();
     if inner.threads.contains_key(&id) {
         return axum::Json(inner.thread_json(id)).into_response();
+    }
+    if let Some(dm) = inner.dm_json(id) {
+        return axum::Json(dm).into_response();
     }
     match inner.channels.iter().position(|c| c.0 == id) {
         Some(at) => axum::Json(inner.channel(id, at)).into_response(),
@@ -1310,7 +1406,24 @@ mod tests {
             "user_id": "1", "channel_id": "2", "message_id": "3", "guild_id": "4",
             "emoji": { "id": null, "name": "👍" }, "burst": false, "type": 0, "member": member(&alice),
         });
+        // Channels, threads and DMs carry their newest message's id.
+        let thread = fake.create_thread(channel, "plans");
+        let in_thread = fake.post(thread, &alice, "in the thread");
+        let dm = fake.dm(&alice, "hi bot");
+        let inner = fake.lock();
+        let listed: serenity::all::GuildChannel = serde_json::from_value(inner.channel(channel, 0)).expect("channel");
+        assert_eq!(listed.last_message_id.map(|m| m.get()), fake_last(&inner, channel));
+        let t: serenity::all::GuildChannel = serde_json::from_value(inner.thread_json(thread)).expect("thread");
+        assert_eq!(t.last_message_id.map(|m| m.get()), Some(in_thread));
+        let d: serenity::all::Channel = serde_json::from_value(inner.dm_json(dm).expect("a DM")).expect("DM");
+        let serenity::all::Channel::Private(d) = d else { panic!("a DM reads as a private channel") };
+        assert_eq!((d.recipient.id.get(), d.last_message_id.map(|m| m.get())), (alice.id, fake_last(&inner, dm)));
+        drop(inner);
         let r: serenity::all::Reaction = serde_json::from_value(reaction).expect("reaction");
         assert_eq!(crate::convert::emoji(&r.emoji), "👍");
+    }
+
+    fn fake_last(inner: &Inner, channel: u64) -> Option<u64> {
+        inner.messages.get(&channel).and_then(|m| m.keys().next_back().copied())
     }
 }

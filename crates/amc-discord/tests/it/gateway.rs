@@ -102,3 +102,31 @@ async fn each_close_code_is_resumed_or_started_over_and_loses_nothing() {
     assert_eq!(again.len(), said.len(), "nothing doubled");
     amc.stop().await;
 }
+
+/// serenity 0.12.5 resumes on the gateway's first address, not on READY's
+/// `resume_gateway_url` (docs/discord.md). Where Discord refuses such a RESUME (op 9,
+/// `d: false`), the events it would have replayed are gone with the session: the new
+/// session's catch-up reads them back, each once.
+#[tokio::test]
+async fn a_resume_refused_on_the_first_address_starts_over_and_loses_nothing() {
+    let General { amc, channel, id, agent } = general("", json!({ "history": "from_now" })).await;
+    amc.fake.refuse_misplaced_resumes();
+    let alice = amc.fake.user("alice");
+    amc.fake.post(channel, &alice, "before");
+    amc.texts(&agent, &id, 1, "the first message").await;
+
+    let back = amc.fake.connected(Duration::from_secs(60));
+    amc.fake.drop_connection();
+    for text in ["while", "the connection", "was down"] {
+        amc.fake.post(channel, &alice, text);
+    }
+    assert!(back.await, "the client came back");
+    amc.fake.post(channel, &alice, "after");
+    let texts = amc.texts(&agent, &id, 5, "every message, across the refused resume").await;
+    assert_eq!(texts, ["before", "while", "the connection", "was down", "after"]);
+    let (identifies, resumes, _, _) = amc.fake.counts();
+    assert!(amc.fake.misplaced_resumes() >= 1, "serenity resumed on the first address and was refused");
+    assert_eq!((identifies, resumes), (2, 0), "a new session replaced the refused one");
+    assert_eq!(agent.unread(&id).await.len(), 5, "nothing doubled");
+    amc.stop().await;
+}

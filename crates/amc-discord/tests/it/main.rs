@@ -2,6 +2,7 @@
 //! a local Discord (`amc_discord::fake`) speaking Discord's gateway protocol and REST API.
 
 mod catch_up;
+mod check;
 mod gateway;
 mod gone;
 mod harness;
