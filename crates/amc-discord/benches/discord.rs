@@ -2,6 +2,8 @@
 //! the message being returned by `GET /messages/unread` on the real daemon (serenity's
 //! client with its rate limiter on, the store, the socket). `cargo bench -p amc-discord --bench discord`;
 //! `AMC_BENCH_SAMPLES` sets the number of messages (default 1,000). Then a zombie
+//! Then catch-ups that meet a 500 and a 429, a message only the periodic check finds (up
+//! to `discord_check_seconds`, 120 s), and a zombie
 //! connection at Discord's heartbeat interval (about 90 s; `AMC_BENCH_ZOMBIE=0` skips it).
 #![allow(clippy::print_stdout)] // a bench binary reports on stdout
 
@@ -9,7 +11,7 @@ use amc_testkit::Stored;
 use std::time::{Duration, Instant};
 
 use amc_client::Connection;
-use amc_discord::fake::FakeDiscord;
+use amc_discord::fake::{FakeDiscord, HistoryFailure};
 use serde_json::json;
 
 const TOKEN: &str = "bench-token";
@@ -112,6 +114,59 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             "catch-up of 1,000 new messages, 100 edits, 100 deletions: {:.2} s from the new session ({:.2} s from the gateway's return); none missed",
             session.elapsed().as_secs_f64(),
             away.elapsed().as_secs_f64()
+        );
+    }
+
+    // One failed history request during a catch-up: a 500, then a 429 with Discord's
+    // documented body (`retry_after` 1.5 s, no `code`). While AMC is away 100 messages are
+    // said; timed from the new session to all of them stored, each once.
+    for (what, failure) in [
+        ("a 500", HistoryFailure::ServerError),
+        ("a 429 (retry_after 1.5 s)", HistoryFailure::RateLimited { retry_after: 1.5 }),
+    ] {
+        let ch = fake.channel_ids()[0];
+        fake.fail_history(ch, 1, failure);
+        fake.set_accepting(false);
+        fake.invalidate_session(false);
+        fake.drop_connection();
+        let texts: Vec<String> = (0..100).map(|i| format!("{what} {i}")).collect();
+        for text in &texts {
+            fake.post_unseen(ch, &alice, text);
+        }
+        let back = fake.connected(Duration::from_secs(120));
+        fake.set_accepting(true);
+        assert!(back.await, "a new session");
+        let session = Instant::now();
+        let store = running.amc().store().clone();
+        loop {
+            let tail = store.channel_tail(&channel, 300)?;
+            let got = tail.iter().filter(|m| texts.contains(&m.text)).count();
+            if got >= texts.len() {
+                assert_eq!(got, texts.len(), "each once");
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        println!(
+            "catch-up of 100 messages with {what} on the first page: all stored {:.2} s after the new session",
+            session.elapsed().as_secs_f64()
+        );
+    }
+
+    // A message the gateway never delivered, on a healthy connection: the check
+    // (`discord_check_seconds`, default 120 s) stores it.
+    {
+        let ch = fake.channel_ids()[0];
+        let said = Instant::now();
+        fake.post_unseen(ch, &alice, "never delivered");
+        let store = running.amc().store().clone();
+        while !store.channel_tail(&channel, 5)?.iter().any(|m| m.text == "never delivered") {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let (identifies, resumes, _, _) = fake.counts();
+        println!(
+            "a message the gateway never delivered: stored {:.1} s later by the check, with no reconnection ({identifies} sessions, {resumes} resumes so far)",
+            said.elapsed().as_secs_f64()
         );
     }
 

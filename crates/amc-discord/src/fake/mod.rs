@@ -1070,9 +1070,12 @@ fn on_frame(
                 return close(4014, "Disallowed intent(s).");
             }
             inner.identifies += 1;
+            // READY and GUILD_CREATE go out once, as this answer: the connection becomes the
+            // live one only after them, so they are not also sent as live dispatches.
+            inner.live = None;
+            let frames = inner.ready().into_iter().map(|f| Frame::Text(f.to_string())).collect();
             inner.live = Some(tx.clone());
             inner.dead = false;
-            let frames = inner.ready().into_iter().map(|f| Frame::Text(f.to_string())).collect();
             for c in inner.connected.drain(..) {
                 let _ = c.send(());
             }
@@ -1421,6 +1424,25 @@ mod tests {
         drop(inner);
         let r: serenity::all::Reaction = serde_json::from_value(reaction).expect("reaction");
         assert_eq!(crate::convert::emoji(&r.emoji), "👍");
+    }
+
+    /// An IDENTIFY is answered with READY and GUILD_CREATE once: not also as live
+    /// dispatches on the same connection.
+    #[tokio::test]
+    async fn ready_comes_once() {
+        let fake = FakeDiscord::start("t", &["general"]).await.expect("fake");
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let identify = json!({ "op": 2, "d": { "token": "t", "intents": 0 } });
+        let frames = on_frame(&fake, &identify, &tx, Address::Gateway).expect("an answer");
+        let events: Vec<String> = frames
+            .iter()
+            .filter_map(|f| match f {
+                Frame::Text(t) => serde_json::from_str::<Value>(t).ok()?["t"].as_str().map(str::to_owned),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(events, ["READY", "GUILD_CREATE"]);
+        assert!(rx.try_recv().is_err(), "nothing sent twice");
     }
 
     fn fake_last(inner: &Inner, channel: u64) -> Option<u64> {
