@@ -59,25 +59,8 @@ async fn check(shared: &Shared) -> usize {
         if let Some(last) = latest.channels.get(&ch.platform_id) {
             found += usize::from(follow(shared, ch, None, *last).await);
         }
-        let threads: Vec<(&Listed, &Option<u64>)> =
-            latest.threads.iter().filter(|(t, _)| t.parent == ch.platform_id).collect();
-        if threads.is_empty() {
-            continue;
-        }
-        let stored = match shared.amc.thread_anchors(ch.id.clone()).await {
-            Ok(t) => t.into_iter().map(|(t, newest)| (t.platform_id, newest)).collect::<HashMap<_, _>>(),
-            Err(e) => {
-                tracing::warn!(error = %e, "could not list the threads to check");
-                continue;
-            }
-        };
-        for (thread, last) in threads {
+        for (thread, last) in latest.threads.iter().filter(|(t, _)| t.parent == ch.platform_id) {
             let spec = ThreadSpec { platform_id: thread.id.clone(), name: thread.name.clone() };
-            let newest = stored.get(&thread.id).cloned().flatten().and_then(|n| n.parse().ok());
-            if shared.read_until(&thread.id).is_none() {
-                // A thread started since the catch-up: from its newest stored message.
-                shared.read_to(&thread.id, newest);
-            }
             found += usize::from(follow(shared, ch, Some(&spec), *last).await);
         }
     }
@@ -158,19 +141,22 @@ fn listed(t: &GuildChannel) -> Listed {
 }
 
 /// Reads a channel (or thread) on from where it is known read when Discord's newest
-/// message is past it; true when it was. A channel not known read yet (approved since,
-/// or its catch-up refused) starts from its newest stored message.
+/// message is past it; true when it was. A thread not known read yet (started since the
+/// catch-up) is read from its start; a channel not known read yet (its approval's read
+/// failed) from its newest stored message.
 async fn follow(shared: &Shared, ch: &AllowedChannel, thread: Option<&ThreadSpec>, last: Option<u64>) -> bool {
     let id = thread.map_or(&ch.platform_id, |t| &t.platform_id);
     let Some(last) = last else { return false };
     let from = match shared.read_until(id) {
         Some(read) if last <= read => return false,
         Some(read) => Walk::After(read),
-        None if thread.is_some() => Walk::Latest,
+        // A thread's id is that of its first message or earlier (a forum post's first
+        // message has the thread's id).
+        None if thread.is_some() => Walk::After(id.parse::<u64>().unwrap_or(1).saturating_sub(1)),
         None => match shared.amc.message_bounds(ch.id.clone()).await {
             Ok(Some((newest, _))) => match newest.parse::<u64>() {
                 Ok(n) if last <= n => {
-                    shared.read_to(id, Some(n));
+                    shared.read_through(id, None, Some(n));
                     return false;
                 }
                 Ok(n) => Walk::After(n),
@@ -193,7 +179,11 @@ async fn follow(shared: &Shared, ch: &AllowedChannel, thread: Option<&ThreadSpec
                 (_, None) => last,
             };
             tracing::debug!(channel = %ch.id, thread = ?thread.map(|t| &t.platform_id), "checked on Discord");
-            shared.read_to(id, Some(to));
+            let start = match from {
+                Walk::After(read) => Some(read),
+                Walk::Latest | Walk::Before(..) => None,
+            };
+            shared.read_through(id, start, Some(to));
             true
         }
         Err(_) => false,

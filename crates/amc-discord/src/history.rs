@@ -149,21 +149,23 @@ pub(crate) async fn catch_up(shared: Arc<Shared>, anchors: Anchors) {
 async fn channel(shared: &Shared, anchor: &Anchor) -> Result<(), Failed> {
     let Anchor { channel: ch, from, threads } = anchor;
     let newest = walk(shared, ch, None, *from).await?;
+    let mut start = start_of(*from);
     if let Walk::After(anchor) = from {
-        recheck(shared, ch, *anchor).await?;
+        // The recheck read the window before the anchor: the read began there.
+        start = Some(recheck(shared, ch, *anchor).await?.min(*anchor));
     }
-    let mut read = vec![(ch.platform_id.clone(), read_to(*from, newest))];
+    let mut read = vec![(ch.platform_id.clone(), start, read_to(*from, newest))];
     // Its threads: those stored from their newest message, and those Discord listed
     // that nothing is stored of yet (created while AMC was away) from their newest page.
     let stored: std::collections::HashSet<String> = threads.iter().map(|(t, _)| t.platform_id.clone()).collect();
     let new = shared.threads_of(&ch.platform_id).into_iter().filter(|t| !stored.contains(&t.platform_id));
     for (thread, from) in threads.iter().cloned().chain(new.map(|t| (t, Walk::Latest))) {
         let newest = walk(shared, ch, Some(&thread), from).await?;
-        read.push((thread.platform_id, read_to(from, newest)));
+        read.push((thread.platform_id, start_of(from), read_to(from, newest)));
     }
     // The check that nothing was missed goes on from here.
-    for (id, to) in read {
-        shared.read_to(&id, to);
+    for (id, start, to) in read {
+        shared.read_through(&id, start, to);
     }
     shared.caught_up_on(&ch.platform_id);
     Ok(())
@@ -175,6 +177,15 @@ fn read_to(from: Walk, newest: Option<u64>) -> Option<u64> {
     match from {
         Walk::After(start) => Some(newest.unwrap_or(start).max(start)),
         Walk::Latest | Walk::Before(..) => newest,
+    }
+}
+
+/// Where a forward walk began reading every message: after its start; `None` for the
+/// newest page, which leaves out whatever came before it.
+fn start_of(from: Walk) -> Option<u64> {
+    match from {
+        Walk::After(start) => Some(start),
+        Walk::Latest | Walk::Before(..) => None,
     }
 }
 
@@ -198,7 +209,10 @@ async fn again(shared: Arc<Shared>, anchor: Anchor, mut failed: Failed, current:
         };
         shared.amc.note_catching_up(Source::Discord, Some(&id), Some(entry));
         if !failed.transient {
-            tracing::warn!(channel = %id, error = %failed.reason, "Discord refused the catch-up of a channel; not trying again until the next connection");
+            tracing::warn!(channel = %id, error = %failed.reason, "Discord refused the catch-up of a channel; the check tries it from now on");
+            // The check reads it from the anchor on, once Discord lets it.
+            shared.read_through(&anchor.channel.platform_id, None, start_of(anchor.from));
+            shared.caught_up_on(&anchor.channel.platform_id);
             return false;
         }
         tokio::select! {
@@ -250,7 +264,7 @@ async fn forward(shared: &Shared, ch: &AllowedChannel) {
         None => Walk::Latest,
     };
     if let Ok(newest) = walk(shared, ch, None, walk_from).await {
-        shared.read_to(&ch.platform_id, read_to(walk_from, newest));
+        shared.read_through(&ch.platform_id, start_of(walk_from), read_to(walk_from, newest));
     }
 }
 
@@ -263,9 +277,10 @@ const RECHECK: u32 = 200;
 /// Reads the [`RECHECK`] messages up to `anchor` again and brings the store in line: new
 /// text and edits are stored, stored messages in that span that Discord no longer has are
 /// marked unsent, and reactions whose counts differ are read per emoji and replaced.
-/// Fails when a page could not be read.
-async fn recheck(shared: &Shared, ch: &AllowedChannel, anchor: u64) -> Result<(), Failed> {
-    let Ok(channel) = ch.platform_id.parse::<u64>().map(ChannelId::new) else { return Ok(()) };
+/// Returns where the window began (every message from there to the anchor was read);
+/// fails when a page could not be read.
+async fn recheck(shared: &Shared, ch: &AllowedChannel, anchor: u64) -> Result<u64, Failed> {
+    let Ok(channel) = ch.platform_id.parse::<u64>().map(ChannelId::new) else { return Ok(anchor) };
     let total = RECHECK.min(shared.history_limit);
     let mut window: Vec<Message> = Vec::new();
     let mut reached_start = false;
@@ -277,14 +292,14 @@ async fn recheck(shared: &Shared, ch: &AllowedChannel, anchor: u64) -> Result<()
             Ok(p) => p,
             Err(e) if discord_code(&e) == Some(UNKNOWN_CHANNEL) => {
                 shared.gone(vec![channel], "Discord deleted this channel".into()).await;
-                return Ok(());
+                return Ok(anchor);
             }
-            Err(e) if discord_code(&e) == Some(WRONG_CHANNEL_TYPE) => return Ok(()),
+            Err(e) if discord_code(&e) == Some(WRONG_CHANNEL_TYPE) => return Ok(anchor),
             Err(e) if discord_code(&e) == Some(MISSING_ACCESS) => {
                 if !shared.in_known_guild(channel) {
                     shared.gone(vec![channel], UNREADABLE.into()).await;
                 }
-                return Ok(());
+                return Ok(anchor);
             }
             Err(e) => {
                 tracing::warn!(channel = %ch.id, error = %e, "could not read Discord history again");
@@ -342,7 +357,7 @@ async fn recheck(shared: &Shared, ch: &AllowedChannel, anchor: u64) -> Result<()
             return Err(Failed::store(&e));
         }
     }
-    Ok(())
+    Ok(lo)
 }
 
 /// A message's reactions as Discord has them now, when they differ from `known`: the

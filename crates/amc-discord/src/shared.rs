@@ -166,13 +166,16 @@ impl Shared {
         lock(&self.unread).contains(channel)
     }
 
-    /// A channel or thread was read through REST to `to`, with nothing left out before it.
-    pub(crate) fn read_to(&self, channel: &str, to: Option<u64>) {
-        if let Some(to) = to {
-            let mut read = lock(&self.read);
-            let at = read.entry(channel.to_owned()).or_insert(to);
-            *at = (*at).max(to);
-        }
+    /// A channel or thread was read through REST from after `from` to `to`, nothing left
+    /// out (`from` is `None` when the read does not say where it began: the newest page).
+    /// It moves how far the channel is known read only when it joins on to it: a read
+    /// that began past that point leaves the gap between for the check. A channel not
+    /// known read yet counts as read to `to` (the store holds what came before).
+    pub(crate) fn read_through(&self, channel: &str, from: Option<u64>, to: Option<u64>) {
+        let Some(to) = to else { return };
+        let mut read = lock(&self.read);
+        let at = joined(read.get(channel).copied(), from, to);
+        read.insert(channel.to_owned(), at);
     }
 
     /// How far a channel or thread is known read.
@@ -361,8 +364,40 @@ impl Shared {
     }
 }
 
+/// How far a channel is known read after a read from after `from` to `to`, when it was
+/// known read to `at` before (see [`Shared::read_through`]).
+fn joined(at: Option<u64>, from: Option<u64>, to: u64) -> u64 {
+    match at {
+        Some(at) if from.is_some_and(|f| f <= at) => at.max(to),
+        Some(at) => at,
+        None => to,
+    }
+}
+
 impl Selves {
     fn contains_id(&self, id: serenity::all::UserId) -> bool {
         self.bot == Some(id) || self.person == Some(id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::joined;
+
+    #[test]
+    fn a_read_moves_how_far_a_channel_is_read_only_when_it_joins_on() {
+        // Read to 10; a read after 8 to 20 joins on.
+        assert_eq!(joined(Some(10), Some(8), 20), 20);
+        assert_eq!(joined(Some(10), Some(10), 20), 20);
+        // A read that began past 10 (the catch-up from a newer stored message) leaves the
+        // messages between 10 and 15 to the check.
+        assert_eq!(joined(Some(10), Some(15), 20), 10);
+        // The newest page says nothing of what came before it.
+        assert_eq!(joined(Some(10), None, 20), 10);
+        // Never backwards.
+        assert_eq!(joined(Some(30), Some(8), 20), 30);
+        // Not known read yet: the store holds what came before.
+        assert_eq!(joined(None, Some(15), 20), 20);
+        assert_eq!(joined(None, None, 20), 20);
     }
 }

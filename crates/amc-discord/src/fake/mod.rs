@@ -97,8 +97,9 @@ struct Session {
 struct Inner {
     token: String,
     gateway_url: String,
-    /// The session's own address READY gives as `resume_gateway_url`, where Discord wants
-    /// RESUMEs (<https://discord.com/developers/docs/events/gateway#resuming>).
+    /// The address READY gives as `resume_gateway_url`, where Discord wants RESUMEs
+    /// (<https://discord.com/developers/docs/events/gateway#resuming>); one for all
+    /// sessions here, apart from `gateway_url`.
     resume_url: String,
     /// Whether a RESUME sent to `gateway_url` instead of `resume_url` is refused with
     /// op 9 (d: false), as Discord may refuse it.
@@ -264,8 +265,9 @@ impl FakeDiscord {
     /// Refuses a RESUME sent to the gateway's first address rather than to READY's
     /// `resume_gateway_url`: op 9 with `d: false`, so the client starts a new session.
     /// Discord documents that resumes belong on the session's own address and that
-    /// clients resuming elsewhere are disconnected more often; off by default, as a
-    /// resume on the first address mostly still succeeds.
+    /// clients resuming elsewhere are disconnected significantly faster; refusing the
+    /// resume is the hardest form of that. Off by default, as a resume on the first
+    /// address mostly still succeeds.
     pub fn refuse_misplaced_resumes(&self) {
         self.lock().refuse_misplaced_resumes = true;
     }
@@ -445,6 +447,10 @@ impl FakeDiscord {
         let id = inner.next_id();
         inner.threads.insert(id, (parent, name.to_owned()));
         inner.messages.insert(id, BTreeMap::new());
+        // A forum's `last_message_id` is its newest post (thread).
+        if inner.forums.contains(&parent) {
+            inner.last_message.insert(parent, id);
+        }
         id
     }
 
