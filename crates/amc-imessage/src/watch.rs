@@ -297,11 +297,9 @@ pub async fn run(amc: Amc, cfg: WatchConfig, shutdown: CancellationToken) {
     loop {
         let due = recheck.map(|(_, at)| at);
         let now = tokio::time::Instant::now();
-        // The monotonic clock stands still while the Mac sleeps; the wall clock does not.
         let wall = std::time::SystemTime::now();
-        let ran = wall.duration_since(clocks.0).unwrap_or_default();
-        if ran > now.duration_since(clocks.1) + SLEPT {
-            tracing::debug!(slept_s = ran.as_secs(), "the Mac slept; a sweep is due");
+        if let Some(asleep) = slept(clocks, (wall, now)) {
+            tracing::debug!(slept_s = asleep.as_secs(), "the Mac slept; a sweep is due");
             sign = sign.max(Sign::Disrupted);
         }
         clocks = (wall, now);
@@ -360,6 +358,19 @@ pub async fn run(amc: Amc, cfg: WatchConfig, shutdown: CancellationToken) {
             (_, kept) => kept,
         };
     }
+}
+
+/// How long the Mac slept between two looks at the clocks, if it did: the monotonic
+/// clock stands still while a Mac sleeps (`mach_absolute_time`; Linux's `CLOCK_MONOTONIC`
+/// too), the wall clock does not. A wall clock set back, or ahead by less than
+/// [`SLEPT`] (a time server's correction), is no sleep.
+fn slept(
+    before: (std::time::SystemTime, tokio::time::Instant),
+    now: (std::time::SystemTime, tokio::time::Instant),
+) -> Option<Duration> {
+    let wall = now.0.duration_since(before.0).ok()?;
+    let awake = now.1.saturating_duration_since(before.1);
+    (wall > awake + SLEPT).then(|| wall - awake)
 }
 
 /// One range of the sweep under way; the end of it when chat.db has no more rows. A sweep
@@ -611,5 +622,26 @@ impl RowsNow {
             .is_some_and(|guid| db.guid_of(checkpoint.rowid).ok().flatten().is_some_and(|now| &now != guid));
         let last = db.max_rowid().ok().map(|max| (max, db.guid_of(max).ok().flatten()));
         Self { guid_moved, last, counted: db.rows_up_to(checkpoint.rowid).ok() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, SystemTime};
+
+    use super::slept;
+
+    #[test]
+    fn a_wall_clock_ahead_of_the_monotonic_one_is_a_sleep() {
+        let (wall, mono) = (SystemTime::now(), tokio::time::Instant::now());
+        // Thirty seconds awake, the wall clock thirty seconds on: awake.
+        let awake = Duration::from_secs(30);
+        assert_eq!(slept((wall, mono), (wall + awake, mono + awake)), None);
+        // An hour asleep between two 30 s checks: the monotonic clock moved 30 s.
+        let hour = Duration::from_secs(3600);
+        assert_eq!(slept((wall, mono), (wall + hour + awake, mono + awake)), Some(hour));
+        // A time server setting the clock a few seconds ahead, or back: no sleep.
+        assert_eq!(slept((wall, mono), (wall + awake + Duration::from_secs(5), mono + awake)), None);
+        assert_eq!(slept((wall, mono), (wall - hour, mono + awake)), None);
     }
 }

@@ -6,7 +6,7 @@ use super::*;
 use crate::error::ErrorCode;
 use crate::model::{
     ChannelKind, ChannelSpec, ChannelState, CodesShown, Direction, HistoryRelease, IncomingMessage, IngestReport,
-    OutboxStatus, SendPolicy, SenderInfo, SentSend, Source,
+    OutboxStatus, Reaction, ReactionChange, SendPolicy, SenderInfo, SentSend, Source,
 };
 use crate::time::now_ms;
 use rusqlite::OptionalExtension;
@@ -880,4 +880,37 @@ fn a_one_to_one_message_stored_from_unknown_is_given_the_chats_handle_by_the_mig
         })
         .expect("read");
     assert_eq!(senders, [("u1".to_owned(), "72975".to_owned()), ("u2".to_owned(), "unknown".to_owned())]);
+}
+
+/// A message taken back keeps no reactions, also when chat.db's tapback rows that still
+/// name it are read again (a sweep, the newest-rows look).
+#[test]
+fn a_message_taken_back_gets_no_reactions_from_a_reading_of_its_tapbacks() {
+    let (_dir, store) = store();
+    let now = now_ms();
+    ingest(&store, "a", vec![msg("g1", "hello", now)]);
+    let heart = ReactionChange {
+        target_platform_id: "g1".into(),
+        reaction: Reaction {
+            emoji: "❤️".into(),
+            sender: SenderInfo { id: "+15550002222".into(), display_name: None, is_self: false },
+        },
+        added: true,
+    };
+    let reactions = || {
+        store
+            .database()
+            .read(|tx| {
+                Ok(tx.query_row("SELECT reactions FROM messages WHERE platform_id = 'g1'", [], |r| {
+                    r.get::<_, String>(0)
+                })?)
+            })
+            .expect("reactions")
+    };
+    store.reset_reactions(Source::Imessage, &[("g1".into(), vec![heart.clone()])]).expect("reset");
+    assert!(reactions().contains("❤️"), "{}", reactions());
+    store.mark_unsent(Source::Imessage, &["g1".into()]).expect("unsend");
+    assert_eq!(reactions(), "[]");
+    let changed = store.reset_reactions(Source::Imessage, &[("g1".into(), vec![heart])]).expect("reset");
+    assert_eq!((reactions().as_str(), changed.len()), ("[]", 0), "an unsent message keeps none");
 }

@@ -871,9 +871,16 @@ impl Store {
             let mut changed = Vec::new();
             for (target, changes) in targets {
                 let Some((id, channel_id, json)) = reactions_of(tx, source, target)? else { continue };
+                // An unsent message keeps none (`mark_unsent` took them away), whatever
+                // tapback rows still name it.
+                let unsent: bool = tx
+                    .prepare_cached("SELECT unsent FROM messages WHERE id = ?1")?
+                    .query_row(params![id], |r| r.get(0))?;
                 let before: Vec<Reaction> = serde_json::from_str(&json).unwrap_or_default();
                 let mut now = Vec::new();
-                replay(&mut now, changes, source);
+                if !unsent {
+                    replay(&mut now, changes, source);
+                }
                 if now != before {
                     set_reactions(tx, &id, &now)?;
                     changed.push((id, channel_id));
