@@ -391,7 +391,22 @@ impl ChatDb {
 
     /// How many rows `message` has at or below `rowid`.
     pub fn rows_up_to(&self, rowid: i64) -> Result<i64, SourceError> {
-        Ok(self.conn.query_row("SELECT count(*) FROM message WHERE ROWID <= ?1", [rowid], |r| r.get(0))?)
+        // A count of the whole table reads its smallest index (4 ms on 1,000,000 rows)
+        // where a ROWID range reads the table itself, text and all (118 ms). When few rows
+        // come after `rowid`, as after a read, the whole count less those is the answer, in
+        // one statement (one snapshot).
+        const FEW: i64 = 10_000;
+        let after: i64 = self.conn.query_row(
+            "SELECT count(*) FROM (SELECT 1 FROM message WHERE ROWID > ?1 LIMIT ?2)",
+            [rowid, FEW],
+            |r| r.get(0),
+        )?;
+        let sql = if after < FEW {
+            "SELECT (SELECT count(*) FROM message) - (SELECT count(*) FROM message WHERE ROWID > ?1)"
+        } else {
+            "SELECT count(*) FROM message WHERE ROWID <= ?1"
+        };
+        Ok(self.conn.query_row(sql, [rowid], |r| r.get(0))?)
     }
 
     /// Up to `limit` messages after `rowid`, oldest first, bodies decoded.
