@@ -79,9 +79,16 @@ enum Kept {
 impl Ticks {
     /// Starts ticking; the thread is named `name`.
     pub fn new(name: &str, period: Duration) -> Self {
+        Self::gated(name, period, || true)
+    }
+
+    /// Ticks that `gate` lets through: at each period, on the ticking thread, `gate` says
+    /// whether this tick is worth waking the async side for (the first tick included).
+    /// Without a thread every tick comes.
+    pub fn gated(name: &str, period: Duration, mut gate: impl FnMut() -> bool + Send + 'static) -> Self {
         let (tx, rx) = tokio::sync::mpsc::channel(1);
         let every = Every::spawn(name, period, move || {
-            !matches!(tx.try_send(()), Err(tokio::sync::mpsc::error::TrySendError::Closed(())))
+            !gate() || !matches!(tx.try_send(()), Err(tokio::sync::mpsc::error::TrySendError::Closed(())))
         });
         match every {
             Ok(every) => Self(Kept::Thread { ticks: rx, _thread: every }),

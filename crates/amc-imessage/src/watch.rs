@@ -18,6 +18,7 @@
 use std::ffi::OsString;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -285,8 +286,10 @@ pub async fn run(amc: Amc, cfg: WatchConfig, shutdown: CancellationToken) {
     let mut armed = file_watcher.as_mut().map(|w| arm_files(w, &cfg.chat_db));
     let mut open: Option<Open> = None;
     // Kept by a thread of its own: tokio's timer would wake the runtime on the way to a
-    // far deadline, and an idle AMC wakes for nothing but this check.
-    let mut tick = Ticks::new("amc-chatdb-check", cfg.poll);
+    // far deadline. The thread looks at chat.db's files itself and wakes the runtime only
+    // when they changed, something is due, or the Mac slept ([`rest_gate`]).
+    let wanted = Arc::new(AtomicI64::new(0));
+    let mut tick = Ticks::gated("amc-chatdb-check", cfg.poll, rest_gate(cfg.chat_db.clone(), cfg.poll, wanted.clone()));
     // The quick checks still to make after the last event, and when the next is due.
     let mut recheck: Option<(usize, tokio::time::Instant)> = None;
     // The strongest sign since the last sweep began (a sweep is due once after opening
@@ -298,7 +301,7 @@ pub async fn run(amc: Amc, cfg: WatchConfig, shutdown: CancellationToken) {
         let due = recheck.map(|(_, at)| at);
         let now = tokio::time::Instant::now();
         let wall = std::time::SystemTime::now();
-        if let Some(asleep) = slept(clocks, (wall, now)) {
+        if let Some(asleep) = slept((clocks.0, clocks.1.into_std()), (wall, now.into_std())) {
             tracing::debug!(slept_s = asleep.as_secs(), "the Mac slept; a sweep is due");
             sign = sign.max(Sign::Disrupted);
         }
@@ -315,6 +318,14 @@ pub async fn run(amc: Amc, cfg: WatchConfig, shutdown: CancellationToken) {
                 },
             ),
         };
+        // The check's thread wakes this loop at its period while chat.db is not open (to
+        // open it again) and once a sweep is near; otherwise only on a change.
+        let want_at = match (&open, sweep_due) {
+            (None, _) => 0,
+            (Some(_), Some(at)) => unix_ms(wall).saturating_add(at.saturating_duration_since(now).as_millis() as i64),
+            (Some(_), None) => i64::MAX,
+        };
+        wanted.store(want_at, Ordering::Relaxed);
         // A sweep further off than the next fallback check waits for that check's tick:
         // tokio's timer would wake the runtime on the way to a far deadline.
         let sweep_due = sweep_due.filter(|at| at.saturating_duration_since(now) <= cfg.poll);
@@ -365,12 +376,54 @@ pub async fn run(amc: Amc, cfg: WatchConfig, shutdown: CancellationToken) {
 /// too), the wall clock does not. A wall clock set back, or ahead by less than
 /// [`SLEPT`] (a time server's correction), is no sleep.
 fn slept(
-    before: (std::time::SystemTime, tokio::time::Instant),
-    now: (std::time::SystemTime, tokio::time::Instant),
+    before: (std::time::SystemTime, std::time::Instant),
+    now: (std::time::SystemTime, std::time::Instant),
 ) -> Option<Duration> {
     let wall = now.0.duration_since(before.0).ok()?;
     let awake = now.1.saturating_duration_since(before.1);
     (wall > awake + SLEPT).then(|| wall - awake)
+}
+
+/// At rest, the most checks in a row the check's thread keeps to itself before it wakes
+/// the watcher anyway (10 minutes at the default 30 s).
+const QUIET_TICKS: u32 = 20;
+
+fn unix_ms(t: std::time::SystemTime) -> i64 {
+    t.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+}
+
+/// What tells a write to chat.db's files: which file, its size and when it was modified.
+type Stamp = Option<(u64, u64, u64, i64, i64)>;
+
+fn stamp(path: &Path) -> Stamp {
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino(), m.size(), m.mtime(), m.mtime_nsec()))
+}
+
+/// The check's gate, run on its thread at each period: whether to wake the watcher. It
+/// does when chat.db or its WAL was written or made anew since the last look (SQLite
+/// writes a commit to the WAL, a checkpoint to chat.db: each moves the file's size or
+/// time), when the watcher wants it by now (`wanted`, Unix ms: chat.db not open yet, or a
+/// sweep due within the period), when the Mac slept, and at least every
+/// [`QUIET_TICKS`] checks. At rest it asks the file system only, so an idle AMC's
+/// runtime sleeps through the check.
+fn rest_gate(chat_db: PathBuf, period: Duration, wanted: Arc<AtomicI64>) -> impl FnMut() -> bool + Send + 'static {
+    let wal = wal_of(&chat_db);
+    let (mut seen, mut clocks, mut quiet) = (None::<[Stamp; 2]>, None, 0);
+    move || {
+        let stamps = [stamp(&chat_db), stamp(&wal)];
+        let written = seen != Some(stamps);
+        seen = Some(stamps);
+        let now = (std::time::SystemTime::now(), std::time::Instant::now());
+        let asleep = clocks.is_some_and(|before| slept(before, now).is_some());
+        clocks = Some(now);
+        let due = unix_ms(now.0).saturating_add(period.as_millis() as i64) >= wanted.load(Ordering::Relaxed);
+        quiet += 1;
+        let wake = written || asleep || due || quiet >= QUIET_TICKS;
+        if wake {
+            quiet = 0;
+        }
+        wake
+    }
 }
 
 /// One range of the sweep under way; the end of it when chat.db has no more rows. A sweep
@@ -627,13 +680,15 @@ impl RowsNow {
 
 #[cfg(test)]
 mod tests {
-    use std::time::{Duration, SystemTime};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicI64, Ordering};
+    use std::time::{Duration, Instant, SystemTime};
 
-    use super::slept;
+    use super::{QUIET_TICKS, rest_gate, slept};
 
     #[test]
     fn a_wall_clock_ahead_of_the_monotonic_one_is_a_sleep() {
-        let (wall, mono) = (SystemTime::now(), tokio::time::Instant::now());
+        let (wall, mono) = (SystemTime::now(), Instant::now());
         // Thirty seconds awake, the wall clock thirty seconds on: awake.
         let awake = Duration::from_secs(30);
         assert_eq!(slept((wall, mono), (wall + awake, mono + awake)), None);
@@ -643,5 +698,29 @@ mod tests {
         // A time server setting the clock a few seconds ahead, or back: no sleep.
         assert_eq!(slept((wall, mono), (wall + awake + Duration::from_secs(5), mono + awake)), None);
         assert_eq!(slept((wall, mono), (wall - hour, mono + awake)), None);
+    }
+
+    #[test]
+    fn the_check_wakes_the_watcher_only_for_a_write_something_due_or_now_and_then() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = dir.path().join("chat.db");
+        std::fs::write(&db, b"x").expect("write");
+        let wanted = Arc::new(AtomicI64::new(i64::MAX));
+        let mut gate = rest_gate(db.clone(), Duration::from_secs(30), wanted.clone());
+        assert!(gate(), "the first look");
+        assert!(!gate(), "nothing written, nothing due");
+        // A commit grows the WAL; a checkpoint rewrites chat.db in place at the same size.
+        std::fs::write(dir.path().join("chat.db-wal"), b"frame").expect("wal");
+        assert!(gate() && !gate(), "a commit, once");
+        let f = std::fs::OpenOptions::new().write(true).open(&db).expect("open");
+        f.set_modified(SystemTime::now() + Duration::from_secs(1)).expect("touch");
+        assert!(gate() && !gate(), "a checkpoint, once");
+        // A sweep due within the period (or chat.db still to open).
+        wanted.store(0, Ordering::Relaxed);
+        assert!(gate());
+        wanted.store(i64::MAX, Ordering::Relaxed);
+        // At rest, once every QUIET_TICKS looks.
+        let woke = (0..QUIET_TICKS * 2).filter(|_| gate()).count();
+        assert_eq!(woke, 2);
     }
 }
