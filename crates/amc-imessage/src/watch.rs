@@ -288,8 +288,9 @@ pub async fn run(amc: Amc, cfg: WatchConfig, shutdown: CancellationToken) {
     // Kept by a thread of its own: tokio's timer would wake the runtime on the way to a
     // far deadline. The thread looks at chat.db's files itself and wakes the runtime only
     // when they changed, something is due, or the Mac slept ([`rest_gate`]).
-    let wanted = Arc::new(AtomicI64::new(0));
-    let mut tick = Ticks::gated("amc-chatdb-check", cfg.poll, rest_gate(cfg.chat_db.clone(), cfg.poll, wanted.clone()));
+    let (wanted, base) = (Arc::new(AtomicI64::new(0)), std::time::Instant::now());
+    let gate = rest_gate(cfg.chat_db.clone(), cfg.poll, base, wanted.clone());
+    let mut tick = Ticks::gated("amc-chatdb-check", cfg.poll, gate);
     // The quick checks still to make after the last event, and when the next is due.
     let mut recheck: Option<(usize, tokio::time::Instant)> = None;
     // The strongest sign since the last sweep began (a sweep is due once after opening
@@ -322,7 +323,7 @@ pub async fn run(amc: Amc, cfg: WatchConfig, shutdown: CancellationToken) {
         // open it again) and once a sweep is near; otherwise only on a change.
         let want_at = match (&open, sweep_due) {
             (None, _) => 0,
-            (Some(_), Some(at)) => unix_ms(wall).saturating_add(at.saturating_duration_since(now).as_millis() as i64),
+            (Some(_), Some(at)) => at.into_std().saturating_duration_since(base).as_millis() as i64,
             (Some(_), None) => i64::MAX,
         };
         wanted.store(want_at, Ordering::Relaxed);
@@ -388,10 +389,6 @@ fn slept(
 /// the watcher anyway (10 minutes at the default 30 s).
 const QUIET_TICKS: u32 = 20;
 
-fn unix_ms(t: std::time::SystemTime) -> i64 {
-    t.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
-}
-
 /// What tells a write to chat.db's files: which file, its size and when it was modified.
 type Stamp = Option<(u64, u64, u64, i64, i64)>;
 
@@ -402,13 +399,19 @@ fn stamp(path: &Path) -> Stamp {
 /// The check's gate, run on its thread at each period: whether to wake the watcher. It
 /// does when chat.db or its WAL was written or made anew since the last look (SQLite
 /// writes a commit to the WAL, a checkpoint to chat.db: each moves the file's size or
-/// time), when the watcher wants it by now (`wanted`, Unix ms: chat.db not open yet, or a
-/// sweep due within the period), when the Mac slept, and at least every
-/// [`QUIET_TICKS`] checks. At rest it asks the file system only, so an idle AMC's
-/// runtime sleeps through the check.
-fn rest_gate(chat_db: PathBuf, period: Duration, wanted: Arc<AtomicI64>) -> impl FnMut() -> bool + Send + 'static {
+/// time), and at the look after that too (a commit's frames are in the WAL before
+/// `data_version` shows it); when the watcher wants it by now (`wanted`, milliseconds
+/// after `base`: chat.db not open yet, or a sweep due within the period); when the Mac
+/// slept; and at least every [`QUIET_TICKS`] checks. At rest it asks the file system only,
+/// so an idle AMC's runtime sleeps through the check.
+fn rest_gate(
+    chat_db: PathBuf,
+    period: Duration,
+    base: std::time::Instant,
+    wanted: Arc<AtomicI64>,
+) -> impl FnMut() -> bool + Send + 'static {
     let wal = wal_of(&chat_db);
-    let (mut seen, mut clocks, mut quiet) = (None::<[Stamp; 2]>, None, 0);
+    let (mut seen, mut clocks, mut quiet, mut was_written) = (None::<[Stamp; 2]>, None, 0, false);
     move || {
         let stamps = [stamp(&chat_db), stamp(&wal)];
         let written = seen != Some(stamps);
@@ -416,9 +419,10 @@ fn rest_gate(chat_db: PathBuf, period: Duration, wanted: Arc<AtomicI64>) -> impl
         let now = (std::time::SystemTime::now(), std::time::Instant::now());
         let asleep = clocks.is_some_and(|before| slept(before, now).is_some());
         clocks = Some(now);
-        let due = unix_ms(now.0).saturating_add(period.as_millis() as i64) >= wanted.load(Ordering::Relaxed);
+        let due = (now.1 + period).saturating_duration_since(base).as_millis() as i64 >= wanted.load(Ordering::Relaxed);
         quiet += 1;
-        let wake = written || asleep || due || quiet >= QUIET_TICKS;
+        let wake = written || was_written || asleep || due || quiet >= QUIET_TICKS;
+        was_written = written;
         if wake {
             quiet = 0;
         }
@@ -706,18 +710,27 @@ mod tests {
         let db = dir.path().join("chat.db");
         std::fs::write(&db, b"x").expect("write");
         let wanted = Arc::new(AtomicI64::new(i64::MAX));
-        let mut gate = rest_gate(db.clone(), Duration::from_secs(30), wanted.clone());
-        assert!(gate(), "the first look");
+        let base = Instant::now();
+        let mut gate = rest_gate(db.clone(), Duration::from_secs(30), base, wanted.clone());
+        assert!(gate() && gate(), "the first look, and the one after");
         assert!(!gate(), "nothing written, nothing due");
         // A commit grows the WAL; a checkpoint rewrites chat.db in place at the same size.
+        // Each wakes the watcher at the look that sees it and the next.
         std::fs::write(dir.path().join("chat.db-wal"), b"frame").expect("wal");
-        assert!(gate() && !gate(), "a commit, once");
+        assert_eq!([gate(), gate(), gate()], [true, true, false], "a commit");
         let f = std::fs::OpenOptions::new().write(true).open(&db).expect("open");
         f.set_modified(SystemTime::now() + Duration::from_secs(1)).expect("touch");
-        assert!(gate() && !gate(), "a checkpoint, once");
-        // A sweep due within the period (or chat.db still to open).
-        wanted.store(0, Ordering::Relaxed);
-        assert!(gate());
+        assert_eq!([gate(), gate(), gate()], [true, true, false], "a checkpoint");
+        // chat.db made anew (moved into place): another file.
+        std::fs::write(dir.path().join("new.db"), b"x").expect("new");
+        std::fs::rename(dir.path().join("new.db"), &db).expect("rename");
+        assert_eq!([gate(), gate(), gate()], [true, true, false], "a new file");
+        // A sweep due within the period (or chat.db still to open), and one further off.
+        let at = |d: Duration| (base.elapsed() + d).as_millis() as i64;
+        wanted.store(at(Duration::from_secs(20)), Ordering::Relaxed);
+        assert!(gate(), "due within the period");
+        wanted.store(at(Duration::from_secs(60)), Ordering::Relaxed);
+        assert!(!gate(), "due after the next look");
         wanted.store(i64::MAX, Ordering::Relaxed);
         // At rest, once every QUIET_TICKS looks.
         let woke = (0..QUIET_TICKS * 2).filter(|_| gate()).count();

@@ -882,35 +882,43 @@ fn a_one_to_one_message_stored_from_unknown_is_given_the_chats_handle_by_the_mig
     assert_eq!(senders, [("u1".to_owned(), "72975".to_owned()), ("u2".to_owned(), "unknown".to_owned())]);
 }
 
-/// A message taken back keeps no reactions, also when chat.db's tapback rows that still
-/// name it are read again (a sweep, the newest-rows look).
+/// A message taken back keeps no reactions: not those it had, and none from a reaction
+/// or a reading of chat.db's tapback rows that still name it (a sweep, the newest-rows
+/// look), whichever way it was taken back (a platform's row read as unsent, a deletion).
 #[test]
 fn a_message_taken_back_gets_no_reactions_from_a_reading_of_its_tapbacks() {
     let (_dir, store) = store();
     let now = now_ms();
-    ingest(&store, "a", vec![msg("g1", "hello", now)]);
-    let heart = ReactionChange {
-        target_platform_id: "g1".into(),
+    let heart = |target: &str| ReactionChange {
+        target_platform_id: target.into(),
         reaction: Reaction {
             emoji: "❤️".into(),
             sender: SenderInfo { id: "+15550002222".into(), display_name: None, is_self: false },
         },
         added: true,
     };
-    let reactions = || {
+    let reactions = |id: &str| {
         store
             .database()
             .read(|tx| {
-                Ok(tx.query_row("SELECT reactions FROM messages WHERE platform_id = 'g1'", [], |r| {
+                Ok(tx.query_row("SELECT reactions FROM messages WHERE platform_id = ?1", [id], |r| {
                     r.get::<_, String>(0)
                 })?)
             })
             .expect("reactions")
     };
-    store.reset_reactions(Source::Imessage, &[("g1".into(), vec![heart.clone()])]).expect("reset");
-    assert!(reactions().contains("❤️"), "{}", reactions());
-    store.mark_unsent(Source::Imessage, &["g1".into()]).expect("unsend");
-    assert_eq!(reactions(), "[]");
-    let changed = store.reset_reactions(Source::Imessage, &[("g1".into(), vec![heart])]).expect("reset");
-    assert_eq!((reactions().as_str(), changed.len()), ("[]", 0), "an unsent message keeps none");
+    ingest(&store, "a", vec![msg("g1", "hello", now), msg("g2", "there", now + 1)]);
+    for id in ["g1", "g2"] {
+        store.reset_reactions(Source::Imessage, &[(id.into(), vec![heart(id)])]).expect("reset");
+        assert!(reactions(id).contains("❤️"), "{}", reactions(id));
+    }
+    // g1 read again as chat.db has it now, unsent; g2 deleted (as Discord reports it).
+    ingest(&store, "a", vec![IncomingMessage { unsent: true, ..msg("g1", "", now) }]);
+    store.mark_unsent(Source::Imessage, &["g2".into()]).expect("unsend");
+    for id in ["g1", "g2"] {
+        assert_eq!(reactions(id), "[]", "{id}: taken back");
+        let reset = store.reset_reactions(Source::Imessage, &[(id.into(), vec![heart(id)])]).expect("reset");
+        let applied = store.apply_reactions(Source::Imessage, &[heart(id)]).expect("apply");
+        assert_eq!((reactions(id).as_str(), reset.len(), applied.len()), ("[]", 0, 0), "{id}: keeps none");
+    }
 }

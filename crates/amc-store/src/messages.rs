@@ -611,11 +611,11 @@ fn ingest_one(
                 // or a text changed with no edit time. Nothing brings back an unsent
                 // message. An unsend keeps
                 // the text AMC last saw (the platform no longer has it) and its last edit
-                // time: an unsend is not an edit.
+                // time: an unsend is not an edit. An unsent message keeps no reactions.
                 "UPDATE messages SET text = CASE WHEN ?4 AND ?2 = '' THEN text ELSE ?2 END, \
                  secrets = CASE WHEN ?4 AND ?2 = '' THEN secrets ELSE amc_secrets(source, sender_id, is_self, ?2) END, \
                  edited_at = CASE WHEN ?4 THEN edited_at ELSE ?3 END, unsent = ?4, \
-                 reactions = CASE WHEN ?5 = '[]' THEN reactions ELSE ?5 END WHERE id = ?1 \
+                 reactions = CASE WHEN ?4 THEN '[]' WHEN ?5 = '[]' THEN reactions ELSE ?5 END WHERE id = ?1 \
                  AND (unsent IS NOT ?4 OR (NOT ?4 AND (text IS NOT ?2 OR edited_at IS NOT ?3)) \
                       OR (?5 != '[]' AND reactions IS NOT ?5)) \
                  AND (?6 OR ?4 OR coalesce(?3, 0) >= coalesce(edited_at, 0)) AND NOT (unsent = 1 AND ?4 = 0)",
@@ -871,16 +871,9 @@ impl Store {
             let mut changed = Vec::new();
             for (target, changes) in targets {
                 let Some((id, channel_id, json)) = reactions_of(tx, source, target)? else { continue };
-                // An unsent message keeps none (`mark_unsent` took them away), whatever
-                // tapback rows still name it.
-                let unsent: bool = tx
-                    .prepare_cached("SELECT unsent FROM messages WHERE id = ?1")?
-                    .query_row(params![id], |r| r.get(0))?;
                 let before: Vec<Reaction> = serde_json::from_str(&json).unwrap_or_default();
                 let mut now = Vec::new();
-                if !unsent {
-                    replay(&mut now, changes, source);
-                }
+                replay(&mut now, changes, source);
                 if now != before {
                     set_reactions(tx, &id, &now)?;
                     changed.push((id, channel_id));
@@ -951,10 +944,13 @@ impl Store {
 }
 
 /// A stored message's id, channel and reactions (as stored, JSON), by its platform id.
+/// A message's id, its channel's id and its reactions (JSON); `None` when AMC does not
+/// hold it, or holds it unsent: an unsent message keeps no reactions, whatever tapback or
+/// reaction still names it.
 fn reactions_of(tx: &Transaction<'_>, source: Source, platform_id: &str) -> Result<Option<(String, String, String)>> {
     Ok(tx
         .prepare_cached(concat!(
-            "SELECT id, (SELECT c.id FROM channels c WHERE c.key = channel), reactions FROM messages WHERE ",
+            "SELECT id, (SELECT c.id FROM channels c WHERE c.key = channel), reactions FROM messages WHERE NOT unsent AND ",
             at_platform_id!("", "?1", "?2")
         ))?
         .query_row(params![source.as_str(), platform_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))

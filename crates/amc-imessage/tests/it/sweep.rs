@@ -510,20 +510,25 @@ async fn a_sign_of_a_change_far_back_brings_a_sweep_within_its_period() {
 }
 
 /// The count of rows up to the checkpoint (how a row written into a gap below it is
-/// found) is the same whichever way it is taken: with few rows after the checkpoint (the
-/// whole table's count less those) and with more than 10,000 after it (a ROWID range).
+/// found) is the same whichever way it is taken: with fewer than 10,000 rows after the
+/// checkpoint (the whole table's count less those) and with 10,000 or more (a ROWID
+/// range), before and after rows are deleted here and there.
 #[test]
 fn rows_up_to_a_checkpoint_are_counted_the_same_either_way() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let (path, w, chat, ada) = dm_chat(dir.path(), "any;-;+15550001111");
+    let (path, w, ada, chat) = dm_chat(dir.path(), "any;-;+15550001111");
     fill(&w, chat, ada, "m", 12_000, T0);
-    w.connection().execute("DELETE FROM message WHERE ROWID % 7 = 0", []).expect("delete");
     let db = amc_imessage::chatdb::ChatDb::open(&path).expect("open");
     let direct = |at: i64| -> i64 {
         w.connection().query_row("SELECT count(*) FROM message WHERE ROWID <= ?1", [at], |r| r.get(0)).expect("count")
     };
-    let max: i64 = w.connection().query_row("SELECT max(ROWID) FROM message", [], |r| r.get(0)).expect("max");
-    for at in [max, max - 5, max - 9_999, max - 10_001, 1_000, 0] {
-        assert_eq!(db.rows_up_to(at).expect("rows"), direct(at), "up to {at}");
+    for deleted in [false, true] {
+        if deleted {
+            w.connection().execute("DELETE FROM message WHERE ROWID % 7 = 0", []).expect("delete");
+        }
+        let max: i64 = w.connection().query_row("SELECT max(ROWID) FROM message", [], |r| r.get(0)).expect("max");
+        for at in [max, max - 5, max - 9_999, max - 10_000, max - 10_001, 1_000, 0] {
+            assert_eq!(db.rows_up_to(at).expect("rows"), direct(at), "up to {at}, rows deleted: {deleted}");
+        }
     }
 }
