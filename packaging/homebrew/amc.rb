@@ -18,8 +18,14 @@ cask "amc" do
   app "AMC.app"
   binary "#{appdir}/AMC.app/Contents/MacOS/amc"
 
+  uninstall quit:      "app.amc.tray",
+            launchctl: "AMC"
+
   zap trash: [
     "~/Library/Application Support/AMC",
+    "~/Library/Caches/app.amc.tray",
     "~/Library/LaunchAgents/AMC.plist",
+    "~/Library/Preferences/app.amc.tray.plist",
+    "~/Library/WebKit/app.amc.tray",
   ]
 end

@@ -1,6 +1,7 @@
-# Checks a filled-in Homebrew cask (scripts/macos/cask's output) without Homebrew: it is
-# evaluated against a stand-in of the cask DSL that records each stanza, and then held to
-# the rules `brew style` and `brew audit` apply to casks: the stanzas in Homebrew's order,
+# Checks a filled-in Homebrew cask (scripts/macos/cask's output) without Homebrew, which
+# does not run here: it is evaluated against a stand-in of the cask DSL that records each
+# stanza (once per architecture), and then held to an approximation of the rules
+# `brew style` and `brew audit` apply to casks: the stanzas in Homebrew's order,
 # one SHA-256 per architecture, an https URL naming the version and the architecture, a
 # `desc` that does not start with an article or the app's name, has no final period and
 # is at most 80 characters.
@@ -9,13 +10,15 @@
 
 # The stanza order of Homebrew's cask style (rubocop-cask's StanzaOrder), as far as AMC's
 # cask uses it.
-ORDER = %i[arch version sha256 url name desc homepage livecheck depends_on app binary zap].freeze
+ORDER = %i[arch version sha256 url name desc homepage livecheck depends_on app binary uninstall zap].freeze
 
 # A stand-in for Homebrew's cask DSL: records what the cask says.
 class Recorder
   attr_reader :stanzas, :values
 
-  def initialize
+  # `on`: the architecture the cask is read for (:arm or :intel).
+  def initialize(on)
+    @on = on
     @stanzas = []
     @values = {}
   end
@@ -26,7 +29,7 @@ class Recorder
   end
 
   def arch(arm: nil, intel: nil)
-    return @values.dig(:arch, :arm) if arm.nil? && intel.nil?
+    return @values.dig(:arch, @on) if arm.nil? && intel.nil?
 
     record(:arch, { arm: arm, intel: intel })
   end
@@ -41,7 +44,7 @@ class Recorder
     "/Applications"
   end
 
-  %i[sha256 url name desc homepage livecheck depends_on app binary zap].each do |stanza|
+  %i[sha256 url name desc homepage livecheck depends_on app binary uninstall zap].each do |stanza|
     define_method(stanza) { |*args, **kwargs| record(stanza, kwargs.empty? ? args : [*args, kwargs]) }
   end
 end
@@ -49,9 +52,11 @@ end
 def cask(token, &block)
   raise "the cask's token is #{token}, not amc" unless token == "amc"
 
-  recorder = Recorder.new
-  recorder.instance_eval(&block)
-  $recorded = recorder
+  $recorded = %i[arm intel].to_h do |on|
+    recorder = Recorder.new(on)
+    recorder.instance_eval(&block)
+    [on, recorder]
+  end
 end
 
 def fail!(why)
@@ -63,7 +68,13 @@ path = ARGV.fetch(0) { fail!("usage: ruby scripts/macos/check-cask.rb CASK.rb") 
 text = File.read(path)
 fail!("placeholders left: #{text.scan(/@[A-Z0-9_]+@/).uniq.join(", ")}") if text =~ /@[A-Z0-9_]+@/
 load File.expand_path(path)
-r = $recorded || fail!("no cask in #{path}")
+fail!("no cask in #{path}") unless $recorded
+r = $recorded[:arm]
+$recorded.each do |on, read|
+  url = read.values[:url].first
+  fail!("the #{on} URL does not name its architecture: #{url}") unless url.include?(read.values.dig(:arch, on))
+end
+fail!("both architectures download the same file") if $recorded.values.map { |read| read.values[:url] }.uniq.size != 2
 
 fail!("stanzas out of Homebrew's order: #{r.stanzas.join(", ")}") unless r.stanzas == r.stanzas.sort_by { |s| ORDER.index(s) || ORDER.size }
 missing = %i[arch version sha256 url name desc homepage depends_on app] - r.stanzas
@@ -80,7 +91,6 @@ fail!("the two architectures have the same file") if sums[:arm] == sums[:intel]
 url = r.values[:url].first
 fail!("the URL is not https: #{url}") unless url.start_with?("https://")
 fail!("the URL does not name the version: #{url}") unless url.include?(version)
-fail!("the URL does not name the architecture: #{url}") unless url.include?(r.values.dig(:arch, :arm))
 fail!("the homepage is not https") unless r.values[:homepage].first.start_with?("https://")
 
 desc = r.values[:desc].first
