@@ -82,23 +82,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .take(200)
             .filter_map(|m| m["id"].as_str().and_then(|s| s.parse().ok()))
             .collect();
-        fake.set_accepting(false);
-        fake.invalidate_session(false);
-        fake.drop_connection();
-        for i in 0..1000 {
-            fake.post_unseen(ch, &alice, &format!("away {i}"));
-        }
-        for id in &before[..100] {
-            fake.edit(ch, *id, &format!("edited {id}"));
-        }
-        for id in &before[100..] {
-            fake.delete(ch, *id);
-        }
-        let back = fake.connected(Duration::from_secs(120));
-        let away = Instant::now();
-        fake.set_accepting(true);
-        assert!(back.await, "a new session");
-        let session = Instant::now();
+        let (away, session) = away(&fake, |fake| {
+            for i in 0..1000 {
+                fake.post_unseen(ch, &alice, &format!("away {i}"));
+            }
+            for id in &before[..100] {
+                fake.edit(ch, *id, &format!("edited {id}"));
+            }
+            for id in &before[100..] {
+                fake.delete(ch, *id);
+            }
+        })
+        .await;
         let store = running.amc().store().clone();
         loop {
             let tail = store.channel_tail(&channel, 1500)?;
@@ -126,17 +121,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     ] {
         let ch = fake.channel_ids()[0];
         fake.fail_history(ch, 1, failure);
-        fake.set_accepting(false);
-        fake.invalidate_session(false);
-        fake.drop_connection();
         let texts: Vec<String> = (0..100).map(|i| format!("{what} {i}")).collect();
-        for text in &texts {
-            fake.post_unseen(ch, &alice, text);
-        }
-        let back = fake.connected(Duration::from_secs(120));
-        fake.set_accepting(true);
-        assert!(back.await, "a new session");
-        let session = Instant::now();
+        let (_, session) = away(&fake, |fake| {
+            for text in &texts {
+                fake.post_unseen(ch, &alice, text);
+            }
+        })
+        .await;
         let store = running.amc().store().clone();
         loop {
             let tail = store.channel_tail(&channel, 300)?;
@@ -203,4 +194,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     running.run_until(async {}).await?;
     Ok(())
+}
+
+/// AMC is away (its session lost, so nothing is replayed) while `meanwhile` runs; then the
+/// gateway takes connections again. Returns when it did, and when the new session began.
+async fn away(fake: &FakeDiscord, meanwhile: impl FnOnce(&FakeDiscord)) -> (Instant, Instant) {
+    fake.set_accepting(false);
+    fake.invalidate_session(false);
+    fake.drop_connection();
+    meanwhile(fake);
+    let back = fake.connected(Duration::from_secs(120));
+    let open = Instant::now();
+    fake.set_accepting(true);
+    assert!(back.await, "a new session");
+    (open, Instant::now())
 }

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use amc_core::model::{AllowedChannel, ChannelKind, Source, ThreadSpec};
-use serenity::all::{Channel, ChannelId, GuildChannel, GuildId};
+use serenity::all::{Channel, ChannelId, GuildId};
 use tokio_util::sync::CancellationToken;
 
 use crate::history::{self, Walk};
@@ -59,20 +59,14 @@ async fn check(shared: &Shared) -> usize {
         if let Some(last) = latest.channels.get(&ch.platform_id) {
             found += usize::from(follow(shared, ch, None, *last).await);
         }
-        for (thread, last) in latest.threads.iter().filter(|(t, _)| t.parent == ch.platform_id) {
-            let spec = ThreadSpec { platform_id: thread.id.clone(), name: thread.name.clone() };
-            found += usize::from(follow(shared, ch, Some(&spec), *last).await);
+        // Its threads Discord listed as active (noted in `Shared` as they were listed).
+        for thread in shared.threads_of(&ch.platform_id) {
+            if let Some(last) = latest.threads.get(&thread.platform_id) {
+                found += usize::from(follow(shared, ch, Some(&thread), *last).await);
+            }
         }
     }
     found
-}
-
-/// A thread Discord listed as active.
-#[derive(PartialEq, Eq, Hash)]
-struct Listed {
-    id: String,
-    parent: String,
-    name: String,
 }
 
 /// Discord's `last_message_id` of each followed channel, and of each active thread in
@@ -80,7 +74,7 @@ struct Listed {
 #[derive(Default)]
 struct Latest {
     channels: HashMap<String, Option<u64>>,
-    threads: HashMap<Listed, Option<u64>>,
+    threads: HashMap<String, Option<u64>>,
 }
 
 /// Asks Discord for the newest message id of each channel: a server's channels and its
@@ -123,21 +117,13 @@ async fn latest(shared: &Shared, channels: &[AllowedChannel]) -> Latest {
             Ok(data) => {
                 for t in data.threads.iter().filter(|t| t.parent_id.is_some()) {
                     shared.note_thread(t);
-                    out.threads.insert(listed(t), last(t.last_message_id));
+                    out.threads.insert(t.id.to_string(), last(t.last_message_id));
                 }
             }
             Err(e) => tracing::warn!(guild = %guild, error = %e, "could not list a Discord server's threads to check"),
         }
     }
     out
-}
-
-fn listed(t: &GuildChannel) -> Listed {
-    Listed {
-        id: t.id.to_string(),
-        parent: t.parent_id.map(|p| p.to_string()).unwrap_or_default(),
-        name: t.name.clone(),
-    }
 }
 
 /// Reads a channel (or thread) on from where it is known read when Discord's newest
@@ -179,11 +165,7 @@ async fn follow(shared: &Shared, ch: &AllowedChannel, thread: Option<&ThreadSpec
                 (_, None) => last,
             };
             tracing::debug!(channel = %ch.id, thread = ?thread.map(|t| &t.platform_id), "checked on Discord");
-            let start = match from {
-                Walk::After(read) => Some(read),
-                Walk::Latest | Walk::Before(..) => None,
-            };
-            shared.read_through(id, start, Some(to));
+            shared.read_through(id, history::start_of(from), Some(to));
             true
         }
         Err(_) => false,

@@ -182,7 +182,7 @@ fn read_to(from: Walk, newest: Option<u64>) -> Option<u64> {
 
 /// Where a forward walk began reading every message: after its start; `None` for the
 /// newest page, which leaves out whatever came before it.
-fn start_of(from: Walk) -> Option<u64> {
+pub(crate) fn start_of(from: Walk) -> Option<u64> {
     match from {
         Walk::After(start) => Some(start),
         Walk::Latest | Walk::Before(..) => None,

@@ -1235,28 +1235,30 @@ async fn messages(
 
 /// `GET /guilds/{id}/threads/active`: every thread of the guild (none is archived here).
 async fn active_threads(State(fake): State<FakeDiscord>, Path(guild): Path<u64>, headers: HeaderMap) -> Response {
-    if authorized(&fake, &headers).is_none() {
+    guild_route(&fake, &headers, guild, |inner| {
+        let threads: Vec<Value> = inner.threads.keys().map(|id| inner.thread_json(*id)).collect();
+        json!({ "threads": threads, "members": [] })
+    })
+}
+
+/// A route under `/guilds/{id}`: `answer`, or 401 without the bot's token, or Unknown
+/// Guild for another guild or one the bot was removed from.
+fn guild_route(fake: &FakeDiscord, headers: &HeaderMap, guild: u64, answer: impl FnOnce(&Inner) -> Value) -> Response {
+    if authorized(fake, headers).is_none() {
         return unauthorized();
     }
     let inner = fake.lock();
     if guild != inner.guild.0 || inner.removed {
         return discord_error(StatusCode::NOT_FOUND, 10004, "Unknown Guild");
     }
-    let threads: Vec<Value> = inner.threads.keys().map(|id| inner.thread_json(*id)).collect();
-    axum::Json(json!({ "threads": threads, "members": [] })).into_response()
+    axum::Json(answer(&inner)).into_response()
 }
 
 /// `GET /guilds/{id}/channels`: the guild's channels, threads not among them.
 async fn guild_channels(State(fake): State<FakeDiscord>, Path(guild): Path<u64>, headers: HeaderMap) -> Response {
-    if authorized(&fake, &headers).is_none() {
-        return unauthorized();
-    }
-    let inner = fake.lock();
-    if guild != inner.guild.0 || inner.removed {
-        return discord_error(StatusCode::NOT_FOUND, 10004, "Unknown Guild");
-    }
-    let channels: Vec<Value> = inner.channels.iter().enumerate().map(|(i, (id, _))| inner.channel(*id, i)).collect();
-    axum::Json(channels).into_response()
+    guild_route(&fake, &headers, guild, |inner| {
+        json!(inner.channels.iter().enumerate().map(|(i, (id, _))| inner.channel(*id, i)).collect::<Vec<_>>())
+    })
 }
 
 /// `GET /channels/{id}`: a guild channel, a thread or a DM.
