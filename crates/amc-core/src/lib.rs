@@ -3,8 +3,9 @@
 //! # Layout
 //! The database and its tables are the crate below, `amc-store`; only this crate and the
 //! relay depend on it. The shared vocabulary is `amc-types`, below both. Both are reachable
-//! from here ([`model`], [`ids`], [`time`], [`token`], [`error`]; [`files`], [`rank`],
-//! [`secrets`]), so the crates above name one core.
+//! from here ([`model`], [`ids`], [`time`], [`token`], [`error`]; [`files`], [`rank`]), as
+//! is the finder of one-time codes, `amc-secrets` ([`secrets`]), so the crates above name
+//! one core.
 //! - [`service`]: what agents and the person can do, with the rules (approval,
 //!   send policy, idempotency, rate limits) applied in one place.
 //! - [`sender`]: the interface sources implement to deliver an agent's send.
@@ -26,7 +27,8 @@ pub mod sender;
 pub mod service;
 pub mod text;
 
-pub use amc_store::{files, rank, secrets};
+pub use amc_secrets as secrets;
+pub use amc_store::{files, rank};
 pub use amc_types::{error, ids, model, time, token};
 
 pub use error::{Error, ErrorCode, Result};

@@ -375,9 +375,10 @@ fn the_store_and_the_core_are_the_bottom_layers() {
         deps.iter().filter(|d| d.starts_with("amc-")).cloned().collect()
     };
     assert!(amc("crates/amc-types").is_empty(), "the vocabulary is the bottom");
-    assert_eq!(amc("crates/amc-store"), ["amc-types"]);
+    assert!(amc("crates/amc-secrets").is_empty(), "the code finder is rules alone");
+    assert_eq!(amc("crates/amc-store"), ["amc-secrets", "amc-types"]);
     assert_eq!(amc("crates/amc-attach"), ["amc-store", "amc-types"]);
-    assert_eq!(amc("crates/amc-core"), ["amc-attach", "amc-store", "amc-types"]);
+    assert_eq!(amc("crates/amc-core"), ["amc-attach", "amc-secrets", "amc-store", "amc-types"]);
 }
 
 /// Only the relay keeps tables of its own in AMC's database, so only it (and the core)

@@ -161,7 +161,7 @@ fn admin_from_row(row: &Row<'_>) -> rusqlite::Result<ChannelAdmin> {
         } else {
             Vec::new()
         },
-        sensitive: crate::secrets::is_short_code_channel(&row.get::<_, String>(1)?, &row.get::<_, String>(2)?),
+        sensitive: amc_secrets::is_short_code_channel(&row.get::<_, String>(1)?, &row.get::<_, String>(2)?),
         secret_count: row.get(17)?,
     })
 }
@@ -375,7 +375,7 @@ impl Store {
             let Some((source, platform_id)) = place else {
                 return Err(Error::not_found("channel"));
             };
-            if !sensitive && crate::secrets::is_short_code_channel(&source, &platform_id) {
+            if !sensitive && amc_secrets::is_short_code_channel(&source, &platform_id) {
                 return Err(Error::sensitive_unconfirmed());
             }
             let changed = tx

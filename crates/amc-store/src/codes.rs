@@ -1,6 +1,6 @@
 //! One-time codes and sign-in links: which agents a channel shows them to, and which
 //! messages hold them (`messages.secrets`, migration 0020). What agents are given is hidden
-//! as it is read ([`crate::secrets`]); the stored classification is what the person's
+//! as it is read (`amc_secrets`); the stored classification is what the person's
 //! screens count and mark.
 
 use std::collections::HashSet;
@@ -60,14 +60,14 @@ impl Store {
     }
 
     /// Starts classifying every message again when the stored classification was made by
-    /// other rules than this build's ([`crate::secrets::RULES`]).
+    /// other rules than this build's ([`amc_secrets::RULES`]).
     pub fn reclassify_if_rules_changed(&self) -> Result<bool> {
         self.db.write(|tx| {
             let stored: Option<String> = tx
                 .prepare_cached("SELECT value FROM settings WHERE key = ?1")?
                 .query_row([RULES_SETTING], |r| r.get(0))
                 .optional()?;
-            let current = crate::secrets::RULES.to_string();
+            let current = amc_secrets::RULES.to_string();
             if stored.as_deref() == Some(current.as_str()) {
                 return Ok(false);
             }

@@ -532,11 +532,11 @@ type KeysComputed = Arc<AtomicU64>;
 /// Registers AMC's SQL functions on `conn`: `amc_platform_key(source, platform_id)`, and
 /// `amc_unhidden(text, source, sender_id, is_self, terms)`, whether an agent's search for
 /// `terms` (a JSON array of folded words) finds `text` as the agent is given it
-/// ([`crate::secrets::found_unhidden`]), `amc_hidden(text, source, sender_id, is_self)`,
+/// ([`amc_secrets::found_unhidden`]), `amc_hidden(text, source, sender_id, is_self)`,
 /// the text as agents are given it (its secrets behind markers), and `amc_secrets(source,
 /// sender_id, is_self, text)`, the kinds of secret a message holds, as `messages.secrets`
 /// stores them
-/// ([`crate::secrets::classify`]). Every connection has them, and `messages`' generated
+/// ([`amc_secrets::classify`]). Every connection has them, and `messages`' generated
 /// column needs the first to write.
 fn register_functions(conn: &Connection, keys: KeysComputed) -> Result<()> {
     use rusqlite::functions::FunctionFlags;
@@ -559,15 +559,15 @@ fn register_functions(conn: &Connection, keys: KeysComputed) -> Result<()> {
                 Ok(serde_json::from_slice(v.as_bytes()?)?)
             },
         )?;
-        Ok(crate::secrets::found_unhidden(&text, short, &terms))
+        Ok(amc_secrets::found_unhidden(&text, short, &terms))
     })?;
     conn.create_scalar_function("amc_hidden", 4, flags, |ctx| {
         let (text, source, sender) = (text_arg(ctx, 0), text_arg(ctx, 1), text_arg(ctx, 2));
-        Ok(crate::secrets::hide(&text, &crate::secrets::in_message(author(&source, &sender, ctx, 3), &text)))
+        Ok(amc_secrets::hide(&text, &amc_secrets::in_message(author(&source, &sender, ctx, 3), &text)))
     })?;
     conn.create_scalar_function("amc_secrets", 4, flags, |ctx| {
         let (source, sender) = (text_arg(ctx, 0), text_arg(ctx, 1));
-        Ok(crate::secrets::classify(author(&source, &sender, ctx, 2), &text_arg(ctx, 3)))
+        Ok(amc_secrets::classify(author(&source, &sender, ctx, 2), &text_arg(ctx, 3)))
     })?;
     Ok(())
 }
@@ -591,9 +591,9 @@ fn author<'a>(
     sender: &'a str,
     ctx: &rusqlite::functions::Context<'_>,
     is_self: usize,
-) -> crate::secrets::Author<'a> {
+) -> amc_secrets::Author<'a> {
     let is_self = ctx.get::<i64>(is_self).map(|n| n != 0).unwrap_or(false);
-    crate::secrets::Author { source, sender, is_self }
+    amc_secrets::Author { source, sender, is_self }
 }
 
 /// A function's argument `i` as text, whatever SQLite holds there (NULL as nothing, bytes

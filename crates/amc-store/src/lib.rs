@@ -18,8 +18,10 @@
 //! - The types stored (messages, channels, ids, time, tokens, the error table) are the
 //!   crate below's, `amc-types`, shared with every crate above.
 //! - [`files`]: the files and folders AMC writes, private from the moment they exist.
-//! - [`secrets`]: one-time codes and sign-in links in a message's text, found and hidden
-//!   (agents' searches never match what is hidden).
+//! - `codes.rs`: who may see one-time codes and sign-in links, which stored messages hold
+//!   them (found by `amc-secrets`, a crate of rules with no database), and the backlog that
+//!   classifies older messages again when the rules change; agents' searches never match
+//!   what is hidden.
 #![deny(missing_docs)]
 
 /// The SQL condition that message `$m` (a table alias with its dot, or `""`) has the
@@ -60,7 +62,6 @@ mod messages;
 mod outbox;
 pub mod rank;
 mod search;
-pub mod secrets;
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};

@@ -89,7 +89,7 @@ pub struct SearchQuery {
     /// How many to skip (the cursor).
     pub offset: u32,
     /// For an agent's search: every word of the query and every substring term whole,
-    /// folded ([`crate::secrets::fold`]), each of which must be in the text as the agent is
+    /// folded ([`amc_secrets::fold`]), each of which must be in the text as the agent is
     /// given it, so that nothing is found through a hidden code or link.
     pub unhidden: Vec<String>,
 }
@@ -166,10 +166,10 @@ impl Plan {
 pub fn excerpt_around(text: &str, terms: &[String]) -> String {
     const AROUND: usize = 16;
     // Every position of the lowercase copy is the text's.
-    let lower = crate::secrets::lower_in_place(text);
+    let lower = amc_secrets::lower_in_place(text);
     let found = terms
         .iter()
-        .map(|t| crate::secrets::lower_in_place(t))
+        .map(|t| amc_secrets::lower_in_place(t))
         .filter(|t| !t.is_empty())
         .filter_map(|t| lower.find(&t).map(|at| (at, t.len())))
         .min();

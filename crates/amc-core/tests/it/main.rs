@@ -1,4 +1,3 @@
 //! amc-core's integration tests: the public API used as the daemon uses it.
 
 mod own_files;
-mod secrets;

@@ -566,7 +566,7 @@ pub fn fold(text: &str) -> String {
 
 /// `text` in lowercase where a character's lowercase takes the same bytes, as it is
 /// elsewhere: every position in it is the same position in `text`.
-pub(crate) fn lower_in_place(text: &str) -> String {
+pub fn lower_in_place(text: &str) -> String {
     text.chars()
         .map(|c| {
             let mut lower = c.to_lowercase();
@@ -1380,7 +1380,7 @@ mod tests {
 
     #[test]
     fn every_code_of_a_long_message_full_of_them_is_hidden() {
-        // Its cost is the bench's (`cargo bench -p amc-core --bench secrets`).
+        // Its cost is the bench's (`cargo bench -p amc-secrets --bench secrets`).
         let text = "code 1234 ".repeat(4_000);
         assert_eq!(find(&text, false).len(), 4_000);
         assert!(!hidden(&text).contains("1234"));

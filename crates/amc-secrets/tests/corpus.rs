@@ -2,7 +2,7 @@
 //! `tests/fixtures/secrets/corpus.tsv`: every one-time code and sign-in link of it hidden,
 //! next to no ordinary message touched.
 
-use amc_core::secrets::{SecretKind, find, hide, is_short_code_sender};
+use amc_secrets::{SecretKind, find, hide, is_short_code_sender};
 
 struct Case {
     kind: Option<SecretKind>,

@@ -1,0 +1,55 @@
+//! What hiding one-time codes costs each message an agent is given: `find` over the
+//! corpus of `tests/fixtures/secrets/` (codes, links and ordinary messages with numbers),
+//! over ordinary chat text without any, and over a message made to cost the most.
+//!
+//!     cargo bench -p amc-secrets --bench secrets
+
+use std::time::Instant;
+
+use amc_secrets::find;
+
+fn per_message(texts: &[String]) -> f64 {
+    let rounds = 2_000;
+    let started = Instant::now();
+    let mut found = 0;
+    for _ in 0..rounds {
+        for t in texts {
+            found += std::hint::black_box(find(std::hint::black_box(t), false)).len();
+        }
+    }
+    std::hint::black_box(found);
+    started.elapsed().as_secs_f64() * 1e9 / (rounds * texts.len()) as f64
+}
+
+fn main() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/secrets/corpus.tsv");
+    let corpus = std::fs::read_to_string(path).expect("the corpus");
+    let texts: Vec<String> = corpus
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.splitn(4, '\t').nth(3))
+        .map(|t| t.replace("\\n", "\n"))
+        .collect();
+    let chat: Vec<String> = (0..200)
+        .map(|i| {
+            format!(
+                "Are we still on for dinner tonight? I was thinking about the place by the park, table for {}",
+                i % 9
+            )
+        })
+        .collect();
+    eprintln!(
+        "secrets::find per message: corpus ({} messages) {:.0} ns, ordinary chat {:.0} ns",
+        texts.len(),
+        per_message(&texts),
+        per_message(&chat)
+    );
+    // Messages made to cost the most: 40 KB of "code 1234" (4,000 codes), and of candidates
+    // that are none ("a1b2", 8,000 of them; "Ab3dE9").
+    for (what, unit) in [("codes", "code 1234 "), ("near-codes", "a1b2 "), ("capitals", "Ab3dE9 ")] {
+        let crafted = unit.repeat(40_000 / unit.len());
+        let started = Instant::now();
+        std::hint::black_box(find(std::hint::black_box(&crafted), false));
+        eprintln!("secrets::find on 40 KB of {what}: {:.1} ms", started.elapsed().as_secs_f64() * 1e3);
+    }
+}
