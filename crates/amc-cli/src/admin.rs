@@ -268,15 +268,23 @@ pub async fn agent(raw: RawConfig, json_out: bool, cmd: AgentCmd) -> anyhow::Res
     Ok(())
 }
 
+/// What kind of business sender a sensitive conversation `ch` is with, as the window
+/// says it: a number ("short code") or a name ("Sender ID").
+fn sender_kind(ch: &Value) -> &'static str {
+    let handle = ch["platform_id"].as_str().and_then(|p| p.rsplit(';').next()).unwrap_or("");
+    if !handle.is_empty() && handle.bytes().all(|b| b.is_ascii_digit()) { "short code" } else { "Sender ID" }
+}
+
 /// Asks the person, a second time, to approve the conversation `ch` (as the daemon gives
-/// it) with a short-code sender; without a terminal to ask at, says how to confirm.
+/// it) with a short code or a Sender ID; without a terminal to ask at, says how to confirm.
 fn confirm_sensitive(ch: &Value) -> anyhow::Result<()> {
     use std::io::{BufRead, IsTerminal, Write};
+    let kind = sender_kind(ch);
     let warning = |name: &dyn std::fmt::Display, id: &dyn std::fmt::Display| {
         format!(
-            "{name} ({id}) is a conversation with a short-code sender (a bank, a sign-in service): such \
-             senders send one-time codes. Agents are not given the codes unless you show them with `amc \
-             channel codes`."
+            "{name} ({id}) is a conversation with a {kind}, a business's number or name: banks and sign-in \
+             services send one-time codes from these. Agents are not given the codes unless you show them \
+             with `amc channel codes`."
         )
     };
     if !std::io::stdin().is_terminal() {
@@ -317,7 +325,7 @@ fn print_channel(ch: &Value) {
             _ => String::new(),
         }
     };
-    let sensitive = if ch["sensitive"] == true { "; short-code sender" } else { "" };
+    let sensitive = if ch["sensitive"] == true { format!("; {}", sender_kind(ch)) } else { String::new() };
     say!(
         "{:<30} {:<8} {:<5} {:<8} {:<9} {:>6} msgs  {}  ({seen_by}{codes}{sensitive})",
         s(ch, "id"),
@@ -672,6 +680,14 @@ pub async fn doctor(raw: RawConfig, chat_db: Option<std::path::PathBuf>) -> anyh
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_business_sender_is_named_as_the_window_names_it() {
+        let kind = |platform_id: &str| sender_kind(&serde_json::json!({ "platform_id": platform_id }));
+        assert_eq!(kind("any;-;72975"), "short code");
+        assert_eq!(kind("SMS;-;Chase"), "Sender ID");
+        assert_eq!(kind("any;-;G-Alert1"), "Sender ID");
+    }
 
     #[test]
     fn status_tells_how_far_indexing_is_only_while_it_runs() {

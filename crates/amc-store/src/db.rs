@@ -533,7 +533,8 @@ type KeysComputed = Arc<AtomicU64>;
 /// `amc_unhidden(text, source, sender_id, is_self, terms)`, whether an agent's search for
 /// `terms` (a JSON array of folded words) finds `text` as the agent is given it
 /// ([`amc_secrets::found_unhidden`]), `amc_hidden(text, source, sender_id, is_self)`,
-/// the text as agents are given it (its secrets behind markers), and `amc_secrets(source,
+/// the text as agents are given it (its secrets behind markers), `amc_hidden_name(name)`,
+/// a name (a sender's, a channel's) as agents are given it, and `amc_secrets(source,
 /// sender_id, is_self, text)`, the kinds of secret a message holds, as `messages.secrets`
 /// stores them
 /// ([`amc_secrets::classify`]). Every connection has them, and `messages`' generated
@@ -564,6 +565,13 @@ fn register_functions(conn: &Connection, keys: KeysComputed) -> Result<()> {
     conn.create_scalar_function("amc_hidden", 4, flags, |ctx| {
         let (text, source, sender) = (text_arg(ctx, 0), text_arg(ctx, 1), text_arg(ctx, 2));
         Ok(amc_secrets::hide(&text, &amc_secrets::in_message(author(&source, &sender, ctx, 3), &text)))
+    })?;
+    conn.create_scalar_function("amc_hidden_name", 1, flags, |ctx| {
+        if ctx.get_raw(0) == rusqlite::types::ValueRef::Null {
+            return Ok(None);
+        }
+        let name = text_arg(ctx, 0);
+        Ok(Some(amc_secrets::hide(&name, &amc_secrets::find(&name, false))))
     })?;
     conn.create_scalar_function("amc_secrets", 4, flags, |ctx| {
         let (source, sender) = (text_arg(ctx, 0), text_arg(ctx, 1));

@@ -235,7 +235,8 @@ impl Store {
             };
             // What the caller may find, and the text it is given of each match: an agent
             // finds a message by what it is given, and matches are ranked by that alone.
-            let (visible, text) = match agent {
+            // A sender's name too: a filter by name compares what the caller is given.
+            let (visible, text, sender_name) = match agent {
                 Some(a) => {
                     let p = plan.bind(a.to_owned());
                     let terms = plan.bind(serde_json::to_string(&q.unhidden).map_err(crate::error::Error::internal)?);
@@ -247,9 +248,10 @@ impl Store {
                             visible_to(&p)
                         ),
                         format!("CASE WHEN {shown} THEN m.text ELSE amc_hidden(m.text, m.source, m.sender_id, m.is_self) END"),
+                        format!("CASE WHEN {shown} THEN m.sender_name ELSE amc_hidden_name(m.sender_name) END"),
                     )
                 }
-                None => (VISIBLE.to_owned(), "m.text".to_owned()),
+                None => (VISIBLE.to_owned(), "m.text".to_owned(), "m.sender_name".to_owned()),
             };
             let filters = [
                 q.source.map(|s| ("m.source = ", Value::from(s.as_str().to_owned()))),
@@ -266,7 +268,7 @@ impl Store {
             }
             if let Some(s) = &q.sender {
                 let p = plan.bind(s.clone());
-                wheres.push(format!("(lower(m.sender_id) = lower({p}) OR lower(m.sender_name) = lower({p}))"));
+                wheres.push(format!("(lower(m.sender_id) = lower({p}) OR lower({sender_name}) = lower({p}))"));
             }
             let from = format!(
                 "{driver} JOIN messages m ON m.rowid = {driver}.rowid JOIN channels c ON c.key = m.channel \

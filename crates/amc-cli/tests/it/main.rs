@@ -161,13 +161,14 @@ fn a_short_code_is_approved_only_when_confirmed_and_its_codes_shown_by_name() {
     let ch = conversation(dir, "72975", Some("Example\u{200B}Bank"), "Your Example code is 918273");
 
     let pending = stdout(&amc(dir, &["channel", "list", "--state", "pending"]));
-    assert!(pending.contains("; short-code sender)"), "{pending}");
+    // Named as the window names it: a short code (a number) or a Sender ID (a name).
+    assert!(pending.contains("; short code)"), "{pending}");
     // Without a terminal to ask at, it says how to confirm, and approves nothing.
     let asked = amc(dir, &["channel", "approve", &ch, "--history", "all"]);
     assert!(!asked.status.success());
     let said = String::from_utf8_lossy(&asked.stderr);
     // The conversation is named, as any name is printed: its hidden characters shown.
-    assert!(said.contains(&format!("Example⟨U+200B⟩Bank ({ch}) is a conversation with a short-code")), "{said}");
+    assert!(said.contains(&format!("Example⟨U+200B⟩Bank ({ch}) is a conversation with a short code")), "{said}");
     assert!(said.contains("run the command again with --sensitive"), "{said}");
     assert!(stdout(&amc(dir, &["channel", "list", "--state", "pending"])).contains(&ch));
     let approved = json(&amc(dir, &["--json", "channel", "approve", &ch, "--history", "all", "--sensitive"]));

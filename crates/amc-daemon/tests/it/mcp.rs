@@ -75,6 +75,9 @@ async fn rmcp_client_lists_the_tools_and_calls_each_over_the_socket() {
 
     let info = c.peer_info().expect("server info");
     assert_eq!(info.server_info.as_ref().map(|i| i.name.as_str()), Some("amc"));
+    // The host is told what a hidden code looks like and who can show it.
+    let said = info.instructions.as_deref().unwrap_or_default();
+    assert!(said.contains("[one-time code hidden by AMC]") && said.contains("show a channel's codes"), "{said}");
     let tools = c.list_all_tools().await.expect("tools/list");
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     assert_eq!(

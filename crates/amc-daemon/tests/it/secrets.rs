@@ -314,3 +314,31 @@ async fn a_name_made_from_a_message_holds_no_code_for_an_agent() {
     let admin = String::from_utf8_lossy(&d.admin().await.get("/admin/channels").await.expect("get").body).into_owned();
     assert!(admin.contains("Your verification code is 661013"), "{admin}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_search_by_sender_answers_for_a_hidden_name_as_for_an_unknown_one() {
+    let d = Daemon::start().await;
+    let (mut agent, _) = d.agent("claude").await;
+    let now = now_ms();
+    let mut named = msg("s-0", "meet at noon", now - 2_000);
+    named.sender = SenderInfo { id: "user-7".into(), display_name: Some("Code 551902".into()), is_self: false };
+    let (ch, _) = d.ingest(Source::Discord, "chat", vec![named]).await;
+    d.approve(&ch, json!({ "history": "all" })).await;
+    let hits = |v: Value| v["results"].as_array().expect("results").len();
+    // A guess at the hidden name finds what a guess at nobody finds: nothing.
+    for guess in ["Code%20551902", "code%20551902", "Nobody"] {
+        let v = agent.get(&format!("/messages/search?query=noon&sender={guess}")).await.expect("search").json();
+        assert_eq!(hits(v), 0, "sender={guess}");
+    }
+    // The name as the agent is given it, and the sender's id, find the message.
+    let shown = encode("Code [one-time code hidden by AMC]");
+    for sender in [shown.as_str(), "user-7"] {
+        let v = agent.get(&format!("/messages/search?query=noon&sender={sender}")).await.expect("search").json();
+        assert_eq!(hits(v), 1, "sender={sender}");
+    }
+    // Shown the channel's codes, the agent finds the message by the whole name.
+    let r = d.admin().await.post(&format!("/admin/channels/{ch}/codes"), &json!({ "codes": "shown" })).await;
+    assert_eq!(r.expect("codes").status, 200);
+    let v = agent.get("/messages/search?query=noon&sender=code%20551902").await.expect("search").json();
+    assert_eq!(hits(v), 1, "shown the whole name");
+}
