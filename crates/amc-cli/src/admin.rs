@@ -446,6 +446,18 @@ fn print_message(head: &str, text: &str) {
     }
 }
 
+/// Under a message of a conversation, a line for each secret its text holds: what is
+/// hidden from agents (the person sees it), and which rule found it.
+fn print_secrets(m: &Value) {
+    let text = verbatim(m, "text");
+    for span in m["secret_spans"].as_array().into_iter().flatten() {
+        let at = |key: &str| span[key].as_u64().and_then(|n| usize::try_from(n).ok()).unwrap_or(0);
+        let part: String = text.chars().skip(at("start")).take(at("end").saturating_sub(at("start"))).collect();
+        let kind = if span["kind"] == "sign_in_link" { "sign-in link" } else { "one-time code" };
+        say!("      ^ {kind} hidden from agents: {} ({}; rule {})", Shown(&part), s(span, "why"), s(span, "rule"));
+    }
+}
+
 pub async fn review(raw: RawConfig, json_out: bool, cmd: ReviewCmd) -> anyhow::Result<()> {
     let mut c = connect(raw).await?;
     let v = match cmd {
@@ -502,6 +514,7 @@ fn print_held(sends: &[Value]) {
                 let sender = &m["sender"];
                 let who = text(&sender["display_name"]).or(text(&sender["id"])).unwrap_or(Shown("?"));
                 print_message(&format!("  {} {who}: ", s(m, "sent_at")), verbatim(m, "text"));
+                print_secrets(m);
             }
         }
         waiting.into_iter().for_each(print_send);

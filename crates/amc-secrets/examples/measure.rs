@@ -30,6 +30,8 @@ fn main() {
     let text = std::fs::read_to_string(path).expect("the corpus");
     let (mut secrets, mut ordinary) = (BTreeMap::<String, Tally>::new(), BTreeMap::<String, Tally>::new());
     let mut misses = Vec::new();
+    // The rules that altered ordinary messages: what to look at first.
+    let mut wrong_rules = BTreeMap::<&str, u32>::new();
     for (n, line) in text.lines().enumerate() {
         if line.starts_with('#') || line.trim().is_empty() {
             continue;
@@ -58,7 +60,12 @@ fn main() {
                 });
                 (secrets.entry(format!("{kind} {category}")).or_default(), whole)
             }
-            None => (ordinary.entry(category.to_string()).or_default(), found.is_empty()),
+            None => {
+                for f in &found {
+                    *wrong_rules.entry(f.rule.as_str()).or_default() += 1;
+                }
+                (ordinary.entry(category.to_string()).or_default(), found.is_empty())
+            }
         };
         tally.total += 1;
         tally.right += u32::from(right);
@@ -80,6 +87,7 @@ fn main() {
     let share = |a: u32, b: u32| if b == 0 { 0.0 } else { f64::from(a) / f64::from(b) };
     println!("secrets hidden: {sr} of {st} (recall {:.3})", share(sr, st));
     println!("ordinary altered: {} of {ot} ({:.1} %)", ot - or, 100.0 * share(ot - or, ot));
+    println!("rules that altered ordinary messages (spans): {wrong_rules:?}");
     if show {
         println!("misses (lines): {misses:?}");
     }

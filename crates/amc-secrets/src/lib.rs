@@ -108,13 +108,77 @@ pub fn is_short_code_channel(source: &str, platform_id: &str) -> bool {
     }
 }
 
-/// A secret found in a text: what it is and where (byte offsets).
+/// A secret found in a text: what it is, where (byte offsets) and which rule found it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Found {
     /// What it is.
     pub kind: SecretKind,
     /// Where it is in the text.
     pub at: Range<usize>,
+    /// Which rule found it.
+    pub rule: Rule,
+}
+
+/// The rules that find secrets: each [`Found`] names the one that found it, so the person
+/// sees why AMC hid something.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Rule {
+    /// Apple's origin-bound form, a line's `@example.com #123456`.
+    OriginBound,
+    /// The words right before or after it call it the code, the PIN or the password ("Your
+    /// code is 482913", "482913 is your code").
+    CalledTheCode,
+    /// Near words that say it signs someone in, confirms something or must not be shared
+    /// ("verification", "do not share", "OTP").
+    SignInWords,
+    /// Near a word for code or for signing in ("code", "PIN", "to log in").
+    CodeWord,
+    /// From a short code or a Sender ID, in a message that asks for a code to be entered.
+    ShortCode,
+    /// A temporary or Wi-Fi password, after its word.
+    Password,
+    /// A short reply that hands over a number and nothing else ("ok it's 482980").
+    HandedOver,
+    /// The same code again, elsewhere in the message.
+    Repeated,
+    /// A link whose address says it signs in or resets, and carries a token.
+    LinkAddress,
+    /// A link the words around call a sign-in, reset or verification link.
+    LinkWords,
+}
+
+impl Rule {
+    /// The rule's name on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Rule::OriginBound => "origin_bound",
+            Rule::CalledTheCode => "called_the_code",
+            Rule::SignInWords => "sign_in_words",
+            Rule::CodeWord => "code_word",
+            Rule::ShortCode => "short_code",
+            Rule::Password => "password",
+            Rule::HandedOver => "handed_over",
+            Rule::Repeated => "repeated",
+            Rule::LinkAddress => "link_address",
+            Rule::LinkWords => "link_words",
+        }
+    }
+
+    /// Why the rule took it, in words for the person.
+    pub fn why(self) -> &'static str {
+        match self {
+            Rule::OriginBound => "written in Apple's form for one-time codes (@site #code)",
+            Rule::CalledTheCode => "the words next to it call it the code",
+            Rule::SignInWords => "near words about signing in, verifying or not sharing it",
+            Rule::CodeWord => "near a word for a code or for signing in",
+            Rule::ShortCode => "from a short code or Sender ID, in a message asking to enter a code",
+            Rule::Password => "a password, after its word",
+            Rule::HandedOver => "a short reply that hands over a number",
+            Rule::Repeated => "the same code again",
+            Rule::LinkAddress => "a link whose address signs in or resets, with a token",
+            Rule::LinkWords => "a link the words around call a sign-in or reset link",
+        }
+    }
 }
 
 /// Words that say a code near them signs someone in or confirms something (lowercase).
@@ -319,7 +383,7 @@ pub fn find(text: &str, short_code: bool) -> Vec<Found> {
     // Apple's form is a code whatever else the line says.
     for at in apple {
         if !found.iter().any(|f| overlaps(&f.at, &at)) {
-            found.push(Found { kind: SecretKind::Code, at });
+            found.push(Found { kind: SecretKind::Code, at, rule: Rule::OriginBound });
         }
     }
     let strong = places(&lower, List::Strong);
@@ -358,6 +422,17 @@ pub fn find(text: &str, short_code: bool) -> Vec<Found> {
             named_right_before(&lower[..c.at.start]).or_else(|| named_right_after(&lower[c.at.end..]))
         };
         let chars = || text[c.at.clone()].chars().count();
+        let rule = || {
+            if said() == Some(true) {
+                Rule::CalledTheCode
+            } else if near_strong {
+                Rule::SignInWords
+            } else if short_code && c.shape == Shape::Digits {
+                Rule::ShortCode
+            } else {
+                Rule::CodeWord
+            }
+        };
         let is_code = match c.shape {
             Shape::Digits if near_strong || short_code => true,
             Shape::Digits => {
@@ -389,13 +464,14 @@ pub fn find(text: &str, short_code: bool) -> Vec<Found> {
             Label::Other if !near_strong => continue,
             _ => {}
         }
-        found.push(Found { kind: SecretKind::Code, at: c.at });
+        let rule = rule();
+        found.push(Found { kind: SecretKind::Code, at: c.at, rule });
     }
     if found.is_empty()
         && addresses.is_empty()
         && let Some(at) = alone(text, &lower)
     {
-        found.push(Found { kind: SecretKind::Code, at });
+        found.push(Found { kind: SecretKind::Code, at, rule: Rule::HandedOver });
     }
     repeated(text, &lower, &mut found);
     found.sort_by_key(|f| f.at.start);
@@ -473,7 +549,7 @@ fn repeated(text: &str, lower: &str, found: &mut Vec<Found>) {
         }
     }
     debug_assert!(merged.iter().all(|r| text.is_char_boundary(r.start) && text.is_char_boundary(r.end)));
-    found.extend(merged.into_iter().map(|at| Found { kind: SecretKind::Code, at }));
+    found.extend(merged.into_iter().map(|at| Found { kind: SecretKind::Code, at, rule: Rule::Repeated }));
     found.sort_by_key(|f| f.at.start);
 }
 
@@ -1109,10 +1185,14 @@ fn links(text: &str, lower: &str, addresses: &[Range<usize>]) -> Vec<Found> {
         let said_around = close(text, &context, at, NEAR_STRONG) && !DOCUMENT_HOSTS.contains(&host);
         let loose =
             (1..parts.len()).any(|i| !named(i) && tokenish(parts[i], 6)) || values.iter().any(|(_, v)| tokenish(v, 6));
-        if (speaks && (query_token || path_token || path_code)) || (said_around && (query_token || path_token || loose))
-        {
-            out.push(Found { kind: SecretKind::Link, at: at.clone() });
-        }
+        let rule = if speaks && (query_token || path_token || path_code) {
+            Rule::LinkAddress
+        } else if said_around && (query_token || path_token || loose) {
+            Rule::LinkWords
+        } else {
+            continue;
+        };
+        out.push(Found { kind: SecretKind::Link, at: at.clone(), rule });
     }
     out
 }

@@ -58,6 +58,7 @@ pub(super) fn envelope_from_row(row: &Row<'_>) -> rusqlite::Result<Envelope> {
         untrusted_content: true,
         redacted: Vec::new(),
         secrets: Vec::new(),
+        secret_spans: Vec::new(),
         thread: row.get::<_, Option<String>>(ENVELOPE_WIDTH - 1)?.map(|name| ThreadRef { name }),
     })
 }

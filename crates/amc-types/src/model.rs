@@ -239,6 +239,26 @@ pub struct Envelope {
     /// when it holds none, and always absent for agents.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub secrets: Vec<&'static str>,
+    /// In the person's views only: each secret of the text, where it stands and which rule
+    /// found it, so the person sees what agents are not given and why. Absent when the text
+    /// holds none, and always absent for agents.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub secret_spans: Vec<SecretSpan>,
+}
+
+/// A secret in a message's text, as the person's views mark it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SecretSpan {
+    /// `one_time_code` or `sign_in_link`.
+    pub kind: &'static str,
+    /// Where it starts, in characters (Unicode scalar values) from the text's start.
+    pub start: usize,
+    /// Where it ends, in characters, past its last.
+    pub end: usize,
+    /// The rule that found it (`called_the_code`, `sign_in_words`, `short_code`, …).
+    pub rule: &'static str,
+    /// Why that rule took it, in words.
+    pub why: &'static str,
 }
 
 /// A thread inside a channel, as agents see it.

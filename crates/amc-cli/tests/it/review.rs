@@ -20,7 +20,7 @@ fn review_list_shows_each_conversation_once_with_all_its_sends() {
     };
     let admin = std::fs::read_to_string(dir.join("admin-token")).expect("admin token").trim().to_owned();
     let mut channels = Vec::new();
-    for (chat, said) in [("ada", "Dinner at 8?"), ("bob", "Lunch tomorrow?")] {
+    for (chat, said) in [("ada", "Dinner at 8?"), ("bob", BOB)] {
         let body = json!({ "source": "imessage", "chat_id": chat, "chat_name": format!("Chat {chat}"),
                            "messages": [{ "id": format!("{chat}-1"), "text": said, "sender": "+15551234567" }] });
         let v = rt.block_on(async {
@@ -39,7 +39,7 @@ fn review_list_shows_each_conversation_once_with_all_its_sends() {
     }
 
     let out = stdout(&amc(dir, &["review", "list"]));
-    for (chat, said) in [("ada", "Dinner at 8?"), ("bob", "Lunch tomorrow?")] {
+    for (chat, said) in [("ada", "Dinner at 8?"), ("bob", BOB)] {
         assert_eq!(out.matches(&format!("-- conversation in Chat {chat} --")).count(), 1, "{out}");
         assert_eq!(out.matches(said).count(), 1, "{out}");
     }
@@ -51,4 +51,11 @@ fn review_list_shows_each_conversation_once_with_all_its_sends() {
     };
     assert_eq!(under("ada"), ["Yes, at 8", "I'll bring wine"], "{out}");
     assert_eq!(under("bob"), ["Sure"], "{out}");
+    // The person sees the code whole, and marked as hidden from agents, with its rule.
+    let mark =
+        "^ one-time code hidden from agents: 551902 (the words next to it call it the code; rule called_the_code)";
+    assert_eq!(out.matches(mark).count(), 1, "{out}");
 }
+
+/// Bob's message, which holds a one-time code.
+const BOB: &str = "Lunch tomorrow? My login code is 551902 btw";

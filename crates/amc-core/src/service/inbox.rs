@@ -188,7 +188,21 @@ type Names = std::collections::HashMap<String, (String, Vec<&'static str>)>;
 /// the person sees the whole text, and what agents are not given of it.
 pub(in crate::service) fn seen_by_person(messages: &mut [Envelope]) {
     for m in messages {
-        m.secrets = kinds(&secrets_in(m));
+        let found = secrets_in(m);
+        m.secrets = kinds(&found);
+        m.secret_spans = found
+            .iter()
+            .map(|f| {
+                let chars = |to: usize| m.text.get(..to).map_or(0, |s| s.chars().count());
+                crate::model::SecretSpan {
+                    kind: f.kind.as_str(),
+                    start: chars(f.at.start),
+                    end: chars(f.at.end),
+                    rule: f.rule.as_str(),
+                    why: f.rule.why(),
+                }
+            })
+            .collect();
     }
 }
 

@@ -342,3 +342,29 @@ async fn a_search_by_sender_answers_for_a_hidden_name_as_for_an_unknown_one() {
     let v = agent.get("/messages/search?query=noon&sender=code%20551902").await.expect("search").json();
     assert_eq!(hits(v), 1, "shown the whole name");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_person_sees_where_each_secret_is_and_which_rule_found_it() {
+    let d = Daemon::start().await;
+    bank(&d).await;
+    let inbox = d.admin().await.get("/admin/inbox").await.expect("inbox").json();
+    let messages = inbox["messages"].as_array().expect("messages");
+    let spans = |text: &str| -> Vec<Value> {
+        let m = messages.iter().find(|m| m["text"] == text).unwrap_or_else(|| panic!("{text} in {inbox}"));
+        m["secret_spans"].as_array().cloned().unwrap_or_default()
+    };
+    // Offsets in characters: the span is the code, as the person's screens mark it.
+    let code = "Your verification code is 482913. Don't share it.";
+    let [span] = &spans(code)[..] else { panic!("one span in {inbox}") };
+    let (start, end) = (span["start"].as_u64().expect("start") as usize, span["end"].as_u64().expect("end") as usize);
+    assert_eq!(code.chars().skip(start).take(end - start).collect::<String>(), "482913");
+    assert_eq!((&span["kind"], &span["rule"]), (&json!("one_time_code"), &json!("called_the_code")));
+    assert!(span["why"].as_str().is_some_and(|w| !w.is_empty()), "{span}");
+    let link = "Reset your password: https://accounts.example.com/reset?token=7f3a9c2e1b4d";
+    assert_eq!(spans(link)[0]["rule"], "link_address");
+    assert_eq!(spans("See you at the bank at 5"), Vec::<Value>::new());
+    // Agents are never given the spans.
+    let (mut agent, _) = d.agent("claude").await;
+    let body = String::from_utf8_lossy(&agent.get("/messages/unread").await.expect("unread").body).into_owned();
+    assert!(!body.contains("secret_spans") && !body.contains("called_the_code"), "{body}");
+}

@@ -466,6 +466,7 @@ mod tests {
             untrusted_content: true,
             redacted: Vec::new(),
             secrets: Vec::new(),
+            secret_spans: Vec::new(),
         }
     }
 
