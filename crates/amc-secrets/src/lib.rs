@@ -48,7 +48,7 @@ impl SecretKind {
 /// The version of the rules below. Stored with the classification of every message
 /// (`messages.secrets`): a build whose rules differ classifies every message again, in the
 /// background (see `Store::classify_more`). Raise it with every change to the rules.
-pub const RULES: i64 = 14;
+pub const RULES: i64 = 15;
 
 impl SecretKind {
     /// The kind's bit in a stored classification ([`classify`]).
@@ -216,7 +216,7 @@ const STRONG: &[&str] = &[
     // Japanese
     "認証コード", "確認コード", "認証番号", "確認番号", "ワンタイム", "セキュリティコード", "パスコード", "ログインコード",
     // Korean
-    "인증번호", "인증 번호", "인증코드", "인증 코드", "보안코드", "보안 코드", "확인 코드", "확인코드", "타인에게",
+    "인증번호", "인증 번호", "인증코드", "인증 코드", "보안코드", "보안 코드", "확인 코드", "확인코드", "타인에게", "본인확인",
     // Thai
     "รหัสยืนยัน", "รหัส otp", "ห้ามบอก", "รหัสผ่านครั้งเดียว", "รหัสotp",
     // Russian, Polish
@@ -261,7 +261,7 @@ const CODE_WORDS: &[&str] = &[
 #[rustfmt::skip]
 const SIGN_IN: &[&str] = &[
     "sign in", "signing in", "sign-in", "log in", "logging in", "log-in", "login", "to confirm",
-    "confirm your", "to verify", "to reset", "reset your",
+    "confirm your", "to verify", "to reset", "reset your", "para entrar",
 ];
 
 /// Codes that are not secrets: where these stand, "code" says nothing.
@@ -273,7 +273,8 @@ const NOT_SECRET: &[&str] = &[
     "voucher code", "code promo", "code postal", "código postal", "codigo postal",
     "código promocional", "codice sconto", "codice postale", "gutscheincode", "rabattcode",
     "postleitzahl", "code review", "morse code", "tax code", "booking code", "tracking code",
-    "code freeze",
+    "code freeze", "lobby code", "room code", "game code", "invite code", "party code", "friend code",
+    "クーポンコード", "쿠폰코드", "쿠폰 코드", "优惠码", "優惠碼", "兑换码", "兌換碼", "codice sconto",
     // Chinese for a number (a phone's, a room's, an order's), for source code, for an encoding.
     "号码", "號碼", "代码", "代碼", "编码", "編碼",
 ];
@@ -333,8 +334,183 @@ const UNITS: &[&str] = &[
 #[rustfmt::skip]
 const OFFERS: &[&str] = &[
     "checkout", "% off", "discount", "coupon", "promo", "sale", "offer", "voucher", "descuento",
-    "rabatt", "réduction",
+    "rabatt", "réduction", "sconto", "desconto", "remise", "% de", "gratis", "off your",
 ];
+
+/// Words that name what a number identifies (an order, a booking, a parcel, a flight, a
+/// card's or an account's last digits, a member, a plate, a coupon): right before a
+/// number, nearer than any word for code, they make it a reference, whatever else the
+/// message says.
+#[rustfmt::skip]
+const REFERENCES: &[&str] = &[
+    // English
+    "order", "booking", "reservation", "confirmation #", "confirmation number", "confirmation no",
+    "tracking", "shipment", "parcel", "package", "waybill", "flight", "gate", "seat", "boarding",
+    "ext", "extension", "tag", "plate", "licence", "license", "member", "membership", "loyalty",
+    "rewards", "card", "ending", "ends in", "rx", "prescription", "refill", "ticket", "case", "claim",
+    "policy", "invoice", "receipt", "reference", "ref", "appointment", "meeting id", "webinar",
+    "submission", "warranty", "serial", "lobby", "room", "table", "zone", "zip", "postal",
+    "customer", "client", "patient", "employee", "student", "coupon", "promo", "voucher", "gift",
+    "discount", "pnr", "record locator", "itinerary", "account", "acct", "train", "bus", "coach",
+    "platform", "route", "store", "transaction", "txn", "transfer",
+    // Spanish, Portuguese
+    "pedido", "reserva", "localizador", "envío", "envio", "seguimiento", "vuelo", "puerta",
+    "asiento", "extensión", "matrícula", "matricula", "socio", "tarjeta", "terminada", "cuenta",
+    "receta", "cita", "factura", "cupón", "cupon", "referencia", "cliente", "rastreio",
+    "rastreamento", "encomenda", "voo", "portão", "assento", "ramal", "placa", "cartão", "final",
+    "conta", "receita", "consulta", "fatura", "cupom", "protocolo",
+    // French, Italian
+    "commande", "réservation", "dossier", "suivi", "colis", "vol", "porte", "siège", "poste",
+    "immatriculation", "adhérent", "fidélité", "carte", "terminant", "compte", "ordonnance",
+    "rendez-vous", "facture", "référence", "ordine", "prenotazione", "spedizione", "volo", "uscita",
+    "posto", "interno", "targa", "tessera", "carta", "conto", "ricetta", "appuntamento", "fattura",
+    "pratica", "binario", "treno",
+    // German, Dutch
+    "bestellung", "buchung", "buchungsnummer", "sendung", "sendungsnummer", "paket", "flug",
+    "sitz", "durchwahl", "kennzeichen", "mitglied", "karte", "endend", "konto", "rezept", "termin",
+    "rechnung", "kundennummer", "vorgangsnummer", "auftrag", "bestelling", "zending", "vlucht",
+    "kenteken", "rekening",
+    // Japanese, Chinese, Korean
+    "注文番号", "予約番号", "問い合わせ番号", "問合せ番号", "伝票番号", "追跡番号", "便名", "搭乗口", "ゲート", "座席",
+    "内線", "会員番号", "末尾", "口座", "処方", "クーポン", "整理番号", "受付番号", "お客様番号",
+    "订单", "訂單", "运单", "運單", "单号", "單號", "航班", "登机口", "登機門", "座位", "分机", "分機", "车牌",
+    "車牌", "会员", "會員", "尾号", "尾號", "账户", "帳戶", "优惠", "優惠", "兑换码", "兌換碼", "预约", "預約",
+    "订位", "訂位", "编号", "編號", "末四碼", "末四码", "後四碼", "后四码", "尾数", "尾數",
+    "주문번호", "예약번호", "송장", "운송장", "편명", "탑승구", "게이트", "좌석", "내선", "차량", "회원번호", "끝자리",
+    "계좌", "처방", "쿠폰", "예약", "고객번호",
+];
+
+/// Whether the words just before the candidate at `at` (back to the number before it)
+/// name it by a reference ([`REFERENCES`]) after the last word for code or for entering
+/// one: "tracking number 9400…", "tarjeta terminada en 8264", "Codice prenotazione K2QZ7P".
+fn reference_before(lower: &str, at: &Range<usize>) -> bool {
+    let mut from = at.start.saturating_sub(36);
+    while !lower.is_char_boundary(from) {
+        from -= 1;
+    }
+    let window = &lower[from..at.start];
+    // Words before another number name that one.
+    let window = window.rfind(|c: char| c.is_ascii_digit()).map_or(window, |d| &window[d + 1..]);
+    let last_end = |words: &[&str], whole: bool| {
+        words
+            .iter()
+            .filter_map(|w| {
+                window
+                    .match_indices(w)
+                    .filter(|(i, _)| !whole || word_starts(window, *i, w))
+                    .map(|(i, _)| i + w.len())
+                    .last()
+            })
+            .max()
+    };
+    let Some(reference) = [REFERENCES, NOT_SECRET].into_iter().filter_map(|list| last_end(list, true)).max() else {
+        return false;
+    };
+    let secret = [STRONG, CODE_WORDS, ENTER].into_iter().filter_map(|list| last_end(list, true)).max();
+    // "promo code 9193": the reference ends where its word for code does.
+    secret.is_none_or(|s| reference >= s)
+}
+
+/// Whether the word `w` found at `i` in `text` starts a word there (a Latin word is not
+/// taken inside another: "order" in "border").
+fn word_starts(text: &str, i: usize, w: &str) -> bool {
+    !w.starts_with(|c: char| c.is_ascii_alphanumeric())
+        || !text[..i].chars().next_back().is_some_and(char::is_alphanumeric)
+}
+
+/// Words that ask for something to be entered or typed: a code right after one is the
+/// code ("enter R7ZK-Q2 to confirm").
+#[rustfmt::skip]
+const ENTER: &[&str] = &[
+    "enter", "entering", "type", "input", "introduce", "introduzca", "ingresa", "ingrese",
+    "saisissez", "saisir", "entrez", "eingeben", "geben sie", "inserisci", "digite", "insira",
+    "informe", "voer", "введите", "wpisz", "girin", "入力", "输入", "輸入", "입력",
+];
+
+/// Words for a password: what follows one, within a few words, and looks like one (letters
+/// with digits or symbols) is the password ("Wi-Fi password: Blue$ky2291", "tu contraseña
+/// provisional es Mv7#kQ2x", "パスワード：Xy7#kP2q").
+#[rustfmt::skip]
+const PASSWORD_WORDS: &[&str] = &[
+    "password", "passwort", "initialpasswort", "einmalpasswort", "contraseña", "contrasena",
+    "clave", "senha", "mot de passe", "wachtwoord", "пароль", "hasło", "haslo", "şifre", "sifre",
+    "pwd", "palavra-passe", "code wifi", "code wi-fi", "wifi code", "wi-fi code", "パスワード", "密码",
+    "密碼", "비밀번호", "비번", "암호",
+];
+
+/// The passwords of `text` (`lower` its lowercase): the first token after a word for a
+/// password ([`PASSWORD_WORDS`]), at most four short words on, of 6 to 40 characters
+/// with no space, mixing letters with digits or symbols (8 digits or more alone too); a
+/// link or an address is none.
+fn passwords(text: &str, lower: &str) -> Vec<Range<usize>> {
+    let mut out: Vec<Range<usize>> = Vec::new();
+    for (word_at, w) in PASSWORD_WORDS.iter().flat_map(|w| lower.match_indices(w).map(move |(i, _)| (i, *w))) {
+        if !word_starts(lower, word_at, w) {
+            continue;
+        }
+        let mut at = word_at + w.len();
+        // The rest of the word ("WLAN-Passwort:" has none, "Wi-Fiのパスワードは" one), then a few
+        // words; "passwords" speaks of passwords in general.
+        let rest = lower[at..].find(|c: char| !c.is_alphanumeric()).unwrap_or(lower.len() - at);
+        if w.is_ascii() && lower[at..at + rest].starts_with('s') {
+            continue;
+        }
+        at += rest;
+        for _ in 0..8 {
+            let skip = lower[at..]
+                .find(|c: char| !(c.is_whitespace() || matches!(c, ':' | '：' | '=' | '"' | '“' | '「')))
+                .unwrap_or(lower.len() - at);
+            at += skip;
+            let end = at
+                + lower[at..]
+                    .find(|c: char| c.is_whitespace() || matches!(c, '」' | '"' | '”' | '）'))
+                    .unwrap_or(lower.len() - at);
+            let token = &text[at..end];
+            let token = token.trim_end_matches(['.', ',', ';', ')', '(', '。', '，', '、', '!']);
+            if token.is_empty() {
+                break;
+            }
+            // A word (letters, an apostrophe, a hyphen, a colon after) stands between.
+            let word = token.trim_end_matches([':', '：']);
+            if word.chars().all(|c| c.is_alphabetic() || c == '\'' || c == '-') {
+                if word.chars().count() > 14 {
+                    break;
+                }
+                at = end;
+                continue;
+            }
+            let letters = token.chars().filter(|c| c.is_alphabetic()).count();
+            let digits = token.chars().filter(|c| c.is_ascii_digit()).count();
+            let symbols = token.chars().filter(|c| !c.is_alphanumeric()).count();
+            let n = token.chars().count();
+            let looks = (6..=40).contains(&n)
+                && ((letters > 0 && (digits > 0 || symbols > 0)) || (digits >= 8 && letters == 0 && symbols == 0))
+                && token.chars().all(|c| c.is_ascii_graphic())
+                && !token.contains("://")
+                && !is_email(token)
+                && !token.starts_with("www.");
+            if looks {
+                let range = at..at + token.len();
+                if !out.iter().any(|r| overlaps(r, &range)) {
+                    out.push(range);
+                }
+                break;
+            }
+            break;
+        }
+    }
+    out
+}
+
+/// Whether `token` is an email address: letters before an `@`, a host of two labels or
+/// more after it ("it@example.com", not "pL9@x3Vn").
+fn is_email(token: &str) -> bool {
+    token.split_once('@').is_some_and(|(user, host)| {
+        !user.is_empty()
+            && host.contains('.')
+            && host.split('.').all(|l| !l.is_empty() && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'))
+    })
+}
 
 /// How far (in characters) a code may stand from a word for "code" that makes it one.
 const NEAR: usize = 60;
@@ -374,7 +550,7 @@ pub fn find(text: &str, short_code: bool) -> Vec<Found> {
     let web = text.contains("://")
         || text.as_bytes().windows(4).any(|w| w.eq_ignore_ascii_case(b"www."))
         || (text.contains('/') && text.contains('.'));
-    if runs.is_empty() && apple.is_empty() && !web {
+    if runs.is_empty() && apple.is_empty() && !web && !text.bytes().any(|b| !b.is_ascii_alphanumeric() && b != b' ') {
         return Vec::new();
     }
     let lower = lower_in_place(text);
@@ -401,6 +577,10 @@ pub fn find(text: &str, short_code: bool) -> Vec<Found> {
     // only near one (this spares most candidates of a message made of them the look).
     let mut named: Vec<usize> = code_words.into_iter().chain(strong.iter().copied()).collect();
     named.sort_unstable();
+    // A short code's numbers are codes when its message asks for a code at all (a word for
+    // code, for signing in or for entering one), or is hardly more than the number ("4471",
+    // "Code: 60 18 42"): its other numbers (a deposit's, a parcel's, a flight's) are none.
+    let short_code = short_code && (!named.is_empty() || !weak.is_empty() || text.split_whitespace().count() <= 3);
     for c in runs {
         // A number in an address is part of it (an article's, a question's id): an address
         // holds a secret only as a whole sign-in link, found above.
@@ -445,7 +625,10 @@ pub fn find(text: &str, short_code: bool) -> Vec<Found> {
             }
             // "Your Zoom code K4T9XQ": right after "code", six or more, and no shop near.
             Shape::Capitals => {
-                near_strong || matches!(said(), Some(true)) || (said() == Some(false) && chars() >= 6 && !offer)
+                near_strong
+                    || matches!(said(), Some(true))
+                    || (said() == Some(false) && chars() >= 6 && !offer)
+                    || (entered_right_before(&lower[..c.at.start]) && !weak.is_empty() && !offer)
             }
             Shape::Word | Shape::Long => match said() {
                 Some(told) => told || near_strong,
@@ -453,6 +636,12 @@ pub fn find(text: &str, short_code: bool) -> Vec<Found> {
             },
         };
         if !is_code {
+            continue;
+        }
+        // What the words right before it name it by (an order, a card's last digits, a
+        // flight), nearer than any word for code: a reference, none ("Código de reserva
+        // XQ4P7M", "card ending in 4471").
+        if said() != Some(true) && reference_before(&lower, &c.at) {
             continue;
         }
         // A room or an address is no code unless the words call it the code ("[LINE]
@@ -466,6 +655,14 @@ pub fn find(text: &str, short_code: bool) -> Vec<Found> {
         }
         let rule = rule();
         found.push(Found { kind: SecretKind::Code, at: c.at, rule });
+    }
+    for at in passwords(text, &lower) {
+        let link = |f: &Found| f.kind == SecretKind::Link && overlaps(&f.at, &at);
+        if !found.iter().any(link) && !addresses.iter().any(|a| overlaps(a, &at)) {
+            // A password holds what looked like a code in it ("Blue$ky2291"): it is one secret.
+            found.retain(|f| !overlaps(&f.at, &at));
+            found.push(Found { kind: SecretKind::Code, at, rule: Rule::Password });
+        }
     }
     if found.is_empty()
         && addresses.is_empty()
@@ -752,6 +949,17 @@ fn named_right_before(before: &str) -> Option<bool> {
     named.then_some(told)
 }
 
+/// Whether `before` (the lowercase text before a candidate) ends with a word that asks for
+/// it to be entered ([`ENTER`]): "entering QX7-R2M", "inserisci WQ4-7TP", "请在页面输入 KX7Q2P".
+fn entered_right_before(before: &str) -> bool {
+    let rest = before.trim_end().trim_end_matches([':', '：']).trim_end();
+    ENTER.iter().any(|w| {
+        rest.ends_with(w) && word_starts(rest, rest.len() - w.len(), w)
+            || (!w.is_ascii()
+                && rest.chars().rev().take(4).collect::<String>().contains(&w.chars().rev().collect::<String>()))
+    })
+}
+
 /// Whether `before` ends with a colon or an equals sign: how a shop writes its code
 /// ("Use code: 4821"), where a sign-in says "is".
 fn colon_before(before: &str) -> bool {
@@ -890,6 +1098,11 @@ fn splits_groups(c: char) -> bool {
     matches!(c, ' ' | '-' | '\u{00A0}' | '\u{202F}' | '\u{2002}'..='\u{200B}' | '\u{2060}' | '\u{3000}')
 }
 
+/// A character that takes no room: a soft hyphen, the zero-width ones, a word joiner.
+fn is_invisible(c: char) -> bool {
+    matches!(c, '\u{00AD}' | '\u{200B}'..='\u{200D}' | '\u{2060}' | '\u{FEFF}')
+}
+
 /// A character of a run that may be a code.
 fn is_code_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || is_digit(c)
@@ -900,7 +1113,9 @@ fn is_code_char(c: char) -> bool {
 /// 4 to 10 letters or small letters and digits, that are not parts of prices, dates, times,
 /// phone numbers, amounts or longer numbers.
 fn candidates(text: &str) -> Vec<Candidate> {
-    let chars: Vec<(usize, char)> = text.char_indices().collect();
+    // Invisible characters are passed over, so a code split by one ("739\u{AD}205") is read
+    // whole, and hidden whole.
+    let chars: Vec<(usize, char)> = text.char_indices().filter(|(_, c)| !is_invisible(*c)).collect();
     let mut out = Vec::new();
     let mut i = 0;
     while i < chars.len() {
@@ -921,24 +1136,29 @@ fn candidates(text: &str) -> Vec<Candidate> {
         // How many digits follow position k.
         let digits_from = |k: usize| chars[k.min(chars.len())..].iter().take_while(|(_, c)| is_digit(*c)).count();
         if word.chars().all(is_digit) {
-            // A second group after one space or hyphen: "123 456".
-            let second = if after.is_some_and(splits_groups) && digit_at(j + 1) {
-                Some(j + 1 + digits_from(j + 1))
-            } else {
-                None
-            };
-            let grouped = second.filter(|&k| {
-                let (a, b) = (j - i, k - j - 1);
-                (3..=4).contains(&a)
-                    && (3..=4).contains(&b)
-                    // A third group after the same mark is a phone's ("415 555 0199"); after
-                    // another, the next code of a list ("4829-1736 5512-0937").
-                    && !chars.get(k).is_some_and(|(_, c)| *c == chars[j].1 && digit_at(k + 1))
-            });
-            let (last, digits) = match grouped {
-                Some(k) => (k, (j - i) + (k - j - 1)),
-                None => (j, j - i),
-            };
+            // Groups after the same mark, one each time (a space, a hyphen, an invisible
+            // one): "482 913", "48 17 63", "6093-71", "2 81 49 06".
+            let mut groups = vec![j - i];
+            let mut last = j;
+            if let Some(mark) = after.filter(|c| splits_groups(*c) && digit_at(j + 1)) {
+                while chars.get(last).is_some_and(|(_, c)| *c == mark) && digit_at(last + 1) {
+                    let n = digits_from(last + 1);
+                    groups.push(n);
+                    last += 1 + n;
+                }
+            }
+            let total: usize = groups.iter().sum();
+            // A date ("12-05-2026", "2026 05 12") or a phone, a parcel's or a card's number
+            // (more than 8 digits in all) is none.
+            let date = matches!(groups.as_slice(), [2, 2, 4] | [4, 2, 2]);
+            let grouped = groups.len() >= 2
+                && (4..=8).contains(&total)
+                && groups.iter().all(|g| (1..=4).contains(g))
+                && groups.iter().filter(|&&g| g == 1).count() <= 1
+                && !date;
+            let last_of_chain = last;
+            let (last, digits) = if groups.len() == 1 || grouped { (last, total) } else { (j, j - i) };
+            let chained = groups.len() >= 2 && !grouped;
             let end = chars.get(last).map_or(text.len(), |(b, _)| *b);
             let next = chars.get(last).map(|(_, c)| *c);
             let joined = |c: Option<char>, k: Option<usize>| {
@@ -947,10 +1167,11 @@ fn candidates(text: &str) -> Vec<Candidate> {
             // A comma joins numbers as thousands or cents ("1,299", "1299,00"), not before
             // a clause ("482913,5分钟内有效").
             let comma_after = next == Some(',') && (2..=3).contains(&digits_from(last + 1));
-            let part_of_more = joined(before, i.checked_sub(2))
-                || joined(next, Some(last + 1))
-                || comma_after
-                || (grouped.is_none() && second.is_some());
+            let part_of_more =
+                joined(before, i.checked_sub(2)) || joined(next, Some(last + 1)) || comma_after || chained;
+            // A card's or an account's last digits, the rest masked: "*3390", "...4417", "••8803".
+            let masked = matches!(before, Some('*' | '•' | '·' | '…' | 'x' | 'X'))
+                || (before == Some('.') && i.checked_sub(2).is_some_and(|k| chars[k].1 == '.'));
             let currency = |c: char| matches!(c, '$' | '€' | '£' | '¥' | '₹' | '₩');
             let money = before.is_some_and(currency)
                 || next.is_some_and(|c| c == '%' || currency(c))
@@ -961,11 +1182,12 @@ fn candidates(text: &str) -> Vec<Candidate> {
             // ticket or a standard; "G-123456" and "FB-48291" are how codes come.
             let keyed = before == Some('-')
                 && chars[..i.saturating_sub(1)].iter().rev().take_while(|(_, c)| c.is_ascii_alphabetic()).count() >= 3;
-            if (4..=10).contains(&digits) && !part_of_more && !money && !phone && !keyed {
+            if (4..=10).contains(&digits) && !part_of_more && !money && !phone && !keyed && !masked {
                 let shape = if digits <= 8 { Shape::Digits } else { Shape::Long };
                 out.push(Candidate { at: start..end, shape });
             }
-            i = last;
+            // A chain of groups that is no code (a phone's, a parcel's) is passed over whole.
+            i = if chained { last_of_chain } else { last };
             continue;
         }
         let letters = word.chars().filter(|c| c.is_ascii_alphabetic()).count();
@@ -979,7 +1201,7 @@ fn candidates(text: &str) -> Vec<Candidate> {
                 .iter()
                 .take_while(|(_, c)| c.is_ascii_uppercase() || c.is_ascii_digit())
                 .count();
-            ((3..=4).contains(&n) && !chars.get(k + n).is_some_and(|(_, c)| is_code_char(*c))).then_some(n)
+            ((2..=4).contains(&n) && !chars.get(k + n).is_some_and(|(_, c)| is_code_char(*c))).then_some(n)
         };
         if capitals
             && (3..=4).contains(&len)
@@ -1054,7 +1276,8 @@ fn apple_codes(text: &str) -> Vec<Range<usize>> {
 const LINK_WORDS: &[&str] = &[
     "reset", "password", "passwd", "magic", "login", "log-in", "signin", "sign-in", "sign_in",
     "verify", "verification", "confirm", "auth", "otp", "token", "activate", "one-time", "onetime",
-    "recover", "forgot",
+    "recover", "forgot", "recuperar", "recupera", "validation", "validar", "valider", "verifica",
+    "verifique", "bestaetigen", "anmelden", "connexion", "accesso",
 ];
 
 /// Query parameters whose value signs someone in, however short ("?otp=4829").
@@ -1079,7 +1302,11 @@ const LINK_CONTEXT: &[&str] = &[
     // German, Spanish, French, Portuguese, Italian
     "anmelden", "passwort", "zurücksetzen", "contraseña", "restablece", "iniciar sesión",
     "mot de passe", "réinitialis", "connectez", "connexion", "senha", "redefinir",
-    "entrar na sua conta", "accedi", "reimposta", "anzumelden",
+    "entrar na sua conta", "accedi", "reimposta", "anzumelden", "log back", "sign back",
+    "connecter", "recuperar", "validez", "valide", "verifica", "conferma", "anmeldelink",
+    "nur einmal", "wachtwoord", "inloggen", "пароль", "войти", "hasło", "haslo", "şifre",
+    "パスワード", "再設定", "ログイン", "密码", "密碼", "重置", "重設", "登录", "登入", "验证", "驗證",
+    "비밀번호", "재설정", "로그인", "인증",
 ];
 
 /// Hosts whose links name a document, a place, a post or a video, never who signs in:
@@ -1087,7 +1314,7 @@ const LINK_CONTEXT: &[&str] = &[
 /// words around them ("Sign in to see the doc").
 #[rustfmt::skip]
 const DOCUMENT_HOSTS: &[&str] = &[
-    "docs.google.com", "drive.google.com", "photos.app.goo.gl", "maps.app.goo.gl", "goo.gl",
+    "docs.google.com", "drive.google.com", "photos.app.goo.gl", "maps.app.goo.gl",
     "maps.google.com", "www.dropbox.com", "dropbox.com", "www.figma.com", "figma.com",
     "github.com", "gist.github.com", "gitlab.com", "www.youtube.com", "youtube.com", "youtu.be",
     "open.spotify.com", "x.com", "twitter.com", "www.instagram.com", "instagram.com",
@@ -1348,8 +1575,10 @@ mod tests {
         );
         let both = "Code 482913, or https://example.com/reset?token=9f8e7d6c5b4a";
         assert_eq!(SecretKind::in_mask(classify(from("discord", "1234"), both)), [SecretKind::Code, SecretKind::Link]);
-        // A short code's numbers are codes on iMessage, where short codes text from.
-        assert_eq!(classify(from("imessage", "72975"), "Table 918273 at noon"), 1);
+        // A short code's numbers are codes on iMessage, where short codes text from, when
+        // its message asks for a code or is hardly more than the number.
+        assert_eq!(classify(from("imessage", "72975"), "Enter 918273"), 1);
+        assert_eq!(classify(from("imessage", "72975"), "Table 918273 at noon"), 0);
         // The person's own messages are stored as from `me`, which is not a sender id.
         assert_eq!(classify(Author { source: "imessage", sender: "me", is_self: true }, "The rent is 482913"), 0);
         assert_eq!(classify(from("discord", "72975"), "Table 918273 at noon"), 0);
@@ -1464,6 +1693,66 @@ mod tests {
         let text = "code 1234 ".repeat(4_000);
         assert_eq!(find(&text, false).len(), 4_000);
         assert!(!hidden(&text).contains("1234"));
+    }
+
+    #[test]
+    fn a_password_after_its_word_is_hidden_whole() {
+        for (text, password) in [
+            ("Wi-Fi: MarriottGuest, password: Blue$ky2291 - enjoy your stay.", "Blue$ky2291"),
+            ("Your temporary password is pL9@x3Vn\nIt expires in 24 hrs.", "pL9@x3Vn"),
+            ("Bonjour, votre mot de passe initial pour l'intranet : Bx@47mQw-2 (merci)", "Bx@47mQw-2"),
+            ("Ihr Initialpasswort für das Firmenkonto: Hz7!rQ2x-L (bitte ändern)", "Hz7!rQ2x-L"),
+            ("Wi-Fiのパスワードは Sakura@2291x です", "Sakura@2291x"),
+        ] {
+            let found = find(text, false);
+            assert_eq!(found.iter().map(|f| &text[f.at.clone()]).collect::<Vec<_>>(), [password], "{text}");
+            assert_eq!(found[0].rule, Rule::Password);
+        }
+        for text in [
+            "we hash passwords with argon2id, m=65536 t=3 p=4",
+            "Your password was changed. Write to it@example.com if it was not you.",
+            "IT: your password reset request has been closed.",
+        ] {
+            assert_eq!(hidden(text), text);
+        }
+    }
+
+    #[test]
+    fn a_code_in_groups_or_split_by_an_invisible_character_is_hidden_whole() {
+        for text in [
+            "Chase: Your one-time code is 48 17 63. Don't share it.",
+            "Barclays: 6093-71 is your one-time passcode.",
+            "Volksbank: Ihre SecureGo-TAN 2 81 49 06 für den Auftrag",
+            "Your verification code is 739\u{AD}205. Don't share it.",
+            "Your login code: 58\u{200B}41\u{200B}06",
+        ] {
+            let shown = hidden(text);
+            assert!(!shown.chars().any(|c| c.is_ascii_digit()) && shown.contains(CODE_MARKER), "{text} -> {shown}");
+        }
+        // Dates and numbers longer than a code stay, however they are grouped.
+        for text in ["Your code for the 12-05-2026 visit", "Verify: member 9283 7461 0025"] {
+            assert_eq!(hidden(text), text);
+        }
+    }
+
+    #[test]
+    fn a_reference_is_named_by_its_words_whatever_else_the_message_says() {
+        // From a short code, with words for code in the message: the reference stays.
+        for text in [
+            "BofA: Direct deposit of $2,814.55 posted to account ending in 0382. Never share your code.",
+            "Chase: card ending in 4471 used at WHOLEFDS. Don't share your PIN.",
+            "Renfe: Localizador de tu billete: XQ4P7M. Código de verificación enviado aparte.",
+            "Capital One: Purchase on Visa ...8830 approved. Never share a code.",
+            "Domino's: $7.99 with promo code 9193. Order at dominos.com.",
+        ] {
+            assert_eq!(hide(text, &find(text, true)), text);
+        }
+        // A short code's number with nothing asking for a code is none; its code is one.
+        assert_eq!(
+            hide("DHL: Shipment 48213 arrives Thursday.", &find("DHL: Shipment 48213 arrives Thursday.", true)),
+            "DHL: Shipment 48213 arrives Thursday."
+        );
+        assert_eq!(hide("Code: 60 18 42", &find("Code: 60 18 42", true)), format!("Code: {CODE_MARKER}"));
     }
 
     #[test]
