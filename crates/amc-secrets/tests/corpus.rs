@@ -77,3 +77,16 @@ fn codes_and_links_are_hidden_and_ordinary_messages_are_left_alone() {
     assert_eq!(links_hidden, links, "links missed: {missed:#?}");
     assert!(flagged_share <= 0.02, "ordinary messages flagged: {flagged:#?}");
 }
+
+/// The held-out set (`tests/fixtures/secrets/heldout.tsv`) was written apart from the
+/// finder and is measured, never tuned on (`cargo run -p amc-secrets --example measure --
+/// tests/fixtures/secrets/heldout.tsv`): it stays as it was committed, byte for byte.
+#[test]
+fn the_held_out_set_is_sealed() {
+    use sha2::Digest;
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/secrets");
+    let set = std::fs::read(dir.join("heldout.tsv")).expect("the held-out set");
+    let sealed = std::fs::read_to_string(dir.join("heldout.sha256")).expect("its seal");
+    let digest: String = sha2::Sha256::digest(&set).iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(digest, sealed.trim(), "the held-out set changed: it is measured as written, never edited");
+}
