@@ -791,3 +791,8 @@ def test_a_short_code_is_approved_only_when_confirmed_and_its_codes_shown_only_w
     page.get_by_role("navigation", name="Sections").get_by_role("link", name="Inbox").click()
     message = page.locator(".message", has_text="918273")
     expect(message.locator(".tag.secret")).to_have_text("One-time code")
+    # The code itself is marked, with the rule that found it on hover.
+    mark = message.locator("mark.secret")
+    expect(mark).to_have_text("918273")
+    expect(mark).to_have_attribute("data-rule", "called_the_code")
+    expect(mark).to_have_attribute("title", "One-time code, hidden from agents: the words next to it call it the code")

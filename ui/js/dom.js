@@ -270,11 +270,36 @@ const SECRET = { one_time_code: "One-time code", sign_in_link: "Sign-in link" };
  *  whole text; agents are given it hidden unless the person shows the channel's codes). */
 export function secretTag(m) {
   if (!m.secrets?.length) return null;
+  const why = [...new Set((m.secret_spans ?? []).map((s) => s.why))];
   return h("span", {
     class: "tag warn secret",
-    title: "Agents are given this message with it hidden, unless you show this channel's codes to them (Channels › Codes…).",
+    title: "Agents are given this message with it hidden, unless you show this channel's codes to them (Channels › Codes…)."
+      + (why.length ? ` Found: ${why.join("; ")}.` : ""),
     text: m.secrets.map((k) => SECRET[k] ?? k).join(" · "),
   });
+}
+
+/** A message's text with each secret of it marked (`secret_spans`, whose offsets count
+ *  characters): the person sees it whole, and, on hover, why agents are not given it. */
+export function withSecrets(m) {
+  const spans = m.secret_spans ?? [];
+  if (!spans.length) return m.text;
+  const chars = Array.from(m.text);
+  const out = [];
+  let at = 0;
+  for (const s of spans) {
+    if (s.start < at || s.end > chars.length) continue;
+    out.push(chars.slice(at, s.start).join(""));
+    out.push(h("mark", {
+      class: "secret",
+      title: `${SECRET[s.kind] ?? s.kind}, hidden from agents: ${s.why}`,
+      dataset: { rule: s.rule },
+      text: chars.slice(s.start, s.end).join(""),
+    }));
+    at = s.end;
+  }
+  out.push(chars.slice(at).join(""));
+  return out;
 }
 export const POLICY = { read_only: "Read only", review: "Review each send", auto: "Send automatically" };
 

@@ -3,7 +3,7 @@
 // every approved channel.
 
 import { get, query } from "./api.js";
-import { SOURCE, empty, h, load, nextId, replace, secretTag, time, viewHeader } from "./dom.js";
+import { SOURCE, empty, h, load, nextId, replace, secretTag, time, viewHeader, withSecrets } from "./dom.js";
 
 let list;
 let search = "";
@@ -78,7 +78,7 @@ function item(m, excerpt) {
         secretTag(m),
         h("span", { class: "muted" }, time(m.sent_at))),
       h("p", { class: "message-text" }, h("span", { class: "sender", text: `${who}: ` }),
-        m.unsent ? h("em", { text: "(unsent) " }) : null, excerpt !== undefined ? marked(excerpt) : m.text,
+        m.unsent ? h("em", { text: "(unsent) " }) : null, excerpt !== undefined ? marked(excerpt) : withSecrets(m),
         m.attachments.length ? h("span", { class: "muted", text: ` · ${m.attachments.length} ${m.attachments.length === 1 ? "attachment" : "attachments"}` }) : null),
       reads ? h("div", { class: "row-sub" }, reads) : null));
 }

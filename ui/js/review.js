@@ -3,7 +3,7 @@
 // the log of tool decisions.
 
 import { download, fileAsDataUrl, post, query } from "./api.js";
-import { SOURCE, busy, dialog, dialogActions, empty, h, load, nextId, replace, secretTag, select, time, toast, viewHeader } from "./dom.js";
+import { SOURCE, busy, dialog, dialogActions, empty, h, load, nextId, replace, secretTag, select, time, toast, viewHeader, withSecrets } from "./dom.js";
 
 export const STATUS = {
   held: "Waiting for review",
@@ -158,12 +158,12 @@ function bubble(m) {
   const who = m.direction === "outbound" ? `${m.agent_id ?? "agent"} (via AMC)` : m.sender.is_self ? "You" : (m.sender.display_name ?? m.sender.id);
   return h("li", { class: `msg ${mine ? "out" : "in"}` },
     h("span", { class: "msg-meta muted" }, h("bdi", { text: who }), " · ", time(m.sent_at), " ", secretTag(m)),
-    h("span", { class: `bubble ${mine ? "out" : "in"}`, text: bubbleText(m) }));
+    h("span", { class: `bubble ${mine ? "out" : "in"}` }, bubbleText(m)));
 }
 
 function bubbleText(m) {
   if (m.unsent) return "(unsent)";
-  if (m.text) return m.text;
+  if (m.text) return withSecrets(m);
   const files = (m.attachments ?? []).map((a) => a.filename ?? "a file");
   return files.length ? `(attachment: ${files.join(", ")})` : "(no text)";
 }

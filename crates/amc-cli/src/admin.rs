@@ -271,7 +271,7 @@ pub async fn agent(raw: RawConfig, json_out: bool, cmd: AgentCmd) -> anyhow::Res
 /// What kind of business sender a sensitive conversation `ch` is with, as the window
 /// says it: a number ("short code") or a name ("Sender ID").
 fn sender_kind(ch: &Value) -> &'static str {
-    let handle = ch["platform_id"].as_str().and_then(|p| p.rsplit(';').next()).unwrap_or("");
+    let handle = verbatim(ch, "platform_id").rsplit(';').next().unwrap_or_default();
     if !handle.is_empty() && handle.bytes().all(|b| b.is_ascii_digit()) { "short code" } else { "Sender ID" }
 }
 

@@ -207,14 +207,14 @@ const STRONG: &[&str] = &[
     "freischaltcode",
     // Italian
     "codice di verifica", "codice di sicurezza", "non condividere", "codice di accesso",
-    "codice monouso",
+    "codice monouso", "non comunicarlo", "non comunicare",
     // Dutch
     "verificatiecode", "beveiligingscode", "deel deze code", "inlogcode", "eenmalige",
     // Chinese
-    "验证码", "驗證碼", "校验码", "校驗碼", "动态码", "動態碼", "认证码", "認證碼", "安全码", "请勿泄露", "請勿洩露", "切勿", "登录码",
+    "验证码", "驗證碼", "校验码", "校驗碼", "动态码", "動態碼", "认证码", "認證碼", "安全码", "请勿泄露", "請勿洩露", "请勿转告", "請勿轉告", "勿告知", "切勿", "登录码",
     "登入碼",
     // Japanese
-    "認証コード", "確認コード", "認証番号", "確認番号", "ワンタイム", "セキュリティコード", "パスコード", "ログインコード",
+    "認証コード", "確認コード", "認証番号", "確認番号", "ワンタイム", "セキュリティコード", "パスコード", "ログインコード", "本人確認", "教えないで",
     // Korean
     "인증번호", "인증 번호", "인증코드", "인증 코드", "보안코드", "보안 코드", "확인 코드", "확인코드", "타인에게", "본인확인",
     // Thai
@@ -261,7 +261,8 @@ const CODE_WORDS: &[&str] = &[
 #[rustfmt::skip]
 const SIGN_IN: &[&str] = &[
     "sign in", "signing in", "sign-in", "log in", "logging in", "log-in", "login", "to confirm",
-    "confirm your", "to verify", "to reset", "reset your", "para entrar",
+    "confirm your", "to verify", "to reset", "reset your", "para entrar", "per confermare",
+    "para confirmar", "pour confirmer", "zur bestätigung", "um zu bestätigen", "om te bevestigen",
 ];
 
 /// Codes that are not secrets: where these stand, "code" says nothing.
@@ -335,6 +336,7 @@ const UNITS: &[&str] = &[
 const OFFERS: &[&str] = &[
     "checkout", "% off", "discount", "coupon", "promo", "sale", "offer", "voucher", "descuento",
     "rabatt", "réduction", "sconto", "desconto", "remise", "% de", "gratis", "off your",
+    "profitez", "d'achat",
 ];
 
 /// Words that name what a number identifies (an order, a booking, a parcel, a flight, a
@@ -353,6 +355,8 @@ const REFERENCES: &[&str] = &[
     "customer", "client", "patient", "employee", "student", "coupon", "promo", "voucher", "gift",
     "discount", "pnr", "record locator", "itinerary", "account", "acct", "train", "bus", "coach",
     "platform", "route", "store", "transaction", "txn", "transfer",
+    // Where to write to stop messages: a short code's own number ("Reply STOP to 89203").
+    "stop", "baja", "help", "arrêt", "hilfe",
     // Spanish, Portuguese
     "pedido", "reserva", "localizador", "envío", "envio", "seguimiento", "vuelo", "puerta",
     "asiento", "extensión", "matrícula", "matricula", "socio", "tarjeta", "terminada", "cuenta",
@@ -473,7 +477,10 @@ fn passwords(text: &str, lower: &str) -> Vec<Range<usize>> {
             // A word (letters, an apostrophe, a hyphen, a colon after) stands between.
             let word = token.trim_end_matches([':', '：']);
             if word.chars().all(|c| c.is_alphabetic() || c == '\'' || c == '-') {
-                if word.chars().count() > 14 {
+                // "clave de reservación es QTZ4KP" names a booking, not a password.
+                // An account's password is one ("la password del tuo account è: …").
+                let reference = REFERENCES.iter().filter(|r| !ACCOUNTS.contains(r)).any(|r| lower[at..].starts_with(r));
+                if word.chars().count() > 14 || reference {
                     break;
                 }
                 at = end;
@@ -501,6 +508,10 @@ fn passwords(text: &str, lower: &str) -> Vec<Range<usize>> {
     }
     out
 }
+
+/// The words for an account among [`REFERENCES`]: between a word for a password and the
+/// password, they say whose it is, not that it is a reference.
+const ACCOUNTS: &[&str] = &["account", "acct", "cuenta", "conta", "compte", "conto", "konto", "rekening"];
 
 /// Whether `token` is an email address: letters before an `@`, a host of two labels or
 /// more after it ("it@example.com", not "pL9@x3Vn").
@@ -628,7 +639,9 @@ pub fn find(text: &str, short_code: bool) -> Vec<Found> {
                 near_strong
                     || matches!(said(), Some(true))
                     || (said() == Some(false) && chars() >= 6 && !offer)
-                    || (entered_right_before(&lower[..c.at.start]) && !weak.is_empty() && !offer)
+                    || ((entered_right_before(&lower[..c.at.start]) || entered_right_after(&lower[c.at.end..]))
+                        && !(weak.is_empty() && strong.is_empty())
+                        && !offer)
             }
             Shape::Word | Shape::Long => match said() {
                 Some(told) => told || near_strong,
@@ -960,6 +973,13 @@ fn entered_right_before(before: &str) -> bool {
     })
 }
 
+/// Whether `after` (the lowercase text after a candidate) asks, in a language that puts the
+/// verb last, for it to be entered: "KQ7-2TZ を画面に入力してください", "… 입력".
+fn entered_right_after(after: &str) -> bool {
+    let head: String = after.chars().take(10).collect();
+    ENTER.iter().any(|w| !w.is_ascii() && head.contains(w))
+}
+
 /// Whether `before` ends with a colon or an equals sign: how a shop writes its code
 /// ("Use code: 4821"), where a sign-in says "is".
 fn colon_before(before: &str) -> bool {
@@ -1211,7 +1231,9 @@ fn candidates(text: &str) -> Vec<Candidate> {
             // A key of letters before the hyphen names a ticket or a standard ("AMC-1234").
             let second = &chars[j + 1..j + 1 + n];
             let has_digit = word.chars().any(|c| c.is_ascii_digit()) && second.iter().any(|(_, c)| c.is_ascii_digit());
-            if has_digit && (letters > 0 || second.iter().any(|(_, c)| c.is_ascii_alphabetic())) {
+            // A third group ("KC7R-29XQ-M4T") makes it a voucher's or a product's key.
+            let third = chars.get(j + 1 + n).is_some_and(|(_, c)| *c == '-') && group(j + 2 + n).is_some();
+            if has_digit && !third && (letters > 0 || second.iter().any(|(_, c)| c.is_ascii_alphabetic())) {
                 let end = chars.get(j + 1 + n).map_or(text.len(), |(b, _)| *b);
                 out.push(Candidate { at: start..end, shape: Shape::Capitals });
                 i = j + 1 + n;

@@ -1,81 +1,38 @@
-//! The secret finder against the corpus of real-shaped messages in
-//! `tests/fixtures/secrets/corpus.tsv`: every one-time code and sign-in link of it hidden,
-//! next to no ordinary message touched.
+//! The secret finder against the sets of messages in `tests/fixtures/secrets/` it is tuned
+//! on (`corpus.tsv`, `tuning.tsv`): secrets hidden whole, next to no ordinary message
+//! touched. The held-out set is measured by hand, never asserted on (see below).
 
-use amc_secrets::{SecretKind, find, hide, is_short_code_sender};
+mod measure;
 
-struct Case {
-    kind: Option<SecretKind>,
-    sender: String,
-    secret: String,
-    text: String,
+fn figures(name: &str) -> measure::Figures {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/secrets").join(name);
+    measure::measure(&std::fs::read_to_string(&path).expect("the set"))
 }
 
-fn corpus() -> Vec<Case> {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/secrets/corpus.tsv");
-    let text = std::fs::read_to_string(&path).expect("the corpus");
-    text.lines()
-        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
-        .map(|l| {
-            let cols: Vec<&str> = l.splitn(4, '\t').collect();
-            assert_eq!(cols.len(), 4, "four columns: {l}");
-            let kind = match cols[0] {
-                "code" => Some(SecretKind::Code),
-                "link" => Some(SecretKind::Link),
-                "none" => None,
-                other => panic!("unknown kind {other}"),
-            };
-            Case { kind, sender: cols[1].into(), secret: cols[2].into(), text: cols[3].replace("\\n", "\n") }
-        })
-        .collect()
+/// Recall of at least 0.98 and at most 2 % of ordinary messages altered, the goals.
+fn holds_the_goals(name: &str, at_least: (u32, u32)) {
+    let f = figures(name);
+    let ((hidden, secrets), (altered, ordinary)) = (f.hidden(), f.altered());
+    eprintln!(
+        "{name}: secrets hidden {hidden} of {secrets}, ordinary messages altered {altered} of {ordinary}; \
+         rules that altered them: {:?}; lines missed: {:?}",
+        f.wrong_rules, f.misses
+    );
+    assert!(secrets >= at_least.0 && ordinary >= at_least.1, "{name} was read: {secrets} secrets, {ordinary} ordinary");
+    assert!(f64::from(hidden) >= 0.98 * f64::from(secrets), "{name}: lines missed {:?}", f.misses);
+    assert!(f64::from(altered) <= 0.02 * f64::from(ordinary), "{name}: lines missed {:?}", f.misses);
 }
 
 #[test]
 fn codes_and_links_are_hidden_and_ordinary_messages_are_left_alone() {
-    let cases = corpus();
-    let (mut codes, mut codes_hidden, mut links, mut links_hidden, mut ordinary) = (0, 0, 0, 0, 0);
-    let (mut missed, mut flagged) = (Vec::new(), Vec::new());
-    for c in &cases {
-        let found = find(&c.text, is_short_code_sender(&c.sender));
-        let shown = hide(&c.text, &found);
-        match c.kind {
-            Some(kind) => {
-                // No part of it left (a code in two groups is hidden whole).
-                let mut parts = c.secret.split([' ', '-']).filter(|p| p.len() > 2);
-                let hit = parts.all(|p| !shown.contains(p)) && found.iter().any(|f| f.kind == kind);
-                let (total, hidden) = if kind == SecretKind::Code {
-                    (&mut codes, &mut codes_hidden)
-                } else {
-                    (&mut links, &mut links_hidden)
-                };
-                *total += 1;
-                if hit {
-                    *hidden += 1;
-                } else {
-                    missed.push(format!("{}: {shown}", c.text));
-                }
-            }
-            None => {
-                ordinary += 1;
-                if !found.is_empty() {
-                    flagged.push(format!("{} -> {shown}", c.text));
-                }
-            }
-        }
-    }
-    let recall = f64::from(codes_hidden) / f64::from(codes);
-    let flagged_share = flagged.len() as f64 / f64::from(ordinary);
-    eprintln!(
-        "codes hidden {codes_hidden}/{codes} (recall {recall:.3}), links hidden {links_hidden}/{links}, \
-         ordinary messages flagged {}/{ordinary} ({:.1} %)",
-        flagged.len(),
-        flagged_share * 100.0
-    );
-    eprintln!("missed: {missed:#?}\nflagged: {flagged:#?}");
-    assert!(codes >= 60 && ordinary >= 90, "the corpus was read: {codes} codes, {ordinary} ordinary");
-    assert!(recall >= 0.98, "codes missed: {missed:#?}");
-    assert_eq!(links_hidden, links, "links missed: {missed:#?}");
-    assert!(flagged_share <= 0.02, "ordinary messages flagged: {flagged:#?}");
+    holds_the_goals("corpus.tsv", (150, 150));
+    let links = figures("corpus.tsv").secrets.remove("link -").expect("links");
+    assert_eq!(links.right, links.total, "every link of the first set");
+}
+
+#[test]
+fn passwords_grouped_codes_and_references_are_told_apart() {
+    holds_the_goals("tuning.tsv", (170, 250));
 }
 
 /// The held-out set (`tests/fixtures/secrets/heldout.tsv`) was written apart from the
