@@ -796,3 +796,12 @@ def test_a_short_code_is_approved_only_when_confirmed_and_its_codes_shown_only_w
     expect(mark).to_have_text("918273")
     expect(mark).to_have_attribute("data-rule", "called_the_code")
     expect(mark).to_have_attribute("title", "One-time code, hidden from agents: the words next to it call it the code")
+
+    # The person says it is no code: agents are given it whole; then takes it back.
+    message.get_by_role("button", name="Not a code").click()
+    expect(message.get_by_text("Not a code (you said)")).to_be_visible()
+    expect(message.locator("mark.secret")).to_have_count(0)
+    assert other.unread_texts() == ["Your Example code is 918273. Don't share it."]
+    message.get_by_role("button", name="It is a code").click()
+    expect(message.locator("mark.secret")).to_have_text("918273")
+    assert other.unread_texts() == ["Your Example code is [one-time code hidden by AMC]. Don't share it."]

@@ -269,7 +269,7 @@ const SECRET = { one_time_code: "One-time code", sign_in_link: "Sign-in link" };
 /** The mark of a message that holds a one-time code or sign-in link (the person sees the
  *  whole text; agents are given it hidden unless the person shows the channel's codes). */
 export function secretTag(m) {
-  if (!m.secrets?.length) return null;
+  if (!m.secrets?.length || m.not_a_code) return null;
   const why = [...new Set((m.secret_spans ?? []).map((s) => s.why))];
   return h("span", {
     class: "tag warn secret",
@@ -282,7 +282,7 @@ export function secretTag(m) {
 /** A message's text with each secret of it marked (`secret_spans`, whose offsets count
  *  characters): the person sees it whole, and, on hover, why agents are not given it. */
 export function withSecrets(m) {
-  const spans = m.secret_spans ?? [];
+  const spans = m.not_a_code ? [] : (m.secret_spans ?? []);
   if (!spans.length) return m.text;
   const chars = Array.from(m.text);
   const out = [];

@@ -2,8 +2,8 @@
 // that searches them with the engine agents use (search_messages), as the person, who sees
 // every approved channel.
 
-import { get, query } from "./api.js";
-import { SOURCE, empty, h, load, nextId, replace, secretTag, time, viewHeader, withSecrets } from "./dom.js";
+import { get, post, query } from "./api.js";
+import { SOURCE, busy, empty, h, load, nextId, replace, secretTag, time, toast, viewHeader, withSecrets } from "./dom.js";
 
 let list;
 let search = "";
@@ -80,7 +80,30 @@ function item(m, excerpt) {
       h("p", { class: "message-text" }, h("span", { class: "sender", text: `${who}: ` }),
         m.unsent ? h("em", { text: "(unsent) " }) : null, excerpt !== undefined ? marked(excerpt) : withSecrets(m),
         m.attachments.length ? h("span", { class: "muted", text: ` · ${m.attachments.length} ${m.attachments.length === 1 ? "attachment" : "attachments"}` }) : null),
-      reads ? h("div", { class: "row-sub" }, reads) : null));
+      reads ? h("div", { class: "row-sub" }, reads) : null),
+    codeButton(m));
+}
+
+/** For a message AMC found a code or a link in: "Not a code" (agents are then given it
+ *  whole); for one the person said holds none, the way back. */
+function codeButton(m) {
+  if (!m.secrets?.length && !m.not_a_code) return null;
+  const back = Boolean(m.not_a_code);
+  return h("div", { class: "row-actions" },
+    back ? h("span", { class: "tag", text: "Not a code (you said)" }) : null,
+    h("button", {
+      type: "button",
+      class: "btn small",
+      text: back ? "It is a code" : "Not a code",
+      title: back
+        ? "Hide what AMC finds in this message from agents again."
+        : "Tell AMC this message holds no one-time code or sign-in link: agents are given it whole.",
+      onclick: (e) => busy(e.currentTarget, async () => {
+        await post(`/admin/messages/${encodeURIComponent(m.id)}/not-a-code`, { not_a_code: !back });
+        toast(back ? "Hidden from agents again" : "Agents are given this message whole", "info");
+        refresh();
+      }),
+    }));
 }
 
 export default { id: "inbox", title: "Inbox", mount, refresh };

@@ -449,12 +449,22 @@ fn print_message(head: &str, text: &str) {
 /// Under a message of a conversation, a line for each secret its text holds: what is
 /// hidden from agents (the person sees it), and which rule found it.
 fn print_secrets(m: &Value) {
+    if m["not_a_code"] == true {
+        say!(
+            "      (you said it holds no code: agents are given it whole; undo: amc codes not-a-code {} --undo)",
+            s(m, "id")
+        );
+        return;
+    }
     let text = verbatim(m, "text");
     for span in m["secret_spans"].as_array().into_iter().flatten() {
         let at = |key: &str| span[key].as_u64().and_then(|n| usize::try_from(n).ok()).unwrap_or(0);
         let part: String = text.chars().skip(at("start")).take(at("end").saturating_sub(at("start"))).collect();
         let kind = if span["kind"] == "sign_in_link" { "sign-in link" } else { "one-time code" };
         say!("      ^ {kind} hidden from agents: {} ({}; rule {})", Shown(&part), s(span, "why"), s(span, "rule"));
+    }
+    if m["secret_spans"].as_array().is_some_and(|spans| !spans.is_empty()) {
+        say!("      (not one? amc codes not-a-code {})", s(m, "id"));
     }
 }
 
@@ -519,6 +529,61 @@ fn print_held(sends: &[Value]) {
         }
         waiting.into_iter().for_each(print_send);
     }
+}
+
+#[derive(Subcommand)]
+pub enum CodesCmd {
+    /// Say that a message holds no one-time code or sign-in link: agents are given it whole
+    NotACode {
+        /// The message's id (msg_…; `amc review list` prints it under each code it found)
+        id: String,
+        /// Take it back: AMC hides what it finds in the message again
+        #[arg(long)]
+        undo: bool,
+    },
+    /// The messages you said hold no code, and the rules that had found something in them
+    Report,
+}
+
+pub async fn codes(raw: RawConfig, json_out: bool, cmd: CodesCmd) -> anyhow::Result<()> {
+    let mut c = connect(raw).await?;
+    let v = match &cmd {
+        CodesCmd::NotACode { id, undo } => {
+            ok(c.post(&format!("/admin/messages/{id}/not-a-code"), &json!({ "not_a_code": !undo })).await?)?
+        }
+        CodesCmd::Report => ok(c.get("/admin/codes/report").await?)?,
+    };
+    if json_out {
+        return print_json(&v);
+    }
+    match cmd {
+        CodesCmd::NotACode { .. } if v["not_a_code"] == true => {
+            say!("{}: not a code, as you said. Agents are given it whole.", s(&v, "id"));
+        }
+        CodesCmd::NotACode { .. } => say!("{}: AMC hides what it finds in it again.", s(&v, "id")),
+        CodesCmd::Report => {
+            let marked = v["marked"].as_u64().unwrap_or(0);
+            say!(
+                "{marked} {} you said {} no code.",
+                if marked == 1 { "message" } else { "messages" },
+                if marked == 1 { "holds" } else { "hold" }
+            );
+            for (rule, n) in entries(&v["by_rule"]) {
+                say!("  rule {rule}: {} of them", n.as_u64().unwrap_or(0));
+            }
+            for m in v["messages"].as_array().into_iter().flatten() {
+                let rules: Vec<Shown<'_>> = m["rules"].as_array().into_iter().flatten().filter_map(text).collect();
+                let rules = rules.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ");
+                let channel = text(&m["channel_name"]).unwrap_or(Shown("(no longer stored)"));
+                say!(
+                    "  {} in {channel}, {} (rules: {rules})",
+                    s(m, "message_id"),
+                    m["marked_at"].as_i64().unwrap_or(0)
+                );
+            }
+        }
+    }
+    Ok(())
 }
 
 pub async fn pause(raw: RawConfig, json_out: bool, paused: bool) -> anyhow::Result<()> {

@@ -60,6 +60,9 @@ enum Command {
     /// Review agents' sends: list, approve, reject, and the log of all sends
     #[command(subcommand)]
     Review(admin::ReviewCmd),
+    /// One-time codes: say a message holds none, and see what you said
+    #[command(subcommand)]
+    Codes(admin::CodesCmd),
     /// Hold every agent send until `amc resume`
     Pause,
     /// Let agents' sends follow each channel's send policy again
@@ -126,6 +129,7 @@ fn main() -> std::process::ExitCode {
             Command::Agent(cmd) => admin::agent(raw, cli.json, cmd).await,
             Command::Channel(cmd) => admin::channel(raw, cli.json, cmd).await,
             Command::Review(cmd) => admin::review(raw, cli.json, cmd).await,
+            Command::Codes(cmd) => admin::codes(raw, cli.json, cmd).await,
             Command::Pause => admin::pause(raw, cli.json, true).await,
             Command::Resume => admin::pause(raw, cli.json, false).await,
             Command::Status => admin::status(raw, cli.json).await,

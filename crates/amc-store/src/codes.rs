@@ -10,7 +10,7 @@ use rusqlite::{OptionalExtension, Transaction, params};
 use super::Store;
 use crate::backlog::{Backlog, IndexProgress};
 use crate::error::{Error, Result};
-use crate::model::{ChannelAdmin, CodesShown};
+use crate::model::{ChannelAdmin, CodesShown, NotACode};
 use crate::time::now_ms;
 
 /// The setting holding the version of the rules the stored classification was made by.
@@ -59,6 +59,63 @@ impl Store {
         self.db.read(|tx| shown_in(tx, agent_id))
     }
 
+    /// Says that the message `id` holds no one-time code or sign-in link, as the person
+    /// does (`not_a_code`), or takes that back. Said, the message is given to agents whole
+    /// and counts as holding none; the report keeps `rules`, the rules that had found
+    /// something in it. Taken back, it is classified again and leaves the report.
+    pub fn set_not_a_code(&self, id: &str, not_a_code: bool, rules: &[&str]) -> Result<()> {
+        self.db.write(|tx| {
+            let now = now_ms();
+            let changed = if not_a_code {
+                tx.prepare_cached(
+                    "UPDATE messages SET not_a_code = coalesce(not_a_code, ?2), secrets = 0 WHERE id = ?1",
+                )?
+                .execute(params![id, now])?
+            } else {
+                tx.prepare_cached(
+                    "UPDATE messages SET not_a_code = NULL, secrets = amc_secrets(source, sender_id, is_self, text) \
+                     WHERE id = ?1",
+                )?
+                .execute([id])?
+            };
+            if changed == 0 {
+                return Err(Error::not_found("message"));
+            }
+            if not_a_code {
+                let rules = serde_json::to_string(rules).map_err(Error::internal)?;
+                tx.prepare_cached(
+                    "INSERT OR IGNORE INTO not_a_code_report (message_id, rules, marked_at) VALUES (?1, ?2, ?3)",
+                )?
+                .execute(params![id, rules, now])?;
+            } else {
+                tx.prepare_cached("DELETE FROM not_a_code_report WHERE message_id = ?1")?.execute([id])?;
+            }
+            Ok(())
+        })
+    }
+
+    /// What the person said holds no code, newest first: each message's id, its channel's
+    /// name (if it is still stored), the rules that had found something and when.
+    pub fn not_a_code_report(&self) -> Result<Vec<NotACode>> {
+        self.db.read(|tx| {
+            let mut stmt = tx.prepare_cached(
+                "SELECT r.message_id, c.name, r.rules, r.marked_at FROM not_a_code_report r \
+                 LEFT JOIN messages m ON m.id = r.message_id LEFT JOIN channels c ON c.key = m.channel \
+                 ORDER BY r.marked_at DESC, r.message_id",
+            )?;
+            let rows = stmt.query_map([], |r| {
+                let rules: String = r.get(2)?;
+                Ok(NotACode {
+                    message_id: r.get(0)?,
+                    channel_name: r.get(1)?,
+                    rules: serde_json::from_str(&rules).unwrap_or_default(),
+                    marked_at: r.get(3)?,
+                })
+            })?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+    }
+
     /// Starts classifying every message again when the stored classification was made by
     /// other rules than this build's ([`amc_secrets::RULES`]).
     pub fn reclassify_if_rules_changed(&self) -> Result<bool> {
@@ -96,7 +153,8 @@ impl Store {
                 return Ok(None);
             };
             tx.prepare_cached(
-                "UPDATE messages SET secrets = amc_secrets(source, sender_id, is_self, text) WHERE rowid BETWEEN ?1 AND ?2",
+                "UPDATE messages SET secrets = CASE WHEN not_a_code IS NULL THEN amc_secrets(source, sender_id, is_self, text) \
+                 ELSE 0 END WHERE rowid BETWEEN ?1 AND ?2",
             )?
             .execute(params![step.from, step.hi])?;
             Backlog::Secrets.done(tx, &step)

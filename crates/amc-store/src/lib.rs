@@ -107,6 +107,7 @@ const MIGRATIONS: &[Migration] = &[
     ("0020_secrets", include_str!("migrations/0020_secrets.sql")),
     ("0021_one_to_one_senders", include_str!("migrations/0021_one_to_one_senders.sql")),
     ("0022_root_key", include_str!("migrations/0022_root_key.sql")),
+    ("0023_not_a_code", include_str!("migrations/0023_not_a_code.sql")),
 ];
 
 /// Turns the database at `path` back into one from before migration 0010 (which started
@@ -120,7 +121,7 @@ pub fn back_to_0009(path: &Path) -> Result<()> {
 }
 
 #[cfg(any(test, feature = "test-support"))]
-const BACK_TO_0009: &str = "DROP TABLE secrets_backlog; DROP INDEX messages_with_secrets; \
+const BACK_TO_0009: &str = "DROP TABLE not_a_code_report; DROP TABLE secrets_backlog; DROP INDEX messages_with_secrets; \
      DROP TABLE channel_code_agents; DROP INDEX platform_aliases_by_message; DROP INDEX outbox_sent_by_time; \
      DROP TRIGGER read_marks_of_agent; DROP TABLE read_marks; \
      CREATE TABLE read_state (agent_id TEXT NOT NULL REFERENCES agents (id) ON DELETE CASCADE, \

@@ -16,7 +16,7 @@ use crate::model::{
 use crate::time::{Millis, now_ms};
 
 /// How many columns [`ENVELOPE_COLS`] selects: a query's own columns come after them.
-pub(super) const ENVELOPE_WIDTH: usize = 18;
+pub(super) const ENVELOPE_WIDTH: usize = 19;
 
 /// The envelope's columns, for `FROM messages m JOIN channels c`.
 /// `reply_to` is shown only when the parent is inside the channel's released history, so
@@ -27,7 +27,7 @@ pub(super) const ENVELOPE_COLS: &str = "m.id, m.source, c.id, c.name, c.kind, m.
        AND p.channel = m.channel AND (c.visible_from IS NULL OR p.sent_at >= c.visible_from) \
        AND (c.stored_from IS NULL OR p.ingested_at >= c.stored_from)) \
        THEN m.reply_to END, \
-     m.reactions, m.direction, m.agent_id, m.delivery_failed, \
+     m.reactions, m.direction, m.agent_id, m.delivery_failed, m.not_a_code IS NOT NULL, \
      (SELECT t.name FROM threads t WHERE t.source = m.source AND t.platform_id = m.thread_id)";
 
 /// A message's time as stored: never later than when AMC stored it. A sender's clock
@@ -55,6 +55,7 @@ pub(super) fn envelope_from_row(row: &Row<'_>) -> rusqlite::Result<Envelope> {
         direction: parse_col(row, 14, Direction::parse)?,
         agent_id: row.get(15)?,
         delivery_failed: row.get(16)?,
+        not_a_code: row.get(17)?,
         untrusted_content: true,
         redacted: Vec::new(),
         secrets: Vec::new(),
@@ -467,6 +468,16 @@ impl Store {
         })
     }
 
+    /// The message `id`, whatever its channel's state: what the person sees of it.
+    pub fn message_for_person(&self, id: &str) -> Result<Envelope> {
+        self.db.read(|tx| {
+            let sql =
+                format!("SELECT {ENVELOPE_COLS} FROM messages m JOIN channels c ON c.key = m.channel WHERE m.id = ?1");
+            let rows = tx.prepare_cached(&sql)?.query_map([id], envelope_from_row)?.collect();
+            collect(tx, rows)?.pop().ok_or_else(|| Error::not_found("message"))
+        })
+    }
+
     /// Messages of any channel, visible or not, newest first: the person sees the
     /// conversation around a held send even in a channel agents cannot read.
     pub fn channel_tail(&self, channel_id: &str, limit: u32) -> Result<Vec<Envelope>> {
@@ -614,7 +625,8 @@ fn ingest_one(
                 // the text AMC last saw (the platform no longer has it) and its last edit
                 // time: an unsend is not an edit. An unsent message keeps no reactions.
                 "UPDATE messages SET text = CASE WHEN ?4 AND ?2 = '' THEN text ELSE ?2 END, \
-                 secrets = CASE WHEN ?4 AND ?2 = '' THEN secrets ELSE amc_secrets(source, sender_id, is_self, ?2) END, \
+                 secrets = CASE WHEN (?4 AND ?2 = '') OR not_a_code IS NOT NULL THEN secrets \
+                 ELSE amc_secrets(source, sender_id, is_self, ?2) END, \
                  edited_at = CASE WHEN ?4 THEN edited_at ELSE ?3 END, unsent = ?4, \
                  reactions = CASE WHEN ?4 THEN '[]' WHEN ?5 = '[]' THEN reactions ELSE ?5 END WHERE id = ?1 \
                  AND (unsent IS NOT ?4 OR (NOT ?4 AND (text IS NOT ?2 OR edited_at IS NOT ?3)) \

@@ -241,14 +241,17 @@ impl Store {
                     let p = plan.bind(a.to_owned());
                     let terms = plan.bind(serde_json::to_string(&q.unhidden).map_err(crate::error::Error::internal)?);
                     let ids = plan.bind(serde_json::to_string(&codes_shown).map_err(crate::error::Error::internal)?);
-                    let shown = format!("c.id IN (SELECT value FROM json_each({ids}))");
+                    let channel_shown = format!("c.id IN (SELECT value FROM json_each({ids}))");
+                    // A text the person said holds no code is found and given whole; its
+                    // sender's name follows the channel's setting still.
+                    let shown = format!("({channel_shown} OR m.not_a_code IS NOT NULL)");
                     (
                         format!(
                             "{} AND ({shown} OR amc_unhidden(m.text, m.source, m.sender_id, m.is_self, {terms}))",
                             visible_to(&p)
                         ),
                         format!("CASE WHEN {shown} THEN m.text ELSE amc_hidden(m.text, m.source, m.sender_id, m.is_self) END"),
-                        format!("CASE WHEN {shown} THEN m.sender_name ELSE amc_hidden_name(m.sender_name) END"),
+                        format!("CASE WHEN {channel_shown} THEN m.sender_name ELSE amc_hidden_name(m.sender_name) END"),
                     )
                 }
                 None => (VISIBLE.to_owned(), "m.text".to_owned(), "m.sender_name".to_owned()),

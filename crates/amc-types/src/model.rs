@@ -244,6 +244,36 @@ pub struct Envelope {
     /// holds none, and always absent for agents.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub secret_spans: Vec<SecretSpan>,
+    /// In the person's views only: the person said the text holds no one-time code or
+    /// sign-in link, so agents are given it whole. Absent when not, and always absent for
+    /// agents.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub not_a_code: bool,
+}
+
+/// What the person said holds no code (`GET /admin/codes/report`): how many messages, how
+/// many of them each rule had found something in, and the messages.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NotACodeReport {
+    /// How many messages the person said hold no code.
+    pub marked: usize,
+    /// For each rule, in how many of them it had found something.
+    pub by_rule: std::collections::BTreeMap<String, usize>,
+    /// The messages, newest first.
+    pub messages: Vec<NotACode>,
+}
+
+/// A message the person said holds no code, as the report lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NotACode {
+    /// `msg_<ULID>`.
+    pub message_id: String,
+    /// Its channel's name, while the message is stored.
+    pub channel_name: Option<String>,
+    /// The rules that had found something in it, when the person said so.
+    pub rules: Vec<String>,
+    /// When the person said so.
+    pub marked_at: i64,
 }
 
 /// A secret in a message's text, as the person's views mark it.

@@ -55,6 +55,17 @@ fn review_list_shows_each_conversation_once_with_all_its_sends() {
     let mark =
         "^ one-time code hidden from agents: 551902 (the words next to it call it the code; rule called_the_code)";
     assert_eq!(out.matches(mark).count(), 1, "{out}");
+    // Told how to say it is none; said, the report has it and the mark says so.
+    let id = out.split("amc codes not-a-code ").nth(1).and_then(|rest| rest.split(')').next()).expect("the id");
+    let said = stdout(&amc(dir, &["codes", "not-a-code", id]));
+    assert!(said.contains("not a code, as you said"), "{said}");
+    let report = stdout(&amc(dir, &["codes", "report"]));
+    assert!(
+        report.starts_with("1 message you said holds no code.") && report.contains("rule called_the_code: 1"),
+        "{report}"
+    );
+    let undone = stdout(&amc(dir, &["codes", "not-a-code", id, "--undo"]));
+    assert!(undone.contains("hides what it finds in it again"), "{undone}");
 }
 
 /// Bob's message, which holds a one-time code.

@@ -8,8 +8,8 @@ use super::inbox::seen_by_person;
 use crate::error::{Error, Result};
 use crate::events::Event;
 use crate::model::{
-    AgentInfo, ChannelAdmin, ChannelState, CodesShown, Envelope, HistoryRelease, OutboxItem, OutboxStatus, SendPolicy,
-    Waiting,
+    AgentInfo, ChannelAdmin, ChannelState, CodesShown, Envelope, HistoryRelease, NotACodeReport, OutboxItem,
+    OutboxStatus, SendPolicy, Waiting,
 };
 
 /// How many messages of the conversation a held send is shown with.
@@ -226,6 +226,42 @@ impl Amc {
         self.inner.paused.store(paused, std::sync::atomic::Ordering::SeqCst);
         self.publish(Event::PauseChanged { paused });
         Ok(())
+    }
+
+    /// Says that the message `id` holds no one-time code or sign-in link, as the person
+    /// does (`not_a_code`: agents are then given it whole), or takes that back; the
+    /// message as the person then sees it. Saying it of a message in which AMC found
+    /// nothing is refused.
+    pub async fn set_not_a_code(&self, id: String, not_a_code: bool) -> Result<Envelope> {
+        super::inbox::check_message_id("message id", &id)?;
+        self.blocking(move |s| {
+            let mut message = s.message_for_person(&id)?;
+            seen_by_person(std::slice::from_mut(&mut message));
+            let mut rules: Vec<&str> = message.secret_spans.iter().map(|span| span.rule).collect();
+            rules.dedup();
+            if not_a_code && rules.is_empty() && !message.not_a_code {
+                return Err(Error::validation("AMC found no one-time code or sign-in link in this message"));
+            }
+            s.set_not_a_code(&id, not_a_code, &rules)?;
+            let mut message = s.message_for_person(&id)?;
+            seen_by_person(std::slice::from_mut(&mut message));
+            Ok(message)
+        })
+        .await
+    }
+
+    /// What the person said holds no code: how many messages, the rules that had found
+    /// something in them, and the messages.
+    pub async fn not_a_code_report(&self) -> Result<NotACodeReport> {
+        self.blocking(|s| {
+            let messages = s.not_a_code_report()?;
+            let mut by_rule = std::collections::BTreeMap::new();
+            for rule in messages.iter().flat_map(|m| m.rules.iter()) {
+                *by_rule.entry(rule.clone()).or_default() += 1;
+            }
+            Ok(NotACodeReport { marked: messages.len(), by_rule, messages })
+        })
+        .await
     }
 
     /// Recent messages of allowed channels with the agents that read them; `limit` is 1 to

@@ -175,8 +175,10 @@ pub(in crate::service) fn seen_by(agent_id: &str, shown: &HashSet<String>, messa
     let mut names = Names::new();
     for m in messages {
         m.untrusted_content = m.agent_id.as_deref() != Some(agent_id);
+        // The person said its text holds no code: given whole, its names hidden still.
+        let text_too = !std::mem::take(&mut m.not_a_code);
         if !shown.contains(&m.channel_id) {
-            redact(m, &mut names);
+            redact(m, &mut names, text_too);
         }
     }
 }
@@ -226,11 +228,12 @@ fn kinds(found: &[crate::secrets::Found]) -> Vec<&'static str> {
     kinds
 }
 
-/// Hides the one-time codes and sign-in links of `m`'s text behind markers, and says
+/// Hides the one-time codes and sign-in links of `m`'s text (unless not `text_too`: the
+/// person said it holds none) and of its names behind markers, and says
 /// which kinds it hid (`redacted`): no agent is given them, by any route, unless the
 /// person shows a channel's codes to it (the person sees the whole text).
-fn redact(m: &mut Envelope, names: &mut Names) {
-    let found = secrets_in(m);
+fn redact(m: &mut Envelope, names: &mut Names, text_too: bool) {
+    let found = if text_too { secrets_in(m) } else { Vec::new() };
     let mut redacted = kinds(&found);
     if !found.is_empty() {
         m.text = crate::secrets::hide(&m.text, &found);

@@ -182,6 +182,31 @@ pub async fn channel_codes(
     Ok(Json(st.amc.set_channel_codes(id, codes, body.agents.unwrap_or_default()).await?))
 }
 
+/// The body of `POST /admin/messages/{id}/not-a-code`: `{"not_a_code": true}` (the
+/// default) says the message holds no code, `false` takes it back.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NotACodeBody {
+    not_a_code: Option<bool>,
+}
+
+/// `POST /admin/messages/{id}/not-a-code`: the person says a message holds no one-time
+/// code or sign-in link (agents are then given it whole), or takes it back.
+pub async fn not_a_code(
+    State(st): State<AppState>,
+    _: Admin,
+    ApiPath(id): ApiPath<String>,
+    ApiJson(body): ApiJson<NotACodeBody>,
+) -> ApiResult<impl IntoResponse> {
+    Ok(Json(st.amc.set_not_a_code(id, body.not_a_code.unwrap_or(true)).await?))
+}
+
+/// `GET /admin/codes/report`: what the person said holds no code, and the rules that had
+/// found something in it.
+pub async fn not_a_code_report(State(st): State<AppState>, _: Admin) -> ApiResult<impl IntoResponse> {
+    Ok(Json(st.amc.not_a_code_report().await?))
+}
+
 /// The body of `POST /admin/channels/{id}/policy`.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

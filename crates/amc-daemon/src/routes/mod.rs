@@ -78,6 +78,8 @@ pub fn router(state: AppState) -> Router {
         .route("/admin/pause", post(admin::pause))
         .route("/admin/listen", get(admin::listen))
         .route("/admin/inbox", get(admin::inbox))
+        .route("/admin/messages/{id}/not-a-code", post(admin::not_a_code))
+        .route("/admin/codes/report", get(admin::not_a_code_report))
         .route("/admin/search", get(admin::search))
         .route("/admin/events", get(admin::events))
         .route("/admin/events/poll", get(admin::poll_events))

@@ -368,3 +368,59 @@ async fn the_person_sees_where_each_secret_is_and_which_rule_found_it() {
     let body = String::from_utf8_lossy(&agent.get("/messages/unread").await.expect("unread").body).into_owned();
     assert!(!body.contains("secret_spans") && !body.contains("called_the_code"), "{body}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_person_says_a_message_holds_no_code_and_agents_are_given_it_whole() {
+    let d = Daemon::start().await;
+    let (mut agent, _) = d.agent("claude").await;
+    let text = "Raffle tonight! The code is 551902, bring it to the desk";
+    let now = now_ms();
+    let msgs = vec![msg("f-0", text, now - 2_000), msg("f-1", "see you there", now - 1_000)];
+    let (ch, ids) = d.ingest(Source::Imessage, "friends", msgs).await;
+    d.approve(&ch, json!({ "history": "all" })).await;
+    let given = |v: &Value| v["text"].as_str().unwrap_or_default().to_owned();
+    let message = format!("/messages/{}", ids[0]);
+    assert!(!given(&agent.get(&message).await.expect("get").json()).contains("551902"));
+
+    let mut admin = d.admin().await;
+    let said = format!("/admin/messages/{}/not-a-code", ids[0]);
+    let r = admin.post(&said, &json!({})).await.expect("not a code");
+    assert_eq!(r.status, 200, "{:?}", r.json());
+    let person = r.json();
+    assert_eq!((&person["not_a_code"], &person["secret_spans"][0]["rule"]), (&json!(true), &json!("called_the_code")));
+    // Given whole, by id, in context and by a search for the number; nothing says why.
+    let v = agent.get(&message).await.expect("get").json();
+    assert_eq!((given(&v), &v["redacted"], &v["not_a_code"]), (text.to_owned(), &Value::Null, &Value::Null), "{v}");
+    let found = agent.get("/messages/search?query=551902").await.expect("search").json();
+    assert_eq!(found["results"].as_array().map(Vec::len), Some(1), "{found}");
+    let context = agent.get(&format!("/messages/context?channel_id={ch}&around_message_id={}", ids[1])).await;
+    assert!(String::from_utf8_lossy(&context.expect("context").body).contains("551902"));
+    // The channel counts it as holding none; the report keeps it, with its rule.
+    let channel = admin.get(&format!("/admin/channels/{ch}")).await.expect("channel").json();
+    assert_eq!(channel["secret_count"], 0, "{channel}");
+    let report = admin.get("/admin/codes/report").await.expect("report").json();
+    assert_eq!((&report["marked"], &report["by_rule"]), (&json!(1), &json!({ "called_the_code": 1 })), "{report}");
+    assert_eq!(
+        (&report["messages"][0]["message_id"], &report["messages"][0]["channel_name"]),
+        (&json!(ids[0]), &json!("Chat friends"))
+    );
+
+    // Taken back: hidden again, counted again, out of the report.
+    let r = admin.post(&said, &json!({ "not_a_code": false })).await.expect("take back");
+    assert_eq!((r.status.as_u16(), &r.json()["not_a_code"]), (200, &Value::Null));
+    assert!(!given(&agent.get(&message).await.expect("get").json()).contains("551902"));
+    let channel = admin.get(&format!("/admin/channels/{ch}")).await.expect("channel").json();
+    assert_eq!(channel["secret_count"], 1, "{channel}");
+    assert_eq!(admin.get("/admin/codes/report").await.expect("report").json()["marked"], 0);
+
+    // Refused: a message AMC found nothing in, an unknown one, a malformed id, a bad body.
+    for (path, body, code) in [
+        (format!("/admin/messages/{}/not-a-code", ids[1]), json!({}), "VALIDATION_FAILED"),
+        ("/admin/messages/msg_00000000000000000000000000/not-a-code".to_owned(), json!({}), "NOT_FOUND"),
+        ("/admin/messages/nope/not-a-code".to_owned(), json!({}), "VALIDATION_FAILED"),
+        (said.clone(), json!({ "not_a_code": "yes" }), "VALIDATION_FAILED"),
+    ] {
+        let r = admin.post(&path, &body).await.expect("post");
+        assert_eq!(r.json()["error"]["code"], code, "{path} {body}: {:?}", r.json());
+    }
+}

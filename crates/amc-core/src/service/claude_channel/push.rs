@@ -467,6 +467,7 @@ mod tests {
             redacted: Vec::new(),
             secrets: Vec::new(),
             secret_spans: Vec::new(),
+            not_a_code: false,
         }
     }
 
