@@ -207,16 +207,18 @@ const STRONG: &[&str] = &[
     "freischaltcode",
     // Italian
     "codice di verifica", "codice di sicurezza", "non condividere", "codice di accesso",
-    "codice monouso", "non comunicarlo", "non comunicare",
+    "codice monouso", "non comunicarlo", "non comunicare", "never give", "do not give",
+    "don't give", "never read this out", "no se lo pases", "ne le transmettez", "ne le donnez",
+    "niemals weitergeben", "nicht weitergeben", "nunca partilhe", "nunca compartilhe",
     // Dutch
     "verificatiecode", "beveiligingscode", "deel deze code", "inlogcode", "eenmalige",
     // Chinese
-    "验证码", "驗證碼", "校验码", "校驗碼", "动态码", "動態碼", "认证码", "認證碼", "安全码", "请勿泄露", "請勿洩露", "请勿转告", "請勿轉告", "勿告知", "切勿", "登录码",
+    "验证码", "驗證碼", "校验码", "校驗碼", "动态码", "動態碼", "认证码", "認證碼", "安全码", "请勿泄露", "請勿洩露", "请勿转告", "請勿轉告", "勿告知", "请勿告诉", "勿告诉", "請勿向任何人", "勿告訴", "切勿", "登录码",
     "登入碼",
     // Japanese
     "認証コード", "確認コード", "認証番号", "確認番号", "ワンタイム", "セキュリティコード", "パスコード", "ログインコード", "本人確認", "教えないで",
     // Korean
-    "인증번호", "인증 번호", "인증코드", "인증 코드", "보안코드", "보안 코드", "확인 코드", "확인코드", "타인에게", "본인확인",
+    "인증번호", "인증 번호", "인증코드", "인증 코드", "보안코드", "보안 코드", "확인 코드", "확인코드", "타인에게", "본인확인", "알려주지 마", "누구에게도",
     // Thai
     "รหัสยืนยัน", "รหัส otp", "ห้ามบอก", "รหัสผ่านครั้งเดียว", "รหัสotp",
     // Russian, Polish
@@ -250,7 +252,7 @@ const CODE_WORDS: &[&str] = &[
     "code", "codes", "código", "codigo", "codice", "kod", "kode", "koden", "koodi", "koodisi",
     "kodunuz", "pin", "tan", "clave", "пароль", "код",
     "κωδικ", "رمز", "كود", "mã", "コード", "코드", "รหัส", "码", "碼", "kód", "kódod", "kódja", "codul",
-    "کد", "קוד", "কোড", "कोड", "โค้ด", "tac", "token",
+    "کد", "קוד", "কোড", "कोड", "โค้ด", "tac", "token", "口令", "確認キー",
     // A password is a secret too ("Wi-Fi password: hunter22", "Haslo do logowania: …").
     "password", "passwort", "contraseña", "senha", "mot de passe", "şifre", "sifre", "şifreniz",
     "sifreniz", "hasło", "haslo",
@@ -274,7 +276,9 @@ const NOT_SECRET: &[&str] = &[
     "voucher code", "code promo", "code postal", "código postal", "codigo postal",
     "código promocional", "codice sconto", "codice postale", "gutscheincode", "rabattcode",
     "postleitzahl", "code review", "morse code", "tax code", "booking code", "tracking code",
-    "code freeze", "lobby code", "room code", "game code", "invite code", "party code", "friend code",
+    "code freeze", "zip codes", "postal codes", "codes postaux", "codici postali", "kode pos",
+    "sort code", "game pin", "pin del juego", "pin de juego", "pin partita", "pin игры", "mã phòng",
+    "邮编", "郵便番号", "우편번호", "lobby code", "room code", "game code", "invite code", "party code", "friend code",
     "クーポンコード", "쿠폰코드", "쿠폰 코드", "优惠码", "優惠碼", "兑换码", "兌換碼", "codice sconto",
     // Chinese for a number (a phone's, a room's, an order's), for source code, for an encoding.
     "号码", "號碼", "代码", "代碼", "编码", "編碼",
@@ -336,7 +340,8 @@ const UNITS: &[&str] = &[
 const OFFERS: &[&str] = &[
     "checkout", "% off", "discount", "coupon", "promo", "sale", "offer", "voucher", "descuento",
     "rabatt", "réduction", "sconto", "desconto", "remise", "% de", "gratis", "off your",
-    "profitez", "d'achat",
+    "profitez", "d'achat", "free ", "ahorra", "compra", "rebajas", "spar ", "sparen", "bezahlen",
+    "poupe", "economize", "rabat", "rabatu", "zniżk", "छूट", "risparmia", "économisez", "€ off", "$ off",
 ];
 
 /// Words that name what a number identifies (an order, a booking, a parcel, a flight, a
@@ -392,28 +397,43 @@ fn reference_before(lower: &str, at: &Range<usize>) -> bool {
     while !lower.is_char_boundary(from) {
         from -= 1;
     }
-    let window = &lower[from..at.start];
-    // Words before another number name that one.
-    let window = window.rfind(|c: char| c.is_ascii_digit()).map_or(window, |d| &window[d + 1..]);
-    let last_end = |words: &[&str], whole: bool| {
-        words
-            .iter()
-            .filter_map(|w| {
-                window
-                    .match_indices(w)
-                    .filter(|(i, _)| !whole || word_starts(window, *i, w))
-                    .map(|(i, _)| i + w.len())
-                    .last()
-            })
+    let mut window = &lower[from..at.start];
+    // Words before another number name that one, unless this one continues its list
+    // ("ZIP codes 94121, 94122 and 94116", "codes postaux 13001 à 13016"): then the words
+    // before the list's first number name it.
+    for _ in 0..8 {
+        let Some(d) = window.rfind(|c: char| c.is_ascii_digit()) else { break };
+        let between = window[d + 1..]
+            .trim_matches(|c: char| c.is_whitespace() || matches!(c, ',' | '-' | '–' | '/' | '&' | '、'));
+        if !LIST_WORDS.contains(&between) {
+            window = &window[d + 1..];
+            break;
+        }
+        window = &window[..window[..d].rfind(|c: char| !c.is_ascii_digit()).map_or(0, |p| p + 1)];
+    }
+    // Where the last word of each list ends in the window: one pass of its automaton.
+    let last_end = |list: List| {
+        let words = list.words();
+        AUTOMATA[list as usize]
+            .find_overlapping_iter(window)
+            .filter(|m| word_starts(window, m.start(), words[m.pattern().as_usize()]))
+            .map(|m| m.end())
             .max()
     };
-    let Some(reference) = [REFERENCES, NOT_SECRET].into_iter().filter_map(|list| last_end(list, true)).max() else {
+    let Some(reference) = [List::References, List::NotSecret].into_iter().filter_map(last_end).max() else {
         return false;
     };
-    let secret = [STRONG, CODE_WORDS, ENTER].into_iter().filter_map(|list| last_end(list, true)).max();
+    let secret = [List::Strong, List::CodeWords, List::Enter].into_iter().filter_map(last_end).max();
     // "promo code 9193": the reference ends where its word for code does.
     secret.is_none_or(|s| reference >= s)
 }
+
+/// What joins the numbers of a list ("94121, 94122 and 94116"): a list's numbers share what
+/// names the first.
+#[rustfmt::skip]
+const LIST_WORDS: &[&str] = &[
+    "", "and", "or", "y", "o", "et", "ou", "und", "oder", "e", "à", "a", "to", "bis", "al", "и", "和", "及",
+];
 
 /// Whether the word `w` found at `i` in `text` starts a word there (a Latin word is not
 /// taken inside another: "order" in "border").
@@ -422,13 +442,32 @@ fn word_starts(text: &str, i: usize, w: &str) -> bool {
         || !text[..i].chars().next_back().is_some_and(char::is_alphanumeric)
 }
 
+/// The words that leave no doubt, but for a booking's "confirmation code" ([`STRONG`]
+/// holds them too).
+#[rustfmt::skip]
+const CONFIRMATIONS: &[&str] = &[
+    "confirmation code", "code de confirmation", "código de confirmación", "codigo de confirmacion",
+    "código de confirmação", "bestätigungscode", "codice di conferma",
+];
+
+/// Words of a booking, a table, a stay or a trip: beside them, "confirmation code" names
+/// the booking ([`CONFIRMATIONS`]).
+#[rustfmt::skip]
+const BOOKINGS: &[&str] = &[
+    "booking", "booked", "reservation", "reserved", "table", "party of", "check-in", "check in",
+    "flight", "trip", "hotel", "stay", "spa", "appointment", "itinerary", "seats", "your order",
+    "reserva", "réservation", "buchung", "prenotazione", "予約", "预订", "預訂", "예약",
+];
+
 /// Words that ask for something to be entered or typed: a code right after one is the
 /// code ("enter R7ZK-Q2 to confirm").
 #[rustfmt::skip]
 const ENTER: &[&str] = &[
     "enter", "entering", "type", "input", "introduce", "introduzca", "ingresa", "ingrese",
     "saisissez", "saisir", "entrez", "eingeben", "geben sie", "inserisci", "digite", "insira",
-    "informe", "voer", "введите", "wpisz", "girin", "入力", "输入", "輸入", "입력",
+    "informe", "voer", "введите", "wpisz", "girin", "入力", "输入", "輸入", "입력", "tapez", "typing",
+    "ingresando", "introduciendo", "inserendo", "inserindo", "digitando", "saisissant", "eingeben",
+    "gib", "geben", "inserisci", "introduza", "entre com",
 ];
 
 /// Words for a password: what follows one, within a few words, and looks like one (letters
@@ -438,7 +477,9 @@ const ENTER: &[&str] = &[
 const PASSWORD_WORDS: &[&str] = &[
     "password", "passwort", "initialpasswort", "einmalpasswort", "contraseña", "contrasena",
     "clave", "senha", "mot de passe", "wachtwoord", "пароль", "hasło", "haslo", "şifre", "sifre",
-    "pwd", "palavra-passe", "code wifi", "code wi-fi", "wifi code", "wi-fi code", "パスワード", "密码",
+    "pwd", "palavra-passe", "passphrase", "kennwort", "startpasswort", "wlan-schlüssel",
+    "wlan-schluessel", "pass:", "pw:", "key:", "clé :", "clé:", "chiave wi-fi", "chiave wifi",
+    "wi-fi key", "wifi key", "network key", "mật khẩu", "كلمة المرور", "पासवर्ड", "code wifi", "code wi-fi", "wifi code", "wi-fi code", "パスワード", "密码",
     "密碼", "비밀번호", "비번", "암호",
 ];
 
@@ -448,7 +489,8 @@ const PASSWORD_WORDS: &[&str] = &[
 /// link or an address is none.
 fn passwords(text: &str, lower: &str) -> Vec<Range<usize>> {
     let mut out: Vec<Range<usize>> = Vec::new();
-    for (word_at, w) in PASSWORD_WORDS.iter().flat_map(|w| lower.match_indices(w).map(move |(i, _)| (i, *w))) {
+    let found = AUTOMATA[List::Passwords as usize].find_overlapping_iter(lower);
+    for (word_at, w) in found.map(|m| (m.start(), PASSWORD_WORDS[m.pattern().as_usize()])) {
         if !word_starts(lower, word_at, w) {
             continue;
         }
@@ -461,38 +503,64 @@ fn passwords(text: &str, lower: &str) -> Vec<Range<usize>> {
         }
         at += rest;
         for _ in 0..8 {
+            // What stands before the token: a colon or an opening quote introduces it.
             let skip = lower[at..]
-                .find(|c: char| !(c.is_whitespace() || matches!(c, ':' | '：' | '=' | '"' | '“' | '「')))
+                .find(|c: char| {
+                    !(c.is_whitespace()
+                        || matches!(c, ':' | '：' | '=')
+                        || OPENING.contains(&c)
+                        || CLOSING.contains(&c))
+                })
                 .unwrap_or(lower.len() - at);
+            let between = &lower[at..at + skip];
+            let introduced = between.contains([':', '：', '=']);
+            // A quote opens the token only after a space or a colon, not inside a word
+            // ("l'intranet").
+            let quoted = between.char_indices().any(|(i, c)| {
+                OPENING.contains(&c)
+                    && !matches!(c, '(' | '（')
+                    && (i > 0
+                        || lower[..at].chars().next_back().is_none_or(|p| p.is_whitespace() || matches!(p, ':' | '：')))
+            });
             at += skip;
-            let end = at
-                + lower[at..]
-                    .find(|c: char| c.is_whitespace() || matches!(c, '」' | '"' | '”' | '）'))
-                    .unwrap_or(lower.len() - at);
+            // Words of another script stand between as any word ("密碼（不含括號）：", "كلمة المرور المؤقتة").
+            let foreign = lower[at..]
+                .chars()
+                .take_while(|c| c.is_alphabetic() && !is_password_char(*c))
+                .map(char::len_utf8)
+                .sum::<usize>();
+            if foreign > 0 {
+                at += foreign;
+                continue;
+            }
+            let end = at + lower[at..].find(|c: char| !is_password_char(c)).unwrap_or(lower.len() - at);
             let token = &text[at..end];
-            let token = token.trim_end_matches(['.', ',', ';', ')', '(', '。', '，', '、', '!']);
+            let token = token
+                .trim_end_matches(|c: char| matches!(c, '.' | ',' | ';' | ')' | '(' | '!') || CLOSING.contains(&c));
+            let token = if quoted { token } else { token.trim_end_matches([':']) };
             if token.is_empty() {
                 break;
             }
-            // A word (letters, an apostrophe, a hyphen, a colon after) stands between.
-            let word = token.trim_end_matches([':', '：']);
-            if word.chars().all(|c| c.is_alphabetic() || c == '\'' || c == '-') {
-                // "clave de reservación es QTZ4KP" names a booking, not a password.
-                // An account's password is one ("la password del tuo account è: …").
-                let reference = REFERENCES.iter().filter(|r| !ACCOUNTS.contains(r)).any(|r| lower[at..].starts_with(r));
-                if word.chars().count() > 14 || reference {
-                    break;
-                }
-                at = end;
-                continue;
-            }
+            let n = token.chars().count();
             let letters = token.chars().filter(|c| c.is_alphabetic()).count();
             let digits = token.chars().filter(|c| c.is_ascii_digit()).count();
-            let symbols = token.chars().filter(|c| !c.is_alphanumeric()).count();
-            let n = token.chars().count();
-            let looks = (6..=40).contains(&n)
-                && ((letters > 0 && (digits > 0 || symbols > 0)) || (digits >= 8 && letters == 0 && symbols == 0))
-                && token.chars().all(|c| c.is_ascii_graphic())
+            let symbols = token.chars().filter(|c| !c.is_alphanumeric() && *c != '-').count();
+            let hyphens = token.chars().filter(|c| *c == '-').count();
+            let plain = letters == n;
+            // A word (letters, an apostrophe, a hyphen, a colon after) stands between,
+            // unless a colon or a quote introduces it as the password: "Wachtwoord:
+            // 'molen-tulp-polder'", "password is \"QWMXTRBLDF\"".
+            let capitals_inside = token.chars().skip(1).any(char::is_uppercase);
+            let given = (introduced || quoted) && n >= 6 && (quoted || hyphens > 0 || (capitals_inside && !plain));
+            let named = !(introduced || quoted)
+                && symbols == 0
+                && token.starts_with(|c: char| c.is_uppercase())
+                && token.trim_end_matches(|c: char| c.is_ascii_digit()).chars().skip(1).all(char::is_lowercase);
+            let looks = !named
+                && (6..=64).contains(&n)
+                && ((letters > 0 && (digits > 0 || symbols > 0))
+                    || (digits >= 8 && letters == 0 && symbols == 0)
+                    || given)
                 && !token.contains("://")
                 && !is_email(token)
                 && !token.starts_with("www.");
@@ -503,10 +571,38 @@ fn passwords(text: &str, lower: &str) -> Vec<Range<usize>> {
                 }
                 break;
             }
-            break;
+            let word = token.trim_end_matches([':', '：']);
+            // A name with a number ("Play24", "o2") is a word too.
+            let name = word.chars().count() <= 4
+                || (word.starts_with(|c: char| c.is_uppercase())
+                    && word.trim_end_matches(|c: char| c.is_ascii_digit()).chars().skip(1).all(char::is_lowercase));
+            if !(word.chars().all(|c| c.is_alphabetic() || c == '\'' || c == '-') || (name && symbols == 0)) {
+                break;
+            }
+            // "clave de reservación es QTZ4KP" names a booking, not a password.
+            // An account's password is one ("la password del tuo account è: …").
+            let reference = REFERENCES.iter().filter(|r| !ACCOUNTS.contains(r)).any(|r| lower[at..].starts_with(r));
+            if word.chars().count() > 14 || reference {
+                break;
+            }
+            // A colon after the word introduces what follows.
+            at += word.len();
         }
     }
     out
+}
+
+/// Quotes and brackets that may open a password ("password «Luna%Verde%Roja»").
+const OPENING: &[char] = &['"', '\'', '“', '‘', '„', '«', '「', '『', '[', '【', '(', '（'];
+
+/// Quotes and brackets that may close one.
+const CLOSING: &[char] = &['"', '\'', '”', '’', '»', '」', '』', ']', '】', ')', '“', '）'];
+
+/// A character a password holds: visible ASCII but the quotes and brackets around it, and
+/// Latin letters ("Ipê-Amarelo-88"); never a space nor the script of the words around it
+/// ("cht5k8q2ma，請登入後變更").
+fn is_password_char(c: char) -> bool {
+    ((c.is_ascii_graphic() && !CLOSING.contains(&c)) || (c.is_alphabetic() && u32::from(c) < 0x0250)) && c != '，'
 }
 
 /// The words for an account among [`REFERENCES`]: between a word for a password and the
@@ -561,7 +657,7 @@ pub fn find(text: &str, short_code: bool) -> Vec<Found> {
     let web = text.contains("://")
         || text.as_bytes().windows(4).any(|w| w.eq_ignore_ascii_case(b"www."))
         || (text.contains('/') && text.contains('.'));
-    if runs.is_empty() && apple.is_empty() && !web && !text.bytes().any(|b| !b.is_ascii_alphanumeric() && b != b' ') {
+    if runs.is_empty() && apple.is_empty() && !web && !PASSWORD_WORD.is_match(text) {
         return Vec::new();
     }
     let lower = lower_in_place(text);
@@ -573,15 +669,29 @@ pub fn find(text: &str, short_code: bool) -> Vec<Found> {
             found.push(Found { kind: SecretKind::Code, at, rule: Rule::OriginBound });
         }
     }
-    let strong = places(&lower, List::Strong);
+    let mut strong = places(&lower, List::Strong);
     let offer = strong.is_empty() && !places(&lower, List::Offers).is_empty();
+    let entering = places(&lower, List::Enter);
+    // A booking's "confirmation code" names the booking: where the only words that leave
+    // no doubt are those, beside a booking's words, and nothing asks to sign in or enter
+    // a code, they are a reference's.
+    let confirmations = places(&lower, List::Confirmation);
+    let booking = !confirmations.is_empty()
+        && strong.iter().all(|at| confirmations.contains(at))
+        && !places(&lower, List::Booking).is_empty()
+        && entering.is_empty()
+        && places(&lower, List::SignIn).is_empty();
+    if booking {
+        strong.clear();
+    }
     let other_codes = spans(&lower, List::NotSecret);
     let code_words = places(&lower, List::CodeWords);
     let mut weak: Vec<usize> = code_words
         .iter()
         .copied()
         .chain(places(&lower, List::SignIn))
-        .filter(|&at| !offer && !other_codes.iter().any(|r| r.contains(&at)))
+        .chain(entering.iter().copied())
+        .filter(|&at| !offer && !booking && !other_codes.iter().any(|r| r.contains(&at)))
         .collect();
     weak.sort_unstable();
     // Where a word for code stands, of any kind: the words can name a candidate as the code
@@ -591,8 +701,10 @@ pub fn find(text: &str, short_code: bool) -> Vec<Found> {
     // A short code's numbers are codes when its message asks for a code at all (a word for
     // code, for signing in or for entering one), or is hardly more than the number ("4471",
     // "Code: 60 18 42"): its other numbers (a deposit's, a parcel's, a flight's) are none.
-    let short_code = short_code && (!named.is_empty() || !weak.is_empty() || text.split_whitespace().count() <= 3);
-    for c in runs {
+    let short_code =
+        short_code && !booking && (!named.is_empty() || !weak.is_empty() || text.split_whitespace().count() <= 3);
+    // A booking's message names its codes by the booking (above): none of them is a secret.
+    for c in runs.into_iter().filter(|_| !booking) {
         // A number in an address is part of it (an article's, a question's id): an address
         // holds a secret only as a whole sign-in link, found above.
         if found.iter().any(|f| overlaps(&f.at, &c.at)) || addresses.iter().any(|a| overlaps(a, &c.at)) {
@@ -640,8 +752,8 @@ pub fn find(text: &str, short_code: bool) -> Vec<Found> {
                     || matches!(said(), Some(true))
                     || (said() == Some(false) && chars() >= 6 && !offer)
                     || ((entered_right_before(&lower[..c.at.start]) || entered_right_after(&lower[c.at.end..]))
-                        && !(weak.is_empty() && strong.is_empty())
-                        && !offer)
+                        && !offer
+                        && !booking)
             }
             Shape::Word | Shape::Long => match said() {
                 Some(told) => told || near_strong,
@@ -877,11 +989,27 @@ enum List {
     Offers,
     LinkContext,
     NotSecret,
+    Enter,
+    Confirmation,
+    Booking,
+    References,
+    Passwords,
 }
 
 impl List {
-    const ALL: [List; 6] =
-        [List::Strong, List::CodeWords, List::SignIn, List::Offers, List::LinkContext, List::NotSecret];
+    const ALL: [List; 11] = [
+        List::Strong,
+        List::CodeWords,
+        List::SignIn,
+        List::Offers,
+        List::LinkContext,
+        List::NotSecret,
+        List::Enter,
+        List::Confirmation,
+        List::Booking,
+        List::References,
+        List::Passwords,
+    ];
 
     fn words(self) -> &'static [&'static str] {
         match self {
@@ -891,9 +1019,24 @@ impl List {
             List::Offers => OFFERS,
             List::LinkContext => LINK_CONTEXT,
             List::NotSecret => NOT_SECRET,
+            List::Enter => ENTER,
+            List::Confirmation => CONFIRMATIONS,
+            List::Booking => BOOKINGS,
+            List::References => REFERENCES,
+            List::Passwords => PASSWORD_WORDS,
         }
     }
 }
+
+/// Whether a text may hold a word for a password, in any letter case: the look that lets
+/// a message with no number and no link pass without more (a table computed from
+/// [`PASSWORD_WORDS`] the first time, never written after).
+static PASSWORD_WORD: std::sync::LazyLock<aho_corasick::AhoCorasick> = std::sync::LazyLock::new(|| {
+    aho_corasick::AhoCorasick::builder()
+        .ascii_case_insensitive(true)
+        .build(PASSWORD_WORDS)
+        .unwrap_or_else(|e| unreachable!("word lists build: {e}"))
+});
 
 /// Each list's automaton (Aho-Corasick), in the order of [`List::ALL`]: a table computed
 /// from the constants above the first time a text is read, never written after.
@@ -1155,6 +1298,19 @@ fn candidates(text: &str) -> Vec<Candidate> {
         let digit_at = |k: usize| chars.get(k).is_some_and(|(_, c)| is_digit(*c));
         // How many digits follow position k.
         let digits_from = |k: usize| chars[k.min(chars.len())..].iter().take_while(|(_, c)| is_digit(*c)).count();
+        // Digits, a hyphen, then capitals and digits: "731-9KD", as some services write codes.
+        let alnum = |k: usize| chars[k.min(chars.len())..].iter().take_while(|(_, c)| is_code_char(*c)).count();
+        if word.chars().all(is_digit) && (3..=4).contains(&(j - i)) && after == Some('-') && digit_at(j + 1) {
+            let n = alnum(j + 1);
+            let tail = &chars[j + 1..j + 1 + n];
+            let capitals = tail.iter().all(|(_, c)| c.is_ascii_uppercase() || c.is_ascii_digit());
+            if (2..=4).contains(&n) && capitals && tail.iter().any(|(_, c)| c.is_ascii_uppercase()) {
+                let end = chars.get(j + 1 + n).map_or(text.len(), |(b, _)| *b);
+                out.push(Candidate { at: start..end, shape: Shape::Capitals });
+                i = j + 1 + n;
+                continue;
+            }
+        }
         if word.chars().all(is_digit) {
             // Groups after the same mark, one each time (a space, a hyphen, an invisible
             // one): "482 913", "48 17 63", "6093-71", "2 81 49 06".
@@ -1190,7 +1346,7 @@ fn candidates(text: &str) -> Vec<Candidate> {
             let part_of_more =
                 joined(before, i.checked_sub(2)) || joined(next, Some(last + 1)) || comma_after || chained;
             // A card's or an account's last digits, the rest masked: "*3390", "...4417", "••8803".
-            let masked = matches!(before, Some('*' | '•' | '·' | '…' | 'x' | 'X'))
+            let masked = matches!(before, Some('*' | '•' | '·' | '…' | 'x' | 'X' | '〒'))
                 || (before == Some('.') && i.checked_sub(2).is_some_and(|k| chars[k].1 == '.'));
             let currency = |c: char| matches!(c, '$' | '€' | '£' | '¥' | '₹' | '₩');
             let money = before.is_some_and(currency)
@@ -1230,7 +1386,11 @@ fn candidates(text: &str) -> Vec<Candidate> {
         {
             // A key of letters before the hyphen names a ticket or a standard ("AMC-1234").
             let second = &chars[j + 1..j + 1 + n];
-            let has_digit = word.chars().any(|c| c.is_ascii_digit()) && second.iter().any(|(_, c)| c.is_ascii_digit());
+            // Digits and capitals in the two groups together, but not a key of letters and a
+            // number ("AMC-1234", "ISO-8601").
+            let key = !word.chars().any(|c| c.is_ascii_digit()) && second.iter().all(|(_, c)| c.is_ascii_digit());
+            let has_digit =
+                (word.chars().any(|c| c.is_ascii_digit()) || second.iter().any(|(_, c)| c.is_ascii_digit())) && !key;
             // A third group ("KC7R-29XQ-M4T") makes it a voucher's or a product's key.
             let third = chars.get(j + 1 + n).is_some_and(|(_, c)| *c == '-') && group(j + 2 + n).is_some();
             if has_digit && !third && (letters > 0 || second.iter().any(|(_, c)| c.is_ascii_alphabetic())) {
@@ -1328,7 +1488,7 @@ const LINK_CONTEXT: &[&str] = &[
     "connecter", "recuperar", "validez", "valide", "verifica", "conferma", "anmeldelink",
     "nur einmal", "wachtwoord", "inloggen", "пароль", "войти", "hasło", "haslo", "şifre",
     "パスワード", "再設定", "ログイン", "密码", "密碼", "重置", "重設", "登录", "登入", "验证", "驗證",
-    "비밀번호", "재설정", "로그인", "인증",
+    "비밀번호", "재설정", "로그인", "인증", "sıfırla", "şifreni", "şifrenizi",
 ];
 
 /// Hosts whose links name a document, a place, a post or a video, never who signs in:
