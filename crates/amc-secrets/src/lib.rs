@@ -145,6 +145,8 @@ pub enum Rule {
     LinkAddress,
     /// A link the words around call a sign-in, reset or verification link.
     LinkWords,
+    /// The rules failed on this text: all of it is hidden.
+    Unread,
 }
 
 impl Rule {
@@ -161,6 +163,7 @@ impl Rule {
             Rule::Repeated => "repeated",
             Rule::LinkAddress => "link_address",
             Rule::LinkWords => "link_words",
+            Rule::Unread => "unread",
         }
     }
 
@@ -177,6 +180,7 @@ impl Rule {
             Rule::Repeated => "the same code again",
             Rule::LinkAddress => "a link whose address signs in or resets, with a token",
             Rule::LinkWords => "a link the words around call a sign-in or reset link",
+            Rule::Unread => "AMC could not read this message for codes, so it hides all of it",
         }
     }
 }
@@ -409,7 +413,9 @@ fn reference_before(lower: &str, at: &Range<usize>) -> bool {
             window = &window[d + 1..];
             break;
         }
-        window = &window[..window[..d].rfind(|c: char| !c.is_ascii_digit()).map_or(0, |p| p + 1)];
+        // Back to the start of that number (after the character before it, of any width).
+        let number = window[..d].char_indices().rev().find(|(_, c)| !c.is_ascii_digit());
+        window = &window[..number.map_or(0, |(p, c)| p + c.len_utf8())];
     }
     // Where the last word of each list ends in the window: one pass of its automaton.
     let last_end = |list: List| {
@@ -651,6 +657,15 @@ pub fn is_short_code_sender(sender: &str) -> bool {
 /// The secrets in `text`, in order, none overlapping. `short_code`: the sender is a short
 /// code ([`is_short_code_sender`]), whose numbers are codes whatever the words.
 pub fn find(text: &str, short_code: bool) -> Vec<Found> {
+    // The rules are tested on texts made to break them (`no_text_makes_the_finder_panic`);
+    // should one still fail on a text, the whole text is hidden rather than the message
+    // lost or given whole.
+    std::panic::catch_unwind(|| find_in(text, short_code))
+        .unwrap_or_else(|_| vec![Found { kind: SecretKind::Code, at: 0..text.len(), rule: Rule::Unread }])
+}
+
+/// [`find`], the rules themselves.
+fn find_in(text: &str, short_code: bool) -> Vec<Found> {
     // Most messages hold neither a run that could be a code nor a link: one pass tells.
     let runs = candidates(text);
     let apple = apple_codes(text);
@@ -1935,6 +1950,98 @@ mod tests {
             "DHL: Shipment 48213 arrives Thursday."
         );
         assert_eq!(hide("Code: 60 18 42", &find("Code: 60 18 42", true)), format!("Code: {CODE_MARKER}"));
+    }
+
+    #[test]
+    fn no_text_makes_the_finder_panic() {
+        // Texts made of what the rules look at: digits of two widths, separators, words
+        // for codes, references and passwords, quotes, CJK, invisible characters and
+        // emoji, in every order (a fixed generator: the same texts every run).
+        const PARTS: &[&str] = &[
+            "4",
+            "82",
+            "913",
+            "５",
+            "-",
+            " ",
+            ",",
+            "、",
+            "，",
+            "：",
+            ":",
+            "\u{AD}",
+            "\u{200B}",
+            "邮编",
+            "编号",
+            "码",
+            "code",
+            "codes",
+            "zip",
+            " and ",
+            "à",
+            "password",
+            "passwort",
+            "密碼",
+            "パスワード",
+            "「",
+            "」",
+            "«",
+            "»",
+            "\"",
+            "'",
+            "(",
+            "（",
+            "[",
+            "]",
+            "ending in ",
+            "*",
+            "...",
+            "〒",
+            "enter ",
+            "입력",
+            "を入力",
+            "![",
+            "<img",
+            "A7K",
+            "9KD",
+            "é",
+            "🙂",
+            "\n",
+            "https://bit.ly/",
+            "reset your password ",
+            "booking ",
+            "confirmation code ",
+            "G-",
+            "#",
+            "@example.com ",
+            "verification code ",
+            "Reply STOP to ",
+            "İ",
+            "\u{212A}",
+        ];
+        let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        for _ in 0..20_000 {
+            let len = 1 + next(14);
+            let text: String = (0..len).map(|_| PARTS[next(PARTS.len())]).collect();
+            for short_code in [false, true] {
+                let found = find(&text, short_code);
+                assert!(found.iter().all(|f| f.rule != Rule::Unread), "the rules failed on {text:?}");
+                // What is found lies on the text's character boundaries, in order, apart.
+                for pair in found.windows(2) {
+                    assert!(pair[0].at.end <= pair[1].at.start, "{text:?}: {found:?}");
+                }
+                for f in &found {
+                    assert!(text.is_char_boundary(f.at.start) && text.is_char_boundary(f.at.end), "{text:?}: {f:?}");
+                }
+                let _ = hide(&text, &found);
+            }
+        }
     }
 
     #[test]
