@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -13,6 +14,47 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / "tests" / "fixtures" / "spec"
+
+
+FENCE = re.compile(r"⟦untrusted ([0-9a-f]{16})⟧(.*)⟦/untrusted \1⟧", re.S)
+LABELS = {"integrity": "untrusted", "confidentiality": "private"}
+
+
+def _unfence(value, nonces: set):
+    """`value` (a result's text form, parsed) with each fence taken off, checked to stand
+    around exactly the texts of others (`untrusted_content`), each with the result's nonce."""
+    if isinstance(value, list):
+        return [_unfence(v, nonces) for v in value]
+    if not isinstance(value, dict):
+        return value
+    out = {}
+    theirs = {"text", "body", "snippet"} if value.get("untrusted_content") is True else set()
+    if isinstance(value.get("message"), dict) and value["message"].get("untrusted_content") is True:
+        theirs.add("excerpt")
+    for key, v in value.items():
+        if key in theirs and isinstance(v, str):
+            m = FENCE.fullmatch(v)
+            assert m, f"{key} of another's message is fenced: {v!r}"
+            nonces.add(m.group(1))
+            out[key] = m.group(2)
+        else:
+            assert not (isinstance(v, str) and v.startswith("⟦untrusted ")), f"only others' text is fenced: {v!r}"
+            out[key] = _unfence(v, nonces)
+    return out
+
+
+def text_form(result) -> str:
+    """Checks a tool result's text: pretty-printed JSON that is its structured content with
+    others' text fenced under one nonce, and labelled in `_meta` when it succeeded."""
+    text = result.content[0].text
+    parsed = json.loads(text)
+    assert text == json.dumps(parsed, indent=2, ensure_ascii=False), "pretty-printed JSON"
+    nonces: set = set()
+    assert _unfence(parsed, nonces) == result.structured_content
+    assert len(nonces) <= 1, nonces
+    if not result.is_error:
+        assert (result.meta or {}).get("amc/labels") == LABELS, result.meta
+    return text
 
 
 def amc_binary() -> str:

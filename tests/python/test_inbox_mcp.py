@@ -16,7 +16,7 @@ import pytest
 from mcp import Client, ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from conftest import Daemon, amc_binary
+from conftest import Daemon, amc_binary, text_form
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
 
@@ -47,7 +47,7 @@ def envelope(result) -> dict:
     """The error envelope of a failed call, checked to be the same in text and structure."""
     assert result.is_error, result
     structured = result.structured_content
-    assert json.loads(result.content[0].text) == structured
+    text_form(result)
     err = structured["error"]
     assert set(err) == {"code", "message", "status"} and err["message"]
     return err
@@ -55,9 +55,7 @@ def envelope(result) -> dict:
 
 def ok(result) -> dict:
     assert not result.is_error, result
-    text = result.content[0].text
-    assert json.loads(text) == result.structured_content
-    assert text == json.dumps(result.structured_content, indent=2, ensure_ascii=False), "pretty-printed JSON"
+    text_form(result)
     return result.structured_content
 
 

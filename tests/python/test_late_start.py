@@ -16,7 +16,7 @@ from mcp import Client, ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
 from mcp.client.subscriptions import ToolsListChanged
 
-from conftest import SPEC, Daemon, amc_binary
+from conftest import SPEC, Daemon, amc_binary, text_form
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
 
@@ -54,7 +54,7 @@ def an_agent(data: Path) -> str:
 def unavailable(result) -> dict:
     assert result.is_error, result
     err = result.structured_content["error"]
-    assert json.loads(result.content[0].text) == result.structured_content
+    text_form(result)
     return err
 
 

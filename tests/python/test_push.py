@@ -16,9 +16,9 @@ import pytest
 from mcp import Client, ClientSession, StdioServerParameters
 from mcp.client import NotificationBinding
 from mcp.client.stdio import stdio_client
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
-from conftest import Daemon, amc_binary
+from conftest import LABELS, Daemon, amc_binary
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
 
@@ -34,6 +34,19 @@ def anyio_backend():
 class ChannelEvent(BaseModel):
     content: str
     meta: dict[str, str] = {}
+    labels: dict = Field(default={}, alias="_meta")
+
+
+def unfenced(event: ChannelEvent) -> ChannelEvent:
+    """The event with another person's text taken out of its fence, checked to be there
+    (with a nonce of its own) for others' messages only, and the labels with it."""
+    m = re.fullmatch(r"⟦untrusted ([0-9a-f]{16})⟧(.*?)⟦/untrusted \1⟧(.*)", event.content, re.S)
+    if event.meta.get("untrusted_content") == "true":
+        assert m, f"another's text is fenced: {event.content!r}"
+        assert event.labels.get("amc/labels") == LABELS, event.labels
+        return event.model_copy(update={"content": m.group(2) + m.group(3)})
+    assert not m, f"only another's text is fenced: {event.content!r}"
+    return event
 
 
 @asynccontextmanager
@@ -42,7 +55,7 @@ async def pushed(data_dir: Path, token: str, *extra: str):
     got: asyncio.Queue[ChannelEvent] = asyncio.Queue()
 
     async def on_event(params: ChannelEvent) -> None:
-        got.put_nowait(params)
+        got.put_nowait(unfenced(params))
 
     env = {"AMC_DATA_DIR": str(data_dir), "PATH": os.environ.get("PATH", ""),
            "AMC_BEARER_TOKEN": token, "AMC_AGENT_ID": "claude"}

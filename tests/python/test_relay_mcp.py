@@ -14,7 +14,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from conftest import SPEC, Daemon, amc_binary
+from conftest import SPEC, Daemon, amc_binary, text_form
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
 
@@ -40,7 +40,7 @@ async def relay(data_dir: Path, token: str, agent_id: str, errlog=None, log: str
 async def call(s: ClientSession, tool: str, **args) -> dict:
     r = await s.call_tool(tool, args)
     assert not r.is_error, (tool, r.structured_content)
-    assert json.loads(r.content[0].text) == r.structured_content
+    text_form(r)
     return r.structured_content
 
 
@@ -48,7 +48,7 @@ async def fail(s: ClientSession, tool: str, **args) -> str:
     r = await s.call_tool(tool, args)
     assert r.is_error, (tool, r.structured_content)
     err = r.structured_content["error"]
-    assert json.loads(r.content[0].text) == r.structured_content
+    text_form(r)
     return err["code"]
 
 

@@ -242,7 +242,14 @@ mod tests {
         assert_eq!(other["result"]["structuredContent"]["messages"][0]["untrusted_content"], true);
         let text: Value =
             serde_json::from_str(other["result"]["content"][0]["text"].as_str().expect("text")).expect("JSON");
-        assert_eq!(text, other["result"]["structuredContent"], "the text is the same page");
+        // The same page, another agent's body fenced ([`crate::fence`]).
+        let body = text["messages"][0]["body"].as_str().expect("body");
+        let nonce = body.strip_prefix("⟦untrusted ").and_then(|b| b.split_once('⟧')).map(|(n, _)| n).expect("fenced");
+        assert_eq!(body, format!("⟦untrusted {nonce}⟧hi \"there\"⟦/untrusted {nonce}⟧"));
+        let mut unfenced = text.clone();
+        unfenced["messages"][0]["body"] = json!("hi \"there\"");
+        assert_eq!(unfenced, other["result"]["structuredContent"], "the text is the same page");
+        assert_eq!(other["result"]["_meta"]["amc/labels"]["integrity"], "untrusted");
         assert!(other["result"].get("resultType").is_none(), "as rmcp writes it for a peer before 2026-07-28");
     }
 

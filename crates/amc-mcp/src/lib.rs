@@ -13,6 +13,8 @@
 //!   working session, its notifications, and the tool requests it relays to the person.
 //! - [`direct`]: relay calls answered without rmcp's per-request service; `written`, the
 //!   page it answered last, as written.
+//! - [`fence`]: third-party text fenced in a result's text form (a nonce per result,
+//!   images defused) and the `_meta` labels of results and pushes.
 //! - [`jsonrpc`]: what a JSON-RPC message must be before rmcp reads it, on HTTP and stdio,
 //!   and the errors refusals get; `stdio`, the bridge's side of the host's stdin and stdout.
 #![deny(missing_docs)]
@@ -20,6 +22,7 @@
 pub mod bridge;
 pub mod claude_channel;
 pub mod direct;
+pub mod fence;
 pub mod jsonrpc;
 mod link;
 pub mod reach;

@@ -54,12 +54,18 @@ fn pretty(v: &Value) -> String {
     serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string())
 }
 
-/// A successful call: the pretty-printed JSON as text, and the same as structured content.
+/// A successful call: the pretty-printed JSON as text, each third-party text in it fenced
+/// ([`crate::fence`]), and `v` as it is as structured content, labelled in `_meta` as the
+/// person's private data and others' words.
 pub fn success(v: Value) -> CallToolResult {
     // Built here rather than by `CallToolResult::structured`, which writes a compact text
     // of `v` only for it to be replaced.
-    let mut r = CallToolResult::success(vec![ContentBlock::text(pretty(&v))]);
+    let texts = crate::fence::third_party_texts(&v);
+    let text =
+        if texts.is_empty() { pretty(&v) } else { crate::fence::Fence::for_texts(texts.iter().copied()).pretty(&v) };
+    let mut r = CallToolResult::success(vec![ContentBlock::text(text)]);
     r.structured_content = Some(v);
+    r.meta = Some(rmcp::model::MetaObject(crate::fence::labelled_meta()));
     r
 }
 

@@ -27,9 +27,19 @@ impl ClientHandler for Host {
     async fn on_custom_notification(&self, n: CustomNotification, _: NotificationContext<RoleClient>) {
         if n.method == amc_mcp::claude_channel::CHANNEL_METHOD {
             let content = n.params.as_ref().and_then(|p| p["content"].as_str()).unwrap_or_default();
-            let _ = self.0.send(content.to_owned());
+            let _ = self.0.send(unfenced(content));
         }
     }
+}
+
+/// A pushed message's content with the fence around another person's text taken off
+/// (`amc_mcp::fence`), checked to close with the nonce it opened with.
+fn unfenced(content: &str) -> String {
+    let Some(rest) = content.strip_prefix("⟦untrusted ") else { return content.to_owned() };
+    let (nonce, rest) = rest.split_once('⟧').expect("the fence's nonce");
+    let close = format!("⟦/untrusted {nonce}⟧");
+    let (text, after) = rest.split_once(&close).expect("closed with its nonce");
+    format!("{text}{after}")
 }
 
 /// A host's session with the bridge: its MCP client, the channel events it is told, and
