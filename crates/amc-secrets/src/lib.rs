@@ -371,7 +371,8 @@ const REFERENCES: &[&str] = &[
     "asiento", "extensión", "matrícula", "matricula", "socio", "tarjeta", "terminada", "cuenta",
     "receta", "cita", "factura", "cupón", "cupon", "referencia", "cliente", "rastreio",
     "rastreamento", "encomenda", "voo", "portão", "assento", "ramal", "placa", "cartão", "final",
-    "conta", "receita", "consulta", "fatura", "cupom", "protocolo",
+    "conta", "receita", "consulta", "fatura", "cupom", "protocolo", "billete", "bilhete", "billet",
+    "biglietto", "fahrkarte",
     // French, Italian
     "commande", "réservation", "dossier", "suivi", "colis", "vol", "porte", "siège", "poste",
     "immatriculation", "adhérent", "fidélité", "carte", "terminant", "compte", "ordonnance",
@@ -417,22 +418,67 @@ fn reference_before(lower: &str, at: &Range<usize>) -> bool {
         let number = window[..d].char_indices().rev().find(|(_, c)| !c.is_ascii_digit());
         window = &window[..number.map_or(0, |(p, c)| p + c.len_utf8())];
     }
-    // Where the last word of each list ends in the window: one pass of its automaton.
-    let last_end = |list: List| {
+    // Where the last word of each list stands in the window (the one that ends last): one
+    // pass of its automaton.
+    let last = |list: List| {
         let words = list.words();
         AUTOMATA[list as usize]
             .find_overlapping_iter(window)
             .filter(|m| word_starts(window, m.start(), words[m.pattern().as_usize()]))
-            .map(|m| m.end())
+            .map(|m| (m.end(), m.start()))
             .max()
     };
-    let Some(reference) = [List::References, List::NotSecret].into_iter().filter_map(last_end).max() else {
+    let Some((reference, reference_start)) = [List::References, List::NotSecret].into_iter().filter_map(last).max()
+    else {
         return false;
     };
-    let secret = [List::Strong, List::CodeWords, List::Enter].into_iter().filter_map(last_end).max();
+    let secret = [List::Strong, List::CodeWords, List::Enter].into_iter().filter_map(last).max().map(|(end, _)| end);
     // "promo code 9193": the reference ends where its word for code does.
-    secret.is_none_or(|s| reference >= s)
+    if secret.is_some_and(|s| reference < s) {
+        return false;
+    }
+    let small = |part: &str| {
+        let words: Vec<&str> = part.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect();
+        words.iter().all(|w| CONNECTORS.contains(w))
+    };
+    // A word for code that the reference follows as its head ("código de reserva", "codice
+    // prenotazione"): the reference's.
+    if secret.is_some_and(|s| s <= reference_start && small(&window[s..reference_start])) {
+        return true;
+    }
+    // The reference names the number only when nothing but small words stands between
+    // ("card ending in 4471", "tracking number 9400…"); after a word for code, a verb or a
+    // colon makes that word the subject ("Your verification code for your account is
+    // 482913").
+    let mut gap: Vec<&str> =
+        window[reference..].split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect();
+    // A short prefix of letters is part of the reference's id ("ticket WK-883920", "vuelo
+    // UX 1093").
+    let prefix = gap.last().is_some_and(|w| w.len() <= 3 && w.chars().all(|c| c.is_ascii_alphabetic()));
+    if prefix && window.ends_with(['-', ' ']) && !gap.last().is_some_and(|w| VERBS.contains(w)) {
+        gap.pop();
+    }
+    if !gap.iter().all(|w| CONNECTORS.contains(w) || VERBS.contains(w)) {
+        return false;
+    }
+    let verb = gap.iter().any(|w| VERBS.contains(w)) || window[reference..].contains([':', '：']);
+    !(verb && secret.is_some())
 }
+
+/// Small words that may stand between a reference and its number ("ending in", "número
+/// de", "番号").
+#[rustfmt::skip]
+const CONNECTORS: &[&str] = &[
+    "number", "numbers", "no", "nr", "num", "nº", "n", "in", "en", "par", "per", "de", "del", "di", "da", "do",
+    "du", "des", "of", "the", "your", "tu", "su", "votre", "ihre", "ihr", "il", "la", "le", "el", "o", "a", "at",
+    "on", "with", "con", "avec", "mit", "com", "au", "al", "to", "an", "à", "acabada", "terminada", "finissant",
+    "terminant", "endend", "auf", "termina", "terminando", "final", "ending", "ends", "address", "dirección",
+    "adresse", "indirizzo", "endereço", "号", "號", "번호", "는", "은", "の", "番号",
+];
+
+/// Verbs that may stand between a word and the number it says ("is", "lautet", "是").
+#[rustfmt::skip]
+const VERBS: &[&str] = &["is", "are", "es", "est", "ist", "é", "è", "lautet", "was", "是", "为", "為", "は", "이다", "입니다"];
 
 /// What joins the numbers of a list ("94121, 94122 and 94116"): a list's numbers share what
 /// names the first.
@@ -503,8 +549,20 @@ fn passwords(text: &str, lower: &str) -> Vec<Range<usize>> {
         let mut at = word_at + w.len();
         // The rest of the word ("WLAN-Passwort:" has none, "Wi-Fiのパスワードは" one), then a few
         // words; "passwords" speaks of passwords in general.
-        let rest = lower[at..].find(|c: char| !c.is_alphanumeric()).unwrap_or(lower.len() - at);
+        // Only letters of the word's own script: never what could be the password itself
+        // ("WiFi密码是abc12345", "pw:Blue$ky22", "パスワードはSakura2291").
+        let rest: usize = if w.ends_with(|c: char| !c.is_alphanumeric()) {
+            0
+        } else if w.is_ascii() {
+            lower[at..].chars().take_while(char::is_ascii_lowercase).map(char::len_utf8).sum()
+        } else {
+            lower[at..].chars().take_while(|c| c.is_alphanumeric() && !is_password_char(*c)).map(char::len_utf8).sum()
+        };
         if w.is_ascii() && lower[at..at + rest].starts_with('s') {
+            continue;
+        }
+        // A word that goes on in the same letters is another word ("keyboard", "passage").
+        if w.is_ascii() && rest > 0 && !GOES_ON.iter().any(|g| lower[word_at..].starts_with(g)) {
             continue;
         }
         at += rest;
@@ -561,7 +619,8 @@ fn passwords(text: &str, lower: &str) -> Vec<Range<usize>> {
             let named = !(introduced || quoted)
                 && symbols == 0
                 && token.starts_with(|c: char| c.is_uppercase())
-                && token.trim_end_matches(|c: char| c.is_ascii_digit()).chars().skip(1).all(char::is_lowercase);
+                && token.trim_end_matches(|c: char| c.is_ascii_digit()).chars().skip(1).all(char::is_lowercase)
+                && token.chars().rev().take_while(char::is_ascii_digit).count() <= 2;
             let looks = !named
                 && (6..=64).contains(&n)
                 && ((letters > 0 && (digits > 0 || symbols > 0))
@@ -597,6 +656,9 @@ fn passwords(text: &str, lower: &str) -> Vec<Range<usize>> {
     }
     out
 }
+
+/// Words for a password that may go on in the same word ("passwort" in "Passworte").
+const GOES_ON: &[&str] = &["passwort", "kennwort", "passphrase", "wachtwoord"];
 
 /// Quotes and brackets that may open a password ("password «Luna%Verde%Roja»").
 const OPENING: &[char] = &['"', '\'', '“', '‘', '„', '«', '「', '『', '[', '【', '(', '（'];
@@ -1047,9 +1109,11 @@ impl List {
 /// a message with no number and no link pass without more (a table computed from
 /// [`PASSWORD_WORDS`] the first time, never written after).
 static PASSWORD_WORD: std::sync::LazyLock<aho_corasick::AhoCorasick> = std::sync::LazyLock::new(|| {
+    // Capitals of other scripts too ("ПАРОЛЬ", "HASŁO").
+    let words = PASSWORD_WORDS.iter().flat_map(|w| [w.to_string(), w.to_uppercase()]);
     aho_corasick::AhoCorasick::builder()
         .ascii_case_insensitive(true)
-        .build(PASSWORD_WORDS)
+        .build(words)
         .unwrap_or_else(|e| unreachable!("word lists build: {e}"))
 });
 
@@ -1338,6 +1402,12 @@ fn candidates(text: &str) -> Vec<Candidate> {
                     last += 1 + n;
                 }
             }
+            // A run of 5 or more digits before a space is a number of its own, not a group
+            // ("482913 5分钟内有效"): judged alone.
+            if groups.len() >= 2 && groups[0] >= 5 && after.is_some_and(|c| c != '-') {
+                groups.truncate(1);
+                last = j;
+            }
             let total: usize = groups.iter().sum();
             // A date ("12-05-2026", "2026 05 12") or a phone, a parcel's or a card's number
             // (more than 8 digits in all) is none.
@@ -1361,8 +1431,23 @@ fn candidates(text: &str) -> Vec<Candidate> {
             let part_of_more =
                 joined(before, i.checked_sub(2)) || joined(next, Some(last + 1)) || comma_after || chained;
             // A card's or an account's last digits, the rest masked: "*3390", "...4417", "••8803".
-            let masked = matches!(before, Some('*' | '•' | '·' | '…' | 'x' | 'X' | '〒'))
-                || (before == Some('.') && i.checked_sub(2).is_some_and(|k| chars[k].1 == '.'));
+            // Dots or an ellipsis mask only after a space or a mask: "cuenta ...4417", not
+            // "code is...482913".
+            let masked_from = |k: Option<usize>| {
+                k.is_none_or(|k| chars[k].1.is_whitespace() || matches!(chars[k].1, '*' | '•' | ':' | '(' | '-'))
+            };
+            let dots = i.checked_sub(2).is_some_and(|k| chars[k].1 == '.')
+                && before == Some('.')
+                && masked_from(i.checked_sub(3).map(|k| {
+                    let mut k = k;
+                    while k > 0 && chars[k].1 == '.' {
+                        k -= 1;
+                    }
+                    k
+                }));
+            let masked = matches!(before, Some('*' | '•' | '·' | 'x' | 'X' | '〒'))
+                || (before == Some('…') && masked_from(i.checked_sub(2)))
+                || dots;
             let currency = |c: char| matches!(c, '$' | '€' | '£' | '¥' | '₹' | '₩');
             let money = before.is_some_and(currency)
                 || next.is_some_and(|c| c == '%' || currency(c))
@@ -1419,7 +1504,9 @@ fn candidates(text: &str) -> Vec<Candidate> {
             out.push(Candidate { at: start..end, shape: Shape::Capitals });
         } else if let Some(p) = word.find(is_digit).filter(|_| letters <= 2 && digits >= 4) {
             // "G-123456" is split at the hyphen; "G123456" keeps its letter: the digits are the code.
-            let digits_at = start + p;
+            // `p` counts in the word, whose invisible characters are left out: the text's
+            // place of that digit is its character's.
+            let digits_at = chars[i + word[..p].chars().count()].0;
             if word[p..].chars().all(is_digit) && (4..=8).contains(&word[p..].chars().count()) {
                 out.push(Candidate { at: digits_at..end, shape: Shape::Digits });
             }
@@ -1933,6 +2020,35 @@ mod tests {
     }
 
     #[test]
+    fn a_code_stays_a_code_when_a_reference_only_passes_by() {
+        // The reference word is not what the number is: the word for code is the subject.
+        for text in [
+            "Your verification code for your account is 482913",
+            "Your OTP for your transaction is 482913. Do not share.",
+            "Your temporary PIN for your new card is 4829",
+            "验证码：482913 5分钟内有效",
+            "Your code is...482913",
+        ] {
+            let shown = hide(text, &find(text, true));
+            assert!(!shown.contains("4829"), "{text} -> {shown}");
+        }
+        // Passwords glued to their word, or to a particle after it.
+        for (text, password) in [
+            ("WiFi密码是abc12345", "abc12345"),
+            ("パスワードはSakura2291です", "Sakura2291"),
+            ("key:abc12345", "abc12345"),
+            ("pass:Blue$ky2291", "Blue$ky2291"),
+            ("ПАРОЛЬ: qwe$rty!7", "qwe$rty!7"),
+        ] {
+            let found = find(text, false);
+            assert_eq!(found.iter().map(|f| &text[f.at.clone()]).collect::<Vec<_>>(), [password], "{text}");
+        }
+        // A letter split from a code by an invisible character moves nothing.
+        let text = "ok a\u{AD}b482913";
+        assert!(find(text, true).iter().all(|f| f.rule != Rule::Unread && text.is_char_boundary(f.at.start)));
+    }
+
+    #[test]
     fn a_reference_is_named_by_its_words_whatever_else_the_message_says() {
         // From a short code, with words for code in the message: the reference stays.
         for text in [
@@ -1959,6 +2075,8 @@ mod tests {
         // emoji, in every order (a fixed generator: the same texts every run).
         const PARTS: &[&str] = &[
             "4",
+            "a",
+            "b",
             "82",
             "913",
             "５",

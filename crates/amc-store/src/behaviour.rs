@@ -929,3 +929,28 @@ fn a_message_taken_back_gets_no_reactions_from_a_reading_of_its_tapbacks() {
         assert_eq!((reactions(id).as_str(), reset.len(), applied.len()), ("[]", 0, 0), "{id}: keeps none");
     }
 }
+
+#[test]
+fn an_edit_takes_back_the_persons_word_that_a_message_holds_no_code() {
+    let (_dir, store) = store();
+    let report = ingest(&store, "any;-;+15550001111", vec![msg("n0", "the code is 482913", 1_000)]);
+    let channel = report.channel_id;
+    let id = store.channel_tail(&channel, 1).expect("tail").remove(0).id;
+    let count = |store: &Store| store.admin_channel(&channel).expect("channel").secret_count;
+    assert_eq!(count(&store), 1);
+    // Said of a text the person did not see: refused, nothing changed.
+    let stale = store.set_not_a_code(&id, true, &["called_the_code"], "the code is 000000").expect_err("stale");
+    assert_eq!(stale.code, crate::error::ErrorCode::Conflict);
+    store.set_not_a_code(&id, true, &["called_the_code"], "the code is 482913").expect("said");
+    assert!(store.message_for_person(&id).expect("message").not_a_code);
+    assert_eq!(count(&store), 0);
+    // Its reactions or a repeat of the same text keep it; an edit of the text takes it back.
+    ingest(&store, "any;-;+15550001111", vec![msg("n0", "the code is 482913", 1_000)]);
+    assert!(store.message_for_person(&id).expect("message").not_a_code);
+    let edited =
+        amc_testkit::incoming("n0", "the code is 771204").at(1_000).edited(2_000).from("+15550001111", Some("Ada"));
+    ingest(&store, "any;-;+15550001111", vec![edited.build()]);
+    let now = store.message_for_person(&id).expect("message");
+    assert_eq!((now.text.as_str(), now.not_a_code), ("the code is 771204", false));
+    assert_eq!(count(&store), 1, "the new text is read for codes again");
+}

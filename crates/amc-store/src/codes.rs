@@ -62,15 +62,17 @@ impl Store {
     /// Says that the message `id` holds no one-time code or sign-in link, as the person
     /// does (`not_a_code`), or takes that back. Said, the message is given to agents whole
     /// and counts as holding none; the report keeps `rules`, the rules that had found
-    /// something in it. Taken back, it is classified again and leaves the report.
-    pub fn set_not_a_code(&self, id: &str, not_a_code: bool, rules: &[&str]) -> Result<()> {
+    /// something in it. Taken back, it is classified again and leaves the report. Said
+    /// only of the text the person saw (`seen`): an edit since then leaves it unsaid
+    /// (`CONFLICT`), and an edit later clears it (see `ingest_many`).
+    pub fn set_not_a_code(&self, id: &str, not_a_code: bool, rules: &[&str], seen: &str) -> Result<()> {
         self.db.write(|tx| {
             let now = now_ms();
             let changed = if not_a_code {
                 tx.prepare_cached(
-                    "UPDATE messages SET not_a_code = coalesce(not_a_code, ?2), secrets = 0 WHERE id = ?1",
+                    "UPDATE messages SET not_a_code = coalesce(not_a_code, ?2), secrets = 0 WHERE id = ?1 AND text = ?3",
                 )?
-                .execute(params![id, now])?
+                .execute(params![id, now, seen])?
             } else {
                 tx.prepare_cached(
                     "UPDATE messages SET not_a_code = NULL, secrets = amc_secrets(source, sender_id, is_self, text) \
@@ -79,7 +81,12 @@ impl Store {
                 .execute([id])?
             };
             if changed == 0 {
-                return Err(Error::not_found("message"));
+                let exists = tx.prepare_cached("SELECT 1 FROM messages WHERE id = ?1")?.exists([id])?;
+                return Err(if exists {
+                    Error::conflict("the message changed since it was read; read it again")
+                } else {
+                    Error::not_found("message")
+                });
             }
             if not_a_code {
                 let rules = serde_json::to_string(rules).map_err(Error::internal)?;

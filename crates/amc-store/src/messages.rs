@@ -625,8 +625,9 @@ fn ingest_one(
                 // the text AMC last saw (the platform no longer has it) and its last edit
                 // time: an unsend is not an edit. An unsent message keeps no reactions.
                 "UPDATE messages SET text = CASE WHEN ?4 AND ?2 = '' THEN text ELSE ?2 END, \
-                 secrets = CASE WHEN (?4 AND ?2 = '') OR not_a_code IS NOT NULL THEN secrets \
+                 secrets = CASE WHEN (?4 AND ?2 = '') OR (not_a_code IS NOT NULL AND text IS ?2) THEN secrets \
                  ELSE amc_secrets(source, sender_id, is_self, ?2) END, \
+                 not_a_code = CASE WHEN text IS ?2 OR (?4 AND ?2 = '') THEN not_a_code END, \
                  edited_at = CASE WHEN ?4 THEN edited_at ELSE ?3 END, unsent = ?4, \
                  reactions = CASE WHEN ?4 THEN '[]' WHEN ?5 = '[]' THEN reactions ELSE ?5 END WHERE id = ?1 \
                  AND (unsent IS NOT ?4 OR (NOT ?4 AND (text IS NOT ?2 OR edited_at IS NOT ?3)) \

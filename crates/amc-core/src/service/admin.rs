@@ -233,16 +233,18 @@ impl Amc {
     /// message as the person then sees it. Saying it of a message in which AMC found
     /// nothing is refused.
     pub async fn set_not_a_code(&self, id: String, not_a_code: bool) -> Result<Envelope> {
-        super::inbox::check_message_id("message id", &id)?;
+        // On `/admin` routes an id that cannot be a message's is as unknown as one that is not.
+        super::inbox::check_message_id("message id", &id).map_err(|_| Error::not_found("message"))?;
         self.blocking(move |s| {
             let mut message = s.message_for_person(&id)?;
             seen_by_person(std::slice::from_mut(&mut message));
             let mut rules: Vec<&str> = message.secret_spans.iter().map(|span| span.rule).collect();
+            rules.sort_unstable();
             rules.dedup();
             if not_a_code && rules.is_empty() && !message.not_a_code {
                 return Err(Error::validation("AMC found no one-time code or sign-in link in this message"));
             }
-            s.set_not_a_code(&id, not_a_code, &rules)?;
+            s.set_not_a_code(&id, not_a_code, &rules, &message.text)?;
             let mut message = s.message_for_person(&id)?;
             seen_by_person(std::slice::from_mut(&mut message));
             Ok(message)

@@ -417,7 +417,7 @@ async fn the_person_says_a_message_holds_no_code_and_agents_are_given_it_whole()
     for (path, body, code) in [
         (format!("/admin/messages/{}/not-a-code", ids[1]), json!({}), "VALIDATION_FAILED"),
         ("/admin/messages/msg_00000000000000000000000000/not-a-code".to_owned(), json!({}), "NOT_FOUND"),
-        ("/admin/messages/nope/not-a-code".to_owned(), json!({}), "VALIDATION_FAILED"),
+        ("/admin/messages/nope/not-a-code".to_owned(), json!({}), "NOT_FOUND"),
         (said.clone(), json!({ "not_a_code": "yes" }), "VALIDATION_FAILED"),
     ] {
         let r = admin.post(&path, &body).await.expect("post");
