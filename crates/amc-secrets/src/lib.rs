@@ -48,7 +48,7 @@ impl SecretKind {
 /// The version of the rules below. Stored with the classification of every message
 /// (`messages.secrets`): a build whose rules differ classifies every message again, in the
 /// background (see `Store::classify_more`). Raise it with every change to the rules.
-pub const RULES: i64 = 16;
+pub const RULES: i64 = 17;
 
 impl SecretKind {
     /// The kind's bit in a stored classification ([`classify`]).
@@ -213,7 +213,7 @@ const STRONG: &[&str] = &[
     "codice di verifica", "codice di sicurezza", "non condividere", "codice di accesso",
     "codice monouso", "non comunicarlo", "non comunicare", "never give", "do not give",
     "don't give", "never read this out", "no se lo pases", "ne le transmettez", "ne le donnez",
-    "niemals weitergeben", "nicht weitergeben", "nunca partilhe", "nunca compartilhe",
+    "niemals weitergeben", "nicht weitergeben", "nunca partilhe", "nunca compartilhe", "mit niemandem",
     // Dutch
     "verificatiecode", "beveiligingscode", "deel deze code", "inlogcode", "eenmalige",
     // Chinese
@@ -280,7 +280,7 @@ const NOT_SECRET: &[&str] = &[
     "voucher code", "code promo", "code postal", "código postal", "codigo postal",
     "código promocional", "codice sconto", "codice postale", "gutscheincode", "rabattcode",
     "postleitzahl", "code review", "morse code", "tax code", "booking code", "tracking code",
-    "code freeze", "zip codes", "postal codes", "codes postaux", "codici postali", "kode pos",
+    "code freeze", "reference code", "ref code", "referenzcode", "código de referencia", "zip codes", "postal codes", "codes postaux", "codici postali", "kode pos",
     "sort code", "game pin", "pin del juego", "pin de juego", "pin partita", "pin игры", "mã phòng",
     "邮编", "郵便番号", "우편번호", "lobby code", "room code", "game code", "invite code", "party code", "friend code",
     "クーポンコード", "쿠폰코드", "쿠폰 코드", "优惠码", "優惠碼", "兑换码", "兌換碼", "codice sconto",
@@ -332,7 +332,8 @@ const UNITS: &[&str] = &[
     "feet", "lbs", "pounds", "degrees", "calories", "kcal", "steps", "people", "words", "lines",
     "points", "pages", "years", "days", "hours", "minutes", "seconds", "units", "items",
     "users", "rows", "requests", "votes", "views", "likes", "followers", "ms", "sec", "secs",
-    "min", "mins", "hrs", "kb", "mb", "gb", "px", "fps", "rpm", "mph", "usd", "eur",
+    "min", "mins", "hrs", "kb", "mb", "gb", "px", "fps", "rpm", "mph", "usd", "eur", "kwh", "kw", "m3",
+    "liters", "litres", "litros",
     // A time: "starts 1800 Friday", "1430 tomorrow".
     "am", "pm", "today", "tonight", "tomorrow", "monday", "tuesday", "wednesday", "thursday",
     "friday", "saturday", "sunday", "mon", "tue", "wed", "thu", "fri", "sat", "sun",
@@ -344,7 +345,7 @@ const UNITS: &[&str] = &[
 const OFFERS: &[&str] = &[
     "checkout", "% off", "discount", "coupon", "promo", "sale", "offer", "voucher", "descuento",
     "rabatt", "réduction", "sconto", "desconto", "remise", "% de", "gratis", "off your",
-    "profitez", "d'achat", "free ", "ahorra", "compra", "rebajas", "spar ", "sparen", "bezahlen",
+    "profitez", "d'achat", "off", "bogo", "2x1", "2 for 1", "panier", "al pagar", "할인", "free ", "ahorra", "compra", "rebajas", "spar ", "sparen", "bezahlen",
     "poupe", "economize", "rabat", "rabatu", "zniżk", "छूट", "risparmia", "économisez", "€ off", "$ off",
 ];
 
@@ -519,7 +520,7 @@ const ENTER: &[&str] = &[
     "saisissez", "saisir", "entrez", "eingeben", "geben sie", "inserisci", "digite", "insira",
     "informe", "voer", "введите", "wpisz", "girin", "入力", "输入", "輸入", "입력", "tapez", "typing",
     "ingresando", "introduciendo", "inserendo", "inserindo", "digitando", "saisissant", "eingeben",
-    "gib", "geben", "inserisci", "introduza", "entre com",
+    "gib", "geben", "inserisci", "introduza", "entre com", "escribe", "escriba", "tape", "tippe", "digita",
 ];
 
 /// Words for a password: what follows one, within a few words, and looks like one (letters
@@ -529,7 +530,7 @@ const ENTER: &[&str] = &[
 const PASSWORD_WORDS: &[&str] = &[
     "password", "passwort", "initialpasswort", "einmalpasswort", "contraseña", "contrasena",
     "clave", "senha", "mot de passe", "wachtwoord", "пароль", "hasło", "haslo", "şifre", "sifre",
-    "pwd", "palavra-passe", "passphrase", "kennwort", "startpasswort", "wlan-schlüssel",
+    "pwd", "temp pw", "temporary pw", "pw", "key", "mdp", "chave", "chiave", "clé", "schlüssel", "schluessel", "palavra-passe", "passphrase", "kennwort", "startpasswort", "wlan-schlüssel",
     "wlan-schluessel", "pass:", "pw:", "key:", "clé :", "clé:", "chiave wi-fi", "chiave wifi",
     "wi-fi key", "wifi key", "network key", "mật khẩu", "كلمة المرور", "पासवर्ड", "code wifi", "code wi-fi", "wifi code", "wi-fi code", "パスワード", "密码",
     "密碼", "비밀번호", "비번", "암호",
@@ -541,6 +542,13 @@ const PASSWORD_WORDS: &[&str] = &[
 /// link or an address is none.
 fn passwords(text: &str, lower: &str) -> Vec<Range<usize>> {
     let mut out: Vec<Range<usize>> = Vec::new();
+    // A message about Wi-Fi: a plain word after its password's word is the password
+    // ("the password is quietriverstone"), and "Wi-Fi: NETWORK / PASSWORD" gives one with
+    // no word at all.
+    let wifi = !places(lower, List::Wifi).is_empty();
+    if wifi {
+        out.extend(after_the_network(text, lower));
+    }
     let found = AUTOMATA[List::Passwords as usize].find_overlapping_iter(lower);
     for (word_at, w) in found.map(|m| (m.start(), PASSWORD_WORDS[m.pattern().as_usize()])) {
         if !word_starts(lower, word_at, w) {
@@ -566,18 +574,25 @@ fn passwords(text: &str, lower: &str) -> Vec<Range<usize>> {
             continue;
         }
         at += rest;
-        for _ in 0..8 {
+        // Short or many-sensed words ("key", "pw") are a password's only about Wi-Fi or
+        // before a colon ("matchmaking key 4471ZED" is none).
+        if WEAK_PASSWORD_WORDS.contains(&w) && !wifi && !lower[at..].trim_start().starts_with([':', '：']) {
+            continue;
+        }
+        let mut after_verb = false;
+        let mut after_wifi = false;
+        for round in 0..8 {
             // What stands before the token: a colon or an opening quote introduces it.
             let skip = lower[at..]
                 .find(|c: char| {
                     !(c.is_whitespace()
-                        || matches!(c, ':' | '：' | '=')
+                        || matches!(c, ':' | '：' | '=' | '—' | '–')
                         || OPENING.contains(&c)
                         || CLOSING.contains(&c))
                 })
                 .unwrap_or(lower.len() - at);
             let between = &lower[at..at + skip];
-            let introduced = between.contains([':', '：', '=']);
+            let introduced = between.contains([':', '：', '=', '—', '–']) || after_verb;
             // A quote opens the token only after a space or a colon, not inside a word
             // ("l'intranet").
             let quoted = between.char_indices().any(|(i, c)| {
@@ -616,6 +631,13 @@ fn passwords(text: &str, lower: &str) -> Vec<Range<usize>> {
             // 'molen-tulp-polder'", "password is \"QWMXTRBLDF\"".
             let capitals_inside = token.chars().skip(1).any(char::is_uppercase);
             let given = (introduced || quoted) && n >= 6 && (quoted || hyphens > 0 || (capitals_inside && !plain));
+            // In a message about Wi-Fi, a plain word of 8 letters or more said to be the
+            // password is one ("password is quietriverstone", "Kennwort kaffeeklatsch").
+            let given = given
+                || (wifi
+                    && (introduced || round == 0 || after_wifi)
+                    && n >= 8
+                    && token.chars().all(|c| c.is_lowercase() || c == '-'));
             let named = !(introduced || quoted)
                 && symbols == 0
                 && token.starts_with(|c: char| c.is_uppercase())
@@ -641,9 +663,18 @@ fn passwords(text: &str, lower: &str) -> Vec<Range<usize>> {
             let name = word.chars().count() <= 4
                 || (word.starts_with(|c: char| c.is_uppercase())
                     && word.trim_end_matches(|c: char| c.is_ascii_digit()).chars().skip(1).all(char::is_lowercase));
+            // A dash between spaces introduces what follows, as a colon does.
+            if word == "-" {
+                after_verb = true;
+                at += 1;
+                continue;
+            }
             if !(word.chars().all(|c| c.is_alphabetic() || c == '\'' || c == '-') || (name && symbols == 0)) {
                 break;
             }
+            after_verb = PASSWORD_VERBS.contains(&word.to_lowercase().as_str());
+            // "password del Wi-Fi espressodoppio": the network's word, then the password.
+            after_wifi = WIFI.contains(&word.to_lowercase().as_str());
             // "clave de reservación es QTZ4KP" names a booking, not a password.
             // An account's password is one ("la password del tuo account è: …").
             let reference = REFERENCES.iter().filter(|r| !ACCOUNTS.contains(r)).any(|r| lower[at..].starts_with(r));
@@ -653,6 +684,48 @@ fn passwords(text: &str, lower: &str) -> Vec<Range<usize>> {
             // A colon after the word introduces what follows.
             at += word.len();
         }
+    }
+    out
+}
+
+/// Words of [`PASSWORD_WORDS`] that mean a password only about Wi-Fi or before a colon.
+const WEAK_PASSWORD_WORDS: &[&str] = &["pw", "key", "mdp", "chave", "chiave", "clé", "schlüssel", "schluessel"];
+
+/// Verbs after which a password is said: "is", "es", "c'est", "ist", "係".
+#[rustfmt::skip]
+const PASSWORD_VERBS: &[&str] = &[
+    "is", "es", "est", "c'est", "cest", "ist", "lautet", "é", "è", "são", "係", "是", "为", "為", "は", "는", "은",
+];
+
+/// Words of Wi-Fi: in a message that has one, a plain word may be a password.
+#[rustfmt::skip]
+const WIFI: &[&str] = &[
+    "wifi", "wi-fi", "wlan", "ssid", "network", "réseau", "reseau", "rete", "rede", "netzwerk", "red wi",
+    "와이파이", "無線", "ネットワーク", "网络", "網路", "網絡",
+];
+
+/// Passwords given after a Wi-Fi network's name with a slash and no word for them
+/// ("Wi-Fi: JuniperHollow_5G / smokeymtn2291"): on a line with a word of [`WIFI`], the
+/// token after " / " (or " // ").
+fn after_the_network(text: &str, lower: &str) -> Vec<Range<usize>> {
+    let mut out = Vec::new();
+    let mut offset = 0;
+    for line in lower.split_inclusive('\n') {
+        if !places(line, List::Wifi).is_empty() {
+            for sep in [" // ", " / "] {
+                if let Some(i) = line.find(sep) {
+                    let at = offset + i + sep.len();
+                    let end = at + lower[at..].find(|c: char| !is_password_char(c)).unwrap_or(lower.len() - at);
+                    let token = text[at..end].trim_end_matches(['.', ',', ';', '!']);
+                    let n = token.chars().count();
+                    if (6..=64).contains(&n) && !token.contains("://") && !is_email(token) {
+                        out.push(at..at + token.len());
+                    }
+                    break;
+                }
+            }
+        }
+        offset += line.len();
     }
     out
 }
@@ -832,6 +905,7 @@ fn find_in(text: &str, short_code: bool) -> Vec<Found> {
                         && !offer
                         && !booking)
             }
+            Shape::Word if entered_right_before(&lower[..c.at.start]) && !offer && !booking => true,
             Shape::Word | Shape::Long => match said() {
                 Some(told) => told || near_strong,
                 None => false,
@@ -1071,10 +1145,11 @@ enum List {
     Booking,
     References,
     Passwords,
+    Wifi,
 }
 
 impl List {
-    const ALL: [List; 11] = [
+    const ALL: [List; 12] = [
         List::Strong,
         List::CodeWords,
         List::SignIn,
@@ -1086,6 +1161,7 @@ impl List {
         List::Booking,
         List::References,
         List::Passwords,
+        List::Wifi,
     ];
 
     fn words(self) -> &'static [&'static str] {
@@ -1101,6 +1177,7 @@ impl List {
             List::Booking => BOOKINGS,
             List::References => REFERENCES,
             List::Passwords => PASSWORD_WORDS,
+            List::Wifi => WIFI,
         }
     }
 }
@@ -1166,7 +1243,8 @@ fn close(text: &str, places: &[usize], c: &Range<usize>, near: usize) -> bool {
 /// then says the candidate is the code ("Steam Guard code is: KQXRT"), `Some(false)` when
 /// it only follows the word ("code 482913", "CHECK THE CODE AGAIN").
 fn named_right_before(before: &str) -> Option<bool> {
-    let mut rest = before.trim_end();
+    // Quotes or a bracket around the code say nothing ("code is [NVL7QW]", "Enter \"5QVQKJ\"").
+    let mut rest = before.trim_end().trim_end_matches(['[', '"', '\'', '«', '“', '„', '「', '(']).trim_end();
     let mut told = false;
     // "is:" and "は：" say it twice.
     for _ in 0..2 {
@@ -1180,14 +1258,19 @@ fn named_right_before(before: &str) -> Option<bool> {
             && (!w.starts_with(|c: char| c.is_ascii_alphanumeric())
                 || !rest[..rest.len() - w.len()].chars().next_back().is_some_and(char::is_alphanumeric))
     };
-    let named = CODE_WORDS.iter().chain(STRONG).any(word_ends) && !NOT_SECRET.iter().any(|n| rest.ends_with(n));
+    // A German compound ending in "code" ("Kopplungscode", "Bestätigungs-Code") names one.
+    let compound = ["code", "-code", "kode"].iter().any(|w| rest.ends_with(w))
+        && rest.chars().rev().nth(4).is_some_and(char::is_alphabetic);
+    let named =
+        (CODE_WORDS.iter().chain(STRONG).any(word_ends) || compound) && !NOT_SECRET.iter().any(|n| rest.ends_with(n));
     named.then_some(told)
 }
 
 /// Whether `before` (the lowercase text before a candidate) ends with a word that asks for
 /// it to be entered ([`ENTER`]): "entering QX7-R2M", "inserisci WQ4-7TP", "请在页面输入 KX7Q2P".
 fn entered_right_before(before: &str) -> bool {
-    let rest = before.trim_end().trim_end_matches([':', '：']).trim_end();
+    let rest = before.trim_end().trim_end_matches(['[', '"', '\'', '«', '“', '„', '「', '(']).trim_end();
+    let rest = rest.trim_end_matches([':', '：']).trim_end();
     ENTER.iter().any(|w| {
         rest.ends_with(w) && word_starts(rest, rest.len() - w.len(), w)
             || (!w.is_ascii()
@@ -1500,6 +1583,24 @@ fn candidates(text: &str) -> Vec<Candidate> {
                 continue;
             }
         }
+        // Two groups of letters alone ("CEZP-QYCE", "wxgu-qpic"), as devices are paired: a
+        // code only where the words call it one or ask to enter it.
+        let letters_only = |w: &[(usize, char)]| {
+            w.iter().all(|(_, c)| c.is_ascii_uppercase()) || w.iter().all(|(_, c)| c.is_ascii_lowercase())
+        };
+        if (3..=4).contains(&len) && letters == len && after == Some('-') && letters_only(&chars[i..j]) {
+            let n = chars[(j + 1).min(chars.len())..].iter().take_while(|(_, c)| c.is_ascii_alphabetic()).count();
+            let second = &chars[(j + 1).min(chars.len())..(j + 1 + n).min(chars.len())];
+            let same_case = letters_only(second)
+                && second.first().is_some_and(|(_, a)| a.is_ascii_uppercase() == chars[i].1.is_ascii_uppercase());
+            let more = chars.get(j + 1 + n).is_some_and(|(_, c)| is_code_char(*c) || *c == '-');
+            if (3..=4).contains(&n) && same_case && !more {
+                let end = chars.get(j + 1 + n).map_or(text.len(), |(b, _)| *b);
+                out.push(Candidate { at: start..end, shape: Shape::Word });
+                i = j + 1 + n;
+                continue;
+            }
+        }
         if (4..=10).contains(&len) && letters > 0 && digits > 0 && capitals {
             out.push(Candidate { at: start..end, shape: Shape::Capitals });
         } else if let Some(p) = word.find(is_digit).filter(|_| letters <= 2 && digits >= 4) {
@@ -1589,6 +1690,10 @@ const LINK_CONTEXT: &[&str] = &[
     "entrar na sua conta", "accedi", "reimposta", "anzumelden", "log back", "sign back",
     "connecter", "recuperar", "validez", "valide", "verifica", "conferma", "anmeldelink",
     "nur einmal", "wachtwoord", "inloggen", "пароль", "войти", "hasło", "haslo", "şifre",
+    "approve", "confirm your", "to verify", "verify this", "verify it", "one-time link", "sign-in link", "restablecer", "réinitialiser",
+    "confirmez", "zurück", "reimpostare", "entre na sua conta", "身份验证", "сброс", "yenilemek",
+    "xác minh", "đăng nhập", "atur ulang", "kata sandi", "إعادة تعيين", "كلمة المرور", "रीसेट",
+    "पासवर्ड", "本人確認", "로그인 링크", "accedi",
     "パスワード", "再設定", "ログイン", "密码", "密碼", "重置", "重設", "登录", "登入", "验证", "驗證",
     "비밀번호", "재설정", "로그인", "인증", "sıfırla", "şifreni", "şifrenizi",
 ];
@@ -1694,8 +1799,20 @@ fn links(text: &str, lower: &str, addresses: &[Range<usize>]) -> Vec<Found> {
         });
         let host = path.split('/').next().unwrap_or_default();
         let said_around = close(text, &context, at, NEAR_STRONG) && !DOCUMENT_HOSTS.contains(&host);
-        let loose =
-            (1..parts.len()).any(|i| !named(i) && tokenish(parts[i], 6)) || values.iter().any(|(_, v)| tokenish(v, 6));
+        // A shortened link's key: the one part after a short host, letters and digits or
+        // mixed case ("bit.ly/dd3Txhj", "g.co/verify/dWL33Ty7p", "nu.bank/r/yWw6GtgUm").
+        let short = host.len() <= 12
+            && parts.len() <= 3
+            && parts.last().is_some_and(|_| {
+                let key = &text[at.clone()].rsplit('/').next().unwrap_or_default();
+                (4..=16).contains(&key.len())
+                    && key.bytes().all(|b| b.is_ascii_alphanumeric())
+                    && (key.bytes().any(|b| b.is_ascii_digit()) || key.bytes().any(|b| b.is_ascii_uppercase()))
+                    && key.bytes().any(|b| b.is_ascii_alphabetic())
+            });
+        let loose = (1..parts.len()).any(|i| !named(i) && tokenish(parts[i], 6))
+            || values.iter().any(|(_, v)| tokenish(v, 6))
+            || short;
         let rule = if speaks && (query_token || path_token || path_code) {
             Rule::LinkAddress
         } else if said_around && (query_token || path_token || loose) {

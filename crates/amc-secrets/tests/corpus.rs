@@ -1,5 +1,5 @@
 //! The secret finder against the sets of messages in `tests/fixtures/secrets/` it is tuned
-//! on (`corpus.tsv`, `tuning.tsv`, `tuning-2.tsv`): secrets hidden whole, next to no ordinary message
+//! on (`corpus.tsv`, `tuning.tsv`, `tuning-2.tsv`, `tuning-3.tsv`): secrets hidden whole, next to no ordinary message
 //! touched. The held-out set is measured by hand, never asserted on (see below).
 
 mod measure;
@@ -11,6 +11,11 @@ fn figures(name: &str) -> measure::Figures {
 
 /// Recall of at least 0.98 and at most 2 % of ordinary messages altered, the goals.
 fn holds_the_goals(name: &str, at_least: (u32, u32)) {
+    holds(name, at_least, 0.98);
+}
+
+/// At most 2 % of ordinary messages altered, and a recall of at least `recall`.
+fn holds(name: &str, at_least: (u32, u32), recall: f64) {
     let f = figures(name);
     let ((hidden, secrets), (altered, ordinary)) = (f.hidden(), f.altered());
     eprintln!(
@@ -19,7 +24,7 @@ fn holds_the_goals(name: &str, at_least: (u32, u32)) {
         f.wrong_rules, f.misses
     );
     assert!(secrets >= at_least.0 && ordinary >= at_least.1, "{name} was read: {secrets} secrets, {ordinary} ordinary");
-    assert!(f64::from(hidden) >= 0.98 * f64::from(secrets), "{name}: lines missed {:?}", f.misses);
+    assert!(f64::from(hidden) >= recall * f64::from(secrets), "{name}: lines missed {:?}", f.misses);
     assert!(f64::from(altered) <= 0.02 * f64::from(ordinary), "{name}: lines missed {:?}", f.misses);
 }
 
@@ -38,6 +43,13 @@ fn passwords_grouped_codes_and_references_are_told_apart() {
 #[test]
 fn codes_asked_for_without_the_word_and_references_like_them_are_told_apart() {
     holds_the_goals("tuning-2.tsv", (170, 250));
+}
+
+/// Below the goal of 0.98 still (0.963: pairing codes the words name from afar, a
+/// reference's word beside a code): held where it stands so no change loses ground.
+#[test]
+fn wifi_passwords_shortened_links_and_pairing_codes_are_found() {
+    holds("tuning-3.tsv", (180, 240), 0.96);
 }
 
 /// The held-out sets (`tests/fixtures/secrets/heldout.tsv`, `heldout-2.tsv`, `heldout-3.tsv`) were written
