@@ -901,11 +901,15 @@ fn find_in(text: &str, short_code: bool) -> Vec<Found> {
                 near_strong
                     || matches!(said(), Some(true))
                     || (said() == Some(false) && chars() >= 6 && !offer)
-                    || ((entered_right_before(&lower[..c.at.start]) || entered_right_after(&lower[c.at.end..]))
+                    || (!entering.is_empty()
+                        && (entered_right_before(&lower[..c.at.start]) || entered_right_after(&lower[c.at.end..]))
                         && !offer
                         && !booking)
             }
-            Shape::Word if entered_right_before(&lower[..c.at.start]) && !offer && !booking => true,
+            // Only where a word asks to enter something at all: the look is costly.
+            Shape::Word if !entering.is_empty() && entered_right_before(&lower[..c.at.start]) && !offer && !booking => {
+                true
+            }
             Shape::Word | Shape::Long => match said() {
                 Some(told) => told || near_strong,
                 None => false,
