@@ -1,7 +1,7 @@
 // Status: the daemon's health, each source's state with its fix, each permission AMC needs
 // with where to grant it, and the switch that pauses every agent's sends.
 
-import { post } from "./api.js";
+import { get, post } from "./api.js";
 import { SOURCE, busy, h, load, replace, time, toast, viewHeader } from "./dom.js";
 
 const STATE = { connected: "Connected", degraded: "Needs attention", disabled: "Off", "test-mode": "Test mode" };
@@ -19,9 +19,41 @@ function mount(el, app) {
   replace(el, viewHeader("status", "Status", "How AMC and its sources are doing."), body);
 }
 
+/** The finder's rules, as the report names them, in words. */
+const RULE = {
+  origin_bound: "Apple's one-time code form",
+  called_the_code: "the words next to it called it the code",
+  sign_in_words: "near words about signing in or not sharing",
+  code_word: "near a word for a code",
+  short_code: "a number from a short code or Sender ID",
+  password: "a password after its word",
+  handed_over: "a short reply handing over a number",
+  repeated: "the same code again",
+  link_address: "a sign-in link's address",
+  link_words: "a link the words called a sign-in link",
+  unread: "a message AMC could not read for codes",
+};
+
+/** What the person said holds no code: how often, by the rule that had found something. */
+function notACode(report) {
+  const intro = report.marked
+    ? (report.marked === 1
+      ? "1 message you said holds no code: agents are given it whole."
+      : `${report.marked} messages you said hold no code: agents are given them whole.`)
+    : "When AMC hides something that is no code, choose Not a code on the message in the Inbox: agents are then given it whole, and it is counted here.";
+  return h("section", { class: "panel", "aria-labelledby": "h-not-a-code" },
+    h("h2", { id: "h-not-a-code", class: "section-title", text: "Not a code" }),
+    h("p", { class: "muted", text: intro }),
+    report.marked
+      ? h("ul", { class: "rows not-a-code" }, Object.entries(report.by_rule).map(([rule, n]) => h("li", { class: "row", dataset: { rule } },
+        h("span", { class: "name", text: RULE[rule] ?? rule }), h("span", { class: "muted", text: ` · ${n}` }))))
+      : null);
+}
+
 async function refresh() {
   const health = await load(body, "/healthz", "AMC's health");
   if (!health) return;
+  const report = await get("/admin/codes/report").catch(() => null);
   const paused = health.agents_paused;
   replace(body,
     h("section", { class: `panel pause ${paused ? "is-paused" : ""}`, "aria-labelledby": "h-pause" },
@@ -49,6 +81,7 @@ async function refresh() {
           s.reason ? h("p", { class: "reason", text: s.reason }) : null,
           catchingUp(s.catching_up)))))),
     permissions(health.sources),
+    report ? notACode(report) : null,
     h("section", { class: "panel", "aria-labelledby": "h-daemon" },
       h("h2", { id: "h-daemon", class: "section-title", text: "AMC" }),
       h("dl", { class: "facts" },
