@@ -19,18 +19,18 @@ use serde_json::{Map, Value, json};
 /// The `_meta` key of AMC's labels.
 pub const LABELS_KEY: &str = "amc/labels";
 
-/// The labels of content written by others and private to the person: `untrusted`
-/// integrity (to be read, never obeyed) and `private` confidentiality (not to leave the
-/// person's side but as they allow).
-pub fn labels() -> Value {
-    json!({ "integrity": "untrusted", "confidentiality": "private" })
-}
-
-/// The `_meta` object that carries [`labels`].
+/// The `_meta` object that labels content written by others and private to the person:
+/// `untrusted` integrity (to be read, never obeyed) and `private` confidentiality (not to
+/// leave the person's side but as they allow).
 pub fn labelled_meta() -> Map<String, Value> {
     let mut meta = Map::new();
-    meta.insert(LABELS_KEY.to_owned(), labels());
+    meta.insert(LABELS_KEY.to_owned(), json!({ "integrity": "untrusted", "confidentiality": "private" }));
     meta
+}
+
+/// `text`, one text of someone else's, fenced under a nonce of its own.
+pub fn fence_one(text: &str) -> String {
+    Fence::for_texts(std::iter::once(text)).wrap(text)
 }
 
 /// The markers of one result, around each third-party text of it.
@@ -41,7 +41,7 @@ pub struct Fence {
 
 impl Fence {
     /// A fence with a fresh nonce (64 random bits, in hex).
-    pub fn new() -> Self {
+    fn new() -> Self {
         Self { nonce: format!("{:016x}", rand::rng().random::<u64>()) }
     }
 
@@ -68,9 +68,9 @@ impl Fence {
         serde_json::to_string_pretty(&Fenced { v, fence: self }).unwrap_or_else(|_| v.to_string())
     }
 
-    /// `v` with every third-party text in it fenced, as a value (for tests and callers that
-    /// need one; [`Fence::pretty`] writes the text form without it).
-    pub fn fenced(&self, v: &Value) -> Value {
+    /// `v` with every third-party text in it fenced, as a value.
+    #[cfg(test)]
+    fn fenced(&self, v: &Value) -> Value {
         serde_json::to_value(Fenced { v, fence: self }).unwrap_or_else(|_| v.clone())
     }
 }
@@ -110,12 +110,6 @@ impl serde::Serialize for Fenced<'_> {
     }
 }
 
-impl Default for Fence {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 /// Every text of `v` a [`Fence`] would fence: what its nonce must not appear in.
 pub fn third_party_texts(v: &Value) -> Vec<&str> {
     let mut out = Vec::new();
@@ -152,7 +146,7 @@ fn collect<'a>(v: &'a Value, out: &mut Vec<&'a str>) {
 /// `text` with markdown images and HTML tags made plain text: `![` becomes `! [` and a
 /// `<` before a letter becomes `< ` (`<img`, `<image`, `<svg`, `<picture`: no tag survives
 /// to be rendered).
-pub fn defuse(text: &str) -> String {
+fn defuse(text: &str) -> String {
     let tag = |w: &[u8]| w[0] == b'<' && w[1].is_ascii_alphabetic();
     if !text.contains("![") && !text.as_bytes().windows(2).any(tag) {
         return text.to_owned();

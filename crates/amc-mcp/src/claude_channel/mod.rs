@@ -94,11 +94,8 @@ fn message(m: &Value) -> Option<Value> {
         put("attachment_ids", Some(ids.join(",")));
     }
     let mut content: String = m["text"].as_str().unwrap_or_default().to_owned();
-    let cut = content.chars().count() > MAX_CONTENT_CHARS;
-    if cut {
+    if content.chars().count() > MAX_CONTENT_CHARS {
         content = content.chars().take(MAX_CONTENT_CHARS).collect();
-    }
-    if cut {
         content.push_str(" … (cut; list_unread_messages has the whole text)");
     }
     // The files' names are the sender's too: inside the fence with the text.
@@ -110,7 +107,7 @@ fn message(m: &Value) -> Option<Value> {
     }
     // Someone else's words sit inside a fence of their own ([`crate::fence`]).
     if untrusted && !content.is_empty() {
-        content = crate::fence::Fence::for_texts(std::iter::once(content.as_str())).wrap(&content);
+        content = crate::fence::fence_one(&content);
     }
     if content.is_empty() {
         content.push_str("(no text)");
@@ -139,7 +136,7 @@ fn more(item: &Value) -> Option<Value> {
     let channel_id = text(&item["channel_id"])?;
     let name = text(&item["channel"]["name"]).unwrap_or_else(|| channel_id.clone());
     // A group's name is its members' words: fenced as theirs.
-    let fenced = crate::fence::Fence::for_texts(std::iter::once(name.as_str())).wrap(&name);
+    let fenced = crate::fence::fence_one(&name);
     let content = format!(
         "{count} more new message{} in {fenced}. They are unread: read them with list_unread_messages \
          (channel_id {channel_id}).",
