@@ -806,7 +806,7 @@ def test_a_short_code_is_approved_only_when_confirmed_and_its_codes_shown_only_w
     page.get_by_role("navigation", name="Sections").get_by_role("link", name="Status").click()
     said = page.get_by_role("region", name="Not a code")
     expect(said).to_contain_text("1 message you said holds no code")
-    expect(said.locator('[data-rule="called_the_code"]')).to_contain_text("the words next to it called it the code · 1")
+    expect(said.locator('[data-rule="called_the_code"]')).to_contain_text("the words next to it call it the code · 1")
     page.get_by_role("navigation", name="Sections").get_by_role("link", name="Inbox").click()
     message.get_by_role("button", name="It is a code").click()
     expect(message.locator("mark.secret")).to_have_text("918273")

@@ -19,21 +19,6 @@ function mount(el, app) {
   replace(el, viewHeader("status", "Status", "How AMC and its sources are doing."), body);
 }
 
-/** The finder's rules, as the report names them, in words. */
-const RULE = {
-  origin_bound: "Apple's one-time code form",
-  called_the_code: "the words next to it called it the code",
-  sign_in_words: "near words about signing in or not sharing",
-  code_word: "near a word for a code",
-  short_code: "a number from a short code or Sender ID",
-  password: "a password after its word",
-  handed_over: "a short reply handing over a number",
-  repeated: "the same code again",
-  link_address: "a sign-in link's address",
-  link_words: "a link the words called a sign-in link",
-  unread: "a message AMC could not read for codes",
-};
-
 /** What the person said holds no code: how often, by the rule that had found something. */
 function notACode(report) {
   const intro = report.marked
@@ -45,8 +30,8 @@ function notACode(report) {
     h("h2", { id: "h-not-a-code", class: "section-title", text: "Not a code" }),
     h("p", { class: "muted", text: intro }),
     report.marked
-      ? h("ul", { class: "rows not-a-code" }, Object.entries(report.by_rule).map(([rule, n]) => h("li", { class: "row", dataset: { rule } },
-        h("span", { class: "name", text: RULE[rule] ?? rule }), h("span", { class: "muted", text: ` · ${n}` }))))
+      ? h("ul", { class: "rows not-a-code" }, report.by_rule.map((r) => h("li", { class: "row", dataset: { rule: r.rule } },
+        h("span", { class: "name", text: r.why || r.rule }), h("span", { class: "muted", text: ` · ${r.messages}` }))))
       : null);
 }
 

@@ -568,8 +568,8 @@ pub async fn codes(raw: RawConfig, json_out: bool, cmd: CodesCmd) -> anyhow::Res
                 if marked == 1 { "message" } else { "messages" },
                 if marked == 1 { "holds" } else { "hold" }
             );
-            for (rule, n) in entries(&v["by_rule"]) {
-                say!("  rule {rule}: {} of them", n.as_u64().unwrap_or(0));
+            for r in v["by_rule"].as_array().into_iter().flatten() {
+                say!("  rule {}: {} of them ({})", s(r, "rule"), r["messages"].as_u64().unwrap_or(0), s(r, "why"));
             }
             for m in v["messages"].as_array().into_iter().flatten() {
                 let rules: Vec<Shown<'_>> = m["rules"].as_array().into_iter().flatten().filter_map(text).collect();

@@ -150,6 +150,26 @@ pub enum Rule {
 }
 
 impl Rule {
+    /// Every rule.
+    const ALL: [Rule; 11] = [
+        Rule::OriginBound,
+        Rule::CalledTheCode,
+        Rule::SignInWords,
+        Rule::CodeWord,
+        Rule::ShortCode,
+        Rule::Password,
+        Rule::HandedOver,
+        Rule::Repeated,
+        Rule::LinkAddress,
+        Rule::LinkWords,
+        Rule::Unread,
+    ];
+
+    /// The rule of that name on the wire ([`Rule::as_str`]).
+    pub fn named(name: &str) -> Option<Rule> {
+        Self::ALL.into_iter().find(|r| r.as_str() == name)
+    }
+
     /// The rule's name on the wire.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -1066,6 +1086,12 @@ fn alone(text: &str, lower: &str) -> Option<Range<usize>> {
         && !label
         && labelled(lower, &run.at) == Label::None;
     handed.then(|| run.at.clone())
+}
+
+/// The secrets in a name (a channel's, a thread's, a sender's): read as any text, never as
+/// a short code's message.
+pub fn in_name(name: &str) -> Vec<Found> {
+    find(name, false)
 }
 
 /// `text` with each of `found` replaced by its marker.
@@ -2108,6 +2134,12 @@ mod tests {
             ("Bonjour, votre mot de passe initial pour l'intranet : Bx@47mQw-2 (merci)", "Bx@47mQw-2"),
             ("Ihr Initialpasswort für das Firmenkonto: Hz7!rQ2x-L (bitte ändern)", "Hz7!rQ2x-L"),
             ("Wi-Fiのパスワードは Sakura@2291x です", "Sakura@2291x"),
+            // Glued to their word, or to a particle after it.
+            ("WiFi密码是abc12345", "abc12345"),
+            ("パスワードはSakura2291です", "Sakura2291"),
+            ("key:abc12345", "abc12345"),
+            ("pass:Blue$ky2291", "Blue$ky2291"),
+            ("ПАРОЛЬ: qwe$rty!7", "qwe$rty!7"),
         ] {
             let found = find(text, false);
             assert_eq!(found.iter().map(|f| &text[f.at.clone()]).collect::<Vec<_>>(), [password], "{text}");
@@ -2153,17 +2185,6 @@ mod tests {
             let shown = hide(text, &find(text, true));
             assert!(!shown.contains("4829"), "{text} -> {shown}");
         }
-        // Passwords glued to their word, or to a particle after it.
-        for (text, password) in [
-            ("WiFi密码是abc12345", "abc12345"),
-            ("パスワードはSakura2291です", "Sakura2291"),
-            ("key:abc12345", "abc12345"),
-            ("pass:Blue$ky2291", "Blue$ky2291"),
-            ("ПАРОЛЬ: qwe$rty!7", "qwe$rty!7"),
-        ] {
-            let found = find(text, false);
-            assert_eq!(found.iter().map(|f| &text[f.at.clone()]).collect::<Vec<_>>(), [password], "{text}");
-        }
         // A letter split from a code by an invisible character moves nothing.
         let text = "ok a\u{AD}b482913";
         assert!(find(text, true).iter().all(|f| f.rule != Rule::Unread && text.is_char_boundary(f.at.start)));
@@ -2187,6 +2208,14 @@ mod tests {
             "DHL: Shipment 48213 arrives Thursday."
         );
         assert_eq!(hide("Code: 60 18 42", &find("Code: 60 18 42", true)), format!("Code: {CODE_MARKER}"));
+    }
+
+    #[test]
+    fn every_rule_is_found_again_by_its_name() {
+        for rule in Rule::ALL {
+            assert_eq!(Rule::named(rule.as_str()), Some(rule));
+        }
+        assert_eq!(Rule::named("no_such_rule"), None);
     }
 
     #[test]

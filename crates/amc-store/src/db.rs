@@ -571,7 +571,7 @@ fn register_functions(conn: &Connection, keys: KeysComputed) -> Result<()> {
             return Ok(None);
         }
         let name = text_arg(ctx, 0);
-        Ok(Some(amc_secrets::hide(&name, &amc_secrets::find(&name, false))))
+        Ok(Some(amc_secrets::hide(&name, &amc_secrets::in_name(&name))))
     })?;
     conn.create_scalar_function("amc_secrets", 4, flags, |ctx| {
         let (source, sender) = (text_arg(ctx, 0), text_arg(ctx, 1));

@@ -257,10 +257,22 @@ pub struct Envelope {
 pub struct NotACodeReport {
     /// How many messages the person said hold no code.
     pub marked: usize,
-    /// For each rule, in how many of them it had found something.
-    pub by_rule: std::collections::BTreeMap<String, usize>,
+    /// For each rule, in how many of them it had found something, by rule name.
+    pub by_rule: Vec<RuleCount>,
     /// The messages, newest first.
     pub messages: Vec<NotACode>,
+}
+
+/// A rule of the code finder, in words, and in how many messages the person said hold no
+/// code it had found something.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RuleCount {
+    /// The rule's name (`called_the_code`, `short_code`, …).
+    pub rule: String,
+    /// Why that rule takes what it finds, in words.
+    pub why: &'static str,
+    /// In how many of the messages.
+    pub messages: usize,
 }
 
 /// A message the person said holds no code, as the report lists it.

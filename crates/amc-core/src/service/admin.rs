@@ -257,10 +257,18 @@ impl Amc {
     pub async fn not_a_code_report(&self) -> Result<NotACodeReport> {
         self.blocking(|s| {
             let messages = s.not_a_code_report()?;
-            let mut by_rule = std::collections::BTreeMap::new();
+            let mut counts = std::collections::BTreeMap::<&str, usize>::new();
             for rule in messages.iter().flat_map(|m| m.rules.iter()) {
-                *by_rule.entry(rule.clone()).or_default() += 1;
+                *counts.entry(rule).or_default() += 1;
             }
+            let by_rule = counts
+                .into_iter()
+                .map(|(rule, n)| crate::model::RuleCount {
+                    rule: rule.to_owned(),
+                    why: crate::secrets::Rule::named(rule).map_or("", crate::secrets::Rule::why),
+                    messages: n,
+                })
+                .collect();
             Ok(NotACodeReport { marked: messages.len(), by_rule, messages })
         })
         .await

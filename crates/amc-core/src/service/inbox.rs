@@ -259,7 +259,7 @@ fn redact(m: &mut Envelope, names: &mut Names, text_too: bool) {
 
 /// Hides the secrets of a name in place; the kinds it hid.
 fn hide_in_name(name: &mut String) -> Vec<&'static str> {
-    let found = crate::secrets::find(name, false);
+    let found = crate::secrets::in_name(name);
     if !found.is_empty() {
         *name = crate::secrets::hide(name, &found);
     }

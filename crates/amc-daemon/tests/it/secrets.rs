@@ -399,7 +399,8 @@ async fn the_person_says_a_message_holds_no_code_and_agents_are_given_it_whole()
     let channel = admin.get(&format!("/admin/channels/{ch}")).await.expect("channel").json();
     assert_eq!(channel["secret_count"], 0, "{channel}");
     let report = admin.get("/admin/codes/report").await.expect("report").json();
-    assert_eq!((&report["marked"], &report["by_rule"]), (&json!(1), &json!({ "called_the_code": 1 })), "{report}");
+    let by_rule = json!([{ "rule": "called_the_code", "why": "the words next to it call it the code", "messages": 1 }]);
+    assert_eq!((&report["marked"], &report["by_rule"]), (&json!(1), &by_rule), "{report}");
     assert_eq!(
         (&report["messages"][0]["message_id"], &report["messages"][0]["channel_name"]),
         (&json!(ids[0]), &json!("Chat friends"))
