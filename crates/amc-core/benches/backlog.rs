@@ -18,6 +18,7 @@ fn backlog(n: i64) {
         platform_id: "any;-;+15551234567".into(),
         name: "Ada".into(),
         kind: amc_types::model::ChannelKind::Dm,
+        readers: None,
     };
     let channel = store.ingest(amc_types::model::Source::Imessage, &spec, &[], None).expect("channel").channel_id;
     store.defer_indexing().expect("no index while filling");

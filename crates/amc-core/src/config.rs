@@ -14,6 +14,10 @@ pub const CONFIG_FILE: &str = "config.toml";
 const SEND_TIMEOUT_SECONDS: u64 = 200;
 /// The largest attachment fetched on demand, in MiB, unless set (`attachment_fetch_limit_mb`).
 const ATTACHMENT_FETCH_LIMIT_MB: u64 = 25;
+/// How far back the readers rule looks, unless set (`readers_window_minutes`).
+pub const READERS_WINDOW_MINUTES: u64 = 60;
+/// The longest window the readers rule may be given, in minutes (a day).
+pub const MAX_READERS_WINDOW_MINUTES: u64 = 24 * 60;
 
 /// The core's configuration, checked (the runtime reads it from flags, the environment and
 /// the config file, with each source's own settings).
@@ -33,6 +37,9 @@ pub struct Config {
     pub test_sender: bool,
     /// The largest attachment fetched from a platform on demand.
     pub attachment_fetch_limit: u64,
+    /// How far back the readers rule looks at what an agent was given (and no further
+    /// than the agent's last send the person approved).
+    pub readers_window: Duration,
 }
 
 /// The per-user data directory: `~/Library/Application Support/AMC` on macOS,
@@ -85,6 +92,7 @@ impl Config {
             send_timeout: Duration::from_secs(SEND_TIMEOUT_SECONDS),
             test_sender: false,
             attachment_fetch_limit: ATTACHMENT_FETCH_LIMIT_MB << 20,
+            readers_window: Duration::from_secs(READERS_WINDOW_MINUTES * 60),
             data_dir,
         }
     }

@@ -325,7 +325,12 @@ fn page_ids(page: &amc_client::Response) -> Vec<Value> {
 }
 
 fn channel(c: usize, per_channel: usize, base: i64) -> (ChannelSpec, Vec<IncomingMessage>) {
-    let spec = ChannelSpec { platform_id: format!("chat-{c}"), name: format!("Chat {c}"), kind: ChannelKind::Group };
+    let spec = ChannelSpec {
+        platform_id: format!("chat-{c}"),
+        name: format!("Chat {c}"),
+        kind: ChannelKind::Group,
+        readers: None,
+    };
     let japanese = c % 10 == 9;
     let msgs = (0..per_channel)
         .map(|j| IncomingMessage {

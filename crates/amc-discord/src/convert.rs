@@ -214,12 +214,22 @@ pub fn is_text_channel(kind: ChannelType) -> bool {
 
 /// A guild channel, named "guild / #channel".
 pub fn guild_channel(guild_name: &str, c: &GuildChannel) -> ChannelSpec {
-    ChannelSpec { platform_id: c.id.to_string(), name: format!("{guild_name} / #{}", c.name), kind: ChannelKind::Group }
+    ChannelSpec {
+        platform_id: c.id.to_string(),
+        name: format!("{guild_name} / #{}", c.name),
+        kind: ChannelKind::Group,
+        readers: None,
+    }
 }
 
 /// A direct message channel, named after the other person.
 pub fn dm_channel(channel_id: &str, other: &User) -> ChannelSpec {
-    ChannelSpec { platform_id: channel_id.to_owned(), name: user_name(other, None), kind: ChannelKind::Dm }
+    ChannelSpec {
+        platform_id: channel_id.to_owned(),
+        name: user_name(other, None),
+        kind: ChannelKind::Dm,
+        readers: Some(vec![other.id.to_string()]),
+    }
 }
 
 /// The emoji as text: the character itself, or `:name:` for a guild's own emoji.

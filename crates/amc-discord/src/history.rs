@@ -345,7 +345,7 @@ async fn recheck(shared: &Shared, ch: &AllowedChannel, anchor: u64) -> Result<u6
         }
         page.push(msg);
     }
-    let spec = ChannelSpec { platform_id: ch.platform_id.clone(), name: String::new(), kind: ch.kind };
+    let spec = ChannelSpec { platform_id: ch.platform_id.clone(), name: String::new(), kind: ch.kind, readers: None };
     if let Err(e) = shared.amc.ingest(Source::Discord, spec, page, None).await {
         tracing::warn!(error = %e, "could not store Discord history");
         return Err(Failed::store(&e));
@@ -487,7 +487,7 @@ async fn store(
 ) -> Result<(), Failed> {
     // Messages read through REST carry no guild: the channel is the one already stored,
     // and its name stays as it is (an empty name keeps the stored one).
-    let spec = ChannelSpec { platform_id: ch.platform_id.clone(), name: String::new(), kind: ch.kind };
+    let spec = ChannelSpec { platform_id: ch.platform_id.clone(), name: String::new(), kind: ch.kind, readers: None };
     let messages = page.iter().filter(|m| convert::is_conversation(m.kind)).map(|m| shared.convert(m)).collect();
     let stored = match thread {
         Some(t) => shared.amc.ingest_thread(Source::Discord, spec, t.clone(), messages).await.map(|_| ()),

@@ -120,7 +120,7 @@ impl Shared {
         let mut names = lock(&self.channel_names);
         if m.guild_id.is_some() {
             let name = names.get(&m.channel_id).cloned()?;
-            return Some(ChannelSpec { platform_id, name, kind: amc_core::model::ChannelKind::Group });
+            return Some(ChannelSpec { platform_id, name, kind: amc_core::model::ChannelKind::Group, readers: None });
         }
         if !self.selves().contains_id(m.author.id) {
             let spec = convert::dm_channel(&platform_id, &m.author);
@@ -130,7 +130,7 @@ impl Shared {
         // The bot's own message in a DM carries only the bot: the name the other person
         // gave the channel stays (empty keeps the stored one).
         let name = names.get(&m.channel_id).cloned().unwrap_or_default();
-        Some(ChannelSpec { platform_id, name, kind: amc_core::model::ChannelKind::Dm })
+        Some(ChannelSpec { platform_id, name, kind: amc_core::model::ChannelKind::Dm, readers: None })
     }
 
     /// Records a thread (or forum post) and its parent.
@@ -263,6 +263,7 @@ impl Shared {
             platform_id: parent.to_string(),
             name: parent_name,
             kind: amc_core::model::ChannelKind::Group,
+            readers: None,
         };
         Some((spec, ThreadSpec { platform_id: m.channel_id.to_string(), name }))
     }

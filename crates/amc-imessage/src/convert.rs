@@ -1,7 +1,7 @@
 //! chat.db rows to AMC's channels and messages.
 
 use amc_core::model::{ChannelKind, IncomingAttachment, IncomingMessage, Reaction, SenderInfo};
-use amc_core::model::{ChannelSpec, ReactionChange};
+use amc_core::model::{ChannelSpec, ReactionChange, reader_handle};
 use imessage_database::message_types::variants::{Tapback, TapbackAction, Variant};
 use imessage_database::tables::messages::Message;
 
@@ -25,7 +25,15 @@ pub fn channel_of(chat: &ChatInfo, contacts: &Contacts) -> ChannelSpec {
         (None, false) => chat.participants.iter().map(named).collect::<Vec<_>>().join(", "),
         (None, true) => named(&chat.identifier),
     };
-    ChannelSpec { platform_id: conversation_id(&chat.guid), name, kind }
+    // Who reads it besides the person: its participants (a one-to-one chat's handle is its
+    // identifier); none known is not "nobody", it is unknown.
+    let handles = match (kind, chat.participants.is_empty()) {
+        (_, false) => chat.participants.iter().map(|h| reader_handle(h)).collect(),
+        (ChannelKind::Dm, true) if !chat.identifier.is_empty() => vec![reader_handle(&chat.identifier)],
+        _ => Vec::new(),
+    };
+    let readers = (!handles.is_empty()).then_some(handles);
+    ChannelSpec { platform_id: conversation_id(&chat.guid), name, kind, readers }
 }
 
 /// The channel of a chat: its guid with the service left out (`any;-;+15551234567`,

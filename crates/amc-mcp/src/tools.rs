@@ -221,7 +221,9 @@ pub fn send_message() -> Tool {
              attachments, each given by exactly one of `url` (http/https, public addresses) or `path` (a file inside a \
              folder the person allowed, by default AMC's outbox folder). {VISIBILITY} Depending on the channel's send \
              policy the message goes out at once (status `sent`), or waits for the person's approval (status \
-             `pending_review`, sent_at null): do not resend it. Status `unknown` means the platform did not confirm; \
+             `pending_review`, sent_at null): do not resend it. A send under `auto` that could carry what you read \
+             in another conversation to people who could not read it waits for the person too (`held_reason`: \
+             `crosses_conversations`); a reply in the conversation you read does not. Status `unknown` means the platform did not confirm; \
              the person will check it. A `sent` message the platform fails afterwards (iMessage can mark one not \
              delivered) carries `delivery_failed`, the reason, in get_message_context. Read-only channels refuse \
              sends with CHANNEL_READ_ONLY."
@@ -254,7 +256,8 @@ pub fn send_message() -> Tool {
         "properties": {
             "message_id": { "type": "string", "pattern": MSG_ID_PATTERN },
             "sent_at": { "type": ["string", "null"], "format": "date-time" },
-            "status": { "type": "string", "enum": ["sent", "pending_review", "unknown", "sending", "rejected"] }
+            "status": { "type": "string", "enum": ["sent", "pending_review", "unknown", "sending", "rejected"] },
+            "held_reason": { "type": "string", "enum": ["crosses_conversations"] }
         },
         "required": ["message_id", "sent_at", "status"]
     })))

@@ -535,7 +535,22 @@ impl Relay {
             None | Some("") => 0,
             Some(c) => cursors.read_position(&thread_id, c)?,
         };
-        self.page(who, cursors, thread_id, after_seq, limit).await
+        let page = self.page(who, cursors, thread_id, after_seq, limit).await?;
+        self.note_read(who, &page).await?;
+        Ok(page)
+    }
+
+    /// Records, for the readers rule of AMC's sends, that an agent was given messages of
+    /// others in this thread (whose readers are its members): at most once a second per
+    /// agent and thread, the title read only then.
+    async fn note_read(&self, who: &Principal, page: &Page) -> Result<()> {
+        let Principal::Agent(id) = who else { return Ok(()) };
+        let amc = &self.inner.amc;
+        if page.messages.iter().all(|m| m.author_is_you) || amc.read_noted_lately(id, &page.thread_id) {
+            return Ok(());
+        }
+        let meta = self.access(who, &page.thread_id).await?;
+        amc.note_thread_read(id, &page.thread_id, &meta.title).await
     }
 
     async fn page(
@@ -568,6 +583,20 @@ impl Relay {
     /// Like [`Relay::read`], but when nothing is there yet, waits up to `timeout`
     /// seconds for a message (or for `cancelled`, a caller that went away).
     pub async fn wait(
+        &self,
+        who: &Principal,
+        thread_id: String,
+        after: String,
+        timeout_seconds: Option<i64>,
+        limit: Option<i64>,
+        cancelled: impl std::future::Future<Output = ()>,
+    ) -> Result<Page> {
+        let page = self.wait_for(who, thread_id, after, timeout_seconds, limit, cancelled).await?;
+        self.note_read(who, &page).await?;
+        Ok(page)
+    }
+
+    async fn wait_for(
         &self,
         who: &Principal,
         thread_id: String,
@@ -714,6 +743,13 @@ impl Relay {
         }
         let cut = kept < hits.len();
         hits.truncate(kept);
+        if let Principal::Agent(id) = who {
+            for hit in hits.iter().filter(|h| h.untrusted_content) {
+                if !self.inner.amc.read_noted_lately(id, &hit.thread_id) {
+                    self.inner.amc.note_thread_read(id, &hit.thread_id, &hit.title).await?;
+                }
+            }
+        }
         let next_cursor =
             if more || cut { Some(cursors.search_cursor(&p, &query, offset + kept as u32)?) } else { None };
         Ok(SearchPage { hits, next_cursor })

@@ -50,6 +50,9 @@ pub struct FileConfig {
     /// 600, default 200: osascript may take 130 s while Messages launches, then Messages
     /// has `imessage_confirm_seconds` to settle the send).
     pub send_timeout_seconds: Option<u64>,
+    /// Minutes the readers rule looks back at what an agent read (1 to 1,440, default
+    /// 60): a send under `auto` to people who could not read all of it waits for review.
+    pub readers_window_minutes: Option<u64>,
     /// A loopback address to serve on, as `--listen`.
     pub listen: Option<String>,
     /// The iMessage database to follow, as `--chat-db` (on macOS it defaults to
@@ -230,6 +233,15 @@ impl RawConfig {
                 1,
                 500,
             )? << 20,
+            readers_window: Duration::from_secs(
+                range(
+                    "readers_window_minutes",
+                    file.readers_window_minutes,
+                    amc_core::config::READERS_WINDOW_MINUTES,
+                    1,
+                    amc_core::config::MAX_READERS_WINDOW_MINUTES,
+                )? * 60,
+            ),
             ..defaults
         };
         let imessage = ImessageSettings {

@@ -18,7 +18,7 @@ fn store() -> (tempfile::TempDir, Store) {
 }
 
 fn spec(id: &str) -> ChannelSpec {
-    ChannelSpec { platform_id: id.into(), name: id.into(), kind: ChannelKind::Dm }
+    ChannelSpec { platform_id: id.into(), name: id.into(), kind: ChannelKind::Dm, readers: None }
 }
 
 fn msg(id: &str, text: &str, sent_at: i64) -> IncomingMessage {
@@ -360,6 +360,8 @@ fn new_send<'a>(channel: &'a str, key: Option<(&'a str, [u8; 32])>, status: Outb
         attachments: &[],
         status,
         held_bounds: super::HELD_BOUNDS,
+        held_reason: None,
+        read_from: &[],
     }
 }
 
@@ -865,13 +867,19 @@ fn a_one_to_one_message_stored_from_unknown_is_given_the_chats_handle_by_the_mig
     let (dir, store) = store();
     let unnamed = |id: &str, text: &str| amc_testkit::incoming(id, text).at(1).from("unknown", None).build();
     store.ingest(Source::Imessage, &spec("SMS;-;72975"), &[unnamed("u1", "661011")], None).expect("ingest");
-    let group = ChannelSpec { platform_id: "iMessage;+;chat9".into(), name: "g".into(), kind: ChannelKind::Group };
+    let group = ChannelSpec {
+        platform_id: "iMessage;+;chat9".into(),
+        name: "g".into(),
+        kind: ChannelKind::Group,
+        readers: None,
+    };
     store.ingest(Source::Imessage, &group, &[unnamed("u2", "hi")], None).expect("ingest");
     // As a store of the release before left it: the migration not yet run (nor the later
     // ones that change a table's columns).
     store
         .database()
         .write(|tx| {
+            tx.execute_batch(crate::UNDO_0024)?;
             tx.execute_batch("ALTER TABLE messages DROP COLUMN not_a_code; DROP TABLE not_a_code_report;")?;
             Ok(tx.pragma_update(None, "user_version", 20)?)
         })

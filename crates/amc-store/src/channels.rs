@@ -123,7 +123,7 @@ const ADMIN_COLS: &str = "c.id, c.source, c.platform_id, c.name, c.kind, c.state
      c.gone_reason, c.codes, \
      (SELECT coalesce(json_group_array(k.agent_id), '[]') FROM \
        (SELECT agent_id FROM channel_code_agents WHERE channel_id = c.id ORDER BY agent_id) k), \
-     (SELECT count(*) FROM messages m WHERE m.channel = c.key AND m.secrets > 0)";
+     (SELECT count(*) FROM messages m WHERE m.channel = c.key AND m.secrets > 0), c.open_to_anything";
 
 fn admin_from_row(row: &Row<'_>) -> rusqlite::Result<ChannelAdmin> {
     let audience: String = row.get(12)?;
@@ -163,6 +163,7 @@ fn admin_from_row(row: &Row<'_>) -> rusqlite::Result<ChannelAdmin> {
         },
         sensitive: amc_secrets::is_short_code_channel(&row.get::<_, String>(1)?, &row.get::<_, String>(2)?),
         secret_count: row.get(17)?,
+        receives_anything: row.get(18)?,
     })
 }
 
@@ -208,6 +209,16 @@ fn display_name(spec: &ChannelSpec) -> &str {
     }
 }
 
+/// A channel's readers as stored: a sorted JSON array of distinct handles, or `None` when
+/// the source does not say or names nobody (nobody known is not nobody).
+fn readers_json(spec: &ChannelSpec) -> Option<String> {
+    let mut handles: Vec<String> = spec.readers.as_ref()?.iter().map(|h| crate::model::reader_handle(h)).collect();
+    handles.retain(|h| !h.is_empty());
+    handles.sort();
+    handles.dedup();
+    (!handles.is_empty()).then(|| serde_json::to_string(&handles).unwrap_or_default())
+}
+
 /// A channel as ingest stores its messages: its `ch_` id, its key (`messages.channel`),
 /// and whether it is new.
 pub(super) struct Upserted {
@@ -220,11 +231,18 @@ pub(super) struct Upserted {
 
 /// Finds or creates the channel.
 pub(super) fn upsert(tx: &Transaction<'_>, source: Source, spec: &ChannelSpec, now: Millis) -> Result<Upserted> {
-    let existing: Option<(String, i64, String, String)> = tx
-        .prepare_cached("SELECT id, key, name, kind FROM channels WHERE source = ?1 AND platform_id = ?2")?
-        .query_row(params![source.as_str(), spec.platform_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+    let existing: Option<(String, i64, String, String, Option<String>)> = tx
+        .prepare_cached("SELECT id, key, name, kind, readers FROM channels WHERE source = ?1 AND platform_id = ?2")?
+        .query_row(params![source.as_str(), spec.platform_id], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+        })
         .optional()?;
-    if let Some((id, key, name, kind)) = existing {
+    let readers = readers_json(spec);
+    if let Some((id, key, name, kind, stored_readers)) = existing {
+        // Who reads it follows the source; a source that cannot tell leaves them.
+        if readers.is_some() && readers != stored_readers {
+            tx.prepare_cached("UPDATE channels SET readers = ?2 WHERE id = ?1")?.execute(params![id, readers])?;
+        }
         // The platform told of the channel: it is there (again).
         let back = tx
             .prepare_cached(
@@ -243,9 +261,18 @@ pub(super) fn upsert(tx: &Transaction<'_>, source: Source, spec: &ChannelSpec, n
     }
     let id = crate::ids::new_channel_id();
     tx.prepare_cached(
-        "INSERT INTO channels (id, source, platform_id, name, kind, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)",
+        "INSERT INTO channels (id, source, platform_id, name, kind, created_at, updated_at, readers) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7)",
     )?
-    .execute(params![id, source.as_str(), spec.platform_id, display_name(spec), spec.kind.as_str(), now])?;
+    .execute(params![
+        id,
+        source.as_str(),
+        spec.platform_id,
+        display_name(spec),
+        spec.kind.as_str(),
+        now,
+        readers
+    ])?;
     Ok(Upserted { key: tx.last_insert_rowid(), id, created: true, changed: false })
 }
 
@@ -412,6 +439,21 @@ impl Store {
             let changed = tx
                 .prepare_cached("UPDATE channels SET send_policy = ?2, updated_at = ?3 WHERE id = ?1")?
                 .execute(params![id, policy.as_str(), now_ms()])?;
+            if changed == 0 {
+                return Err(Error::not_found("channel"));
+            }
+            Ok(())
+        })?;
+        self.admin_channel(id)
+    }
+
+    /// Turns the readers rule off for a channel (`anything`: it may receive whatever an
+    /// agent read elsewhere) or back on.
+    pub fn set_receives_anything(&self, id: &str, anything: bool) -> Result<ChannelAdmin> {
+        self.db.write(|tx| {
+            let changed = tx
+                .prepare_cached("UPDATE channels SET open_to_anything = ?2, updated_at = ?3 WHERE id = ?1")?
+                .execute(params![id, anything, now_ms()])?;
             if changed == 0 {
                 return Err(Error::not_found("channel"));
             }

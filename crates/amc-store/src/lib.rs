@@ -61,6 +61,7 @@ mod keys;
 mod messages;
 mod outbox;
 pub mod rank;
+mod reads;
 mod search;
 
 use std::path::Path;
@@ -77,6 +78,7 @@ pub use backlog::IndexProgress;
 pub use claude_channel::{NewToolRequest, PushPosition, PushScan, ToolRequestBounds};
 pub use messages::UnreadQuery;
 pub use outbox::{HELD_BOUNDS, HeldBounds, NewSend, SEND_LOG_KEPT, SendLookup, SendOutcome};
+pub use reads::{READS_NOTED_EVERY, Readers, SendReads};
 #[cfg(any(test, feature = "test-support"))]
 pub use search::RANK_UP_TO;
 pub use search::{SearchQuery, excerpt_around, spaceless};
@@ -108,7 +110,14 @@ const MIGRATIONS: &[Migration] = &[
     ("0021_one_to_one_senders", include_str!("migrations/0021_one_to_one_senders.sql")),
     ("0022_root_key", include_str!("migrations/0022_root_key.sql")),
     ("0023_not_a_code", include_str!("migrations/0023_not_a_code.sql")),
+    ("0024_readers", include_str!("migrations/0024_readers.sql")),
 ];
+
+/// Undoes migration 0024, for tests that take a store back to a release before it.
+#[cfg(any(test, feature = "test-support"))]
+pub const UNDO_0024: &str = "DROP TABLE agent_reads; ALTER TABLE outbox DROP COLUMN held_reason; \
+     ALTER TABLE outbox DROP COLUMN read_from; ALTER TABLE channels DROP COLUMN readers; \
+     ALTER TABLE channels DROP COLUMN open_to_anything;";
 
 /// Turns the database at `path` back into one from before migration 0010 (which started
 /// the search index over), undoing every later migration first, for tests of what 0010
@@ -121,7 +130,8 @@ pub fn back_to_0009(path: &Path) -> Result<()> {
 }
 
 #[cfg(any(test, feature = "test-support"))]
-const BACK_TO_0009: &str = "DROP TABLE not_a_code_report; DROP TABLE secrets_backlog; DROP INDEX messages_with_secrets; \
+const BACK_TO_0009: &str = "DROP TABLE agent_reads; ALTER TABLE outbox DROP COLUMN held_reason; \
+     ALTER TABLE outbox DROP COLUMN read_from; DROP TABLE not_a_code_report; DROP TABLE secrets_backlog; DROP INDEX messages_with_secrets; \
      DROP TABLE channel_code_agents; DROP INDEX platform_aliases_by_message; DROP INDEX outbox_sent_by_time; \
      DROP TRIGGER read_marks_of_agent; DROP TABLE read_marks; \
      CREATE TABLE read_state (agent_id TEXT NOT NULL REFERENCES agents (id) ON DELETE CASCADE, \
@@ -183,6 +193,8 @@ pub struct Store {
     db: Database,
     /// Message ids made within one millisecond still sort in the order they were made.
     ids: Arc<Mutex<ulid::Generator>>,
+    /// When each agent's read of each conversation was last written (`reads.rs`).
+    noted: reads::Noted,
 }
 
 impl Store {
@@ -195,7 +207,7 @@ impl Store {
     /// [`open`](Self::open), telling `updates` how far the migrations are.
     pub fn open_reporting(path: &Path, updates: &crate::db::UpdateReporter) -> Result<Self> {
         let db = Database::open_reporting(path, MIGRATIONS, updates)?;
-        Ok(Self { db, ids: Arc::new(Mutex::new(ulid::Generator::new())) })
+        Ok(Self { db, ids: Arc::new(Mutex::new(ulid::Generator::new())), noted: reads::Noted::default() })
     }
 
     /// The database under the store: its upkeep (checkpoints, memory), and the parts with
@@ -207,7 +219,7 @@ impl Store {
     /// The same store, its transactions no use of the database for releasing memory
     /// ([`Database::uncounted`]): the housekeeping's.
     pub fn uncounted(&self) -> Self {
-        Self { db: self.db.uncounted(), ids: self.ids.clone() }
+        Self { db: self.db.uncounted(), ids: self.ids.clone(), noted: self.noted.clone() }
     }
 
     /// A new `msg_<ULID>`, later than every one this store made before.
@@ -403,8 +415,12 @@ mod tests {
         assert!(store.has_platform_message(Source::Discord, "1234567890").expect("lookup"));
         assert!(!store.has_platform_message(Source::Imessage, "1234567890").expect("lookup"));
         let again = amc_testkit::incoming("C0FFEE-1", "lunch at noon").at(10).from("+15551234567", None).build();
-        let chat =
-            ChannelSpec { platform_id: "iMessage;-;+15551234567".into(), name: "Ada".into(), kind: ChannelKind::Dm };
+        let chat = ChannelSpec {
+            platform_id: "iMessage;-;+15551234567".into(),
+            name: "Ada".into(),
+            kind: ChannelKind::Dm,
+            readers: None,
+        };
         let report = store.ingest(Source::Imessage, &chat, &[again], None).expect("ingest");
         assert!(report.inserted_platform_ids.is_empty(), "read again, it is not stored twice");
         let count: i64 = store
@@ -449,7 +465,8 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = Store::open(&dir.path().join("amc.db")).expect("open");
         assert_eq!(store.waiting().expect("waiting"), crate::model::Waiting::default());
-        let spec = |id: &str| ChannelSpec { platform_id: id.into(), name: id.into(), kind: ChannelKind::Dm };
+        let spec =
+            |id: &str| ChannelSpec { platform_id: id.into(), name: id.into(), kind: ChannelKind::Dm, readers: None };
         let (a, _) = store.ensure_channel(Source::Imessage, &spec("a")).expect("channel");
         store.ensure_channel(Source::Imessage, &spec("b")).expect("channel");
         assert_eq!(store.waiting().expect("waiting").channels, 2);
@@ -464,6 +481,8 @@ mod tests {
             attachments: &[],
             status,
             held_bounds: HELD_BOUNDS,
+            held_reason: None,
+            read_from: &[],
         };
         store.record_send(&send(OutboxStatus::Held)).expect("held");
         store.record_send(&send(OutboxStatus::Held)).expect("held");

@@ -8,7 +8,7 @@ use rusqlite::{OptionalExtension, Row, Transaction, params};
 use super::Store;
 use super::channels::parse_col;
 use crate::error::{Error, ErrorCode, Result};
-use crate::model::{OutboxItem, OutboxStatus, SentSend, Source, StagedAttachment};
+use crate::model::{OutboxItem, OutboxStatus, ReadFrom, SentSend, Source, StagedAttachment};
 use crate::time::{Millis, now_ms};
 
 /// What one agent's sends waiting for review may take: 100 sends, and 256 MiB of their text
@@ -40,6 +40,10 @@ pub struct NewSend<'a> {
     pub status: OutboxStatus,
     /// What the agent's held sends may take, checked when this one is held too.
     pub held_bounds: HeldBounds,
+    /// Why it is held beyond its channel's policy (`crosses_conversations`), if it is.
+    pub held_reason: Option<&'a str>,
+    /// The conversations it may carry text from, for the person's review.
+    pub read_from: &'a [ReadFrom],
 }
 
 /// What one agent's sends waiting for the person may take in all: so many sends, so many
@@ -87,7 +91,7 @@ pub enum SendLookup {
 }
 
 const OUTBOX_COLS: &str = "o.id, o.agent_id, o.channel_id, c.name, c.source, o.text, o.reply_to, o.attachments, o.status, \
-     o.created_at, o.sent_at, o.error_code, o.error_message, o.retry_after_at";
+     o.created_at, o.sent_at, o.error_code, o.error_message, o.retry_after_at, o.held_reason, o.read_from";
 
 fn item_from_row(row: &Row<'_>) -> rusqlite::Result<OutboxItem> {
     let attachments: String = row.get(7)?;
@@ -106,6 +110,8 @@ fn item_from_row(row: &Row<'_>) -> rusqlite::Result<OutboxItem> {
         error_code: row.get(11)?,
         error_message: row.get(12)?,
         retry_after_at: row.get(13)?,
+        held_reason: row.get(14)?,
+        read_from: row.get::<_, Option<String>>(15)?.and_then(|r| serde_json::from_str(&r).ok()).unwrap_or_default(),
     })
 }
 
@@ -198,9 +204,11 @@ impl Store {
             }
             let id = self.next_message_id();
             let attachments = serde_json::to_string(send.attachments).map_err(Error::internal)?;
+            let read_from =
+                (!send.read_from.is_empty()).then(|| serde_json::to_string(send.read_from)).transpose().map_err(Error::internal)?;
             tx.prepare_cached(
-                "INSERT INTO outbox (id, agent_id, channel_id, text, reply_to, attachments, status, created_at, updated_at) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)",
+                "INSERT INTO outbox (id, agent_id, channel_id, text, reply_to, attachments, status, created_at, updated_at, \
+                 held_reason, read_from) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9, ?10)",
             )?
             .execute(params![
                 id,
@@ -210,7 +218,9 @@ impl Store {
                 send.reply_to,
                 attachments,
                 send.status.as_str(),
-                now
+                now,
+                send.held_reason,
+                read_from
             ])?;
             if let Some((key, hash)) = send.idempotency {
                 tx.prepare_cached(

@@ -378,6 +378,10 @@ pub struct ChannelAdmin {
     pub sensitive: bool,
     /// How many of its messages are known to hold a one-time code or sign-in link.
     pub secret_count: i64,
+    /// The person turned the readers rule off here: an agent's send under `auto` goes out
+    /// whatever else the agent read (the rule holds a send that carries one
+    /// conversation's text to people who could not read it).
+    pub receives_anything: bool,
 }
 
 /// An agent a channel is open to.
@@ -411,6 +415,19 @@ pub struct StagedAttachment {
     pub size_bytes: u64,
     /// Where it came from: the agent's path or URL.
     pub origin: String,
+}
+
+/// A conversation an agent was given messages of: what a send held by the readers rule
+/// may carry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReadFrom {
+    /// A channel's id (`ch_…`) or a relay thread's (`thr_…`).
+    pub conversation: String,
+    /// Its name then, for the person.
+    pub name: String,
+    /// When the agent was last given its messages.
+    #[serde(with = "serde_ms")]
+    pub read_at: Millis,
 }
 
 /// An agent's send, as the outbox keeps it.
@@ -447,7 +464,15 @@ pub struct OutboxItem {
     /// For a send the platform rate-limited: when it may be tried again.
     #[serde(with = "serde_ms::option")]
     pub retry_after_at: Option<Millis>,
+    /// Why it was held beyond its channel's policy: `crosses_conversations`, or `null`.
+    pub held_reason: Option<String>,
+    /// For a send held by the readers rule: the other conversations the agent had read,
+    /// newest first (at most [`READ_FROM_SHOWN`]).
+    pub read_from: Vec<ReadFrom>,
 }
+
+/// The most conversations a held send names as read from.
+pub const READ_FROM_SHOWN: usize = 50;
 
 /// A send the platform reported sent, as its source looks at it again: the platform may
 /// still fail it (Messages can mark a row it sent not delivered afterwards).
@@ -620,6 +645,22 @@ pub struct ChannelSpec {
     pub name: String,
     /// `dm` or `group`.
     pub kind: ChannelKind,
+    /// Who besides the person reads it, by the platform's handles (a chat's participants,
+    /// the other side of a DM), when the source can tell; `None` leaves the stored ones.
+    pub readers: Option<Vec<String>>,
+}
+
+impl ChannelSpec {
+    /// A channel whose readers the source does not say.
+    pub fn new(platform_id: impl Into<String>, name: impl Into<String>, kind: ChannelKind) -> Self {
+        Self { platform_id: platform_id.into(), name: name.into(), kind, readers: None }
+    }
+}
+
+/// A reader's handle as AMC compares them: trimmed, lower case (addresses differ only in
+/// case in chat.db).
+pub fn reader_handle(handle: &str) -> String {
+    handle.trim().to_lowercase()
 }
 
 /// The parts of a channel the send path needs.

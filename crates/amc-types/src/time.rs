@@ -37,6 +37,12 @@ pub mod serde_ms {
         s.serialize_str(&super::format_ms(*ms))
     }
 
+    /// Reads the RFC 3339 form back.
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<super::Millis, D::Error> {
+        let s: std::borrow::Cow<'de, str> = serde::Deserialize::deserialize(d)?;
+        super::parse_rfc3339(&s).ok_or_else(|| serde::de::Error::custom("not an RFC 3339 timestamp"))
+    }
+
     /// The same for an optional timestamp (`null` when absent).
     pub mod option {
         use serde::Serializer;

@@ -76,6 +76,7 @@ pub fn conversation(dir: &Path, sender: &str, name: Option<&str>, text: &str) ->
         platform_id: format!("any;-;{sender}"),
         name: name.unwrap_or(sender).into(),
         kind: ChannelKind::Dm,
+        readers: None,
     };
     let msg = amc_testkit::incoming("guid-1", text).from(sender, name).build();
     store.ingest(Source::Imessage, &spec, &[msg], None).expect("ingest").channel_id

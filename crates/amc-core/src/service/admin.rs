@@ -127,6 +127,14 @@ impl Amc {
         Ok(ch)
     }
 
+    /// Turns the readers rule off for a channel (`anything`: it may receive whatever an
+    /// agent read elsewhere) or back on.
+    pub async fn set_receives_anything(&self, id: String, anything: bool) -> Result<ChannelAdmin> {
+        let ch = self.blocking(move |s| s.set_receives_anything(&id, anything)).await?;
+        self.publish(Event::ChannelChanged { channel_id: ch.id.clone() });
+        Ok(ch)
+    }
+
     /// Sets a channel's send policy.
     pub async fn set_send_policy(&self, id: String, policy: SendPolicy) -> Result<ChannelAdmin> {
         let ch = self.blocking(move |s| s.set_send_policy(&id, policy)).await?;
@@ -178,7 +186,15 @@ impl Amc {
     pub async fn approve_send(&self, id: String) -> Result<OutboxItem> {
         let amc = self.clone();
         let task = tokio::spawn(async move {
-            let item = amc.blocking(move |s| s.claim_held(&id)).await?;
+            let item = amc
+                .blocking(move |s| {
+                    let item = s.claim_held(&id)?;
+                    // The person saw what this send carries: what its agent was given
+                    // before asking for it no longer holds its next sends.
+                    s.forget_reads(&item.agent_id, item.created_at)?;
+                    Ok(item)
+                })
+                .await?;
             amc.publish(Event::SendChanged { send_id: item.id.clone(), status: item.status });
             amc.deliver_now(item, None).await
         });

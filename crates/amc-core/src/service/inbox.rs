@@ -162,6 +162,24 @@ pub(super) fn check_message_id(field: &str, id: &str) -> Result<()> {
     }
 }
 
+/// Records that the agent `agent_id` is given these messages, now: the conversations they
+/// are of, each once, with its name as the person knows it (before any code in it is
+/// hidden). The readers rule of the send path ([`super::readers`]) reads it back.
+/// Called on the blocking pool, before [`seen_by`].
+pub(in crate::service) fn note_given<'a>(
+    s: &amc_store::Store,
+    agent_id: &str,
+    messages: impl IntoIterator<Item = &'a Envelope>,
+) -> Result<()> {
+    let mut given: Vec<(String, String)> = Vec::new();
+    for m in messages {
+        if !given.iter().any(|(c, _)| *c == m.channel_id) {
+            given.push((m.channel_id.clone(), m.channel.name.clone()));
+        }
+    }
+    s.record_reads(agent_id, &given, crate::time::now_ms())
+}
+
 /// Makes messages what the agent `agent_id` may be given: what it sent itself is marked
 /// its own, the text of every other message third-party (`untrusted_content`), and
 /// one-time codes and sign-in links are hidden from every text ([`redact`]) but in the
@@ -294,6 +312,7 @@ impl Amc {
         let (messages, next_since) = self
             .blocking(move |s| {
                 let (mut messages, next_since) = s.unread(&agent_id, &q)?;
+                note_given(s, &agent_id, &messages)?;
                 let shown = s.codes_shown_to(&agent_id)?;
                 seen_by(&agent_id, &shown, &mut messages);
                 Ok((messages, next_since))
@@ -403,6 +422,7 @@ impl Amc {
         let messages = self
             .blocking(move |s| {
                 let mut messages = s.context(&agent_id, &channel_id, &around, before, after)?;
+                note_given(s, &agent_id, &messages)?;
                 let shown = s.codes_shown_to(&agent_id)?;
                 seen_by(&agent_id, &shown, &mut messages);
                 Ok(messages)
@@ -431,6 +451,7 @@ impl Amc {
         let agent_id = agent.agent_id.clone();
         self.blocking(move |s| {
             let mut message = s.visible_message(&agent_id, &id)?;
+            note_given(s, &agent_id, [&message])?;
             let shown = s.codes_shown_to(&agent_id)?;
             seen_by(&agent_id, &shown, std::slice::from_mut(&mut message));
             Ok(message)

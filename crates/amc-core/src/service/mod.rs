@@ -5,6 +5,8 @@
 //! # Layout
 //! - `inbox.rs`: the agents' reads (unread, context, get, mark read, channels).
 //! - `send.rs`: the agents' sends and their delivery.
+//! - `readers.rs`: the readers rule, which holds a send that would carry one
+//!   conversation's text to people who could not read it.
 //! - `failed_later.rs`: sends the platform fails after reporting them sent.
 //! - `admin.rs`: the person's actions (approval, review, agents, pause).
 //! - `ingest.rs`: the sources' front door (messages, edits, reactions, unsends,
@@ -22,6 +24,7 @@ mod failed_later;
 mod health;
 mod inbox;
 mod ingest;
+mod readers;
 mod search;
 mod send;
 mod upkeep;
@@ -49,6 +52,7 @@ pub use health::{CatchingUp, Health, SourceState, SourceStatus};
 pub use inbox::{
     ContextPage, ContextParams, MAX_UNREAD_WAIT_SECONDS, MarkReadResult, UnreadPage, UnreadParams, WaitUnreadParams,
 };
+pub use readers::CROSSES_CONVERSATIONS;
 pub use search::{MAX_QUERY_CHARS, SearchPage, SearchParams, SearchResult};
 pub use send::{AttachmentRef, SendReceipt, SendRequest};
 pub use waits::MAX_WAITS_PER_AGENT;

@@ -207,6 +207,7 @@ impl Amc {
                 // The channels whose codes the agent is given, as the search read them.
                 let shown: HashSet<String> =
                     hits.iter().filter(|h| h.codes_shown).map(|h| h.message.channel_id.clone()).collect();
+                super::inbox::note_given(s, agent_id, hits.iter().map(|h| &h.message))?;
                 for hit in &mut hits {
                     super::inbox::seen_by(agent_id, &shown, std::slice::from_mut(&mut hit.message));
                     if !hit.message.redacted.is_empty() {

@@ -60,6 +60,10 @@ pub struct SendReceipt {
     pub sent_at: Option<Millis>,
     /// `sent`, `pending_review`, `unknown`, and on replays also `sending` or `rejected`.
     pub status: &'static str,
+    /// Why a `pending_review` send waits beyond its channel's send policy:
+    /// `crosses_conversations` (the readers rule). Absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub held_reason: Option<String>,
     /// Whether this answers an earlier request with the same `Idempotency-Key`.
     #[serde(skip)]
     pub replayed: bool,
@@ -83,7 +87,8 @@ impl SendReceipt {
                 return Err(e);
             }
         };
-        Ok(Self { message_id: item.id.clone(), sent_at: item.sent_at, status, replayed })
+        let held_reason = item.held_reason.clone().filter(|_| item.status == OutboxStatus::Held);
+        Ok(Self { message_id: item.id.clone(), sent_at: item.sent_at, status, held_reason, replayed })
     }
 }
 
@@ -144,6 +149,8 @@ struct Record {
     /// The channel as the checks read it: the send is delivered to it without reading it
     /// again.
     target: SendTarget,
+    /// The conversations the readers rule found it would carry text across (it is held).
+    read_from: Vec<crate::model::ReadFrom>,
 }
 
 /// A send that passed every check that costs nothing: where it goes, and its local files
@@ -179,7 +186,13 @@ impl Amc {
             }
         }
         let Checked { target, max_bytes, files } = self.check_send(agent, &req).await?;
-        let held = self.paused() || target.send_policy == SendPolicy::Review;
+        // Under `auto`, the readers rule: held when it would carry what the agent read
+        // elsewhere to people who could not read it.
+        let read_from = match target.send_policy {
+            SendPolicy::Auto => self.crossings(agent, &target).await?,
+            _ => Vec::new(),
+        };
+        let held = self.paused() || target.send_policy == SendPolicy::Review || !read_from.is_empty();
         if held {
             // Before anything is copied: an agent whose held sends are at their bounds
             // costs no disk. Checked again where the send is recorded.
@@ -199,6 +212,7 @@ impl Amc {
             status,
             stage_id,
             target,
+            read_from,
         };
         self.record_and_deliver(record).await
     }
@@ -297,7 +311,7 @@ impl Amc {
     async fn record_and_deliver(&self, r: Record) -> Result<SendReceipt> {
         let amc = self.clone();
         let task = tokio::spawn(async move {
-            let Record { agent_id, idempotency, req, staged, status, stage_id, target } = r;
+            let Record { agent_id, idempotency, req, staged, status, stage_id, target, read_from } = r;
             let lookup = amc
                 .blocking(move |s| {
                     s.record_send(&NewSend {
@@ -309,6 +323,8 @@ impl Amc {
                         attachments: &staged,
                         status,
                         held_bounds: HELD_BOUNDS,
+                        held_reason: (!read_from.is_empty()).then_some(super::CROSSES_CONVERSATIONS),
+                        read_from: &read_from,
                     })
                 })
                 .await;

@@ -98,6 +98,12 @@ impl Amc {
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "could not prune old tool requests"),
         }
+        // What no window of the readers rule reaches any more.
+        match store.prune_reads(crate::time::now_ms() - self.config().readers_window.as_millis() as i64) {
+            Ok(n) if n > 0 => tracing::debug!(pruned = n, "old reads forgotten"),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "could not forget old reads"),
+        }
         let (kept, kept_bytes) = amc_store::SEND_LOG_KEPT;
         match store.prune_send_log(kept, kept_bytes) {
             Ok(n) if n > 0 => tracing::debug!(pruned = n, "old sends left the log"),
@@ -202,7 +208,7 @@ mod tests {
         let config = Config::new(dir.path().to_owned());
         let amc = Amc::start(config, Senders::default()).expect("start");
         let store = amc.store();
-        let spec = ChannelSpec { platform_id: "a".into(), name: "a".into(), kind: ChannelKind::Dm };
+        let spec = ChannelSpec { platform_id: "a".into(), name: "a".into(), kind: ChannelKind::Dm, readers: None };
         let (channel, _) = store.ensure_channel(Source::Imessage, &spec).expect("channel");
         store.approve_channel(&channel, HistoryRelease::All, None, false).expect("approve");
         store.create_agent("bot").expect("agent");
@@ -215,6 +221,8 @@ mod tests {
             attachments: &[],
             status: OutboxStatus::Sending,
             held_bounds: crate::service::HELD_BOUNDS,
+            held_reason: None,
+            read_from: &[],
         };
         let SendLookup::New(stuck) = store.record_send(&send).expect("record") else { panic!("a new send") };
         // In flight since long before the send timeout.

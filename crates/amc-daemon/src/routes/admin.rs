@@ -207,6 +207,34 @@ pub async fn not_a_code_report(State(st): State<AppState>, _: Admin) -> ApiResul
     Ok(Json(st.amc.not_a_code_report().await?))
 }
 
+/// The body of `POST /admin/channels/{id}/readers`: `{"receives_anything": true,
+/// "confirmed": true}` turns the readers rule off for the channel (asked twice),
+/// `{"receives_anything": false}` back on.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReadersBody {
+    receives_anything: bool,
+    confirmed: Option<bool>,
+}
+
+/// `POST /admin/channels/{id}/readers`: whether agents' sends under `auto` to this
+/// channel may carry what they read in other conversations.
+pub async fn set_readers_rule(
+    State(st): State<AppState>,
+    _: Admin,
+    ApiPath(id): ApiPath<String>,
+    ApiJson(body): ApiJson<ReadersBody>,
+) -> ApiResult<impl IntoResponse> {
+    if body.receives_anything && body.confirmed != Some(true) {
+        return Err(ApiError::new(
+            ErrorCode::ConfirmationRequired,
+            "an agent could then send here, without review, what it read in any other conversation: ask again with \
+             \"confirmed\": true",
+        ));
+    }
+    Ok(Json(st.amc.set_receives_anything(id, body.receives_anything).await?))
+}
+
 /// The body of `POST /admin/channels/{id}/policy`.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -62,6 +62,7 @@ pub fn router(state: AppState) -> Router {
         .route("/admin/channels/{id}/block", post(admin::block_channel))
         .route("/admin/channels/{id}/codes", post(admin::channel_codes))
         .route("/admin/channels/{id}/policy", post(admin::set_policy))
+        .route("/admin/channels/{id}/readers", post(admin::set_readers_rule))
         .route("/admin/channels/{id}/agents", post(admin::channel_agents))
         .route("/admin/channels/{id}/agents/{agent}/policy", post(admin::channel_agent_policy))
         .route("/admin/sends", get(admin::sends))

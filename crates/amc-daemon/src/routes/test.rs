@@ -131,7 +131,7 @@ pub async fn ingest(
         });
     }
     let kind = if b.group { ChannelKind::Group } else { ChannelKind::Dm };
-    let spec = ChannelSpec { platform_id: b.chat_id, name: b.chat_name, kind };
+    let spec = ChannelSpec { platform_id: b.chat_id, name: b.chat_name, kind, readers: None };
     let report = st.amc.ingest(source, spec, messages, None).await?;
     Ok(Json(serde_json::json!({
         "channel_id": report.channel_id,

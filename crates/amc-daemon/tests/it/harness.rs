@@ -107,7 +107,12 @@ impl Daemon {
 
     /// Creates (or finds) a channel by storing messages in it, as a source would.
     pub async fn ingest(&self, source: Source, chat: &str, messages: Vec<IncomingMessage>) -> (String, Vec<String>) {
-        let spec = ChannelSpec { platform_id: chat.to_owned(), name: format!("Chat {chat}"), kind: ChannelKind::Dm };
+        let spec = ChannelSpec {
+            platform_id: chat.to_owned(),
+            name: format!("Chat {chat}"),
+            kind: ChannelKind::Dm,
+            readers: None,
+        };
         let report = self.amc.ingest(source, spec, messages, None).await.expect("ingest");
         (report.channel_id, report.inserted)
     }

@@ -12,6 +12,7 @@ mod listener;
 mod mcp;
 mod push;
 mod raw;
+mod readers;
 mod refusals;
 mod relay;
 mod scopes;

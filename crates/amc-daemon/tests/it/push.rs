@@ -321,6 +321,9 @@ async fn what_the_release_before_handed_out_is_refused_and_the_agent_recovers() 
             tx.execute_batch(&format!(
                 "DELETE FROM settings WHERE key = 'root_key';
                  INSERT INTO settings (key, value) VALUES ('push_ack_key', '{LEGACY_KEY}');
+                 DROP TABLE agent_reads; ALTER TABLE outbox DROP COLUMN held_reason;
+                 ALTER TABLE outbox DROP COLUMN read_from; ALTER TABLE channels DROP COLUMN readers;
+                 ALTER TABLE channels DROP COLUMN open_to_anything;
                  ALTER TABLE messages DROP COLUMN not_a_code; DROP TABLE not_a_code_report;
                  PRAGMA user_version = 21;"
             ))?;

@@ -300,6 +300,7 @@ async fn a_name_made_from_a_message_holds_no_code_for_an_agent() {
         platform_id: "guild/1/661013".into(),
         name: "Your verification code is 661013".into(),
         kind: amc_core::model::ChannelKind::Group,
+        readers: None,
     };
     let report =
         d.amc.ingest(Source::Discord, spec, vec![msg("n-0", "see above", now_ms())], None).await.expect("ingest");

@@ -405,6 +405,8 @@ async fn a_send_in_flight_at_a_crash_becomes_unknown_on_restart() {
             attachments: &[],
             status: OutboxStatus::Sending,
             held_bounds: amc_core::service::HELD_BOUNDS,
+            held_reason: None,
+            read_from: &[],
         })
         .expect("record");
     let SendLookup::New(item) = lookup else { panic!("new") };
@@ -534,6 +536,7 @@ impl Sender for Echoing {
                 platform_id: msg.channel_platform_id.clone(),
                 name: msg.channel.name.clone(),
                 kind: msg.channel.kind,
+                readers: None,
             };
             let mut echo = msg_of("echo-1", &msg.text);
             echo.sender.is_self = true;

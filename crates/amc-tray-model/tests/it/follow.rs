@@ -104,6 +104,7 @@ async fn a_burst_raises_one_notice_and_the_next_waits_its_gap() {
                 platform_id: c.into(),
                 name: c.into(),
                 kind: amc_core::model::ChannelKind::Dm,
+                readers: None,
             };
             (spec, Vec::new())
         })

@@ -335,6 +335,7 @@ impl Amc {
             let scan = self
                 .blocking(move |s| {
                     let mut scan = s.push_scan(&agent_id, &from, SCAN_LIMIT)?;
+                    crate::service::inbox::note_given(s, &agent_id, scan.messages.iter().map(|(_, m)| m))?;
                     let shown = s.codes_shown_to(&agent_id)?;
                     for (_, message) in &mut scan.messages {
                         crate::service::inbox::seen_by(&agent_id, &shown, std::slice::from_mut(message));

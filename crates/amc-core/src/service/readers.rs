@@ -1,0 +1,98 @@
+//! The readers rule: a send carries only what its recipients could already read.
+//!
+//! AMC records which conversations each agent was given messages of, and when
+//! (`inbox::note_given` for unread, context, get, search and push; the relay for its
+//! threads). A send under `auto` goes out at once only when everyone the target channel
+//! reaches could already read every other conversation the agent was given in the window:
+//! since the agent's last send the person approved (what it was given before that send
+//! was asked for is forgotten), and at most `readers_window_minutes`. Otherwise it is held
+//! for the person, with `held_reason: "crosses_conversations"` and the conversations it
+//! was read from. Replying in the conversation read always passes; the person may turn
+//! the rule off per channel ("may receive anything").
+//!
+//! Who reads a conversation comes from what AMC stores: an iMessage chat's participants,
+//! the other side of a Discord DM. What AMC cannot tell (a Discord server channel, a relay
+//! thread, whose readers are agents, another source) counts as crossing.
+
+use super::{AgentCtx, Amc};
+use crate::error::Result;
+use crate::model::{READ_FROM_SHOWN, ReadFrom, SendTarget};
+use crate::time::now_ms;
+use amc_store::Readers;
+
+/// The reason a send held by this rule carries.
+pub const CROSSES_CONVERSATIONS: &str = "crosses_conversations";
+
+/// Whether a send to `target` could carry to someone what only the readers of `read`
+/// could read: unless both are of one source, each reader of `target` is known to read
+/// `read` too.
+pub(super) fn crosses(target: &Readers, read: &Readers) -> bool {
+    match (target.source, read.source, &target.handles, &read.handles) {
+        (Some(to), Some(from), Some(to_readers), Some(from_readers)) if to == from => {
+            !to_readers.iter().all(|h| from_readers.binary_search(h).is_ok())
+        }
+        _ => true,
+    }
+}
+
+impl Amc {
+    /// The conversations a send of `agent` to `target` would carry text across, newest
+    /// first (at most [`READ_FROM_SHOWN`]); empty when it may go out at once.
+    pub(super) async fn crossings(&self, agent: &AgentCtx, target: &SendTarget) -> Result<Vec<ReadFrom>> {
+        let since = now_ms() - self.config().readers_window.as_millis() as i64;
+        let (agent_id, channel_id) = (agent.agent_id.clone(), target.id.clone());
+        self.blocking(move |s| {
+            let reads = s.send_reads(&agent_id, &channel_id, since)?;
+            if reads.open_to_anything {
+                return Ok(Vec::new());
+            }
+            Ok(reads
+                .reads
+                .into_iter()
+                .filter(|(_, readers)| crosses(&reads.target, readers))
+                .map(|(read, _)| read)
+                .take(READ_FROM_SHOWN)
+                .collect())
+        })
+        .await
+    }
+
+    /// Whether `agent_id`'s read of `conversation` was recorded within the last
+    /// [`amc_store::READS_NOTED_EVERY`] (recording it again now would change nothing).
+    pub fn read_noted_lately(&self, agent_id: &str, conversation: &str) -> bool {
+        self.inner.store.read_noted_lately(agent_id, conversation, now_ms())
+    }
+
+    /// Records that `agent_id` read the relay thread `thread_id` (titled `title`) now: its
+    /// readers are the thread's members, so whatever else the agent sends crosses.
+    pub async fn note_thread_read(&self, agent_id: &str, thread_id: &str, title: &str) -> Result<()> {
+        let given = vec![(thread_id.to_owned(), title.to_owned())];
+        let agent_id = agent_id.to_owned();
+        self.blocking(move |s| s.record_reads(&agent_id, &given, now_ms())).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Source;
+
+    fn of(source: Option<Source>, handles: Option<&[&str]>) -> Readers {
+        Readers { source, handles: handles.map(|h| h.iter().map(|s| (*s).to_owned()).collect()) }
+    }
+
+    #[test]
+    fn a_send_crosses_unless_each_of_its_readers_reads_what_was_read() {
+        let im = Some(Source::Imessage);
+        let (ada, bo) = (of(im, Some(&["+1555ada"])), of(im, Some(&["+1555bo"])));
+        let group = of(im, Some(&["+1555ada", "+1555bo", "+1555cy"]));
+        assert!(!crosses(&ada, &group), "a DM to a member of a group read");
+        assert!(crosses(&ada, &bo), "a DM to one contact after a DM with another");
+        assert!(crosses(&group, &ada), "a group after a DM with one of its members");
+        assert!(!crosses(&group, &group.clone()), "the same people");
+        assert!(crosses(&of(im, None), &group), "a target whose readers are unknown");
+        assert!(crosses(&ada, &of(im, None)), "a read whose readers are unknown");
+        assert!(crosses(&of(Some(Source::Discord), Some(&["+1555ada"])), &group), "another source");
+        assert!(crosses(&ada, &of(None, None)), "a relay thread");
+    }
+}
