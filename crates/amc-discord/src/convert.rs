@@ -257,6 +257,20 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_dm_is_read_by_the_other_side_and_a_server_channel_by_nobody_amc_knows() {
+        let alice: User = serde_json::from_value(serde_json::json!({
+            "id": "80351110224678912", "username": "alice", "discriminator": "0", "global_name": "Alice", "avatar": null
+        }))
+        .expect("user");
+        assert_eq!(dm_channel("900", &alice).readers, Some(vec!["80351110224678912".to_owned()]));
+        let general: GuildChannel = serde_json::from_value(serde_json::json!({
+            "id": "41771983423143937", "guild_id": "41771983423143936", "name": "general", "type": 0, "position": 0
+        }))
+        .expect("channel");
+        assert_eq!(guild_channel("Club", &general).readers, None);
+    }
+
+    #[test]
     fn mentions_read_as_names_and_unknown_ones_stay() {
         let mut alice: User = serde_json::from_value(serde_json::json!({
             "id": "80351110224678912", "username": "alice", "discriminator": "0", "global_name": "Alice", "avatar": null

@@ -417,6 +417,29 @@ pub(crate) async fn store_chats(amc: &Amc, db: &SharedChatDb, chat_ids: Vec<i32>
     Ok(())
 }
 
+/// Tells AMC who reads each conversation it already stores, as chat.db says now: done on
+/// each opening of chat.db, for channels stored before their participants were kept (and
+/// members who came or went with no row saying so; the sweep follows those later).
+pub async fn store_readers(amc: &Amc, db: &SharedChatDb) -> Result<(), SourceError> {
+    let d = db.clone();
+    let readers = tokio::task::spawn_blocking(move || {
+        let db = d.lock().unwrap_or_else(|p| p.into_inner());
+        Ok::<_, SourceError>(
+            db.chats()?
+                .values()
+                .filter_map(|c| {
+                    let spec = channel_of(c, db.contacts());
+                    Some((spec.platform_id, spec.readers?))
+                })
+                .collect::<Vec<_>>(),
+        )
+    })
+    .await
+    .map_err(|e| SourceError::Read(e.to_string()))??;
+    amc.set_channel_readers(Source::Imessage, readers).await?;
+    Ok(())
+}
+
 /// How many of the newest rows a rescan reads again.
 pub const RESCAN_ROWS: i64 = 2_000;
 

@@ -32,7 +32,7 @@ use tokio_util::sync::CancellationToken;
 use crate::SourceError;
 use crate::chatdb::ChatDb;
 use crate::sweep::{Recent, SweepReport, Sweeper};
-use crate::sync::{CHECKPOINT_KEY, Checkpoint, SharedChatDb, read_checkpoint, rescan_recent, sync_once};
+use crate::sync::{CHECKPOINT_KEY, Checkpoint, SharedChatDb, read_checkpoint, rescan_recent, store_readers, sync_once};
 
 /// How long to let a burst of file events settle before reading.
 const DEBOUNCE: Duration = Duration::from_millis(5);
@@ -547,6 +547,9 @@ async fn step(amc: &Amc, cfg: &WatchConfig, open: &mut Option<Open>, look: Look)
     // (re)opened (whatever woke the watcher: what changed before the open is known only
     // from the rows): a rebuild in place keeps the file's identity, so compare the rows
     // with the checkpoint; look again at the newest rows for reactions and downloads.
+    if reopened && let Err(e) = store_readers(amc, &db).await {
+        tracing::warn!(error = %e, "reading who is in each chat failed");
+    }
     if look == Look::Slow || reopened {
         if resync_if_rebuilt(amc, &db).await {
             sign = Sign::Disrupted;

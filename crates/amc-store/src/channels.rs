@@ -209,6 +209,16 @@ fn display_name(spec: &ChannelSpec) -> &str {
     }
 }
 
+/// [`readers_json`] of readers as a source gives them.
+fn readers_of(handles: &[String]) -> Option<String> {
+    readers_json(&ChannelSpec {
+        platform_id: String::new(),
+        name: String::new(),
+        kind: ChannelKind::Dm,
+        readers: Some(handles.to_vec()),
+    })
+}
+
 /// A channel's readers as stored: a sorted JSON array of distinct handles, or `None` when
 /// the source does not say or names nobody (nobody known is not nobody).
 fn readers_json(spec: &ChannelSpec) -> Option<String> {
@@ -445,6 +455,24 @@ impl Store {
             Ok(())
         })?;
         self.admin_channel(id)
+    }
+
+    /// Sets who reads the source's channels already stored (by platform id), as the
+    /// source reads its conversations now; channels not stored are left alone. Returns how
+    /// many changed.
+    pub fn set_readers(&self, source: Source, readers: &[(String, Vec<String>)]) -> Result<usize> {
+        self.db.write(|tx| {
+            let mut stmt = tx.prepare_cached(
+                "UPDATE channels SET readers = ?3 WHERE source = ?1 AND platform_id = ?2 AND readers IS NOT ?3",
+            )?;
+            let mut changed = 0;
+            for (platform_id, handles) in readers {
+                if let Some(json) = readers_of(handles) {
+                    changed += stmt.execute(params![source.as_str(), platform_id, json])?;
+                }
+            }
+            Ok(changed)
+        })
     }
 
     /// Turns the readers rule off for a channel (`anything`: it may receive whatever an

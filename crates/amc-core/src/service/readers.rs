@@ -16,7 +16,7 @@
 
 use super::{AgentCtx, Amc};
 use crate::error::Result;
-use crate::model::{READ_FROM_SHOWN, ReadFrom, SendTarget};
+use crate::model::{READ_FROM_SHOWN, ReadFrom, SendTarget, Source};
 use crate::time::now_ms;
 use amc_store::Readers;
 
@@ -63,6 +63,12 @@ impl Amc {
         self.inner.store.read_noted_lately(agent_id, conversation, now_ms())
     }
 
+    /// Sets who reads the source's stored channels (platform id, handles), as the source
+    /// reads its conversations now (at start, for channels stored before it told).
+    pub async fn set_channel_readers(&self, source: Source, readers: Vec<(String, Vec<String>)>) -> Result<usize> {
+        self.blocking(move |s| s.set_readers(source, &readers)).await
+    }
+
     /// Records that `agent_id` read the relay thread `thread_id` (titled `title`) now: its
     /// readers are the thread's members, so whatever else the agent sends crosses.
     pub async fn note_thread_read(&self, agent_id: &str, thread_id: &str, title: &str) -> Result<()> {
@@ -75,7 +81,6 @@ impl Amc {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Source;
 
     fn of(source: Option<Source>, handles: Option<&[&str]>) -> Readers {
         Readers { source, handles: handles.map(|h| h.iter().map(|s| (*s).to_owned()).collect()) }

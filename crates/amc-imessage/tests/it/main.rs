@@ -981,3 +981,40 @@ async fn a_message_messages_leaves_unnamed_in_a_one_to_one_chat_is_from_the_othe
         .expect("secrets");
     assert_eq!(kinds, [1, 1]);
 }
+
+/// Who reads each conversation, for the readers rule of agents' sends: a group's
+/// participants as chat.db joins them, a one-to-one chat's handle; filled in on opening
+/// chat.db for channels stored before AMC kept them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_channel_knows_who_reads_it_from_the_chats_participants() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("chat.db");
+    let w = ChatDbWriter::create(&path).expect("chat.db");
+    let ada = w.add_handle("+15551234567").expect("handle");
+    let bob = w.add_handle("Bob@Example.com").expect("handle");
+    let group = w.add_chat("iMessage;+;chat100", 43, Some("Book club"), &[ada, bob]).expect("chat");
+    let dm = w.add_chat("SMS;-;+15551234567", 45, None, &[ada]).expect("chat");
+    w.add_message(group, &text_msg("r1", "Who brings snacks?", ada, T0)).expect("m");
+    w.add_message(dm, &text_msg("r2", "Hi", ada, T0 + 1000)).expect("m");
+    let amc = amc(dir.path());
+    let db = shared(&path);
+    amc_imessage::sync::sync_once(&amc, &db).await.expect("sync");
+    let readers = |amc: &Amc| {
+        amc.database()
+            .read(|tx| {
+                let mut stmt = tx.prepare("SELECT platform_id, readers FROM channels ORDER BY platform_id")?;
+                let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, Option<String>>(1)?)))?;
+                Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+            })
+            .expect("read")
+    };
+    let expected = vec![
+        ("any;+;chat100".to_owned(), Some(r#"["+15551234567","bob@example.com"]"#.to_owned())),
+        ("any;-;+15551234567".to_owned(), Some(r#"["+15551234567"]"#.to_owned())),
+    ];
+    assert_eq!(readers(&amc), expected);
+    // As a store from before readers were kept: the opening of chat.db fills them in.
+    amc.database().write(|tx| Ok(tx.execute("UPDATE channels SET readers = NULL", [])?)).expect("forget");
+    amc_imessage::sync::store_readers(&amc, &db).await.expect("readers");
+    assert_eq!(readers(&amc), expected);
+}
