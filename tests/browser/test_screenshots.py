@@ -81,13 +81,18 @@ def seed(d: UiDaemon) -> None:
     d.agent("old-laptop")
     d.admin("POST", "/admin/agents/old-laptop/revoke")
 
-    unread = claude.http.get("/messages/unread").json()["messages"]
-    claude.http.post("/messages/mark_read", json={"message_ids": [m["id"] for m in unread[:4]]})
-    codex.http.post("/messages/mark_read", json={"message_ids": [m["id"] for m in unread[:2]]})
-
+    # Sent before they read elsewhere: a send to "auto" after reading other conversations
+    # waits for the person (the readers rule).
     assert claude.send(family, "Count me in for Sunday!").json()["status"] == "sent"
     d.admin("POST", "/admin/test/fail-next", {"error": "unknown"})
     assert codex.send(family, "I can pick up Grandma at 11:30").json()["status"] == "unknown"
+
+    unread = claude.http.get("/messages/unread").json()["messages"]
+    claude.http.post("/messages/mark_read", json={"message_ids": [m["id"] for m in unread[:4]]})
+    codex.http.post("/messages/mark_read", json={"message_ids": [m["id"] for m in unread[:2]]})
+    # Having read Ada's and the others' conversations, a send to the family waits.
+    crossing = claude.send(family, "Ada can't make Sunday, she's at the keynote rehearsal.").json()
+    assert crossing["held_reason"] == "crosses_conversations"
     rejected = desktop.send(ada, "K.").json()["message_id"]
     d.admin("POST", f"/admin/sends/{rejected}/reject", {"reason": "Too curt"})
     general_msg = conversation(d, "discord", "home-general", "Home / #general", [(1, "Alex", "Thanks, much better now")])

@@ -811,3 +811,33 @@ def test_a_short_code_is_approved_only_when_confirmed_and_its_codes_shown_only_w
     message.get_by_role("button", name="It is a code").click()
     expect(message.locator("mark.secret")).to_have_text("918273")
     assert other.unread_texts() == ["Your Example code is [one-time code hidden by AMC]. Don't share it."]
+
+
+def test_a_send_that_crosses_conversations_waits_with_where_it_was_read_and_a_channel_may_receive_anything(daemon: UiDaemon, page: Page):
+    ada, _ = daemon.chat("ada", ["See you at six"], approve={"history": "all", "send_policy": "auto"})
+    daemon.chat("bo", ["The door code at the cabin is on the fridge"], approve={"history": "all", "send_policy": "auto"})
+    agent = daemon.agent("claude-code")
+    assert sorted(agent.unread_texts()) == ["See you at six", "The door code at the cabin is on the fridge"]
+    held = agent.send(ada, "Bo says the code is on the fridge")
+    assert held.status_code == 202 and held.json()["held_reason"] == "crosses_conversations"
+
+    open_ui(page, daemon, "Review")
+    card = page.locator("article.send-card", has_text="Bo says the code is on the fridge")
+    expect(card.locator(".crossing")).to_contain_text("Held because claude-code read other conversations")
+    expect(card.get_by_role("list", name="Conversations the agent read")).to_contain_text("Chat bo")
+
+    page.get_by_role("navigation", name="Sections").get_by_role("link", name="Channels").click()
+    segment(page, "Allowed").click()
+    row = page.locator(f'li[data-channel="{ada}"]')
+    # Asked twice: saying no changes nothing.
+    row.get_by_role("button", name="Receives anything…").click()
+    page.get_by_role("dialog", name="Let Chat ada receive anything?").get_by_role("button", name="Cancel").click()
+    assert daemon.admin("GET", f"/admin/channels/{ada}")["receives_anything"] is False
+    row.get_by_role("button", name="Receives anything…").click()
+    page.get_by_role("dialog", name="Let Chat ada receive anything?").get_by_role("button", name="Receive anything").click()
+    expect(row.locator(".readers")).to_contain_text("Receives anything")
+    sent = agent.send(ada, "On my way")
+    assert sent.status_code == 200 and sent.json()["status"] == "sent"
+    row.get_by_role("button", name="Hold crossings again").click()
+    expect(row.locator(".readers")).to_be_hidden()
+    assert agent.send(ada, "And again").json()["status"] == "pending_review"

@@ -82,6 +82,10 @@ function row(c) {
       type: "button", class: "btn", "aria-describedby": nameId, dataset: { key: `codes-${c.id}` },
       onclick: (e) => chooseCodes(c, e.currentTarget),
     }, "Codes…"));
+    actions.push(h("button", {
+      type: "button", class: "btn", "aria-describedby": nameId, dataset: { key: `readers-${c.id}` },
+      onclick: (e) => toggleReaders(c, e.currentTarget),
+    }, c.receives_anything ? "Hold crossings again" : "Receives anything…"));
     actions.push(select(`Send policy for ${c.name}`, POLICY, c.send_policy,
       (value, el) => busy(el, async () => {
         await post(`/admin/channels/${c.id}/policy`, { send_policy: value });
@@ -115,8 +119,25 @@ function row(c) {
       h("div", { class: "row-sub muted", title: c.platform_id }, counts, " · last message ", time(c.last_message_at),
         address(c) ? h("span", { class: "mono", text: ` · ${address(c)}` }) : null),
       c.state === "allowed" ? h("div", { class: "row-sub muted seen-by", text: seenBy(c) }) : null,
-      codesLine(c) ? h("div", { class: "row-sub muted codes", text: codesLine(c) }) : null),
+      codesLine(c) ? h("div", { class: "row-sub muted codes", text: codesLine(c) }) : null,
+      c.state === "allowed" && c.receives_anything
+        ? h("div", { class: "row-sub warn-text readers", text: "Receives anything: agents' sends here are not held for what they read elsewhere." })
+        : null),
     h("div", { class: "row-actions" }, actions));
+}
+
+/** The readers rule for one channel: off only after the person says so twice. */
+async function toggleReaders(c, button) {
+  const anything = !c.receives_anything;
+  if (anything) {
+    const sure = await confirmAction(`Let ${c.name} receive anything?`, "Under \"auto\", an agent's send here waits for you when it could carry what the agent read in another conversation to people who could not read it. Turned off, an agent could send here, without asking, whatever it read anywhere: for example what someone wrote in a message asking it to do so.", "Receive anything");
+    if (!sure) return;
+  }
+  await busy(button, async () => {
+    await post(`/admin/channels/${c.id}/readers`, { receives_anything: anything, confirmed: anything });
+    toast(anything ? `${c.name} receives anything` : `${c.name}: sends that cross conversations wait for you`);
+    refreshAll();
+  });
 }
 
 /** The person's phone number or email for an iMessage conversation with one person, when

@@ -39,7 +39,7 @@ function mount(el, app) {
   log = h("div", { class: "list-area" });
   const filter = select("Show", { "": "All sends", ...STATUS }, logFilter, (v) => { logFilter = v; loadLog(); });
   replace(el,
-    viewHeader("review", "Review", "Agents' sends to channels set to review, or sent while agents are paused, wait here for you, with Claude Code's requests to use a tool."),
+    viewHeader("review", "Review", "Agents' sends to channels set to review, sent while agents are paused, or that could carry one conversation's words into another wait here for you, with Claude Code's requests to use a tool."),
     h("section", { class: "panel", "aria-labelledby": "h-tools", dataset: { section: "tools" } },
       h("h2", { id: "h-tools", class: "section-title", text: "Tool requests" }), tools),
     h("section", { class: "panel", "aria-labelledby": "h-queue" },
@@ -122,6 +122,19 @@ async function loadQueue() {
   for (const list of queue.querySelectorAll(".conversation")) list.scrollTop = list.scrollHeight;
 }
 
+/**
+ * Why a send the channel's policy would let go waits: the agent read other conversations
+ * whose people are not all in this one, and the send may carry their words here.
+ */
+function crossing(s) {
+  if (s.held_reason !== "crosses_conversations") return null;
+  return h("div", { class: "crossing note warn-text", role: "note" },
+    h("p", { text: `Held because ${s.agent_id} read other conversations that not everyone here can read. It may carry their words to ${s.channel_name}.` }),
+    h("p", { class: "muted", text: "Read from:" }),
+    h("ul", { class: "read-from", "aria-label": "Conversations the agent read" },
+      s.read_from.map((r) => h("li", {}, h("bdi", { text: r.name || "a conversation" }), " · ", time(r.read_at)))));
+}
+
 function card(s) {
   const titleId = `send-title-${s.id}`;
   return h("article", { class: "card send-card", "aria-labelledby": titleId, dataset: { send: s.id } },
@@ -132,6 +145,7 @@ function card(s) {
       h("span", { class: "muted" }, SOURCE[s.source] ?? s.source, " · ", time(s.created_at))),
     h("ol", { class: "conversation", "aria-label": `Latest messages with ${s.channel_name}` },
       s.conversation.map(bubble)),
+    crossing(s),
     h("div", { class: "draft" },
       h("p", { class: "draft-label", text: `${s.agent_id} wants to send:` }),
       h("p", { class: "bubble out draft-text", text: s.text || "(no text)" }),

@@ -125,6 +125,19 @@ pub enum ChannelCmd {
         /// The channel's id
         id: String,
     },
+    /// Let a channel receive what agents read anywhere (`--anything --confirm`), or hold
+    /// again, under `auto`, a send that could carry text from conversations whose people
+    /// are not all in this one (the default)
+    Readers {
+        /// The channel's id
+        id: String,
+        /// The channel may receive anything: the readers rule is off for it
+        #[arg(long)]
+        anything: bool,
+        /// Confirm `--anything` (the daemon asks for it)
+        #[arg(long)]
+        confirm: bool,
+    },
     /// Set what an agent's send to a channel does
     Policy {
         /// The channel's id
@@ -325,7 +338,10 @@ fn print_channel(ch: &Value) {
             _ => String::new(),
         }
     };
-    let sensitive = if ch["sensitive"] == true { format!("; {}", sender_kind(ch)) } else { String::new() };
+    let mut sensitive = if ch["sensitive"] == true { format!("; {}", sender_kind(ch)) } else { String::new() };
+    if ch["receives_anything"] == true {
+        sensitive.push_str("; receives anything");
+    }
     say!(
         "{:<30} {:<8} {:<5} {:<8} {:<9} {:>6} msgs  {}  ({seen_by}{codes}{sensitive})",
         s(ch, "id"),
@@ -401,6 +417,10 @@ pub async fn channel(raw: RawConfig, json_out: bool, cmd: ChannelCmd) -> anyhow:
             ok(c.post(&format!("/admin/channels/{id}/agents"), &body).await?)?
         }
         ChannelCmd::Block { id } => ok(c.post(&format!("/admin/channels/{id}/block"), &json!({})).await?)?,
+        ChannelCmd::Readers { id, anything, confirm } => {
+            let body = json!({ "receives_anything": anything, "confirmed": confirm });
+            ok(c.post(&format!("/admin/channels/{id}/readers"), &body).await?)?
+        }
         ChannelCmd::Policy { id, policy } => {
             ok(c.post(&format!("/admin/channels/{id}/policy"), &json!({ "send_policy": policy.api_name() })).await?)?
         }
@@ -432,6 +452,12 @@ fn print_send(snd: &Value) {
     }
     if let Some(e) = text(&snd["error_message"]) {
         say!("    ! {e}");
+    }
+    if snd["held_reason"] == "crosses_conversations" {
+        say!("    ! held: the agent read other conversations not everyone here can read; read from:");
+        for r in snd["read_from"].as_array().into_iter().flatten() {
+            say!("      {} ({})", s(r, "name"), s(r, "read_at"));
+        }
     }
 }
 

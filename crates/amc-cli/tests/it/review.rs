@@ -70,3 +70,54 @@ fn review_list_shows_each_conversation_once_with_all_its_sends() {
 
 /// Bob's message, which holds a one-time code.
 const BOB: &str = "Lunch tomorrow? My login code is 551902 btw";
+
+/// A send the readers rule held says so under it, with where the agent read; the person
+/// lets the channel receive anything only when they confirm.
+#[test]
+fn review_list_says_where_a_send_that_crosses_conversations_was_read() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path();
+    let _serve = Serve::start(dir);
+    let token = json(&amc(dir, &["--json", "agent", "add", "claude"]))["token"].as_str().expect("token").to_owned();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    let connect = |token: String| async move {
+        Connection::connect(&dir.join("run/amc.sock")).await.expect("connect").with_bearer(&token)
+    };
+    let admin = std::fs::read_to_string(dir.join("admin-token")).expect("admin token").trim().to_owned();
+    let mut channels = Vec::new();
+    for (chat, said) in [("ada", "Dinner at 8?"), ("bob", "The cabin key is under the mat")] {
+        let body = json!({ "source": "imessage", "chat_id": chat, "chat_name": format!("Chat {chat}"),
+                           "messages": [{ "id": format!("{chat}-1"), "text": said, "sender": "+15551234567" }] });
+        let v = rt.block_on(async {
+            connect(admin.clone()).await.post("/admin/test/ingest", &body).await.expect("ingest").json()
+        });
+        let ch = v["channel_id"].as_str().expect("channel id").to_owned();
+        json(&amc(dir, &["--json", "channel", "approve", &ch, "--history", "all", "--policy", "auto"]));
+        channels.push(ch);
+    }
+    let send = |text: &'static str| {
+        rt.block_on(async {
+            let mut agent = connect(token.clone()).await.with_header("x-agent-id", "claude");
+            agent.get(&format!("/messages/unread?channel_id={}", channels[1])).await.expect("read");
+            agent
+                .post("/messages/send", &json!({ "channel_id": channels[0], "text": text }))
+                .await
+                .expect("send")
+                .json()
+        })
+    };
+    assert_eq!(send("The key is under the mat")["held_reason"], "crosses_conversations");
+    let out = stdout(&amc(dir, &["review", "list"]));
+    assert!(out.contains("! held: the agent read other conversations not everyone here can read; read from:"), "{out}");
+    assert!(out.lines().any(|l| l.starts_with("      Chat bob (")), "{out}");
+
+    let asked = amc(dir, &["channel", "readers", &channels[0], "--anything"]);
+    assert!(!asked.status.success());
+    assert!(String::from_utf8_lossy(&asked.stderr).contains("CONFIRMATION_REQUIRED"));
+    let on = json(&amc(dir, &["--json", "channel", "readers", &channels[0], "--anything", "--confirm"]));
+    assert_eq!(on["receives_anything"], true);
+    assert!(stdout(&amc(dir, &["channel", "list", "--state", "allowed"])).contains("; receives anything)"));
+    assert_eq!(send("Sent as it is")["status"], "sent");
+    let off = json(&amc(dir, &["--json", "channel", "readers", &channels[0]]));
+    assert_eq!(off["receives_anything"], false);
+}
