@@ -78,7 +78,7 @@ pub use backlog::IndexProgress;
 pub use claude_channel::{NewToolRequest, PushPosition, PushScan, ToolRequestBounds};
 pub use messages::UnreadQuery;
 pub use outbox::{HELD_BOUNDS, HeldBounds, NewSend, SEND_LOG_KEPT, SendLookup, SendOutcome};
-pub use reads::{READS_NOTED_EVERY, Readers, SendReads};
+pub use reads::{Crossings, READS_NOTED_EVERY};
 #[cfg(any(test, feature = "test-support"))]
 pub use search::RANK_UP_TO;
 pub use search::{SearchQuery, excerpt_around, spaceless};

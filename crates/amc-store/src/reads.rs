@@ -8,7 +8,7 @@ use rusqlite::{OptionalExtension, params};
 
 use super::Store;
 use crate::error::{Error, Result};
-use crate::model::{ReadFrom as Given, Source};
+use crate::model::ReadFrom as Given;
 use crate::time::Millis;
 
 /// How seldom one agent's reads of one conversation are written: a read within this long
@@ -35,32 +35,14 @@ impl Noted {
     }
 }
 
-/// Who reads a conversation besides the person, as the store knows it.
+/// What the readers rule looked at for one send.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Readers {
-    /// The channel's source; `None` for a relay thread (or a channel no longer stored).
-    pub source: Option<Source>,
-    /// Their handles, sorted; `None` when AMC cannot tell.
-    pub handles: Option<Vec<String>>,
-}
-
-/// What the readers rule looks at for one send.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SendReads {
-    /// Who reads the channel sent to.
-    pub target: Readers,
-    /// The person said this channel may receive anything.
+pub struct Crossings {
+    /// The person said this channel may receive anything (nothing was looked at then).
     pub open_to_anything: bool,
-    /// The other conversations the agent was given since the window's start, newest
-    /// first, with who reads each.
-    pub reads: Vec<(Given, Readers)>,
-}
-
-fn readers(source: Option<String>, handles: Option<String>) -> Readers {
-    Readers {
-        source: source.as_deref().and_then(Source::parse),
-        handles: handles.and_then(|h| serde_json::from_str::<Vec<String>>(&h).ok()).filter(|h| !h.is_empty()),
-    }
+    /// The other conversations given in the window that not everyone the channel reaches
+    /// is known to read, newest first, at most the number asked for.
+    pub crossed: Vec<Given>,
 }
 
 impl Store {
@@ -82,9 +64,12 @@ impl Store {
         }
         self.db.write(|tx| {
             let mut stmt = tx.prepare_cached(
-                "INSERT INTO agent_reads (agent_id, conversation, name, read_at) VALUES (?1, ?2, ?3, ?4) \
-                 ON CONFLICT (agent_id, conversation) DO UPDATE SET \
-                 name = excluded.name, read_at = max(read_at, excluded.read_at)",
+                "INSERT INTO agent_reads (agent_id, conversation, name, read_at, readers) \
+                 SELECT ?1, ?2, ?3, ?4, CASE WHEN c.readers IS NOT NULL THEN \
+                   (SELECT json_group_array(c.source || ':' || h.value) FROM json_each(c.readers) h) END \
+                 FROM (SELECT 1) LEFT JOIN channels c ON c.id = ?2 \
+                 ON CONFLICT (agent_id, conversation) DO UPDATE SET name = excluded.name, \
+                 read_at = max(read_at, excluded.read_at), readers = excluded.readers",
             )?;
             for (conversation, name) in &due {
                 stmt.execute(params![agent_id, conversation, name, at])?;
@@ -110,28 +95,50 @@ impl Store {
         noted.get(&(agent_id.to_owned(), conversation.to_owned())).is_some_and(|(t, _)| at - t < READS_NOTED_EVERY)
     }
 
-    /// What the readers rule needs for a send of `agent_id` to `channel_id`: the
-    /// channel's readers and the other conversations given since `since`.
-    pub fn send_reads(&self, agent_id: &str, channel_id: &str, since: Millis) -> Result<SendReads> {
+    /// The readers rule's look for a send of `agent_id` to `channel_id`: the other
+    /// conversations given since `since` that someone the channel reaches may not read,
+    /// newest first, at most `limit`. A conversation is read by whom its source said when
+    /// it was given (`agent_reads.readers`, each handle behind its source); one of another
+    /// source, a relay thread, or one whose readers (or the channel's) are unknown, always
+    /// counts.
+    pub fn crossings(&self, agent_id: &str, channel_id: &str, since: Millis, limit: usize) -> Result<Crossings> {
         self.db.read(|tx| {
-            let (source, handles, open_to_anything): (String, Option<String>, bool) = tx
+            let (source, readers, open_to_anything): (String, Option<String>, bool) = tx
                 .prepare_cached("SELECT source, readers, open_to_anything FROM channels WHERE id = ?1")?
                 .query_row([channel_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
                 .optional()?
                 .ok_or_else(Error::channel_not_found)?;
-            let mut stmt = tx.prepare_cached(
-                "SELECT r.conversation, r.name, r.read_at, c.source, c.readers FROM agent_reads r \
-                 LEFT JOIN channels c ON c.id = r.conversation \
-                 WHERE r.agent_id = ?1 AND r.read_at >= ?2 AND r.conversation != ?3 \
-                 ORDER BY r.read_at DESC, r.conversation",
-            )?;
-            let reads = stmt
-                .query_map(params![agent_id, since - READS_NOTED_EVERY, channel_id], |r| {
-                    let given = Given { conversation: r.get(0)?, name: r.get(1)?, read_at: r.get(2)? };
-                    Ok((given, readers(r.get(3)?, r.get(4)?)))
+            if open_to_anything {
+                return Ok(Crossings { open_to_anything, crossed: Vec::new() });
+            }
+            // Each of the channel's readers as it stands in a stored array, behind its
+            // source and quoted, so that one handle never matches inside another nor one
+            // of another source. One `instr` each, the conversation itself set aside last
+            // (a JSON reading per row costs five times the whole scan).
+            let needles: Vec<String> = readers
+                .and_then(|r| serde_json::from_str::<Vec<String>>(&r).ok())
+                .unwrap_or_default()
+                .iter()
+                .map(|h| serde_json::to_string(&format!("{source}:{h}")).unwrap_or_default())
+                .collect();
+            let missing = match needles.len() {
+                0 => "1".to_owned(),
+                n => (0..n).map(|i| format!("instr(readers, ?{}) = 0", i + 5)).collect::<Vec<_>>().join(" OR "),
+            };
+            let mut stmt = tx.prepare_cached(&format!(
+                "SELECT conversation, name, read_at FROM agent_reads \
+                 WHERE agent_id = ?1 AND read_at >= ?2 AND (readers IS NULL OR {missing}) AND conversation != ?3 \
+                 ORDER BY read_at DESC, conversation LIMIT ?4"
+            ))?;
+            let fixed: [&dyn rusqlite::ToSql; 4] =
+                [&agent_id, &(since - READS_NOTED_EVERY), &channel_id, &(limit as i64)];
+            let bound = fixed.into_iter().chain(needles.iter().map(|n| n as &dyn rusqlite::ToSql));
+            let crossed = stmt
+                .query_map(rusqlite::params_from_iter(bound), |r| {
+                    Ok(Given { conversation: r.get(0)?, name: r.get(1)?, read_at: r.get(2)? })
                 })?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
-            Ok(SendReads { target: readers(Some(source), handles), open_to_anything, reads })
+            Ok(Crossings { open_to_anything, crossed })
         })
     }
 
@@ -169,5 +176,63 @@ impl Store {
     pub fn prune_reads(&self, before: Millis) -> Result<usize> {
         let before = before - READS_NOTED_EVERY;
         self.db.write(|tx| Ok(tx.prepare_cached("DELETE FROM agent_reads WHERE read_at < ?1")?.execute([before])?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{ChannelKind, ChannelSpec, Source};
+
+    fn channel(store: &Store, source: Source, id: &str, readers: Option<&[&str]>) -> String {
+        let spec = ChannelSpec {
+            readers: readers.map(|r| r.iter().map(|h| (*h).to_owned()).collect()),
+            ..ChannelSpec::new(id, id, ChannelKind::Group)
+        };
+        store.ingest(source, &spec, &[], None).expect("channel").channel_id
+    }
+
+    #[test]
+    fn a_send_crosses_unless_each_of_its_readers_read_each_conversation_given() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(&dir.path().join("amc.db")).expect("open");
+        let im = Source::Imessage;
+        let ada = channel(&store, im, "ada", Some(&["+15550000001"]));
+        // A handle that is the start of Ada's, and one that contains it.
+        let near = channel(&store, im, "near", Some(&["+1555000000", "x+15550000001x"]));
+        let group = channel(&store, im, "group", Some(&["+15550000001", "bo@example.com", "+15550000003"]));
+        let bo = channel(&store, im, "bo", Some(&["bo@example.com"]));
+        let unknown = channel(&store, im, "unknown", None);
+        let discord = channel(&store, Source::Discord, "900", Some(&["+15550000001"]));
+        let crossed = |agent: &str, to: &str| -> Vec<String> {
+            let c = store.crossings(agent, to, 0, 50).expect("crossings");
+            c.crossed.into_iter().map(|g| g.name).collect()
+        };
+        let read = |agent: &str, conversations: &[&String], at: Millis| {
+            let given: Vec<(String, String)> = conversations
+                .iter()
+                .map(|c| ((*c).clone(), store.admin_channel(c).map(|a| a.name).unwrap_or_else(|_| (*c).clone())))
+                .collect();
+            store.record_reads(agent, &given, at).expect("record");
+        };
+        read("a", &[&group], 1_000);
+        assert!(crossed("a", &ada).is_empty(), "a DM to a member of a group read");
+        assert!(crossed("a", &bo).is_empty());
+        assert_eq!(crossed("a", &group), Vec::<String>::new(), "the conversation itself");
+        read("b", &[&near], 1_000);
+        assert_eq!(crossed("b", &ada), ["near"], "no handle matches inside another");
+        read("c", &[&bo, &unknown, &discord, &group], 1_000);
+        read("c", &[&"4f1c2e3a-thread".to_owned()], 2_000);
+        // Newest first (the thread), then, read at one time, in any order.
+        let sorted = |mut names: Vec<String>| {
+            names[1..].sort();
+            names
+        };
+        assert_eq!(sorted(crossed("c", &ada)), ["4f1c2e3a-thread", "900", "bo", "unknown"], "the group passes");
+        assert_eq!(sorted(crossed("c", &unknown)), ["4f1c2e3a-thread", "900", "bo", "group"], "readers unknown");
+        // Reads before the window do not count; an approval forgets what came before it.
+        assert!(store.crossings("c", &ada, 5_000, 50).expect("crossings").crossed.is_empty());
+        assert_eq!(store.forget_reads("c", 1_500).expect("forget"), 4);
+        assert_eq!(crossed("c", &ada), ["4f1c2e3a-thread"]);
     }
 }

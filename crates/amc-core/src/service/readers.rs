@@ -18,22 +18,9 @@ use super::{AgentCtx, Amc};
 use crate::error::Result;
 use crate::model::{READ_FROM_SHOWN, ReadFrom, SendTarget, Source};
 use crate::time::now_ms;
-use amc_store::Readers;
 
 /// The reason a send held by this rule carries.
 pub const CROSSES_CONVERSATIONS: &str = "crosses_conversations";
-
-/// Whether a send to `target` could carry to someone what only the readers of `read`
-/// could read: unless both are of one source, each reader of `target` is known to read
-/// `read` too.
-pub(super) fn crosses(target: &Readers, read: &Readers) -> bool {
-    match (target.source, read.source, &target.handles, &read.handles) {
-        (Some(to), Some(from), Some(to_readers), Some(from_readers)) if to == from => {
-            !to_readers.iter().all(|h| from_readers.binary_search(h).is_ok())
-        }
-        _ => true,
-    }
-}
 
 impl Amc {
     /// The conversations a send of `agent` to `target` would carry text across, newest
@@ -41,20 +28,7 @@ impl Amc {
     pub(super) async fn crossings(&self, agent: &AgentCtx, target: &SendTarget) -> Result<Vec<ReadFrom>> {
         let since = now_ms() - self.config().readers_window.as_millis() as i64;
         let (agent_id, channel_id) = (agent.agent_id.clone(), target.id.clone());
-        self.blocking(move |s| {
-            let reads = s.send_reads(&agent_id, &channel_id, since)?;
-            if reads.open_to_anything {
-                return Ok(Vec::new());
-            }
-            Ok(reads
-                .reads
-                .into_iter()
-                .filter(|(_, readers)| crosses(&reads.target, readers))
-                .map(|(read, _)| read)
-                .take(READ_FROM_SHOWN)
-                .collect())
-        })
-        .await
+        self.blocking(move |s| Ok(s.crossings(&agent_id, &channel_id, since, READ_FROM_SHOWN)?.crossed)).await
     }
 
     /// Whether `agent_id`'s read of `conversation` was recorded within the last
@@ -75,29 +49,5 @@ impl Amc {
         let given = vec![(thread_id.to_owned(), title.to_owned())];
         let agent_id = agent_id.to_owned();
         self.blocking(move |s| s.record_reads(&agent_id, &given, now_ms())).await
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn of(source: Option<Source>, handles: Option<&[&str]>) -> Readers {
-        Readers { source, handles: handles.map(|h| h.iter().map(|s| (*s).to_owned()).collect()) }
-    }
-
-    #[test]
-    fn a_send_crosses_unless_each_of_its_readers_reads_what_was_read() {
-        let im = Some(Source::Imessage);
-        let (ada, bo) = (of(im, Some(&["+1555ada"])), of(im, Some(&["+1555bo"])));
-        let group = of(im, Some(&["+1555ada", "+1555bo", "+1555cy"]));
-        assert!(!crosses(&ada, &group), "a DM to a member of a group read");
-        assert!(crosses(&ada, &bo), "a DM to one contact after a DM with another");
-        assert!(crosses(&group, &ada), "a group after a DM with one of its members");
-        assert!(!crosses(&group, &group.clone()), "the same people");
-        assert!(crosses(&of(im, None), &group), "a target whose readers are unknown");
-        assert!(crosses(&ada, &of(im, None)), "a read whose readers are unknown");
-        assert!(crosses(&of(Some(Source::Discord), Some(&["+1555ada"])), &group), "another source");
-        assert!(crosses(&ada, &of(None, None)), "a relay thread");
     }
 }

@@ -13,12 +13,16 @@ WHERE source = 'imessage' AND kind = 'dm' AND instr(platform_id, ';-;') > 0
   AND length(platform_id) > instr(platform_id, ';-;') + 2;
 
 -- Which conversations each agent was given messages of, and when last: a channel's id, or
--- a relay thread's. `name` is the conversation's name then, for the person's Review only.
+-- a relay thread's. `name` is the conversation's name then, for the person's Review only;
+-- `readers` who read it then, as `channels` said, each handle behind its source
+-- (`imessage:+15551234567`; NULL for a relay thread or when unknown), so a send's look at
+-- thousands of them reads this table alone.
 CREATE TABLE agent_reads (
     agent_id     TEXT NOT NULL,
     conversation TEXT NOT NULL,
     name         TEXT NOT NULL,
     read_at      INTEGER NOT NULL,
+    readers      TEXT,
     PRIMARY KEY (agent_id, conversation)
 ) WITHOUT ROWID;
 
