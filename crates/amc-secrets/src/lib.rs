@@ -48,7 +48,7 @@ impl SecretKind {
 /// The version of the rules below. Stored with the classification of every message
 /// (`messages.secrets`): a build whose rules differ classifies every message again, in the
 /// background (see `Store::classify_more`). Raise it with every change to the rules.
-pub const RULES: i64 = 17;
+pub const RULES: i64 = 18;
 
 impl SecretKind {
     /// The kind's bit in a stored classification ([`classify`]).
@@ -279,7 +279,7 @@ const CODE_WORDS: &[&str] = &[
     "کد", "קוד", "কোড", "कोड", "โค้ด", "tac", "token", "口令", "確認キー",
     // A password is a secret too ("Wi-Fi password: hunter22", "Haslo do logowania: …").
     "password", "passwort", "contraseña", "senha", "mot de passe", "şifre", "sifre", "şifreniz",
-    "sifreniz", "hasło", "haslo",
+    "sifreniz", "hasło", "haslo", "şifresi", "sifresi",
 ];
 
 /// Words that sign someone in or confirm something with a number near them ("Enter 482913
@@ -367,6 +367,7 @@ const OFFERS: &[&str] = &[
     "rabatt", "réduction", "sconto", "desconto", "remise", "% de", "gratis", "off your",
     "profitez", "d'achat", "off", "bogo", "2x1", "2 for 1", "panier", "al pagar", "할인", "free ", "ahorra", "compra", "rebajas", "spar ", "sparen", "bezahlen",
     "poupe", "economize", "rabat", "rabatu", "zniżk", "छूट", "risparmia", "économisez", "€ off", "$ off",
+    "скидк", "промокод", "خصم", "diskon", "giảm", "折扣", "優惠", "优惠", "割引", "indirim",
 ];
 
 /// Words that name what a number identifies (an order, a booking, a parcel, a flight, a
@@ -541,6 +542,7 @@ const ENTER: &[&str] = &[
     "informe", "voer", "введите", "wpisz", "girin", "入力", "输入", "輸入", "입력", "tapez", "typing",
     "ingresando", "introduciendo", "inserendo", "inserindo", "digitando", "saisissant", "eingeben",
     "gib", "geben", "inserisci", "introduza", "entre com", "escribe", "escriba", "tape", "tippe", "digita",
+    "put in", "key in", "punch in", "डालें", "दर्ज करें", "masukkan", "ketik", "nhập",
 ];
 
 /// Words for a password: what follows one, within a few words, and looks like one (letters
@@ -553,7 +555,7 @@ const PASSWORD_WORDS: &[&str] = &[
     "pwd", "temp pw", "temporary pw", "pw", "key", "mdp", "chave", "chiave", "clé", "schlüssel", "schluessel", "palavra-passe", "passphrase", "kennwort", "startpasswort", "wlan-schlüssel",
     "wlan-schluessel", "pass:", "pw:", "key:", "clé :", "clé:", "chiave wi-fi", "chiave wifi",
     "wi-fi key", "wifi key", "network key", "mật khẩu", "كلمة المرور", "पासवर्ड", "code wifi", "code wi-fi", "wifi code", "wi-fi code", "パスワード", "密码",
-    "密碼", "비밀번호", "비번", "암호",
+    "密碼", "비밀번호", "비번", "암호", "ww:", "kata sandi", "كلمة سر", "كلمة السر", "pass wifi",
 ];
 
 /// The passwords of `text` (`lower` its lowercase): the first token after a word for a
@@ -632,6 +634,14 @@ fn passwords(text: &str, lower: &str) -> Vec<Range<usize>> {
                 at += foreign;
                 continue;
             }
+            // A word with letters no password holds ("tạm thời của bạn là"): passed over whole.
+            let word_end = at
+                + lower[at..].find(|c: char| !(is_password_char(c) || c.is_alphabetic())).unwrap_or(lower.len() - at);
+            let word = &lower[at..word_end];
+            if word.chars().all(char::is_alphabetic) && word.chars().any(|c| !is_password_char(c)) {
+                at = word_end;
+                continue;
+            }
             let end = at + lower[at..].find(|c: char| !is_password_char(c)).unwrap_or(lower.len() - at);
             let token = &text[at..end];
             let token = token
@@ -698,7 +708,7 @@ fn passwords(text: &str, lower: &str) -> Vec<Range<usize>> {
             // "clave de reservación es QTZ4KP" names a booking, not a password.
             // An account's password is one ("la password del tuo account è: …").
             let reference = REFERENCES.iter().filter(|r| !ACCOUNTS.contains(r)).any(|r| lower[at..].starts_with(r));
-            if word.chars().count() > 14 || reference {
+            if word.chars().count() > 20 || reference {
                 break;
             }
             // A colon after the word introduces what follows.
@@ -935,6 +945,14 @@ fn find_in(text: &str, short_code: bool) -> Vec<Found> {
                 None => false,
             },
         };
+        // "Código para añadir tu robot aspirador: «b73akj»", "Код для подключения
+        // телевизора: VVBE-NMRZ. Введите его": what the words say the code is for gives it,
+        // where the message asks to enter something or leaves no doubt.
+        let is_code = is_code
+            || (c.shape != Shape::Digits && (near_strong || !entering.is_empty()) && !offer && !booking && {
+                let (rest, told) = giving(&lower[..c.at.start]);
+                told && named_in_clause(rest, false)
+            });
         if !is_code {
             continue;
         }
@@ -1273,16 +1291,7 @@ fn close(text: &str, places: &[usize], c: &Range<usize>, near: usize) -> bool {
 /// then says the candidate is the code ("Steam Guard code is: KQXRT"), `Some(false)` when
 /// it only follows the word ("code 482913", "CHECK THE CODE AGAIN").
 fn named_right_before(before: &str) -> Option<bool> {
-    // Quotes or a bracket around the code say nothing ("code is [NVL7QW]", "Enter \"5QVQKJ\"").
-    let mut rest = before.trim_end().trim_end_matches(['[', '"', '\'', '«', '“', '„', '「', '(']).trim_end();
-    let mut told = false;
-    // "is:" and "は：" say it twice.
-    for _ in 0..2 {
-        let tails = [":", "：", "=", " is", " es", " est", " ist", " é", " è", "は", " lautet"];
-        let Some(tail) = tails.into_iter().find(|t| rest.ends_with(t)) else { break };
-        rest = rest[..rest.len() - tail.len()].trim_end();
-        told = true;
-    }
+    let (rest, told) = giving(before);
     let word_ends = |w: &&str| {
         rest.ends_with(*w)
             && (!w.starts_with(|c: char| c.is_ascii_alphanumeric())
@@ -1293,19 +1302,96 @@ fn named_right_before(before: &str) -> Option<bool> {
         && rest.chars().rev().nth(4).is_some_and(char::is_alphabetic);
     let named =
         (CODE_WORDS.iter().chain(STRONG).any(word_ends) || compound) && !NOT_SECRET.iter().any(|n| rest.ends_with(n));
-    named.then_some(told)
+    if named {
+        return Some(told);
+    }
+    // "The code of the front door is 4821", "O código do portão é 2580".
+    (told && named_in_clause(rest, true)).then_some(true)
 }
+
+/// `before` (the lowercase text before a candidate) less what gives the candidate: quotes
+/// or a bracket around it, which say nothing ("code is [NVL7QW]"), and a verb or a colon
+/// ("is:" and "は：" say it twice); and whether one gave it.
+fn giving(before: &str) -> (&str, bool) {
+    let mut rest = before.trim_end().trim_end_matches(['[', '"', '\'', '«', '“', '„', '「', '(']).trim_end();
+    let mut told = false;
+    for _ in 0..2 {
+        let tails = [":", "：", "=", " is", " es", " est", " ist", " é", " è", "は", " lautet"];
+        let Some(tail) = tails.into_iter().find(|t| rest.ends_with(t)) else { break };
+        rest = rest[..rest.len() - tail.len()].trim_end();
+        told = true;
+    }
+    (rest, told)
+}
+
+/// Whether the last words of `rest` (the text before a candidate, less the verb or colon
+/// that gives it) open with a word for code, or a compound ending in one, and name what
+/// it is for ("Código para añadir tu robot aspirador:", "Kopplungscode für den Access
+/// Point lautet"): with `doors`, only a door's, a gate's or a lockbox's; else anything but a
+/// reference, a place, an offer or another kind of code ("código de reserva:").
+fn named_in_clause(rest: &str, doors: bool) -> bool {
+    let clause = rest.rfind(['.', ',', ';', '!', '?', '\n']).map_or(rest, |i| &rest[i + 1..]);
+    let phrase: Vec<&str> = clause.split_whitespace().rev().take(5).collect();
+    let bare = |w: &&str| w.trim_matches(|c: char| !c.is_alphanumeric()).to_owned();
+    let opens = phrase.iter().skip(1).any(|w| {
+        let w = bare(w);
+        CODE_WORDS.contains(&w.as_str())
+            || (w.chars().count() > 6 && ["code", "kode", "kod"].iter().any(|c| w.ends_with(c)))
+    });
+    if !opens {
+        return false;
+    }
+    if doors {
+        return phrase.iter().any(|w| DOORS.iter().any(|d| bare(w).starts_with(d)));
+    }
+    let joined = format!(" {} ", phrase.iter().rev().copied().collect::<Vec<_>>().join(" "));
+    !NOT_SECRET
+        .iter()
+        .chain(REFERENCES)
+        .chain(BOOKINGS)
+        .chain(PLACES)
+        .chain(LABELS)
+        .chain(OFFERS)
+        .any(|r| joined.match_indices(r).any(|(i, _)| word_starts(&joined, i, r)))
+}
+
+/// Words for a door, a gate or a lockbox: "the code of the front door is 4821" gives a code
+/// the reader enters ([`named_right_before`]).
+#[rustfmt::skip]
+const DOORS: &[&str] = &[
+    "door", "gate", "lockbox", "garage", "entrance", "porte", "portail", "portão", "portao", "portone",
+    "cancello", "portón", "porton", "portal", "tür", "haustür", "deur", "poort", "kapı", "дверь",
+    "домофон", "drzwi", "furtk", "brama",
+];
 
 /// Whether `before` (the lowercase text before a candidate) ends with a word that asks for
 /// it to be entered ([`ENTER`]): "entering QX7-R2M", "inserisci WQ4-7TP", "请在页面输入 KX7Q2P".
 fn entered_right_before(before: &str) -> bool {
     let rest = before.trim_end().trim_end_matches(['[', '"', '\'', '«', '“', '„', '「', '(']).trim_end();
+    let colon = rest.ends_with([':', '：']);
     let rest = rest.trim_end_matches([':', '：']).trim_end();
-    ENTER.iter().any(|w| {
+    // A language that puts the verb last ends its sentence on it: "코드를 입력하세요.\nQX7K-2MPR".
+    let verb_last = rest.trim_end_matches(['.', '。']);
+    let tail: String = verb_last.chars().rev().take(6).collect();
+    let asked = ENTER.iter().any(|w| {
         rest.ends_with(w) && word_starts(rest, rest.len() - w.len(), w)
-            || (!w.is_ascii()
-                && rest.chars().rev().take(4).collect::<String>().contains(&w.chars().rev().collect::<String>()))
-    })
+            || (!w.is_ascii() && tail.contains(&w.chars().rev().collect::<String>()))
+    });
+    // What a colon presents after a clause asking to enter something: "geben Sie ein:",
+    // "voer in:", "次のコードを入力してください：", "enter the code below:".
+    asked || (colon && clause_asks_to_enter(rest))
+}
+
+/// Whether the last clause of `rest` (since its last full stop, at most 48 bytes back) holds a
+/// word that asks to enter something ([`ENTER`]).
+fn clause_asks_to_enter(rest: &str) -> bool {
+    let mut from = rest.len().saturating_sub(48);
+    while !rest.is_char_boundary(from) {
+        from += 1;
+    }
+    let clause = &rest[from..];
+    let clause = clause.rfind(['.', '!', '?', '。', '！', '？', '\n']).map_or(clause, |i| &clause[i + 1..]);
+    ENTER.iter().any(|w| clause.match_indices(w).any(|(i, _)| word_starts(clause, i, w)))
 }
 
 /// Whether `after` (the lowercase text after a candidate) asks, in a language that puts the
@@ -1525,8 +1611,9 @@ fn candidates(text: &str) -> Vec<Candidate> {
             // A date ("12-05-2026", "2026 05 12") or a phone, a parcel's or a card's number
             // (more than 8 digits in all) is none.
             let date = matches!(groups.as_slice(), [2, 2, 4] | [4, 2, 2]);
+            // Three groups of three is how some services write a code of nine ("482-913-557").
             let grouped = groups.len() >= 2
-                && (4..=8).contains(&total)
+                && ((4..=8).contains(&total) || groups == [3, 3, 3])
                 && groups.iter().all(|g| (1..=4).contains(g))
                 && groups.iter().filter(|&&g| g == 1).count() <= 1
                 && !date;
@@ -1725,7 +1812,7 @@ const LINK_CONTEXT: &[&str] = &[
     "xác minh", "đăng nhập", "atur ulang", "kata sandi", "إعادة تعيين", "كلمة المرور", "रीसेट",
     "पासवर्ड", "本人確認", "로그인 링크", "accedi",
     "パスワード", "再設定", "ログイン", "密码", "密碼", "重置", "重設", "登录", "登入", "验证", "驗證",
-    "비밀번호", "재설정", "로그인", "인증", "sıfırla", "şifreni", "şifrenizi",
+    "비밀번호", "재설정", "로그인", "인증", "sıfırla", "şifreni", "şifrenizi", "mật khẩu", "đặt lại",
 ];
 
 /// Hosts whose links name a document, a place, a post or a video, never who signs in:
@@ -1840,9 +1927,21 @@ fn links(text: &str, lower: &str, addresses: &[Range<usize>]) -> Vec<Found> {
                     && (key.bytes().any(|b| b.is_ascii_digit()) || key.bytes().any(|b| b.is_ascii_uppercase()))
                     && key.bytes().any(|b| b.is_ascii_alphabetic())
             });
+        // A key as the last part of a path under words that leave no doubt ("Restablece tu
+        // contraseña aquí: https://cuenta.example.es/r/Xk29QpL"): letters and digits, or
+        // both cases.
+        let keyed = parts.len() >= 2 && {
+            let key = text[at.clone()].rsplit('/').next().unwrap_or_default();
+            (5..=24).contains(&key.len())
+                && key.bytes().all(|b| b.is_ascii_alphanumeric())
+                && key.bytes().any(|b| b.is_ascii_alphabetic())
+                && (key.bytes().any(|b| b.is_ascii_digit())
+                    && (key.bytes().any(|b| b.is_ascii_uppercase()) || tokenish(&key.to_ascii_lowercase(), 5)))
+        };
         let loose = (1..parts.len()).any(|i| !named(i) && tokenish(parts[i], 6))
             || values.iter().any(|(_, v)| tokenish(v, 6))
-            || short;
+            || short
+            || keyed;
         let rule = if speaks && (query_token || path_token || path_code) {
             Rule::LinkAddress
         } else if said_around && (query_token || path_token || loose) {

@@ -1,5 +1,5 @@
 //! The secret finder against the sets of messages in `tests/fixtures/secrets/` it is tuned
-//! on (`corpus.tsv`, `tuning.tsv`, `tuning-2.tsv`, `tuning-3.tsv`): secrets hidden whole, next to no ordinary message
+//! on (`corpus.tsv`, `tuning.tsv`, `tuning-2.tsv`, `tuning-3.tsv`, `tuning-4.tsv`): secrets hidden whole, next to no ordinary message
 //! touched. The held-out set is measured by hand, never asserted on (see below).
 
 mod measure;
@@ -45,11 +45,20 @@ fn codes_asked_for_without_the_word_and_references_like_them_are_told_apart() {
     holds_the_goals("tuning-2.tsv", (170, 250));
 }
 
-/// Below the goal of 0.98 still (0.963: pairing codes the words name from afar, a
+/// Below the goal of 0.98 still (0.973: pairing codes the words name from afar, a
 /// reference's word beside a code): held where it stands so no change loses ground.
 #[test]
 fn wifi_passwords_shortened_links_and_pairing_codes_are_found() {
-    holds("tuning-3.tsv", (180, 240), 0.96);
+    holds("tuning-3.tsv", (180, 240), 0.97);
+}
+
+/// Door and gate codes, activation codes on a line of their own after "enter:", reset
+/// links whose key is short, passwords in many languages, promo codes: 0.970, below the
+/// goal (a number-matching prompt's two digits, a code in two groups of letters and
+/// digits, a lockbox's digits one by one).
+#[test]
+fn door_codes_activation_codes_and_passwords_in_many_languages_are_found() {
+    holds("tuning-4.tsv", (190, 250), 0.965);
 }
 
 /// The held-out sets (`tests/fixtures/secrets/heldout.tsv`, `heldout-2.tsv`, `heldout-3.tsv`) were written
