@@ -123,16 +123,22 @@ async function loadQueue() {
 }
 
 /**
- * Why a send the channel's policy would let go waits: the agent read other conversations
- * whose people are not all in this one, and the send may carry their words here.
+ * Where a held send may carry words from: other conversations its agent read that not
+ * everyone here can read. For a send the channel's policy would let go, that is why it
+ * waits. Relay threads are named as such: their titles are the agents' own.
  */
 function crossing(s) {
-  if (s.held_reason !== "crosses_conversations") return null;
+  if (!s.read_from?.length) return null;
+  const why = s.held_reason === "crosses_conversations"
+    ? `Held because ${s.agent_id} read other conversations that not everyone here can read. It may carry their words to ${s.channel_name}.`
+    : `${s.agent_id} also read other conversations that not everyone here can read. This may carry their words to ${s.channel_name}.`;
   return h("div", { class: "crossing note warn-text", role: "note" },
-    h("p", { text: `Held because ${s.agent_id} read other conversations that not everyone here can read. It may carry their words to ${s.channel_name}.` }),
+    h("p", { text: why }),
     h("p", { class: "muted", text: "Read from:" }),
     h("ul", { class: "read-from", "aria-label": "Conversations the agent read" },
-      s.read_from.map((r) => h("li", {}, h("bdi", { text: r.name || "a conversation" }), " · ", time(r.read_at)))));
+      s.read_from.map((r) => h("li", {},
+        r.conversation.startsWith("ch_") ? null : "Relay thread ",
+        h("bdi", { text: r.name || "a conversation" }), " · ", time(r.read_at)))));
 }
 
 function card(s) {

@@ -453,10 +453,16 @@ fn print_send(snd: &Value) {
     if let Some(e) = text(&snd["error_message"]) {
         say!("    ! {e}");
     }
-    if snd["held_reason"] == "crosses_conversations" {
-        say!("    ! held: the agent read other conversations not everyone here can read; read from:");
-        for r in snd["read_from"].as_array().into_iter().flatten() {
-            say!("      {} ({})", s(r, "name"), s(r, "read_at"));
+    let read_from = snd["read_from"].as_array().filter(|r| !r.is_empty());
+    if let Some(read_from) = read_from {
+        if snd["held_reason"] == "crosses_conversations" {
+            say!("    ! held: the agent read other conversations not everyone here can read; read from:");
+        } else {
+            say!("    ! the agent also read other conversations not everyone here can read; read from:");
+        }
+        for r in read_from {
+            let thread = if verbatim(r, "conversation").starts_with("ch_") { "" } else { "relay thread " };
+            say!("      {thread}{} ({})", s(r, "name"), s(r, "read_at"));
         }
     }
 }

@@ -223,7 +223,8 @@ pub fn send_message() -> Tool {
              policy the message goes out at once (status `sent`), or waits for the person's approval (status \
              `pending_review`, sent_at null): do not resend it. A send under `auto` that could carry what you read \
              in another conversation to people who could not read it waits for the person too (`held_reason`: \
-             `crosses_conversations`); a reply in the conversation you read does not. Status `unknown` means the platform did not confirm; \
+             `crosses_conversations`); a reply where you read, having read nowhere else lately, does not. Status \
+             `unknown` means the platform did not confirm; \
              the person will check it. A `sent` message the platform fails afterwards (iMessage can mark one not \
              delivered) carries `delivery_failed`, the reason, in get_message_context. Read-only channels refuse \
              sends with CHANNEL_READ_ONLY."

@@ -546,7 +546,7 @@ impl Relay {
     async fn note_read(&self, who: &Principal, page: &Page) -> Result<()> {
         let Principal::Agent(id) = who else { return Ok(()) };
         let amc = &self.inner.amc;
-        if page.messages.iter().all(|m| m.author_is_you) || amc.read_noted_lately(id, &page.thread_id) {
+        if page.messages.iter().all(|m| m.author_is_you) || amc.touch_read(id, &page.thread_id) {
             return Ok(());
         }
         let meta = self.access(who, &page.thread_id).await?;
@@ -745,7 +745,7 @@ impl Relay {
         hits.truncate(kept);
         if let Principal::Agent(id) = who {
             for hit in hits.iter().filter(|h| h.untrusted_content) {
-                if !self.inner.amc.read_noted_lately(id, &hit.thread_id) {
+                if !self.inner.amc.touch_read(id, &hit.thread_id) {
                     self.inner.amc.note_thread_read(id, &hit.thread_id, &hit.title).await?;
                 }
             }

@@ -220,10 +220,16 @@ fn readers_of(handles: &[String]) -> Option<String> {
 }
 
 /// A channel's readers as stored: a sorted JSON array of distinct handles, or `None` when
-/// the source does not say or names nobody (nobody known is not nobody).
+/// the source does not say, names nobody (nobody known is not nobody) or names a handle
+/// with a quote or a backslash.
 fn readers_json(spec: &ChannelSpec) -> Option<String> {
     let mut handles: Vec<String> = spec.readers.as_ref()?.iter().map(|h| crate::model::reader_handle(h)).collect();
     handles.retain(|h| !h.is_empty());
+    // A quote or a backslash in a handle could make one handle read as another in the
+    // readers rule's match: none is one a platform gives, so such readers are unknown.
+    if handles.iter().any(|h| h.contains(['"', '\\'])) {
+        return None;
+    }
     handles.sort();
     handles.dedup();
     (!handles.is_empty()).then(|| serde_json::to_string(&handles).unwrap_or_default())

@@ -499,7 +499,7 @@ impl Store {
         self.db.read(|tx| {
             let sql = format!(
                 "SELECT a.local_path, a.filename, a.mime_type, a.available, a.size_bytes, a.remote_url, a.platform_id, \
-                 m.platform_id, c.platform_id, m.source FROM attachments a \
+                 m.platform_id, c.platform_id, m.source, c.id, c.name FROM attachments a \
                  JOIN messages m ON m.id = a.message_id JOIN channels c ON c.key = m.channel WHERE a.id = ?1 AND {}",
                 visible_to("?2")
             );
@@ -522,6 +522,7 @@ impl Store {
                         size_bytes: r.get(4)?,
                         remote: remote.transpose()?,
                         source: Source::parse(&source).unwrap_or(Source::Imessage),
+                        channel: (r.get(10)?, r.get(11)?),
                     })
                 })
                 .optional()?

@@ -45,11 +45,24 @@ pub struct Crossings {
     pub crossed: Vec<Given>,
 }
 
+/// Writes reads memory alone held: (agent, conversation, newest).
+fn write_newest(tx: &rusqlite::Transaction<'_>, newest: &[(String, String, Millis)]) -> Result<()> {
+    let mut stmt = tx.prepare_cached(
+        "UPDATE agent_reads SET read_at = max(read_at, ?3) WHERE agent_id = ?1 AND conversation = ?2",
+    )?;
+    for (agent, conversation, at) in newest {
+        stmt.execute(params![agent, conversation, at])?;
+    }
+    Ok(())
+}
+
 impl Store {
     /// Records that the agent was given messages of these conversations (id and name)
     /// at `at`; a later time replaces an earlier one.
     pub fn record_reads(&self, agent_id: &str, given: &[(String, String)], at: Millis) -> Result<()> {
         let key = |conversation: &String| (agent_id.to_owned(), conversation.clone());
+        // Held through the write: a forgetting in between must not leave a read noted as
+        // written whose row it deleted.
         let mut noted = self.noted.lock();
         let mut due = Vec::new();
         for g in given {
@@ -58,10 +71,16 @@ impl Store {
                 _ => due.push(g),
             }
         }
-        drop(noted);
         if due.is_empty() {
             return Ok(());
         }
+        // Past the bound, everything is forgotten, once what only memory held is written.
+        let full = noted.len() + due.len() > NOTED_KEPT;
+        let pending: Vec<(String, String, Millis)> = if full {
+            noted.iter().filter(|(_, (w, n))| n > w).map(|((a, c), (_, n))| (a.clone(), c.clone(), *n)).collect()
+        } else {
+            Vec::new()
+        };
         self.db.write(|tx| {
             let mut stmt = tx.prepare_cached(
                 "INSERT INTO agent_reads (agent_id, conversation, name, read_at, readers) \
@@ -74,11 +93,9 @@ impl Store {
             for (conversation, name) in &due {
                 stmt.execute(params![agent_id, conversation, name, at])?;
             }
-            Ok(())
+            write_newest(tx, &pending)
         })?;
-        // Only what was written: a read whose write failed is written at the next.
-        let mut noted = self.noted.lock();
-        if noted.len() + due.len() > NOTED_KEPT {
+        if full {
             noted.clear();
         }
         for (conversation, _) in due {
@@ -88,11 +105,18 @@ impl Store {
         Ok(())
     }
 
-    /// Whether the agent's read of `conversation` was written within
-    /// [`READS_NOTED_EVERY`] of `at` (recording it again would write nothing).
-    pub fn read_noted_lately(&self, agent_id: &str, conversation: &str, at: Millis) -> bool {
-        let noted = self.noted.lock();
-        noted.get(&(agent_id.to_owned(), conversation.to_owned())).is_some_and(|(t, _)| at - t < READS_NOTED_EVERY)
+    /// Records a read of `conversation` at `at` in memory alone when its read was written
+    /// within [`READS_NOTED_EVERY`]: then true, and [`Store::record_reads`] need not be
+    /// called (the relay reads a thread's title only when it must).
+    pub fn touch_read(&self, agent_id: &str, conversation: &str, at: Millis) -> bool {
+        let mut noted = self.noted.lock();
+        match noted.get_mut(&(agent_id.to_owned(), conversation.to_owned())) {
+            Some((written, newest)) if at - *written < READS_NOTED_EVERY => {
+                *newest = (*newest).max(at);
+                true
+            }
+            _ => false,
+        }
     }
 
     /// The readers rule's look for a send of `agent_id` to `channel_id`: the other
@@ -133,42 +157,51 @@ impl Store {
             let fixed: [&dyn rusqlite::ToSql; 4] =
                 [&agent_id, &(since - READS_NOTED_EVERY), &channel_id, &(limit as i64)];
             let bound = fixed.into_iter().chain(needles.iter().map(|n| n as &dyn rusqlite::ToSql));
-            let crossed = stmt
+            let mut crossed = stmt
                 .query_map(rusqlite::params_from_iter(bound), |r| {
                     Ok(Given { conversation: r.get(0)?, name: r.get(1)?, read_at: r.get(2)? })
                 })?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
+            // When each was read last, memory's newer reads included: what the person sees,
+            // and what approving the send forgets.
+            let noted = self.noted.lock();
+            for g in &mut crossed {
+                if let Some((_, newest)) = noted.get(&(agent_id.to_owned(), g.conversation.clone())) {
+                    g.read_at = g.read_at.max(*newest);
+                }
+            }
             Ok(Crossings { open_to_anything, crossed })
         })
     }
 
-    /// Forgets what the agent was given up to `up_to` (the person approved a send of it
-    /// asked for then); returns how many conversations. A conversation read since, even
-    /// within [`READS_NOTED_EVERY`] of its stored time, stays, with its newest read.
-    pub fn forget_reads(&self, agent_id: &str, up_to: Millis) -> Result<usize> {
+    /// Forgets the agent's reads the person saw when approving a send of it: each listed
+    /// conversation, unless read again after the time listed (then it stays, with its
+    /// newest read). Returns how many were forgotten.
+    pub fn forget_reads(&self, agent_id: &str, seen: &[Given]) -> Result<usize> {
         let mut noted = self.noted.lock();
         let mut later = Vec::new();
-        noted.retain(|(agent, conversation), (written, newest)| {
-            if agent != agent_id {
-                return true;
+        for g in seen {
+            let key = (agent_id.to_owned(), g.conversation.clone());
+            match noted.get(&key) {
+                Some(&(_, newest)) if newest > g.read_at => {
+                    later.push((agent_id.to_owned(), g.conversation.clone(), newest));
+                }
+                _ => {
+                    noted.remove(&key);
+                }
             }
-            if *newest > up_to {
-                later.push((conversation.clone(), *newest));
-                *written = *newest;
-            }
-            *newest > up_to
-        });
+        }
         // Under the lock: a read noted meanwhile must not be dropped by this deletion.
         self.db.write(|tx| {
-            let mut stmt = tx.prepare_cached(
-                "UPDATE agent_reads SET read_at = max(read_at, ?3) WHERE agent_id = ?1 AND conversation = ?2",
+            write_newest(tx, &later)?;
+            let mut forget = tx.prepare_cached(
+                "DELETE FROM agent_reads WHERE agent_id = ?1 AND conversation = ?2 AND read_at <= ?3",
             )?;
-            for (conversation, newest) in &later {
-                stmt.execute(params![agent_id, conversation, newest])?;
+            let mut n = 0;
+            for g in seen {
+                n += forget.execute(params![agent_id, g.conversation, g.read_at])?;
             }
-            Ok(tx
-                .prepare_cached("DELETE FROM agent_reads WHERE agent_id = ?1 AND read_at <= ?2")?
-                .execute(params![agent_id, up_to])?)
+            Ok(n)
         })
     }
 
@@ -221,6 +254,10 @@ mod tests {
         assert_eq!(crossed("a", &group), Vec::<String>::new(), "the conversation itself");
         read("b", &[&near], 1_000);
         assert_eq!(crossed("b", &ada), ["near"], "no handle matches inside another");
+        // A handle with a quote could hold another's, quoted: its chat's readers are unknown.
+        let forged = channel(&store, im, "forged", Some(&["eve\"imessage:+15550000001"]));
+        read("f", &[&forged], 1_000);
+        assert_eq!(crossed("f", &ada), ["forged"]);
         read("c", &[&bo, &unknown, &discord, &group], 1_000);
         read("c", &[&"4f1c2e3a-thread".to_owned()], 2_000);
         // Newest first (the thread), then, read at one time, in any order.
@@ -230,9 +267,16 @@ mod tests {
         };
         assert_eq!(sorted(crossed("c", &ada)), ["4f1c2e3a-thread", "900", "bo", "unknown"], "the group passes");
         assert_eq!(sorted(crossed("c", &unknown)), ["4f1c2e3a-thread", "900", "bo", "group"], "readers unknown");
-        // Reads before the window do not count; an approval forgets what came before it.
+        // Reads before the window do not count.
         assert!(store.crossings("c", &ada, 5_000, 50).expect("crossings").crossed.is_empty());
-        assert_eq!(store.forget_reads("c", 1_500).expect("forget"), 4);
-        assert_eq!(crossed("c", &ada), ["4f1c2e3a-thread"]);
+        // Read again within the second: memory holds it, and the person is shown it.
+        read("c", &[&bo], 1_500);
+        let seen = store.crossings("c", &ada, 0, 50).expect("crossings").crossed;
+        assert_eq!(seen.iter().find(|g| g.name == "bo").map(|g| g.read_at), Some(1_500));
+        // An approval forgets what the person saw, but not what was read again since.
+        read("c", &[&bo], 1_800);
+        assert_eq!(store.forget_reads("c", &seen).expect("forget"), 3);
+        let left = store.crossings("c", &ada, 0, 50).expect("crossings").crossed;
+        assert_eq!(left.iter().map(|g| (g.name.as_str(), g.read_at)).collect::<Vec<_>>(), [("bo", 1_800)]);
     }
 }

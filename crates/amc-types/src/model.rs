@@ -421,7 +421,7 @@ pub struct StagedAttachment {
 /// may carry.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReadFrom {
-    /// A channel's id (`ch_…`) or a relay thread's (`thr_…`).
+    /// A channel's id (`ch_…`) or a relay thread's (a UUID).
     pub conversation: String,
     /// Its name then, for the person.
     pub name: String,
@@ -744,6 +744,8 @@ pub struct AttachmentFile {
     pub remote: Option<RemoteFile>,
     /// The source of the message.
     pub source: Source,
+    /// The channel of the message, and its name: what the agent reads by fetching it.
+    pub channel: (String, String),
 }
 
 /// A change to a message's reactions, as a source reports it.

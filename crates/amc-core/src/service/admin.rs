@@ -189,9 +189,12 @@ impl Amc {
             let item = amc
                 .blocking(move |s| {
                     let item = s.claim_held(&id)?;
-                    // The person saw what this send carries: what its agent was given
-                    // before asking for it no longer holds its next sends.
-                    s.forget_reads(&item.agent_id, item.created_at)?;
+                    // The person saw where this send may carry words from: those reads no
+                    // longer hold its agent's next sends (unless read again since). Kept
+                    // should this fail: the send goes out all the same.
+                    if let Err(e) = s.forget_reads(&item.agent_id, &item.read_from) {
+                        tracing::warn!(error = %e, "could not forget what an approved send was read from");
+                    }
                     Ok(item)
                 })
                 .await?;

@@ -483,7 +483,14 @@ impl Amc {
         }
         let lookup = id.clone();
         let agent_id = agent.agent_id.clone();
-        let mut file = self.blocking(move |s| s.visible_attachment(&agent_id, &lookup)).await?;
+        let mut file = self
+            .blocking(move |s| {
+                let file = s.visible_attachment(&agent_id, &lookup)?;
+                // A file is a message's content: the readers rule counts it read.
+                s.record_reads(&agent_id, std::slice::from_ref(&file.channel), crate::time::now_ms())?;
+                Ok(file)
+            })
+            .await?;
         if file.local_path.is_some() && file.available {
             return Ok(file);
         }

@@ -24,17 +24,18 @@ pub const CROSSES_CONVERSATIONS: &str = "crosses_conversations";
 
 impl Amc {
     /// The conversations a send of `agent` to `target` would carry text across, newest
-    /// first (at most [`READ_FROM_SHOWN`]); empty when it may go out at once.
+    /// first (at most [`READ_FROM_SHOWN`]); empty when nothing crosses.
     pub(super) async fn crossings(&self, agent: &AgentCtx, target: &SendTarget) -> Result<Vec<ReadFrom>> {
         let since = now_ms() - self.config().readers_window.as_millis() as i64;
         let (agent_id, channel_id) = (agent.agent_id.clone(), target.id.clone());
         self.blocking(move |s| Ok(s.crossings(&agent_id, &channel_id, since, READ_FROM_SHOWN)?.crossed)).await
     }
 
-    /// Whether `agent_id`'s read of `conversation` was recorded within the last
-    /// [`amc_store::READS_NOTED_EVERY`] (recording it again now would change nothing).
-    pub fn read_noted_lately(&self, agent_id: &str, conversation: &str) -> bool {
-        self.inner.store.read_noted_lately(agent_id, conversation, now_ms())
+    /// Records `agent_id`'s read of `conversation` now in memory alone when its read was
+    /// written within the last second: then true, and [`Amc::note_thread_read`] need not be
+    /// called.
+    pub fn touch_read(&self, agent_id: &str, conversation: &str) -> bool {
+        self.inner.store.touch_read(agent_id, conversation, now_ms())
     }
 
     /// Sets who reads the source's stored channels (platform id, handles), as the source

@@ -149,8 +149,10 @@ struct Record {
     /// The channel as the checks read it: the send is delivered to it without reading it
     /// again.
     target: SendTarget,
-    /// The conversations the readers rule found it would carry text across (it is held).
+    /// The conversations a held send may carry text from, for the person.
     read_from: Vec<crate::model::ReadFrom>,
+    /// Whether the readers rule holds it.
+    crosses: bool,
 }
 
 /// A send that passed every check that costs nothing: where it goes, and its local files
@@ -187,12 +189,12 @@ impl Amc {
         }
         let Checked { target, max_bytes, files } = self.check_send(agent, &req).await?;
         // Under `auto`, the readers rule: held when it would carry what the agent read
-        // elsewhere to people who could not read it.
-        let read_from = match target.send_policy {
-            SendPolicy::Auto => self.crossings(agent, &target).await?,
-            _ => Vec::new(),
-        };
-        let held = self.paused() || target.send_policy == SendPolicy::Review || !read_from.is_empty();
+        // elsewhere to people who could not read it. A send held anyway tells the person
+        // the same, and approving it forgets what they saw.
+        let read_from = self.crossings(agent, &target).await?;
+        let crosses = target.send_policy == SendPolicy::Auto && !read_from.is_empty();
+        let held = self.paused() || target.send_policy == SendPolicy::Review || crosses;
+        let read_from = if held { read_from } else { Vec::new() };
         if held {
             // Before anything is copied: an agent whose held sends are at their bounds
             // costs no disk. Checked again where the send is recorded.
@@ -213,6 +215,7 @@ impl Amc {
             stage_id,
             target,
             read_from,
+            crosses,
         };
         self.record_and_deliver(record).await
     }
@@ -311,7 +314,7 @@ impl Amc {
     async fn record_and_deliver(&self, r: Record) -> Result<SendReceipt> {
         let amc = self.clone();
         let task = tokio::spawn(async move {
-            let Record { agent_id, idempotency, req, staged, status, stage_id, target, read_from } = r;
+            let Record { agent_id, idempotency, req, staged, status, stage_id, target, read_from, crosses } = r;
             let lookup = amc
                 .blocking(move |s| {
                     s.record_send(&NewSend {
@@ -323,7 +326,7 @@ impl Amc {
                         attachments: &staged,
                         status,
                         held_bounds: HELD_BOUNDS,
-                        held_reason: (!read_from.is_empty()).then_some(super::CROSSES_CONVERSATIONS),
+                        held_reason: crosses.then_some(super::CROSSES_CONVERSATIONS),
                         read_from: &read_from,
                     })
                 })

@@ -326,3 +326,47 @@ async fn an_injected_request_to_forward_a_group_to_a_stranger_is_held() {
     assert_eq!(send(&mut fooled, &w.group).await["held_reason"], "crosses_conversations");
     assert_eq!(d.sender.sent().len(), 1, "only the polite reply went out");
 }
+
+/// A file is a message's content: fetching one counts as reading its conversation; a held
+/// send under `review` lists where it may carry words from too, and approving it forgets
+/// what it listed, not what was read again since.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_fetched_is_read_and_an_approval_forgets_only_what_it_showed() {
+    let d = Daemon::start().await;
+    let w = world(&d).await;
+    let file = d.dir.path().join("plan.pdf");
+    std::fs::write(&file, b"%PDF the plan").expect("write");
+    let mut m = msg("bo-file", "", now_ms());
+    m.attachments = vec![super::harness::attachment(file.to_str().expect("utf8"), "application/pdf")];
+    d.amc
+        .ingest(Source::Imessage, ChannelSpec::new("any;-;bo@example.com", "", ChannelKind::Dm), vec![m], None)
+        .await
+        .expect("ingest");
+    let att: String = d
+        .amc
+        .database()
+        .read(|tx| Ok(tx.query_row("SELECT id FROM attachments", [], |r| r.get(0))?))
+        .expect("attachment id");
+    let (mut agent, _) = d.agent("claude").await;
+    assert_eq!(agent.get(&format!("/attachments/{att}")).await.expect("file").status, 200);
+    assert_eq!(send(&mut agent, &w.ada).await["held_reason"], "crosses_conversations", "the file was read");
+
+    // Under review: held by the policy, with where it may carry words from.
+    let (mut other, _) = d.agent("other").await;
+    read_unread(&mut other, &w.bo).await;
+    let mut admin = d.admin().await;
+    let r = admin.post(&format!("/admin/channels/{}/policy", w.ada), &json!({ "send_policy": "review" })).await;
+    assert_eq!(r.expect("policy").status, 200);
+    let receipt = send(&mut other, &w.ada).await;
+    assert_eq!((receipt["status"].as_str(), receipt.get("held_reason")), (Some("pending_review"), None));
+    let held = admin.get("/admin/sends?status=held").await.expect("held").json();
+    let item =
+        held["sends"].as_array().expect("sends").iter().find(|s| s["agent_id"] == "other").expect("held").clone();
+    assert_eq!(item["read_from"][0]["conversation"], w.bo.as_str(), "{item}");
+    // Bo's conversation read again after the send was asked for: approving keeps it.
+    read_unread(&mut other, &w.bo).await;
+    let id = item["id"].as_str().expect("id");
+    admin.post(&format!("/admin/sends/{id}/approve"), &json!({})).await.expect("approve");
+    admin.post(&format!("/admin/channels/{}/policy", w.ada), &json!({ "send_policy": "auto" })).await.expect("policy");
+    assert_eq!(send(&mut other, &w.ada).await["held_reason"], "crosses_conversations", "read again since");
+}

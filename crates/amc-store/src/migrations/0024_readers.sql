@@ -10,7 +10,8 @@ ALTER TABLE channels ADD COLUMN readers TEXT;
 ALTER TABLE channels ADD COLUMN open_to_anything INTEGER NOT NULL DEFAULT 0;
 UPDATE channels SET readers = json_array(lower(substr(platform_id, instr(platform_id, ';-;') + 3)))
 WHERE source = 'imessage' AND kind = 'dm' AND instr(platform_id, ';-;') > 0
-  AND length(platform_id) > instr(platform_id, ';-;') + 2;
+  AND length(platform_id) > instr(platform_id, ';-;') + 2
+  AND instr(platform_id, '"') = 0 AND instr(platform_id, '\') = 0;
 
 -- Which conversations each agent was given messages of, and when last: a channel's id, or
 -- a relay thread's. `name` is the conversation's name then, for the person's Review only;
