@@ -787,6 +787,28 @@ pub async fn doctor(raw: RawConfig, chat_db: Option<std::path::PathBuf>) -> anyh
     Ok(())
 }
 
+/// `amc doctor --deep`: what only this Mac can tell, as one table ([`amc_runtime::deep`]).
+pub async fn doctor_deep(
+    raw: RawConfig,
+    chat_db: Option<std::path::PathBuf>,
+    send_test: Option<String>,
+) -> anyhow::Result<()> {
+    let settings = RawConfig { chat_db, ..raw }.validate()?;
+    let checks = amc_runtime::deep::checks(&settings, send_test).await;
+    let width = checks.iter().map(|c| c.name.chars().count()).max().unwrap_or(0);
+    for c in &checks {
+        say!("{:<width$}  {:<7}  {}", c.name, c.outcome.as_str(), Shown(&c.detail));
+        if let Some(fix) = &c.fix {
+            say!("{:<width$}  {:<7}  fix: {}", "", "", Shown(fix));
+        }
+    }
+    let failed = checks.iter().filter(|c| c.outcome == amc_runtime::deep::Outcome::Failed).count();
+    if failed > 0 {
+        bail!("{failed} check(s) failed; see above");
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -76,6 +76,13 @@ enum Command {
         /// The chat.db to check [default: as `amc serve` would use]
         #[arg(long)]
         chat_db: Option<PathBuf>,
+        /// Also check what only this Mac can tell (chat.db's forms, file events, the
+        /// Keychain item, AMC.app's signature, launch at login), in one table
+        #[arg(long)]
+        deep: bool,
+        /// With --deep: send one test message through Messages to this address of yours
+        #[arg(long, value_name = "YOUR-ADDRESS", requires = "deep")]
+        send_test: Option<String>,
     },
 }
 
@@ -134,7 +141,8 @@ fn main() -> std::process::ExitCode {
             Command::Resume => admin::pause(raw, cli.json, false).await,
             Command::Status => admin::status(raw, cli.json).await,
             Command::Ui(args) => ui::run(raw, args).await,
-            Command::Doctor { chat_db } => admin::doctor(raw, chat_db).await,
+            Command::Doctor { chat_db, deep: false, .. } => admin::doctor(raw, chat_db).await,
+            Command::Doctor { chat_db, deep: true, send_test } => admin::doctor_deep(raw, chat_db, send_test).await,
         }
     });
     match result {

@@ -587,6 +587,36 @@ impl ChatDb {
         Ok(rowids)
     }
 
+    /// How many chats chat.db holds of each form, by the service its guids start with
+    /// (`iMessage`, `SMS`, `RCS`, macOS 26's `any`), most first: what `amc doctor --deep`
+    /// reports of this Mac's Messages.
+    pub fn chat_forms(&self) -> Result<Vec<(String, i64)>, SourceError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT CASE WHEN instr(guid, ';') > 0 THEN substr(guid, 1, instr(guid, ';') - 1) ELSE '?' END AS form, \
+             count(*) FROM chat GROUP BY form ORDER BY 2 DESC, 1",
+        )?;
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+
+    /// The person's own addresses as Messages records them on what they sent
+    /// (`message.destination_caller_id`); none where chat.db has no such column.
+    pub fn own_addresses(&self) -> Result<Vec<String>, SourceError> {
+        let has = self
+            .conn
+            .prepare("SELECT 1 FROM pragma_table_info('message') WHERE name = 'destination_caller_id'")?
+            .exists([])?;
+        if !has {
+            return Ok(Vec::new());
+        }
+        let mut stmt = self.conn.prepare(
+            "SELECT DISTINCT destination_caller_id FROM message \
+             WHERE is_from_me = 1 AND coalesce(destination_caller_id, '') != '' LIMIT 20",
+        )?;
+        let rows = stmt.query_map([], |r| r.get(0))?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+
     /// Every chat's name and number of participants, by ROWID: what names its channel, read
     /// cheaply to tell when it changed.
     pub fn chat_states(&self) -> Result<HashMap<i32, (String, i64)>, SourceError> {

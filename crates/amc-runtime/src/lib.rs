@@ -9,6 +9,7 @@
 //! - `startup.rs`: the flags, logging and signals `amc serve` and the tray share.
 #![deny(missing_docs)]
 
+pub mod deep;
 mod settings;
 mod startup;
 

@@ -424,3 +424,43 @@ fn amc_serve_raises_a_low_limit_of_open_files() {
     let [soft, hard] = numbers[..] else { panic!("{line}") };
     assert_eq!(soft, hard.min(65_536), "{line}");
 }
+
+/// `amc doctor --deep` on this machine: chat.db read-only with its chat forms, file events
+/// beside it, and what needs a Mac reported as skipped, in one table; a chat.db that cannot
+/// be read fails with the fix.
+#[test]
+fn a_deep_doctor_checks_what_it_can_here_and_skips_what_needs_a_mac() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path();
+    let messages = dir.join("Messages");
+    std::fs::create_dir(&messages).expect("folder");
+    let chat_db = messages.join("chat.db");
+    let w = amc_imessage::fixture::ChatDbWriter::create(&chat_db).expect("chat.db");
+    let ada = w.add_handle("+15551234567").expect("handle");
+    w.add_chat("any;-;+15551234567", 45, None, &[ada]).expect("chat");
+    w.add_chat("iMessage;+;chat100", 43, Some("Book club"), &[ada]).expect("chat");
+    drop(w);
+    let before = std::fs::read(&chat_db).expect("chat.db");
+    let out = stdout(&amc(dir, &["doctor", "--deep", "--chat-db", chat_db.to_str().expect("utf8")]));
+    let line =
+        |name: &str| out.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("{name}: {out}")).to_owned();
+    assert!(
+        line("chat.db, read-only").contains("ok") && line("chat.db, read-only").contains("any 1, iMessage 1"),
+        "{out}"
+    );
+    assert!(line("file events beside chat.db").contains(" ok "), "{out}");
+    for mac in ["sending through Messages", "AMC.app's signature", "launch at login", "Discord token in the Keychain"] {
+        assert!(line(mac).contains("skipped") && line(mac).contains("needs macOS"), "{out}");
+    }
+    assert_eq!(std::fs::read(&chat_db).expect("chat.db"), before, "chat.db is only read");
+    let left: Vec<_> = std::fs::read_dir(&messages).expect("folder").map(|e| e.expect("entry").file_name()).collect();
+    assert!(left.iter().all(|n| !n.to_string_lossy().starts_with(".amc-doctor")), "the scratch file is gone: {left:?}");
+
+    let broken = messages.join("broken.db");
+    std::fs::write(&broken, b"not a database").expect("write");
+    let failed = amc(dir, &["doctor", "--deep", "--chat-db", broken.to_str().expect("utf8")]);
+    assert!(!failed.status.success());
+    let said = String::from_utf8_lossy(&failed.stdout);
+    assert!(said.contains("FAILED") && said.contains("fix:"), "{said}");
+    assert!(String::from_utf8_lossy(&failed.stderr).contains("1 check(s) failed"));
+}
