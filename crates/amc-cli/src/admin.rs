@@ -797,7 +797,7 @@ pub async fn doctor_deep(
     let checks = amc_runtime::deep::checks(&settings, send_test).await;
     let width = checks.iter().map(|c| c.name.chars().count()).max().unwrap_or(0);
     for c in &checks {
-        say!("{:<width$}  {:<7}  {}", c.name, c.outcome.as_str(), Shown(&c.detail));
+        say!("{:<width$}  {:<7}  {}", c.name, c.outcome.word(), Shown(&c.detail));
         if let Some(fix) = &c.fix {
             say!("{:<width$}  {:<7}  fix: {}", "", "", Shown(fix));
         }

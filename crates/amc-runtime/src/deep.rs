@@ -25,7 +25,7 @@ pub enum Outcome {
 
 impl Outcome {
     /// The word the table shows.
-    pub fn as_str(self) -> &'static str {
+    pub fn word(self) -> &'static str {
         match self {
             Self::Passed => "ok",
             Self::Failed => "FAILED",
