@@ -48,7 +48,7 @@ impl SecretKind {
 /// The version of the rules below. Stored with the classification of every message
 /// (`messages.secrets`): a build whose rules differ classifies every message again, in the
 /// background (see `Store::classify_more`). Raise it with every change to the rules.
-pub const RULES: i64 = 18;
+pub const RULES: i64 = 19;
 
 impl SecretKind {
     /// The kind's bit in a stored classification ([`classify`]).
@@ -949,10 +949,14 @@ fn find_in(text: &str, short_code: bool) -> Vec<Found> {
         // телевизора: VVBE-NMRZ. Введите его": what the words say the code is for gives it,
         // where the message asks to enter something or leaves no doubt.
         let is_code = is_code
-            || (c.shape != Shape::Digits && (near_strong || !entering.is_empty()) && !offer && !booking && {
-                let (rest, told) = giving(&lower[..c.at.start]);
-                told && named_in_clause(rest, false)
-            });
+            || (matches!(c.shape, Shape::Capitals | Shape::Word)
+                && (near_strong || !entering.is_empty())
+                && !offer
+                && !booking
+                && {
+                    let (rest, told) = giving(&lower[..c.at.start]);
+                    told && named_in_clause(rest, false)
+                });
         if !is_code {
             continue;
         }
@@ -1324,13 +1328,13 @@ fn giving(before: &str) -> (&str, bool) {
     (rest, told)
 }
 
-/// Whether the last words of `rest` (the text before a candidate, less the verb or colon
-/// that gives it) open with a word for code, or a compound ending in one, and name what
-/// it is for ("Código para añadir tu robot aspirador:", "Kopplungscode für den Access
+/// Whether among the last words of `rest` (the text before a candidate, less the verb or
+/// colon that gives it), all but the last, stands a word for code, or a compound ending in
+/// one, the rest naming what it is for ("Código para añadir tu robot aspirador:", "Kopplungscode für den Access
 /// Point lautet"): with `doors`, only a door's, a gate's or a lockbox's; else anything but a
 /// reference, a place, an offer or another kind of code ("código de reserva:").
 fn named_in_clause(rest: &str, doors: bool) -> bool {
-    let clause = rest.rfind(['.', ',', ';', '!', '?', '\n']).map_or(rest, |i| &rest[i + 1..]);
+    let clause = last_clause(rest, &['.', ',', ';', '!', '?', '。', '，', '\n'], 80);
     let phrase: Vec<&str> = clause.split_whitespace().rev().take(5).collect();
     let bare = |w: &&str| w.trim_matches(|c: char| !c.is_alphanumeric()).to_owned();
     let opens = phrase.iter().skip(1).any(|w| {
@@ -1341,18 +1345,15 @@ fn named_in_clause(rest: &str, doors: bool) -> bool {
     if !opens {
         return false;
     }
+    let joined = format!(" {} ", phrase.iter().rev().copied().collect::<Vec<_>>().join(" "));
+    let says = |list: &[&str]| list.iter().any(|r| joined.match_indices(r).any(|(i, _)| word_starts(&joined, i, r)));
+    if says(NOT_SECRET) || says(OFFERS) {
+        return false;
+    }
     if doors {
         return phrase.iter().any(|w| DOORS.iter().any(|d| bare(w).starts_with(d)));
     }
-    let joined = format!(" {} ", phrase.iter().rev().copied().collect::<Vec<_>>().join(" "));
-    !NOT_SECRET
-        .iter()
-        .chain(REFERENCES)
-        .chain(BOOKINGS)
-        .chain(PLACES)
-        .chain(LABELS)
-        .chain(OFFERS)
-        .any(|r| joined.match_indices(r).any(|(i, _)| word_starts(&joined, i, r)))
+    !says(REFERENCES) && !says(BOOKINGS) && !says(PLACES) && !says(LABELS)
 }
 
 /// Words for a door, a gate or a lockbox: "the code of the front door is 4821" gives a code
@@ -1385,13 +1386,44 @@ fn entered_right_before(before: &str) -> bool {
 /// Whether the last clause of `rest` (since its last full stop, at most 48 bytes back) holds a
 /// word that asks to enter something ([`ENTER`]).
 fn clause_asks_to_enter(rest: &str) -> bool {
-    let mut from = rest.len().saturating_sub(48);
-    while !rest.is_char_boundary(from) {
+    let clause = last_clause(rest, &['.', '!', '?', '。', '！', '？', '\n'], 48);
+    ENTER.iter().any(|w| {
+        clause.match_indices(w).any(|(i, _)| {
+            let after = &clause[i + w.len()..];
+            if !w.is_ascii() {
+                return true;
+            }
+            // A whole word, followed only by words that ask for the code ("geben Sie ein",
+            // "enter the code below"), not by what is typed ("Type your username:", "Input
+            // voltage:").
+            word_starts(clause, i, w)
+                && !after.starts_with(|c: char| c.is_alphanumeric())
+                && after.split_whitespace().all(|a| ASKING.contains(&a))
+        })
+    })
+}
+
+/// Words that may follow a word asking to enter something before a colon that presents the
+/// code ("geben Sie ein:", "voer in:", "enter the code below:").
+#[rustfmt::skip]
+const ASKING: &[&str] = &[
+    "the", "this", "that", "it", "in", "below", "following", "here", "now", "code", "pin", "key", "ein", "sie",
+    "den", "diesen", "folgenden", "le", "la", "ce", "el", "este", "il", "questo", "o", "de", "het", "deze",
+    "onderstaande", "volgende", "código", "codigo", "codice", "kod", "kode", "kodu", "ниже", "код",
+];
+
+/// The last clause of `text`: after the last of `ends`, at most `bytes` back (at a
+/// character's boundary).
+fn last_clause<'a>(text: &'a str, ends: &[char], bytes: usize) -> &'a str {
+    let mut from = text.len().saturating_sub(bytes);
+    while !text.is_char_boundary(from) {
         from += 1;
     }
-    let clause = &rest[from..];
-    let clause = clause.rfind(['.', '!', '?', '。', '！', '？', '\n']).map_or(clause, |i| &clause[i + 1..]);
-    ENTER.iter().any(|w| clause.match_indices(w).any(|(i, _)| word_starts(clause, i, w)))
+    let tail = &text[from..];
+    match tail.char_indices().rev().find(|(_, c)| ends.contains(c)) {
+        Some((i, c)) => &tail[i + c.len_utf8()..],
+        None => tail,
+    }
 }
 
 /// Whether `after` (the lowercase text after a candidate) asks, in a language that puts the
@@ -1928,15 +1960,14 @@ fn links(text: &str, lower: &str, addresses: &[Range<usize>]) -> Vec<Found> {
                     && key.bytes().any(|b| b.is_ascii_alphabetic())
             });
         // A key as the last part of a path under words that leave no doubt ("Restablece tu
-        // contraseña aquí: https://cuenta.example.es/r/Xk29QpL"): letters and digits, or
-        // both cases.
+        // contraseña aquí: https://cuenta.example.es/r/Xk29QpL"): letters and digits changing
+        // places twice or more, in both cases or three times (not "HT204053", "Gamer2024").
         let keyed = parts.len() >= 2 && {
             let key = text[at.clone()].rsplit('/').next().unwrap_or_default();
             (5..=24).contains(&key.len())
                 && key.bytes().all(|b| b.is_ascii_alphanumeric())
-                && key.bytes().any(|b| b.is_ascii_alphabetic())
-                && (key.bytes().any(|b| b.is_ascii_digit())
-                    && (key.bytes().any(|b| b.is_ascii_uppercase()) || tokenish(&key.to_ascii_lowercase(), 5)))
+                && key.as_bytes().windows(2).filter(|w| w[0].is_ascii_digit() != w[1].is_ascii_digit()).count() >= 2
+                && (key.bytes().any(|b| b.is_ascii_uppercase()) || tokenish(&key.to_ascii_lowercase(), 5))
         };
         let loose = (1..parts.len()).any(|i| !named(i) && tokenish(parts[i], 6))
             || values.iter().any(|(_, v)| tokenish(v, 6))
@@ -2310,6 +2341,27 @@ mod tests {
     }
 
     #[test]
+    fn what_asks_to_enter_a_code_or_names_its_door_is_read_within_its_clause() {
+        let hidden = |text: &str| find(text, false).iter().map(|f| text[f.at.clone()].to_owned()).collect::<Vec<_>>();
+        // A full stop of three bytes before the clause; a label after an asking word.
+        assert!(hidden("次の画面で入力してください。お問い合わせ番号：AB12CD34").is_empty());
+        assert!(hidden("Type your username: JSMITH88").is_empty());
+        assert!(hidden("Input voltage: 220V").is_empty());
+        assert!(hidden("Enterprise tier: PRO2024 (type 'upgrade' to switch)").is_empty());
+        assert!(hidden("The zip code for the garage is 94110").is_empty());
+        assert!(hidden("The promo code for the portal is SAVE20").is_empty());
+        assert!(hidden("Login help: https://support.apple.com/kb/HT204053").is_empty());
+        assert!(hidden("Introduce el código. Código para llamar a soporte: 612 345 678").is_empty());
+        assert_eq!(hidden("Ga naar example.nl/koppel en voer in:\nMX7R-K2QP"), ["MX7R-K2QP"]);
+        assert_eq!(hidden("The code of the front door is 4821, then the lift."), ["4821"]);
+        // However long the text, each look stays within its clause.
+        let long = "code a: 1234 ".repeat(3_000);
+        let started = std::time::Instant::now();
+        let _ = find(&long, false);
+        assert!(started.elapsed() < std::time::Duration::from_secs(5), "{:?}", started.elapsed());
+    }
+
+    #[test]
     fn every_rule_is_found_again_by_its_name() {
         for rule in Rule::ALL {
             assert_eq!(Rule::named(rule.as_str()), Some(rule));
@@ -2334,6 +2386,11 @@ mod tests {
             ",",
             "、",
             "，",
+            "。",
+            "！",
+            "enter ",
+            "入力",
+            "door",
             "：",
             ":",
             "\u{AD}",
