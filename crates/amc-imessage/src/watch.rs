@@ -686,37 +686,43 @@ impl RowsNow {
 }
 
 /// Whether file events arrive for a file in `dir` as the watcher arms them (kqueue on a
-/// Mac, inotify elsewhere): a scratch file is made there, watched alone, written to and
-/// removed, and the first event for it awaited up to `within`. Returns how long it took, or
-/// what failed. `amc doctor --deep` runs it beside chat.db, which it never touches.
+/// Mac, inotify elsewhere): a scratch file is made there (never over anything already
+/// there), watched alone, written to and removed, and the first event for it awaited up to
+/// `within`. Returns how long it took, or what failed. `amc doctor --deep` runs it beside
+/// chat.db, which it never touches.
 pub fn events_arrive(dir: &Path, within: Duration) -> Result<Duration, String> {
-    let scratch = dir.join(format!(".amc-doctor-{}", std::process::id()));
-    let mut file = amc_core::files::create(&scratch)
+    /// The scratch file, removed however the check ends.
+    struct Scratch(PathBuf);
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    let path = dir.join(format!(".amc-doctor-{}-{nanos}", std::process::id()));
+    let mut file = amc_core::files::create_new(&path)
         .map_err(|e| format!("cannot make a scratch file in {}: {e}", dir.display()))?;
-    let outcome = (|| {
-        let (tx, rx) = std::sync::mpsc::channel();
-        let mut watcher = notify::recommended_watcher(move |e: notify::Result<notify::Event>| {
-            if e.is_ok_and(|e| matches!(e.kind, EventKind::Modify(_) | EventKind::Create(_))) {
-                let _ = tx.send(());
-            }
-        })
-        .map_err(|e| format!("cannot watch files: {e}"))?;
-        watcher
-            .watch(&scratch, RecursiveMode::NonRecursive)
-            .map_err(|e| format!("cannot watch the scratch file: {e}"))?;
-        let started = std::time::Instant::now();
-        std::io::Write::write_all(&mut file, b"amc doctor")
-            .and_then(|()| file.sync_all())
-            .map_err(|e| format!("cannot write the scratch file: {e}"))?;
-        let arrived = rx
-            .recv_timeout(within)
-            .map(|()| started.elapsed())
-            .map_err(|_| format!("no file event came within {} s of a write", within.as_secs()));
-        let _ = watcher.unwatch(&scratch);
-        arrived
-    })();
-    let _ = std::fs::remove_file(&scratch);
-    outcome
+    let scratch = Scratch(path);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut watcher = notify::recommended_watcher(move |e: notify::Result<notify::Event>| {
+        if e.is_ok_and(|e| matches!(e.kind, EventKind::Modify(_) | EventKind::Create(_))) {
+            let _ = tx.send(());
+        }
+    })
+    .map_err(|e| format!("cannot watch files: {e}"))?;
+    watcher
+        .watch(&scratch.0, RecursiveMode::NonRecursive)
+        .map_err(|e| format!("cannot watch the scratch file: {e}"))?;
+    let started = std::time::Instant::now();
+    std::io::Write::write_all(&mut file, b"amc doctor")
+        .and_then(|()| file.sync_all())
+        .map_err(|e| format!("cannot write the scratch file: {e}"))?;
+    let arrived = rx
+        .recv_timeout(within)
+        .map(|()| started.elapsed())
+        .map_err(|_| format!("no file event came within {} s of a write", within.as_secs()));
+    let _ = watcher.unwatch(&scratch.0);
+    arrived
 }
 
 #[cfg(test)]

@@ -73,15 +73,19 @@ pub async fn checks(settings: &Settings, send_test: Option<String>) -> Vec<Check
     let chat_db = settings.imessage.chat_db.clone();
     let osascript = settings.imessage.osascript.clone();
     let on_mac = cfg!(target_os = "macos");
+    let db = chat_db.clone();
     let blocking = tokio::task::spawn_blocking(move || {
-        let mut out = vec![messages_database(chat_db.as_deref())];
-        out.push(file_events(chat_db.as_deref()));
-        out.push(applescript(chat_db.as_deref(), osascript.as_deref(), send_test.as_deref(), on_mac));
-        out.push(bundle_signature(on_mac));
-        out.push(launch_at_login(on_mac));
-        out
+        vec![
+            messages_database(db.as_deref()),
+            file_events(db.as_deref()),
+            bundle_signature(on_mac),
+            launch_at_login(on_mac),
+        ]
     });
-    let mut out = blocking.await.unwrap_or_default();
+    let mut out = blocking.await.unwrap_or_else(|e| {
+        vec![Check::failed("the checks of this Mac", format!("they stopped: {e}"), "run amc doctor --deep again")]
+    });
+    out.insert(2, applescript(chat_db, osascript, send_test, on_mac).await);
     out.push(keychain(settings, on_mac).await);
     out
 }
@@ -101,7 +105,11 @@ fn messages_database(chat_db: Option<&Path>) -> Check {
         Ok((rows, forms)) => {
             let forms = forms.iter().map(|(form, n)| format!("{form} {n}")).collect::<Vec<_>>().join(", ");
             let any = forms.split(", ").any(|f| f.starts_with("any "));
-            let era = if any { "macOS 26's any;… forms among them" } else { "macOS 14–15 forms only" };
+            let era = match (forms.is_empty(), any) {
+                (true, _) => "no chats yet",
+                (false, true) => "macOS 26's any;… forms among them",
+                (false, false) => "no any;… forms: macOS 14–15, or none written yet",
+            };
             Check::passed(NAME, format!("{rows} messages; chats by form: {forms} ({era})"))
         }
         Err(e) => Check::failed(NAME, e.to_string(), amc_imessage::watch::full_disk_access_advice(path, &e)),
@@ -125,8 +133,12 @@ fn file_events(chat_db: Option<&Path>) -> Check {
     }
 }
 
-/// The AppleScript AMC sends with, run for one test message to the person's own address.
-fn applescript(chat_db: Option<&Path>, osascript: Option<&Path>, to: Option<&str>, on_mac: bool) -> Check {
+/// How long the test send may take: macOS's Automation prompt waits for the person.
+const SEND_WAIT: Duration = Duration::from_secs(120);
+
+/// The AppleScript AMC sends with, run for one test message to one of the person's own
+/// addresses, addressed as a send to someone with no chat yet is (by the handle).
+async fn applescript(chat_db: Option<PathBuf>, osascript: Option<PathBuf>, to: Option<String>, on_mac: bool) -> Check {
     const NAME: &str = "sending through Messages";
     if !on_mac {
         return Check::skipped(NAME, NOT_A_MAC);
@@ -138,30 +150,46 @@ fn applescript(chat_db: Option<&Path>, osascript: Option<&Path>, to: Option<&str
         return Check::skipped(NAME, "sending is off (no osascript or no chat.db)");
     };
     // Only to an address Messages records as the person's own: a test never reaches anyone else.
-    let own = amc_imessage::chatdb::ChatDb::open(chat_db).and_then(|db| db.own_addresses()).unwrap_or_default();
-    let wanted = amc_core::model::reader_handle(to);
-    if !own.iter().any(|a| amc_core::model::reader_handle(a) == wanted) {
+    let path = chat_db.clone();
+    let own = tokio::task::spawn_blocking(move || amc_imessage::chatdb::ChatDb::open(&path)?.own_addresses()).await;
+    let own = match own {
+        Ok(Ok(own)) => own,
+        Ok(Err(e)) => {
+            return Check::failed(NAME, e.to_string(), amc_imessage::watch::full_disk_access_advice(&chat_db, &e));
+        }
+        Err(e) => return Check::failed(NAME, format!("reading chat.db stopped: {e}"), "run it again"),
+    };
+    let wanted = amc_core::model::reader_handle(&to);
+    let Some(address) = own.iter().find(|a| amc_core::model::reader_handle(a) == wanted) else {
         return Check::failed(
             NAME,
             format!("{to} is not one of the addresses Messages sends from on this Mac ({})", own.join(", ")),
             "pass one of those addresses (your own phone number or Apple Account email)",
         );
-    }
-    let addressing = amc_imessage::send::addressing(&format!("any;-;{to}"), &[], None);
+    };
+    let addressing = amc_imessage::send::addressing(&format!("any;-;{address}"), &[], None);
     let text = "AMC's self-test: Messages can send for AMC.";
-    let out = std::process::Command::new(osascript)
+    let out = tokio::process::Command::new(&osascript)
         .args(amc_imessage::send::SEND_SCRIPT.iter().flat_map(|line| ["-e", line]))
         .args(amc_imessage::send::script_args(text, &addressing, &[]))
         .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
         .output();
-    match out {
-        Ok(o) if o.status.success() => Check::passed(NAME, format!("a test message went to {to}")),
-        Ok(o) => Check::failed(
+    match tokio::time::timeout(SEND_WAIT, out).await {
+        Ok(Ok(o)) if o.status.success() => Check::passed(NAME, format!("a test message went to {address}")),
+        Ok(Ok(o)) => Check::failed(
             NAME,
             String::from_utf8_lossy(&o.stderr).trim().to_owned(),
             "allow AMC to control Messages: System Settings → Privacy & Security → Automation → AMC → Messages",
         ),
-        Err(e) => Check::failed(NAME, format!("cannot run {}: {e}", osascript.display()), "check imessage_osascript"),
+        Ok(Err(e)) => {
+            Check::failed(NAME, format!("cannot run {}: {e}", osascript.display()), "check imessage_osascript")
+        }
+        Err(_) => Check::failed(
+            NAME,
+            format!("Messages did not answer within {} s", SEND_WAIT.as_secs()),
+            "answer macOS's prompt to let AMC control Messages, then run it again",
+        ),
     }
 }
 

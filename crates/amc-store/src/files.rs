@@ -27,6 +27,11 @@ pub fn create(path: &Path) -> io::Result<File> {
     OpenOptions::new().write(true).create(true).truncate(true).mode(FILE_MODE).open(path)
 }
 
+/// Creates `path` 0600 for writing, only if nothing (a file, a link) is there yet.
+pub fn create_new(path: &Path) -> io::Result<File> {
+    OpenOptions::new().write(true).create_new(true).mode(FILE_MODE).open(path)
+}
+
 /// Opens `path` for appending, created 0600 if it is new.
 pub fn append(path: &Path) -> io::Result<File> {
     OpenOptions::new().append(true).create(true).mode(FILE_MODE).open(path)
