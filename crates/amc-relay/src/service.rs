@@ -550,7 +550,7 @@ impl Relay {
             return Ok(());
         }
         let meta = self.access(who, &page.thread_id).await?;
-        amc.note_thread_read(id, &page.thread_id, &meta.title).await
+        amc.note_threads_read(id, vec![(page.thread_id.clone(), meta.title)]).await
     }
 
     async fn page(
@@ -744,10 +744,16 @@ impl Relay {
         let cut = kept < hits.len();
         hits.truncate(kept);
         if let Principal::Agent(id) = who {
+            // The threads whose text of others the page gives, recorded in one write.
+            let amc = &self.inner.amc;
+            let mut read: Vec<(String, String)> = Vec::new();
             for hit in hits.iter().filter(|h| h.untrusted_content) {
-                if !self.inner.amc.touch_read(id, &hit.thread_id) {
-                    self.inner.amc.note_thread_read(id, &hit.thread_id, &hit.title).await?;
+                if !read.iter().any(|(t, _)| *t == hit.thread_id) && !amc.touch_read(id, &hit.thread_id) {
+                    read.push((hit.thread_id.clone(), hit.title.clone()));
                 }
+            }
+            if !read.is_empty() {
+                amc.note_threads_read(id, read).await?;
             }
         }
         let next_cursor =

@@ -209,21 +209,11 @@ fn display_name(spec: &ChannelSpec) -> &str {
     }
 }
 
-/// [`readers_json`] of readers as a source gives them.
-fn readers_of(handles: &[String]) -> Option<String> {
-    readers_json(&ChannelSpec {
-        platform_id: String::new(),
-        name: String::new(),
-        kind: ChannelKind::Dm,
-        readers: Some(handles.to_vec()),
-    })
-}
-
 /// A channel's readers as stored: a sorted JSON array of distinct handles, or `None` when
-/// the source does not say, names nobody (nobody known is not nobody) or names a handle
-/// with a quote or a backslash.
-fn readers_json(spec: &ChannelSpec) -> Option<String> {
-    let mut handles: Vec<String> = spec.readers.as_ref()?.iter().map(|h| crate::model::reader_handle(h)).collect();
+/// the source names nobody (nobody known is not nobody) or a handle with a quote or a
+/// backslash.
+fn readers_json(handles: &[String]) -> Option<String> {
+    let mut handles: Vec<String> = handles.iter().map(|h| crate::model::reader_handle(h)).collect();
     handles.retain(|h| !h.is_empty());
     // A quote or a backslash in a handle could make one handle read as another in the
     // readers rule's match: none is one a platform gives, so such readers are unknown.
@@ -253,7 +243,8 @@ pub(super) fn upsert(tx: &Transaction<'_>, source: Source, spec: &ChannelSpec, n
             Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
         })
         .optional()?;
-    let readers = readers_json(spec);
+    // A source that does not say who reads it (`None`) leaves the stored readers.
+    let readers = spec.readers.as_deref().and_then(readers_json);
     if let Some((id, key, name, kind, stored_readers)) = existing {
         // Who reads it follows the source; a source that cannot tell leaves them.
         if readers.is_some() && readers != stored_readers {
@@ -473,7 +464,7 @@ impl Store {
             )?;
             let mut changed = 0;
             for (platform_id, handles) in readers {
-                if let Some(json) = readers_of(handles) {
+                if let Some(json) = readers_json(handles) {
                     changed += stmt.execute(params![source.as_str(), platform_id, json])?;
                 }
             }

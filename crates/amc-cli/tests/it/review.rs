@@ -12,24 +12,9 @@ use super::{Serve, amc, json, stdout};
 fn review_list_shows_each_conversation_once_with_all_its_sends() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = tmp.path();
-    let _serve = Serve::start(dir);
-    let token = json(&amc(dir, &["--json", "agent", "add", "claude"]))["token"].as_str().expect("token").to_owned();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
-    let connect = |token: String| async move {
-        Connection::connect(&dir.join("run/amc.sock")).await.expect("connect").with_bearer(&token)
-    };
-    let admin = std::fs::read_to_string(dir.join("admin-token")).expect("admin token").trim().to_owned();
-    let mut channels = Vec::new();
-    for (chat, said) in [("ada", "Dinner at 8?"), ("bob", BOB)] {
-        let body = json!({ "source": "imessage", "chat_id": chat, "chat_name": format!("Chat {chat}"),
-                           "messages": [{ "id": format!("{chat}-1"), "text": said, "sender": "+15551234567" }] });
-        let v = rt.block_on(async {
-            connect(admin.clone()).await.post("/admin/test/ingest", &body).await.expect("ingest").json()
-        });
-        let ch = v["channel_id"].as_str().expect("channel id").to_owned();
-        json(&amc(dir, &["--json", "channel", "approve", &ch, "--history", "all", "--policy", "review"]));
-        channels.push(ch);
-    }
+    let (_serve, token, channels) = rt.block_on(two_chats(dir, [("ada", "Dinner at 8?"), ("bob", BOB)], "review"));
+    let connect = |token: String| connect(dir, token);
     for (ch, text) in [(&channels[0], "Yes, at 8"), (&channels[1], "Sure"), (&channels[0], "I'll bring wine")] {
         let sent = rt.block_on(async {
             let mut agent = connect(token.clone()).await.with_header("x-agent-id", "claude");
@@ -68,6 +53,29 @@ fn review_list_shows_each_conversation_once_with_all_its_sends() {
     assert!(undone.contains("hides what it finds in it again"), "{undone}");
 }
 
+/// AMC serving in `dir`, with the agent `claude` (its token) and two conversations of one
+/// message each (chat and text), approved with their history under `policy`: their ids.
+async fn two_chats(dir: &std::path::Path, said: [(&str, &str); 2], policy: &str) -> (Serve, String, Vec<String>) {
+    let serve = Serve::start(dir);
+    let token = json(&amc(dir, &["--json", "agent", "add", "claude"]))["token"].as_str().expect("token").to_owned();
+    let admin = std::fs::read_to_string(dir.join("admin-token")).expect("admin token").trim().to_owned();
+    let mut channels = Vec::new();
+    for (chat, text) in said {
+        let body = json!({ "source": "imessage", "chat_id": chat, "chat_name": format!("Chat {chat}"),
+                           "messages": [{ "id": format!("{chat}-1"), "text": text, "sender": "+15551234567" }] });
+        let v = connect(dir, admin.clone()).await.post("/admin/test/ingest", &body).await.expect("ingest").json();
+        let ch = v["channel_id"].as_str().expect("channel id").to_owned();
+        json(&amc(dir, &["--json", "channel", "approve", &ch, "--history", "all", "--policy", policy]));
+        channels.push(ch);
+    }
+    (serve, token, channels)
+}
+
+/// A connection to the AMC serving in `dir` with `token`.
+async fn connect(dir: &std::path::Path, token: String) -> Connection {
+    Connection::connect(&dir.join("run/amc.sock")).await.expect("connect").with_bearer(&token)
+}
+
 /// Bob's message, which holds a one-time code.
 const BOB: &str = "Lunch tomorrow? My login code is 551902 btw";
 
@@ -77,24 +85,10 @@ const BOB: &str = "Lunch tomorrow? My login code is 551902 btw";
 fn review_list_says_where_a_send_that_crosses_conversations_was_read() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = tmp.path();
-    let _serve = Serve::start(dir);
-    let token = json(&amc(dir, &["--json", "agent", "add", "claude"]))["token"].as_str().expect("token").to_owned();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
-    let connect = |token: String| async move {
-        Connection::connect(&dir.join("run/amc.sock")).await.expect("connect").with_bearer(&token)
-    };
-    let admin = std::fs::read_to_string(dir.join("admin-token")).expect("admin token").trim().to_owned();
-    let mut channels = Vec::new();
-    for (chat, said) in [("ada", "Dinner at 8?"), ("bob", "The cabin key is under the mat")] {
-        let body = json!({ "source": "imessage", "chat_id": chat, "chat_name": format!("Chat {chat}"),
-                           "messages": [{ "id": format!("{chat}-1"), "text": said, "sender": "+15551234567" }] });
-        let v = rt.block_on(async {
-            connect(admin.clone()).await.post("/admin/test/ingest", &body).await.expect("ingest").json()
-        });
-        let ch = v["channel_id"].as_str().expect("channel id").to_owned();
-        json(&amc(dir, &["--json", "channel", "approve", &ch, "--history", "all", "--policy", "auto"]));
-        channels.push(ch);
-    }
+    let (_serve, token, channels) =
+        rt.block_on(two_chats(dir, [("ada", "Dinner at 8?"), ("bob", "The cabin key is under the mat")], "auto"));
+    let connect = |token: String| connect(dir, token);
     let send = |text: &'static str| {
         rt.block_on(async {
             let mut agent = connect(token.clone()).await.with_header("x-agent-id", "claude");

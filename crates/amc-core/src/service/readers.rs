@@ -1,14 +1,14 @@
 //! The readers rule: a send carries only what its recipients could already read.
 //!
 //! AMC records which conversations each agent was given messages of, and when
-//! (`inbox::note_given` for unread, context, get, search and push; the relay for its
-//! threads). A send under `auto` goes out at once only when everyone the target channel
-//! reaches could already read every other conversation the agent was given in the window:
-//! since the agent's last send the person approved (what it was given before that send
-//! was asked for is forgotten), and at most `readers_window_minutes`. Otherwise it is held
-//! for the person, with `held_reason: "crosses_conversations"` and the conversations it
-//! was read from. Replying in the conversation read always passes; the person may turn
-//! the rule off per channel ("may receive anything").
+//! (`inbox::note_given` for unread, context, get, search and push; attachments; the relay
+//! for its threads). A send under `auto` goes out at once only when everyone the target
+//! channel reaches could already read every other conversation the agent was given in the
+//! last `readers_window_minutes`. Otherwise it is held for the person, with `held_reason:
+//! "crosses_conversations"` and the conversations it may carry words from. Approving a held
+//! send forgets those conversations, unless read again since. The conversation sent to
+//! never counts against its own send; the person may turn the rule off per channel ("may
+//! receive anything").
 //!
 //! Who reads a conversation comes from what AMC stores: an iMessage chat's participants,
 //! the other side of a Discord DM. What AMC cannot tell (a Discord server channel, a relay
@@ -32,7 +32,7 @@ impl Amc {
     }
 
     /// Records `agent_id`'s read of `conversation` now in memory alone when its read was
-    /// written within the last second: then true, and [`Amc::note_thread_read`] need not be
+    /// written within the last second: then true, and [`Amc::note_threads_read`] need not be
     /// called.
     pub fn touch_read(&self, agent_id: &str, conversation: &str) -> bool {
         self.inner.store.touch_read(agent_id, conversation, now_ms())
@@ -44,11 +44,10 @@ impl Amc {
         self.blocking(move |s| s.set_readers(source, &readers)).await
     }
 
-    /// Records that `agent_id` read the relay thread `thread_id` (titled `title`) now: its
-    /// readers are the thread's members, so whatever else the agent sends crosses.
-    pub async fn note_thread_read(&self, agent_id: &str, thread_id: &str, title: &str) -> Result<()> {
-        let given = vec![(thread_id.to_owned(), title.to_owned())];
+    /// Records that `agent_id` read these relay threads (id, title) now: their readers are
+    /// the threads' members, so whatever else the agent sends crosses them.
+    pub async fn note_threads_read(&self, agent_id: &str, threads: Vec<(String, String)>) -> Result<()> {
         let agent_id = agent_id.to_owned();
-        self.blocking(move |s| s.record_reads(&agent_id, &given, now_ms())).await
+        self.blocking(move |s| s.record_reads(&agent_id, &threads, now_ms())).await
     }
 }

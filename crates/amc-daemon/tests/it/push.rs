@@ -318,12 +318,11 @@ async fn what_the_release_before_handed_out_is_refused_and_the_agent_recovers() 
     d.amc
         .database()
         .write(|tx| {
+            let undo_0024 = amc_store::UNDO_0024;
             tx.execute_batch(&format!(
                 "DELETE FROM settings WHERE key = 'root_key';
                  INSERT INTO settings (key, value) VALUES ('push_ack_key', '{LEGACY_KEY}');
-                 DROP TABLE agent_reads; ALTER TABLE outbox DROP COLUMN held_reason;
-                 ALTER TABLE outbox DROP COLUMN read_from; ALTER TABLE channels DROP COLUMN readers;
-                 ALTER TABLE channels DROP COLUMN open_to_anything;
+                 {undo_0024}
                  ALTER TABLE messages DROP COLUMN not_a_code; DROP TABLE not_a_code_report;
                  PRAGMA user_version = 21;"
             ))?;
