@@ -48,7 +48,7 @@ impl SecretKind {
 /// The version of the rules below. Stored with the classification of every message
 /// (`messages.secrets`): a build whose rules differ classifies every message again, in the
 /// background (see `Store::classify_more`). Raise it with every change to the rules.
-pub const RULES: i64 = 19;
+pub const RULES: i64 = 20;
 
 impl SecretKind {
     /// The kind's bit in a stored classification ([`classify`]).
@@ -213,7 +213,7 @@ const STRONG: &[&str] = &[
     "one time code", "one time pin", "onetime", "security code", "login code", "log-in code",
     "log in code", "sign-in code", "sign in code", "signin code", "authentication code",
     "authentication number", "auth code", "2fa", "two-factor", "two factor", "confirmation code",
-    "access code", "pin code", "do not share", "don't share", "dont share", "never share",
+    "access code", "did not request this", "didn't request this", "pin code", "do not share", "don't share", "dont share", "never share",
     "doesn't ask", "never ask", "will never call", "reset code", "recovery code", "backup code",
     "steam guard", "temporary password", "temporary code", "<#>", "password reset",
     "reset your password", "pin number", "activation code",
@@ -247,14 +247,14 @@ const STRONG: &[&str] = &[
     "รหัสยืนยัน", "รหัส otp", "ห้ามบอก", "รหัสผ่านครั้งเดียว", "รหัสotp",
     // Russian, Polish
     "код подтверждения", "код проверки", "никому не сообщ", "никому не говор", "никому его не",
-    "не сообщайте", "одноразовый",
+    "не сообщайте", "одноразовый", "код доступа", "код доступу",
     "kod weryfikacyjny", "kod jednorazowy", "nikomu nie poda", "nie udostępniaj", "do logowania",
     "kod sms",
     // Danish, Norwegian, Swedish, Finnish
     "engangskode", "bekræftelseskode", "bekreftelseskode", "verifieringskod", "engångskod",
     "vahvistuskoodi", "kertakäyttö",
     // Greek, Turkish, Arabic
-    "επαλήθευσης", "doğrulama", "tek kullanımlık", "kimseyle paylaşmayın", "tek kullanimlik",
+    "επαλήθευσης", "doğrulama", "tek kullanımlık", "kimseyle paylaşma", "giriş kodu", "لمرة واحدة", "tek kullanimlik",
     "dogrulama",
     "رمز التحقق", "كود التحقق", "لا تشارك",
     // Indonesian, Malay, Vietnamese
@@ -301,6 +301,8 @@ const NOT_SECRET: &[&str] = &[
     "código promocional", "codice sconto", "codice postale", "gutscheincode", "rabattcode",
     "postleitzahl", "code review", "morse code", "tax code", "booking code", "tracking code",
     "code freeze", "reference code", "ref code", "referenzcode", "código de referencia", "zip codes", "postal codes", "codes postaux", "codici postali", "kode pos",
+    "kod pocztowy", "الرمز البريدي", "رمز البريدي", "पिन कोड", "पिनकोड", "รหัสไปรษณีย์", "מיקוד",
+    "poštovní", "почтовый индекс", "поштовий індекс", "mã bưu", "posta kodu", "postnummer",
     "sort code", "game pin", "pin del juego", "pin de juego", "pin partita", "pin игры", "mã phòng",
     "邮编", "郵便番号", "우편번호", "lobby code", "room code", "game code", "invite code", "party code", "friend code",
     "クーポンコード", "쿠폰코드", "쿠폰 코드", "优惠码", "優惠碼", "兑换码", "兌換碼", "codice sconto",
@@ -365,7 +367,9 @@ const UNITS: &[&str] = &[
 const OFFERS: &[&str] = &[
     "checkout", "% off", "discount", "coupon", "promo", "sale", "offer", "voucher", "descuento",
     "rabatt", "réduction", "sconto", "desconto", "remise", "% de", "gratis", "off your",
-    "profitez", "d'achat", "off", "bogo", "2x1", "2 for 1", "panier", "al pagar", "할인", "free ", "ahorra", "compra", "rebajas", "spar ", "sparen", "bezahlen",
+    "profitez", "d'achat", "off", "bogo", "next order", "prossimo ordine", "próximo pedido",
+    "proximo pedido", "prochaine commande", "nächste bestellung", "nächsten einkauf", "volgende bestelling",
+    "slevový", "sleva", "slevu", "zľava", "zľavový", "2x1", "2 for 1", "panier", "al pagar", "할인", "free ", "ahorra", "compra", "rebajas", "spar ", "sparen", "bezahlen",
     "poupe", "economize", "rabat", "rabatu", "zniżk", "छूट", "risparmia", "économisez", "€ off", "$ off",
     "скидк", "промокод", "خصم", "diskon", "giảm", "折扣", "優惠", "优惠", "割引", "indirim",
 ];
@@ -446,7 +450,10 @@ fn reference_before(lower: &str, at: &Range<usize>) -> bool {
         let words = list.words();
         AUTOMATA[list as usize]
             .find_overlapping_iter(window)
-            .filter(|m| word_starts(window, m.start(), words[m.pattern().as_usize()]))
+            .filter(|m| {
+                let w = words[m.pattern().as_usize()];
+                word_starts(window, m.start(), w) && stem_ends(window, m.end(), w)
+            })
             .map(|m| (m.end(), m.start()))
             .max()
     };
@@ -539,10 +546,10 @@ const BOOKINGS: &[&str] = &[
 const ENTER: &[&str] = &[
     "enter", "entering", "type", "input", "introduce", "introduzca", "ingresa", "ingrese",
     "saisissez", "saisir", "entrez", "eingeben", "geben sie", "inserisci", "digite", "insira",
-    "informe", "voer", "введите", "wpisz", "girin", "入力", "输入", "輸入", "입력", "tapez", "typing",
+    "informe", "voer", "введите", "введіть", "wpisz", "girin", "入力", "输入", "輸入", "입력", "tapez", "typing",
     "ingresando", "introduciendo", "inserendo", "inserindo", "digitando", "saisissant", "eingeben",
     "gib", "geben", "inserisci", "introduza", "entre com", "escribe", "escriba", "tape", "tippe", "digita",
-    "put in", "key in", "punch in", "डालें", "दर्ज करें", "masukkan", "ketik", "nhập",
+    "put in", "key in", "punch in", "番号を入れて", "डालें", "दर्ज करें", "masukkan", "ketik", "nhập",
 ];
 
 /// Words for a password: what follows one, within a few words, and looks like one (letters
@@ -556,6 +563,8 @@ const PASSWORD_WORDS: &[&str] = &[
     "wlan-schluessel", "pass:", "pw:", "key:", "clé :", "clé:", "chiave wi-fi", "chiave wifi",
     "wi-fi key", "wifi key", "network key", "mật khẩu", "كلمة المرور", "पासवर्ड", "code wifi", "code wi-fi", "wifi code", "wi-fi code", "パスワード", "密码",
     "密碼", "비밀번호", "비번", "암호", "ww:", "kata sandi", "كلمة سر", "كلمة السر", "pass wifi",
+    "passwordnya", "heslo", "hesla", "รหัสผ่าน", "סיסמה", "סיסמא", "salasana", "lösenord", "adgangskode",
+    "passord", "jelszó", "κωδικός", "kata laluan", "parolă", "parola wi-fi", "parola wifi",
 ];
 
 /// The passwords of `text` (`lower` its lowercase): the first token after a word for a
@@ -586,7 +595,11 @@ fn passwords(text: &str, lower: &str) -> Vec<Range<usize>> {
         } else if w.is_ascii() {
             lower[at..].chars().take_while(char::is_ascii_lowercase).map(char::len_utf8).sum()
         } else {
-            lower[at..].chars().take_while(|c| c.is_alphanumeric() && !is_password_char(*c)).map(char::len_utf8).sum()
+            lower[at..]
+                .chars()
+                .take_while(|c| (c.is_alphanumeric() || is_mark(*c)) && !is_password_char(*c))
+                .map(char::len_utf8)
+                .sum()
         };
         if w.is_ascii() && lower[at..at + rest].starts_with('s') {
             continue;
@@ -627,7 +640,7 @@ fn passwords(text: &str, lower: &str) -> Vec<Range<usize>> {
             // Words of another script stand between as any word ("密碼（不含括號）：", "كلمة المرور المؤقتة").
             let foreign = lower[at..]
                 .chars()
-                .take_while(|c| c.is_alphabetic() && !is_password_char(*c))
+                .take_while(|c| (c.is_alphabetic() || is_mark(*c)) && !is_password_char(*c))
                 .map(char::len_utf8)
                 .sum::<usize>();
             if foreign > 0 {
@@ -650,6 +663,11 @@ fn passwords(text: &str, lower: &str) -> Vec<Range<usize>> {
             if token.is_empty() {
                 break;
             }
+            // A key in groups of digits, as routers print theirs ("4471 9920 3381 5562").
+            if let Some(key) = digit_groups(text, at, token.len()) {
+                out.push(key);
+                break;
+            }
             let n = token.chars().count();
             let letters = token.chars().filter(|c| c.is_alphabetic()).count();
             let digits = token.chars().filter(|c| c.is_ascii_digit()).count();
@@ -663,10 +681,13 @@ fn passwords(text: &str, lower: &str) -> Vec<Range<usize>> {
             let given = (introduced || quoted) && n >= 6 && (quoted || hyphens > 0 || (capitals_inside && !plain));
             // In a message about Wi-Fi, a plain word of 8 letters or more said to be the
             // password is one ("password is quietriverstone", "Kennwort kaffeeklatsch").
+            // A word saying what became of the password is none ("WLAN-Passwort geändert").
+            let changed = CHANGED.iter().any(|w| token.to_lowercase().starts_with(w));
             let given = given
                 || (wifi
                     && (introduced || round == 0 || after_wifi)
                     && n >= 8
+                    && !changed
                     && token.chars().all(|c| c.is_lowercase() || c == '-'));
             let named = !(introduced || quoted)
                 && symbols == 0
@@ -707,7 +728,10 @@ fn passwords(text: &str, lower: &str) -> Vec<Range<usize>> {
             after_wifi = WIFI.contains(&word.to_lowercase().as_str());
             // "clave de reservación es QTZ4KP" names a booking, not a password.
             // An account's password is one ("la password del tuo account è: …").
-            let reference = REFERENCES.iter().filter(|r| !ACCOUNTS.contains(r)).any(|r| lower[at..].starts_with(r));
+            let reference = REFERENCES
+                .iter()
+                .filter(|r| !ACCOUNTS.contains(r))
+                .any(|r| lower[at..].starts_with(r) && stem_ends(lower, at + r.len(), r));
             if word.chars().count() > 20 || reference {
                 break;
             }
@@ -717,6 +741,17 @@ fn passwords(text: &str, lower: &str) -> Vec<Range<usize>> {
     }
     out
 }
+
+/// Words that say what became of a password, not what it is: "Passwort geändert",
+/// "password changed", "mot de passe modifié".
+#[rustfmt::skip]
+const CHANGED: &[&str] = &[
+    "changed", "updated", "reset", "expired", "expires", "forgotten", "geändert", "geaendert",
+    "aktualisiert", "zurückgesetzt", "abgelaufen", "vergessen", "cambiad", "actualizad", "modifié",
+    "changé", "réinitialisé", "expiré", "cambiat", "modificat", "aggiornat", "alterad", "atualizad",
+    "redefinid", "gewijzigd", "veranderd", "verlopen", "vergeten", "изменен", "змінено", "zmieniono",
+    "değiştirildi",
+];
 
 /// Words of [`PASSWORD_WORDS`] that mean a password only about Wi-Fi or before a colon.
 const WEAK_PASSWORD_WORDS: &[&str] = &["pw", "key", "mdp", "chave", "chiave", "clé", "schlüssel", "schluessel"];
@@ -731,16 +766,48 @@ const PASSWORD_VERBS: &[&str] = &[
 #[rustfmt::skip]
 const WIFI: &[&str] = &[
     "wifi", "wi-fi", "wlan", "ssid", "network", "réseau", "reseau", "rete", "rede", "netzwerk", "red wi",
-    "와이파이", "無線", "ネットワーク", "网络", "網路", "網絡",
+    "와이파이", "無線", "ネットワーク", "网络", "網路", "網絡", "мережа", "сеть", "síť", "sieć", "ağ",
 ];
 
-/// Passwords given after a Wi-Fi network's name with a slash and no word for them
-/// ("Wi-Fi: JuniperHollow_5G / smokeymtn2291"): on a line with a word of [`WIFI`], the
-/// token after " / " (or " // ").
+/// Where a key of three or more groups of digits split by single spaces, 12 digits or
+/// more, starts at `at` of `text` with its first group `first` bytes long.
+fn digit_groups(text: &str, at: usize, first: usize) -> Option<Range<usize>> {
+    let group = |s: &str| s.bytes().take_while(u8::is_ascii_digit).count();
+    if group(&text[at..]) != first || !(3..=6).contains(&first) {
+        return None;
+    }
+    let (mut end, mut groups, mut digits) = (at + first, 1, first);
+    while let Some(rest) = text[end..].strip_prefix(' ') {
+        let n = group(rest);
+        if !(3..=6).contains(&n) || rest[n..].starts_with(|c: char| c.is_alphanumeric()) {
+            break;
+        }
+        (end, groups, digits) = (end + 1 + n, groups + 1, digits + n);
+    }
+    (groups >= 3 && digits >= 12).then_some(at..end)
+}
+
+/// Passwords given after a Wi-Fi network's name with no word for them: after a slash
+/// ("Wi-Fi: JuniperHollow_5G / smokeymtn2291"), the token after " / " (or " // ") on a
+/// line with a word of [`WIFI`]; on the line after one that names the network ("Network:
+/// WrenCottage_5G\nwren-cottage-42"), a line of one token.
 fn after_the_network(text: &str, lower: &str) -> Vec<Range<usize>> {
     let mut out = Vec::new();
     let mut offset = 0;
+    let mut named = false;
     for line in lower.split_inclusive('\n') {
+        let alone = line.trim();
+        let start = offset + line.len() - line.trim_start().len();
+        if named
+            && (6..=64).contains(&alone.chars().count())
+            && alone.chars().all(is_password_char)
+            && !alone.contains("://")
+            && !is_email(alone)
+            && alone.chars().any(|c| !c.is_alphabetic())
+        {
+            out.push(start..start + alone.len());
+        }
+        named = !places(line, List::Wifi).is_empty() && line.contains([':', '：']);
         if !places(line, List::Wifi).is_empty() {
             for sep in [" // ", " / "] {
                 if let Some(i) = line.find(sep) {
@@ -768,6 +835,15 @@ const OPENING: &[char] = &['"', '\'', '“', '‘', '„', '«', '「', '『', '
 
 /// Quotes and brackets that may close one.
 const CLOSING: &[char] = &['"', '\'', '”', '’', '»', '」', '』', ']', '】', ')', '“', '）'];
+
+/// A vowel sign or other mark of a script that writes them apart from its letters (Thai,
+/// the scripts of India, Arabic and Hebrew points, combining accents): part of a word.
+fn is_mark(c: char) -> bool {
+    matches!(u32::from(c),
+        0x0300..=0x036F | 0x0591..=0x05C7 | 0x0610..=0x061A | 0x064B..=0x065F | 0x0900..=0x0903
+        | 0x093A..=0x094F | 0x0951..=0x0957 | 0x0962..=0x0963 | 0x0981..=0x0983 | 0x09BC..=0x09D7
+        | 0x0E31 | 0x0E34..=0x0E3A | 0x0E47..=0x0E4E)
+}
 
 /// A character a password holds: visible ASCII but the quotes and brackets around it, and
 /// Latin letters ("Ipê-Amarelo-88"); never a space nor the script of the words around it
@@ -837,7 +913,8 @@ fn find_in(text: &str, short_code: bool) -> Vec<Found> {
     let web = text.contains("://")
         || text.as_bytes().windows(4).any(|w| w.eq_ignore_ascii_case(b"www."))
         || (text.contains('/') && text.contains('.'));
-    if runs.is_empty() && apple.is_empty() && !web && !PASSWORD_WORD.is_match(text) {
+    let pairs = two_digits(text);
+    if runs.is_empty() && apple.is_empty() && !web && pairs.is_empty() && !PASSWORD_WORD.is_match(text) {
         return Vec::new();
     }
     let lower = lower_in_place(text);
@@ -876,13 +953,15 @@ fn find_in(text: &str, short_code: bool) -> Vec<Found> {
     weak.sort_unstable();
     // Where a word for code stands, of any kind: the words can name a candidate as the code
     // only near one (this spares most candidates of a message made of them the look).
-    let mut named: Vec<usize> = code_words.into_iter().chain(strong.iter().copied()).collect();
+    let mut named: Vec<usize> =
+        code_words.into_iter().chain(strong.iter().copied()).chain(places(&lower, List::DoorCodes)).collect();
     named.sort_unstable();
     // A short code's numbers are codes when its message asks for a code at all (a word for
     // code, for signing in or for entering one), or is hardly more than the number ("4471",
-    // "Code: 60 18 42"): its other numbers (a deposit's, a parcel's, a flight's) are none.
-    let short_code =
-        short_code && !booking && (!named.is_empty() || !weak.is_empty() || text.split_whitespace().count() <= 3);
+    // "Code: 60 18 42"): its other numbers (a deposit's, a parcel's, a flight's, a case's
+    // in a few words) are none.
+    let only_numbers = || !text.chars().any(char::is_alphabetic);
+    let short_code = short_code && !booking && (!named.is_empty() || !weak.is_empty() || only_numbers());
     // A booking's message names its codes by the booking (above): none of them is a secret.
     for c in runs.into_iter().filter(|_| !booking) {
         // A number in an address is part of it (an article's, a question's id): an address
@@ -957,6 +1036,14 @@ fn find_in(text: &str, short_code: bool) -> Vec<Found> {
                     let (rest, told) = giving(&lower[..c.at.start]);
                     told && named_in_clause(rest, false)
                 });
+        // "If this was you, use the following to continue:\n\nF7XQ2": a line of its own,
+        // presented by a colon, in a message whose words leave no doubt or ask to enter it.
+        let is_code = is_code
+            || (matches!(c.shape, Shape::Digits | Shape::Capitals)
+                && (!strong.is_empty() || !entering.is_empty())
+                && !offer
+                && !booking
+                && presented(text, &c.at));
         if !is_code {
             continue;
         }
@@ -978,6 +1065,11 @@ fn find_in(text: &str, short_code: bool) -> Vec<Found> {
         let rule = rule();
         found.push(Found { kind: SecretKind::Code, at: c.at, rule });
     }
+    for at in number_matches(&lower, pairs) {
+        if !found.iter().any(|f| overlaps(&f.at, &at)) {
+            found.push(Found { kind: SecretKind::Code, at, rule: Rule::SignInWords });
+        }
+    }
     for at in passwords(text, &lower) {
         let link = |f: &Found| f.kind == SecretKind::Link && overlaps(&f.at, &at);
         if !found.iter().any(link) && !addresses.iter().any(|a| overlaps(a, &at)) {
@@ -996,6 +1088,89 @@ fn find_in(text: &str, short_code: bool) -> Vec<Found> {
     found.sort_by_key(|f| f.at.start);
     found
 }
+
+/// Whether the candidate at `at` is a line of its own after a line ending in a colon
+/// ("use the following to continue:\n\nF7XQ2"), blank lines between.
+fn presented(text: &str, at: &Range<usize>) -> bool {
+    let before = &text[..at.start];
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let line_end = text[at.end..].find('\n').map_or(text.len(), |i| at.end + i);
+    let alone = text[line_start..at.start].trim().is_empty() && text[at.end..line_end].trim().is_empty();
+    alone && before[..line_start].trim_end().ends_with([':', '：'])
+}
+
+/// The numbers a sign-in asks the reader to pick or type in an app to approve it (number
+/// matching: "To approve, type 37 in the Authenticator app", "selecciona el número 58",
+/// "앱에서 숫자 64를 선택하세요"): two digits alone, right after a word that asks to pick,
+/// tap or type a number, in a message about signing in in an app.
+fn number_matches(lower: &str, pairs: Vec<Range<usize>>) -> Vec<Range<usize>> {
+    let in_an_app = || {
+        APPS.iter()
+            .any(|w| lower.match_indices(w).any(|(i, _)| word_starts(lower, i, w) && word_ends(lower, i + w.len(), w)))
+    };
+    if pairs.is_empty() || !LOGGING_IN.iter().any(|w| lower.contains(w)) || !in_an_app() {
+        return Vec::new();
+    }
+    pairs.into_iter().filter(|at| picked_right_before(&lower[..at.start])).collect()
+}
+
+/// Where two ASCII digits stand alone in `text`: not in a longer number, a time, a price
+/// or a word ("64를" is alone: a Korean particle follows).
+fn two_digits(text: &str) -> Vec<Range<usize>> {
+    let bytes = text.as_bytes();
+    // A full stop or a comma ends a sentence after it, but not before more digits ("12.50").
+    let apart = |k: Option<usize>| {
+        k.and_then(|k| bytes.get(k)).is_none_or(|b| {
+            !b.is_ascii_alphanumeric()
+                && *b != b':'
+                && *b != b'/'
+                && !(matches!(b, b'.' | b',') && bytes.get(k.map_or(0, |k| k + 1)).is_some_and(u8::is_ascii_digit))
+        })
+    };
+    (0..bytes.len().saturating_sub(1))
+        .filter(|&i| {
+            bytes[i].is_ascii_digit()
+                && bytes[i + 1].is_ascii_digit()
+                && (i == 0 || (apart(Some(i - 1)) && !matches!(bytes[i - 1], b'.' | b',')))
+                && apart(Some(i + 2))
+        })
+        .map(|i| i..i + 2)
+        .collect()
+}
+
+/// Whether `before` (the lowercase text before a number) ends with a word that asks to
+/// pick, tap or type a number ([`PICK`]), as a whole word.
+fn picked_right_before(before: &str) -> bool {
+    let rest = before.trim_end().trim_end_matches(['"', '\'', '«', '“', '「']).trim_end();
+    PICK.iter().any(|w| rest.ends_with(w) && word_starts(rest, rest.len() - w.len(), w))
+}
+
+/// Words right before a number a sign-in asks to pick ([`number_matches`]).
+#[rustfmt::skip]
+const PICK: &[&str] = &[
+    "type", "tap", "select", "choose", "pick", "enter", "number", "número", "numero", "getal", "nummer",
+    "zahl", "nombre", "chiffre", "numéro", "число", "цифру", "номер", "숫자", "数字", "數字", "番号",
+    "angka", "nomor", "số", "so", "sayı", "sayıyı", "numara", "liczbę", "numer", "الرقم", "رقم",
+];
+
+/// Words for the app a number is picked in ([`number_matches`]): "in the Authenticator
+/// app", "open Okta Verify", "앱에서".
+#[rustfmt::skip]
+const APPS: &[&str] = &[
+    "app", "apps", "authenticator", "verify", "aplikasi", "ung dung", "ứng dụng", "앱", "アプリ", "应用",
+    "應用", "приложени", "застосунк", "uygulama", "aplikac", "aplicación", "aplicacion", "aplicativo",
+    "application", "applicazione", "anwendung",
+];
+
+/// Words of signing in or approving one, for [`number_matches`].
+#[rustfmt::skip]
+const LOGGING_IN: &[&str] = &[
+    "sign-in", "sign in", "signing in", "log in", "login", "logging in", "approve", "iniciar sesión",
+    "inicio de sesión", "iniciar sesion", "accesso", "accedere", "inloggen", "loggen", "aanmelden", "anmeld",
+    "connexion", "connecter", "entrar", "acesso", "вход", "войти", "giriş", "logowa", "로그인",
+    "masuk", "đăng nhập", "dang nhap", "ログイン", "サインイン", "登录", "登入", "登錄", "aprobar",
+    "approuver", "genehmig", "autorizar", "autorizza", "goedkeuren", "승인", "onayla",
+];
 
 /// A code said once is hidden wherever it stands again in the message: in a link
 /// ("…/v/482971"), inside another word, in other letter case, or with other spaces or
@@ -1198,10 +1373,11 @@ enum List {
     References,
     Passwords,
     Wifi,
+    DoorCodes,
 }
 
 impl List {
-    const ALL: [List; 12] = [
+    const ALL: [List; 13] = [
         List::Strong,
         List::CodeWords,
         List::SignIn,
@@ -1214,6 +1390,7 @@ impl List {
         List::References,
         List::Passwords,
         List::Wifi,
+        List::DoorCodes,
     ];
 
     fn words(self) -> &'static [&'static str] {
@@ -1230,6 +1407,7 @@ impl List {
             List::References => REFERENCES,
             List::Passwords => PASSWORD_WORDS,
             List::Wifi => WIFI,
+            List::DoorCodes => DOOR_CODES,
         }
     }
 }
@@ -1265,16 +1443,26 @@ fn places(lower: &str, list: List) -> Vec<usize> {
         let ascii_word = w.chars().next().is_some_and(|c| c.is_ascii_alphanumeric());
         // A Latin word counts only as a word, not inside another ("decode", "pinch").
         let starts = !ascii_word || !lower[..at].chars().next_back().is_some_and(char::is_alphanumeric);
-        // A long word may take an ending ("vahvistuskoodisi", "verifications"); a short one
-        // must end there ("pin", not "pinch").
-        let last_alnum = w.chars().next_back().is_some_and(|c| c.is_ascii_alphanumeric()) && w.len() < 10;
-        let ends = !last_alnum || !lower[m.end()..].chars().next().is_some_and(char::is_alphanumeric);
-        if starts && ends {
+        if starts && word_ends(lower, m.end(), w) {
             out.push(at);
         }
     }
     out.sort_unstable();
     out
+}
+
+/// Whether the word `w` found in `text` ending at `end` ends there: a long word may take
+/// an ending ("vahvistuskoodisi", "verifications"); a short one must end there ("pin", not
+/// "pinch"; "voo", not "voor").
+fn word_ends(text: &str, end: usize, w: &str) -> bool {
+    let last_alnum = w.chars().next_back().is_some_and(|c| c.is_ascii_alphanumeric()) && w.len() < 10;
+    !last_alnum || !text[end..].chars().next().is_some_and(char::is_alphanumeric)
+}
+
+/// Whether the word `w` found in `text` ending at `end` ends there, or is long enough to be
+/// a stem that takes endings ("reserva" in "reservación"; "voo" is not in "voor").
+fn stem_ends(text: &str, end: usize, w: &str) -> bool {
+    w.len() >= 5 || word_ends(text, end, w)
 }
 
 /// Where each word of `list` stands in `lower`, whole or inside another word.
@@ -1304,8 +1492,8 @@ fn named_right_before(before: &str) -> Option<bool> {
     // A German compound ending in "code" ("Kopplungscode", "Bestätigungs-Code") names one.
     let compound = ["code", "-code", "kode"].iter().any(|w| rest.ends_with(w))
         && rest.chars().rev().nth(4).is_some_and(char::is_alphabetic);
-    let named =
-        (CODE_WORDS.iter().chain(STRONG).any(word_ends) || compound) && !NOT_SECRET.iter().any(|n| rest.ends_with(n));
+    let named = (CODE_WORDS.iter().chain(STRONG).chain(DOOR_CODES).any(word_ends) || compound)
+        && !NOT_SECRET.iter().any(|n| rest.ends_with(n));
     if named {
         return Some(told);
     }
@@ -1317,7 +1505,8 @@ fn named_right_before(before: &str) -> Option<bool> {
 /// or a bracket around it, which say nothing ("code is [NVL7QW]"), and a verb or a colon
 /// ("is:" and "は：" say it twice); and whether one gave it.
 fn giving(before: &str) -> (&str, bool) {
-    let mut rest = before.trim_end().trim_end_matches(['[', '"', '\'', '«', '“', '„', '「', '(']).trim_end();
+    // A keypad's star opens what is typed after it ("Gate keypad: *5067#").
+    let mut rest = before.trim_end().trim_end_matches(['[', '"', '\'', '«', '“', '„', '「', '(', '*']).trim_end();
     let mut told = false;
     for _ in 0..2 {
         let tails = [":", "：", "=", " is", " es", " est", " ist", " é", " è", "は", " lautet"];
@@ -1340,6 +1529,7 @@ fn named_in_clause(rest: &str, doors: bool) -> bool {
     let opens = phrase.iter().skip(1).any(|w| {
         let w = bare(w);
         CODE_WORDS.contains(&w.as_str())
+            || DOOR_CODES.contains(&w.as_str())
             || (w.chars().count() > 6 && ["code", "kode", "kod"].iter().any(|c| w.ends_with(c)))
     });
     if !opens {
@@ -1362,7 +1552,20 @@ fn named_in_clause(rest: &str, doors: bool) -> bool {
 const DOORS: &[&str] = &[
     "door", "gate", "lockbox", "garage", "entrance", "porte", "portail", "portão", "portao", "portone",
     "cancello", "portón", "porton", "portal", "tür", "haustür", "deur", "poort", "kapı", "дверь",
-    "домофон", "drzwi", "furtk", "brama",
+    "домофон", "drzwi", "furtk", "brama", "keypad", "keybox", "cadeado", "candado", "cadenas",
+    "lucchetto", "schlüsselbox", "sleutelkluis", "ключниц", "alarm", "safe",
+];
+
+/// Words that name, alone, what a person types at a door, a gate, a lock or an alarm
+/// ("garage keypad is 0412", "combo 7-3-1-9", "Digicode : 47B29", "オートロックは「0729」"):
+/// right before a number they call it the code, as a word for code does.
+#[rustfmt::skip]
+const DOOR_CODES: &[&str] = &[
+    "keypad", "combo", "combination", "digicode", "lockbox", "lock box", "keybox", "key box",
+    "keysafe", "key safe", "alarm", "intercom", "cadeado", "candado", "cadenas", "lucchetto",
+    "schlüsselbox", "schlüsselsafe", "schlüsseltresor", "sleutelkluis", "sleutelkluisje",
+    "ключница", "ключницы", "ключниці", "кодовый замок", "オートロック", "暗証番号", "도어락", "비번",
+    "mật khẩu cửa", "kunci pintu", "citofono", "domofon", "interphone",
 ];
 
 /// Whether `before` (the lowercase text before a candidate) ends with a word that asks for
@@ -1623,7 +1826,8 @@ fn candidates(text: &str) -> Vec<Candidate> {
         }
         if word.chars().all(is_digit) {
             // Groups after the same mark, one each time (a space, a hyphen, an invisible
-            // one): "482 913", "48 17 63", "6093-71", "2 81 49 06".
+            // one): "482 913", "48 17 63", "6093-71", "2 81 49 06", or a digit at a time
+            // as a keypad or an app shows them ("4 8 2 9 1 3", "7-3-1-9").
             let mut groups = vec![j - i];
             let mut last = j;
             if let Some(mark) = after.filter(|c| splits_groups(*c) && digit_at(j + 1)) {
@@ -1647,7 +1851,7 @@ fn candidates(text: &str) -> Vec<Candidate> {
             let grouped = groups.len() >= 2
                 && ((4..=8).contains(&total) || groups == [3, 3, 3])
                 && groups.iter().all(|g| (1..=4).contains(g))
-                && groups.iter().filter(|&&g| g == 1).count() <= 1
+                && (groups.iter().filter(|&&g| g == 1).count() <= 1 || groups.iter().all(|&g| g == 1))
                 && !date;
             let last_of_chain = last;
             let (last, digits) = if groups.len() == 1 || grouped { (last, total) } else { (j, j - i) };
@@ -1677,7 +1881,9 @@ fn candidates(text: &str) -> Vec<Candidate> {
                     }
                     k
                 }));
-            let masked = matches!(before, Some('*' | '•' | '·' | 'x' | 'X' | '〒'))
+            // "*5067#" is what a keypad takes, not a card's last digits.
+            let keyed_in = before == Some('*') && next == Some('#');
+            let masked = (matches!(before, Some('*' | '•' | '·' | 'x' | 'X' | '〒')) && !keyed_in)
                 || (before == Some('…') && masked_from(i.checked_sub(2)))
                 || dots;
             let currency = |c: char| matches!(c, '$' | '€' | '£' | '¥' | '₹' | '₩');
@@ -1845,6 +2051,8 @@ const LINK_CONTEXT: &[&str] = &[
     "पासवर्ड", "本人確認", "로그인 링크", "accedi",
     "パスワード", "再設定", "ログイン", "密码", "密碼", "重置", "重設", "登录", "登入", "验证", "驗證",
     "비밀번호", "재설정", "로그인", "인증", "sıfırla", "şifreni", "şifrenizi", "mật khẩu", "đặt lại",
+    "confirm it's you", "confirm it’s you", "verify it's you", "восстановлен", "відновлен", "giriş yap",
+    "obnova hesla", "obnovení hesla", "heslo", "รีเซ็ต", "รหัสผ่าน", "איפוס", "סיסמה",
 ];
 
 /// Hosts whose links name a document, a place, a post or a video, never who signs in:
@@ -2359,6 +2567,43 @@ mod tests {
         let started = std::time::Instant::now();
         let _ = find(&long, false);
         assert!(started.elapsed() < std::time::Duration::from_secs(5), "{:?}", started.elapsed());
+    }
+
+    #[test]
+    fn keypads_number_matching_and_keys_on_their_own_line_are_found_and_their_lookalikes_are_not() {
+        let hidden = |text: &str| find(text, false).iter().map(|f| text[f.at.clone()].to_owned()).collect::<Vec<_>>();
+        // A digit at a time, a keypad's star and hash, a door's word alone.
+        assert_eq!(hidden("Alarm code is 5-5-8-0, 30 sec after the door opens"), ["5-5-8-0"]);
+        assert_eq!(hidden("Pairing: type the number shown below\n\n4 8 2 9 1 3"), ["4 8 2 9 1 3"]);
+        assert_eq!(hidden("Gate keypad: *5067# then push hard"), ["5067"]);
+        assert_eq!(hidden("garage keypad is 0412 now"), ["0412"]);
+        assert!(hidden("Your card *5067 was charged").is_empty());
+        assert!(hidden("Score was 3 1 4 5 in the end").is_empty());
+        // Number matching: two digits a sign-in asks to pick, and only that.
+        assert_eq!(hidden("Sign-in request from Edge. To approve, type 37 in the Authenticator app."), ["37"]);
+        assert_eq!(hidden("[토스] 로그인하려면 앱에서 숫자 64를 선택하세요."), ["64"]);
+        assert!(hidden("Type 2 diabetes talk at 10, log in to the portal to join").is_empty());
+        assert!(hidden("Select 12 items, then log in to pay 12.50").is_empty());
+        // A key presented on its own line; a network's password on the line after its name.
+        let steam =
+            "Steam Guard\n\nSomeone is trying to log in. If this was you, use the following to continue:\n\nF7XQ2";
+        assert_eq!(hidden(steam), ["F7XQ2"]);
+        assert_eq!(hidden("Network: WrenCottage_5G\nwren-cottage-42\nRouter's in the hall."), ["wren-cottage-42"]);
+        assert_eq!(hidden("WLAN: FRITZ!Box 7590 KQ\nSchlüssel: 4471 9920 3381 5562"), ["4471 9920 3381 5562"]);
+        assert!(hidden("Hab das WLAN-Passwort geändert, sag ich dir nachher").is_empty());
+        assert!(hidden("Network: down again\nback by 5").is_empty());
+        // Postal codes and a shop's code by their words in more languages; a short word of a
+        // reference is no prefix ("voo" is not in "voor").
+        for text in
+            ["Kod pocztowy 00-950", "מיקוד 6100001", "पिन कोड 110001", "Usa il codice SCONTO10 sul tuo prossimo ordine"]
+        {
+            assert!(hidden(text).is_empty(), "{text}");
+        }
+        assert_eq!(hidden("Je verificatiecode voor bol is 772019"), ["772019"]);
+        assert_eq!(hidden("Je tijdelijke wachtwoord voor Magister is Wk3#pL91."), ["Wk3#pL91"]);
+        // A short code's number in a few words is a code only with a word for one, or alone.
+        assert!(find("מספר פנייה 88213", true).is_empty());
+        assert_eq!(find("88213", true).len(), 1);
     }
 
     #[test]

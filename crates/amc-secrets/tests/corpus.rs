@@ -1,5 +1,5 @@
 //! The secret finder against the sets of messages in `tests/fixtures/secrets/` it is tuned
-//! on (`corpus.tsv`, `tuning.tsv`, `tuning-2.tsv`, `tuning-3.tsv`, `tuning-4.tsv`): secrets hidden whole, next to no ordinary message
+//! on (`corpus.tsv`, `tuning.tsv` to `tuning-5.tsv`): secrets hidden whole, next to no ordinary message
 //! touched. The held-out set is measured by hand, never asserted on (see below).
 
 mod measure;
@@ -59,6 +59,14 @@ fn wifi_passwords_shortened_links_and_pairing_codes_are_found() {
 #[test]
 fn door_codes_activation_codes_and_passwords_in_many_languages_are_found() {
     holds("tuning-4.tsv", (190, 250), 0.965);
+}
+
+/// Number matching's two digits, keys a digit at a time or behind a keypad's star,
+/// passwords on the line after a network's name, in Czech, Thai and Hebrew too: at the
+/// goal since rules 20.
+#[test]
+fn number_matching_keypads_and_keys_on_their_own_line_are_found() {
+    holds_the_goals("tuning-5.tsv", (200, 270));
 }
 
 /// The held-out sets (`tests/fixtures/secrets/heldout.tsv` to `heldout-5.tsv`) were written
