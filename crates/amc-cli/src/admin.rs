@@ -618,6 +618,118 @@ pub async fn codes(raw: RawConfig, json_out: bool, cmd: CodesCmd) -> anyhow::Res
     Ok(())
 }
 
+#[derive(Subcommand)]
+pub enum PhoneCmd {
+    /// Where AMC asks and what, and the conversations it could ask in
+    Show,
+    /// Ask in this conversation (your own: `amc phone show` lists them), and choose what
+    Set {
+        /// The channel's id (ch_…); leave it out to change only what is asked
+        channel: Option<String>,
+        /// Ask about held sends (on, off)
+        #[arg(long, value_parser = ["on", "off"])]
+        sends: Option<String>,
+        /// Ask about tool requests (on, off)
+        #[arg(long, value_parser = ["on", "off"])]
+        tools: Option<String>,
+        /// How long an answer from the phone counts, in minutes (1 to 1440; 30 at first)
+        #[arg(long, value_name = "MINUTES")]
+        expire: Option<u32>,
+        /// At most this many questions a minute (1 to 30; 3 at first)
+        #[arg(long, value_name = "N")]
+        per_minute: Option<u32>,
+    },
+    /// Stop asking on the phone
+    Off,
+    /// Send a test message to the conversation AMC asks in
+    Test,
+    /// The questions asked on the phone, newest first
+    Asks,
+}
+
+pub async fn phone(raw: RawConfig, json_out: bool, cmd: PhoneCmd) -> anyhow::Result<()> {
+    let mut c = connect(raw).await?;
+    let on = |v: &Option<String>| v.as_deref().map(|v| v == "on");
+    let v = match &cmd {
+        PhoneCmd::Show => ok(c.get("/admin/phone").await?)?,
+        PhoneCmd::Set { channel, sends, tools, expire, per_minute } => {
+            let mut body = serde_json::Map::new();
+            if let Some(ch) = channel {
+                body.insert("imessage".into(), json!(ch));
+            }
+            for (key, value) in [("sends", on(sends)), ("tools", on(tools))] {
+                if let Some(value) = value {
+                    body.insert(key.into(), json!(value));
+                }
+            }
+            for (key, value) in [("expire_minutes", expire), ("asks_a_minute", per_minute)] {
+                if let Some(value) = value {
+                    body.insert(key.into(), json!(value));
+                }
+            }
+            ok(c.post("/admin/phone", &serde_json::Value::Object(body)).await?)?
+        }
+        PhoneCmd::Off => ok(c.post("/admin/phone", &json!({ "imessage": null })).await?)?,
+        PhoneCmd::Test => ok(c.post("/admin/phone/test", &json!({})).await?)?,
+        PhoneCmd::Asks => ok(c.get("/admin/phone/asks").await?)?,
+    };
+    if json_out {
+        return print_json(&v);
+    }
+    match cmd {
+        PhoneCmd::Test => say!("Sent. Look for it in your own conversation in Messages."),
+        PhoneCmd::Asks => {
+            let asks = v["asks"].as_array().cloned().unwrap_or_default();
+            if asks.is_empty() {
+                say!("AMC asked nothing on your phone yet.");
+            }
+            for a in &asks {
+                say!("{}  {} {}  {}", s(a, "code"), s(a, "kind"), s(a, "subject"), s(a, "state"));
+            }
+        }
+        PhoneCmd::Show | PhoneCmd::Set { .. } | PhoneCmd::Off => {
+            match v["imessage"].is_null() {
+                false => say!(
+                    "AMC asks on your phone in {} ({}), {}: agents never see that conversation.",
+                    s(&v["imessage"], "name"),
+                    s(&v["imessage"], "address"),
+                    s(&v["imessage"], "channel_id")
+                ),
+                true => say!("AMC asks on no phone: held sends and tool requests wait for you on this Mac."),
+            }
+            let kinds: Vec<&str> = [("held sends", v["sends"] == true), ("tool requests", v["tools"] == true)]
+                .into_iter()
+                .filter_map(|(name, on)| on.then_some(name))
+                .collect();
+            say!(
+                "It asks about: {}; an answer counts for {} minutes; at most {} questions a minute.",
+                if kinds.is_empty() { "nothing".to_owned() } else { kinds.join(" and ") },
+                v["expire_minutes"].as_u64().unwrap_or(0),
+                v["asks_a_minute"].as_u64().unwrap_or(0)
+            );
+            let candidates = v["candidates"].as_array().cloned().unwrap_or_default();
+            if v["imessage"].is_null() {
+                if candidates.is_empty() {
+                    say!(
+                        "No conversation of yours with yourself is known yet. Send yourself a message in \
+                         Messages, then run `amc phone show` again."
+                    );
+                }
+                for cand in &candidates {
+                    say!(
+                        "  {}  {} ({})  ->  amc phone set {}",
+                        s(cand, "channel_id"),
+                        s(cand, "name"),
+                        s(cand, "address"),
+                        s(cand, "channel_id")
+                    );
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 pub async fn pause(raw: RawConfig, json_out: bool, paused: bool) -> anyhow::Result<()> {
     let mut c = connect(raw).await?;
     let v = ok(c.post("/admin/pause", &json!({ "paused": paused })).await?)?;

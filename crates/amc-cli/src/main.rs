@@ -63,6 +63,9 @@ enum Command {
     /// One-time codes: say a message holds none, and see what you said
     #[command(subcommand)]
     Codes(admin::CodesCmd),
+    /// Approve from your phone: where AMC asks (your own iMessage conversation) and what
+    #[command(subcommand)]
+    Phone(admin::PhoneCmd),
     /// Hold every agent send until `amc resume`
     Pause,
     /// Let agents' sends follow each channel's send policy again
@@ -137,6 +140,7 @@ fn main() -> std::process::ExitCode {
             Command::Channel(cmd) => admin::channel(raw, cli.json, cmd).await,
             Command::Review(cmd) => admin::review(raw, cli.json, cmd).await,
             Command::Codes(cmd) => admin::codes(raw, cli.json, cmd).await,
+            Command::Phone(cmd) => admin::phone(raw, cli.json, cmd).await,
             Command::Pause => admin::pause(raw, cli.json, true).await,
             Command::Resume => admin::pause(raw, cli.json, false).await,
             Command::Status => admin::status(raw, cli.json).await,

@@ -599,20 +599,33 @@ impl ChatDb {
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }
 
-    /// The person's own addresses as Messages records them on what they sent
-    /// (`message.destination_caller_id`); none where chat.db has no such column.
+    /// The person's own addresses as Messages records them on what they sent: the address
+    /// a message went out from (`message.destination_caller_id`) and the account it was sent
+    /// with (`message.account`, `E:` or `P:` before it), since a self-chat may be keyed by
+    /// the one or the other (anthropics/claude-plugins-official#4503). A column chat.db does
+    /// not have gives none.
     pub fn own_addresses(&self) -> Result<Vec<String>, SourceError> {
-        let has = self
-            .conn
-            .prepare("SELECT 1 FROM pragma_table_info('message') WHERE name = 'destination_caller_id'")?
-            .exists([])?;
-        if !has {
+        let has = |column: &str| -> Result<bool, SourceError> {
+            Ok(self.conn.prepare("SELECT 1 FROM pragma_table_info('message') WHERE name = ?1")?.exists([column])?)
+        };
+        let mut parts = Vec::new();
+        if has("destination_caller_id")? {
+            parts.push(
+                "SELECT destination_caller_id FROM message \
+                 WHERE is_from_me = 1 AND coalesce(destination_caller_id, '') != ''",
+            );
+        }
+        if has("account")? {
+            parts.push(
+                "SELECT substr(account, 3) FROM message \
+                 WHERE is_from_me = 1 AND account LIKE '_:%' AND length(account) > 2",
+            );
+        }
+        if parts.is_empty() {
             return Ok(Vec::new());
         }
-        let mut stmt = self.conn.prepare(
-            "SELECT DISTINCT destination_caller_id FROM message \
-             WHERE is_from_me = 1 AND coalesce(destination_caller_id, '') != '' LIMIT 20",
-        )?;
+        // UNION keeps each address once.
+        let mut stmt = self.conn.prepare(&format!("{} LIMIT 20", parts.join(" UNION ")))?;
         let rows = stmt.query_map([], |r| r.get(0))?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }

@@ -422,21 +422,24 @@ pub(crate) async fn store_chats(amc: &Amc, db: &SharedChatDb, chat_ids: Vec<i32>
 /// members who came or went with no row saying so; the sweep follows those later).
 pub async fn store_readers(amc: &Amc, db: &SharedChatDb) -> Result<(), SourceError> {
     let d = db.clone();
-    let readers = tokio::task::spawn_blocking(move || {
+    let (readers, own) = tokio::task::spawn_blocking(move || {
         let db = d.lock().unwrap_or_else(|p| p.into_inner());
-        Ok::<_, SourceError>(
-            db.chats()?
-                .values()
-                .filter_map(|c| {
-                    let spec = channel_of(c, db.contacts());
-                    Some((spec.platform_id, spec.readers?))
-                })
-                .collect::<Vec<_>>(),
-        )
+        let readers = db
+            .chats()?
+            .values()
+            .filter_map(|c| {
+                let spec = channel_of(c, db.contacts());
+                Some((spec.platform_id, spec.readers?))
+            })
+            .collect::<Vec<_>>();
+        Ok::<_, SourceError>((readers, db.own_addresses()?))
     })
     .await
     .map_err(|e| SourceError::Read(e.to_string()))??;
     amc.set_channel_readers(Source::Imessage, readers).await?;
+    // The person's own addresses: a conversation with one of them alone is where AMC may
+    // ask them for approvals.
+    amc.set_own_addresses(Source::Imessage, own).await?;
     Ok(())
 }
 

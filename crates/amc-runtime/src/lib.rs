@@ -194,6 +194,11 @@ pub async fn start_reporting(raw: RawConfig, updates: &UpdateReporter) -> anyhow
         let (amc, stop) = (amc.clone(), stop.clone());
         tokio::spawn(async move { amc.upkeep(stop.cancelled()).await })
     };
+    // Approvals from the person's phone: ends with the rest (nothing to wait for).
+    {
+        let (amc, stop) = (amc.clone(), stop.clone());
+        tokio::spawn(async move { amc.run_phone(stop.cancelled()).await });
+    }
     let in_process = daemon.in_process();
     let served = {
         let stop = stop.clone();

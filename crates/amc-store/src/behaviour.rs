@@ -5,8 +5,8 @@
 use super::*;
 use crate::error::ErrorCode;
 use crate::model::{
-    ChannelKind, ChannelSpec, ChannelState, CodesShown, Direction, HistoryRelease, IncomingMessage, IngestReport,
-    OutboxStatus, Reaction, ReactionChange, SendPolicy, SenderInfo, SentSend, Source,
+    ChannelKind, ChannelSpec, ChannelState, CodesShown, DecidedVia, Direction, HistoryRelease, IncomingMessage,
+    IngestReport, OutboxStatus, Reaction, ReactionChange, SendPolicy, SenderInfo, SentSend, Source,
 };
 use crate::time::now_ms;
 use rusqlite::OptionalExtension;
@@ -390,8 +390,8 @@ fn a_held_send_is_claimed_once_and_settles_once() {
     let SendLookup::New(held) = store.record_send(&new_send(&ch, None, OutboxStatus::Held)).expect("held") else {
         panic!("a new send")
     };
-    assert_eq!(store.claim_held(&held.id).expect("claim").status, OutboxStatus::Sending);
-    assert_eq!(store.claim_held(&held.id).expect_err("claimed twice").code, ErrorCode::Conflict);
+    assert_eq!(store.claim_held(&held.id, DecidedVia::Mac).expect("claim").status, OutboxStatus::Sending);
+    assert_eq!(store.claim_held(&held.id, DecidedVia::Mac).expect_err("claimed twice").code, ErrorCode::Conflict);
     let sent = SendOutcome::Sent { platform_id: "p-1".into(), sent_at: now_ms(), other_parts: Vec::new() };
     assert_eq!(store.finish_send(&held.id, &sent).expect("sent").status, OutboxStatus::Sent);
     assert_eq!(store.finish_send(&held.id, &sent).expect_err("settled twice").code, ErrorCode::Conflict);
@@ -481,7 +481,7 @@ fn a_send_in_flight_when_amc_stopped_becomes_unknown_and_is_never_retried() {
     assert_eq!(store.recover_interrupted_sends().expect("recover"), std::slice::from_ref(&id));
     assert_eq!(store.outbox_item(&id).expect("item").status, OutboxStatus::Unknown);
     assert!(store.recover_interrupted_sends().expect("again").is_empty());
-    assert_eq!(store.claim_held(&id).expect_err("not held").code, ErrorCode::Conflict);
+    assert_eq!(store.claim_held(&id, DecidedVia::Mac).expect_err("not held").code, ErrorCode::Conflict);
     assert!(store.channel_tail(&ch, 10).expect("tail").iter().all(|m| m.direction == Direction::Inbound));
 }
 

@@ -103,6 +103,10 @@ fn policy_for(agent: &str) -> String {
     )
 }
 
+/// The setting naming the conversation AMC asks the person in on their phone: an iMessage
+/// channel's id. That channel is never approved while set.
+pub const PHONE_CHANNEL_SETTING: &str = "phone_imessage";
+
 const DAY_MS: i64 = 86_400_000;
 /// How far before a "from now" approval a message stored after it may say it was sent.
 pub const FROM_NOW_CLOCK_SKEW_MS: i64 = 2 * 60_000;
@@ -411,6 +415,16 @@ impl Store {
             };
             if !sensitive && amc_secrets::is_short_code_channel(&source, &platform_id) {
                 return Err(Error::sensitive_unconfirmed());
+            }
+            // The conversation AMC asks the person in is theirs alone: no agent may reach it.
+            if tx
+                .prepare_cached("SELECT 1 FROM settings WHERE key = ?1 AND value = ?2")?
+                .exists(params![PHONE_CHANNEL_SETTING, id])?
+            {
+                return Err(Error::conflict(
+                    "AMC asks you for approvals in this conversation: agents never see it. \
+                     Turn asking on your phone off first (amc phone off).",
+                ));
             }
             let changed = tx
                 .prepare_cached(

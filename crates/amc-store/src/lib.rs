@@ -60,6 +60,7 @@ pub mod files;
 mod keys;
 mod messages;
 mod outbox;
+mod phone;
 pub mod rank;
 mod reads;
 mod search;
@@ -75,9 +76,11 @@ use crate::db::{Database, Migration};
 use crate::error::Result;
 
 pub use backlog::IndexProgress;
+pub use channels::PHONE_CHANNEL_SETTING;
 pub use claude_channel::{NewToolRequest, PushPosition, PushScan, ToolRequestBounds};
 pub use messages::UnreadQuery;
 pub use outbox::{HELD_BOUNDS, HeldBounds, NewSend, SEND_LOG_KEPT, SendLookup, SendOutcome};
+pub use phone::{NewPhoneAsk, PHONE_SINCE_SETTING, PhoneChannelFacts};
 pub use reads::{Crossings, READS_NOTED_EVERY};
 #[cfg(any(test, feature = "test-support"))]
 pub use search::RANK_UP_TO;
@@ -111,11 +114,13 @@ const MIGRATIONS: &[Migration] = &[
     ("0022_root_key", include_str!("migrations/0022_root_key.sql")),
     ("0023_not_a_code", include_str!("migrations/0023_not_a_code.sql")),
     ("0024_readers", include_str!("migrations/0024_readers.sql")),
+    ("0025_phone", include_str!("migrations/0025_phone.sql")),
 ];
 
-/// Undoes migration 0024, for tests that take a store back to a release before it.
+/// Undoes migrations 0025 and 0024, for tests that take a store back to a release before them.
 #[cfg(any(test, feature = "test-support"))]
-pub const UNDO_0024: &str = "DROP TABLE agent_reads; ALTER TABLE outbox DROP COLUMN held_reason; \
+pub const UNDO_0024: &str = "DROP TABLE phone_asks; ALTER TABLE outbox DROP COLUMN decided_via; \
+     ALTER TABLE tool_requests DROP COLUMN decided_via; DROP TABLE agent_reads; ALTER TABLE outbox DROP COLUMN held_reason; \
      ALTER TABLE outbox DROP COLUMN read_from; ALTER TABLE channels DROP COLUMN readers; \
      ALTER TABLE channels DROP COLUMN open_to_anything;";
 
@@ -130,7 +135,8 @@ pub fn back_to_0009(path: &Path) -> Result<()> {
 }
 
 #[cfg(any(test, feature = "test-support"))]
-const BACK_TO_0009: &str = "DROP TABLE agent_reads; ALTER TABLE outbox DROP COLUMN held_reason; \
+const BACK_TO_0009: &str = "DROP TABLE phone_asks; ALTER TABLE outbox DROP COLUMN decided_via; \
+     ALTER TABLE tool_requests DROP COLUMN decided_via; DROP TABLE agent_reads; ALTER TABLE outbox DROP COLUMN held_reason; \
      ALTER TABLE outbox DROP COLUMN read_from; DROP TABLE not_a_code_report; DROP TABLE secrets_backlog; DROP INDEX messages_with_secrets; \
      DROP TABLE channel_code_agents; DROP INDEX platform_aliases_by_message; DROP INDEX outbox_sent_by_time; \
      DROP TRIGGER read_marks_of_agent; DROP TABLE read_marks; \

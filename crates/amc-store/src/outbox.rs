@@ -8,7 +8,7 @@ use rusqlite::{OptionalExtension, Row, Transaction, params};
 use super::Store;
 use super::channels::parse_col;
 use crate::error::{Error, ErrorCode, Result};
-use crate::model::{OutboxItem, OutboxStatus, ReadFrom, SentSend, Source, StagedAttachment};
+use crate::model::{DecidedVia, OutboxItem, OutboxStatus, ReadFrom, SentSend, Source, StagedAttachment};
 use crate::time::{Millis, now_ms};
 
 /// What one agent's sends waiting for review may take: 100 sends, and 256 MiB of their text
@@ -91,7 +91,7 @@ pub enum SendLookup {
 }
 
 const OUTBOX_COLS: &str = "o.id, o.agent_id, o.channel_id, c.name, c.source, o.text, o.reply_to, o.attachments, o.status, \
-     o.created_at, o.sent_at, o.error_code, o.error_message, o.retry_after_at, o.held_reason, o.read_from";
+     o.created_at, o.sent_at, o.error_code, o.error_message, o.retry_after_at, o.held_reason, o.read_from, o.decided_via";
 
 fn item_from_row(row: &Row<'_>) -> rusqlite::Result<OutboxItem> {
     let attachments: String = row.get(7)?;
@@ -112,6 +112,7 @@ fn item_from_row(row: &Row<'_>) -> rusqlite::Result<OutboxItem> {
         retry_after_at: row.get(13)?,
         held_reason: row.get(14)?,
         read_from: row.get::<_, Option<String>>(15)?.and_then(|r| serde_json::from_str(&r).ok()).unwrap_or_default(),
+        decided_via: row.get::<_, Option<String>>(16)?.as_deref().and_then(DecidedVia::parse),
     })
 }
 
@@ -236,23 +237,30 @@ impl Store {
     }
 
     /// Moves a held send to `sending` (the person approved it). Anything else is a conflict.
-    pub fn claim_held(&self, id: &str) -> Result<OutboxItem> {
-        self.transition(id, OutboxStatus::Held, OutboxStatus::Sending, None)
+    pub fn claim_held(&self, id: &str, via: DecidedVia) -> Result<OutboxItem> {
+        self.transition(id, OutboxStatus::Held, OutboxStatus::Sending, None, via)
     }
 
     /// Rejects a held send with the person's reason.
-    pub fn reject_held(&self, id: &str, reason: Option<&str>) -> Result<OutboxItem> {
-        self.transition(id, OutboxStatus::Held, OutboxStatus::Rejected, reason)
+    pub fn reject_held(&self, id: &str, reason: Option<&str>, via: DecidedVia) -> Result<OutboxItem> {
+        self.transition(id, OutboxStatus::Held, OutboxStatus::Rejected, reason, via)
     }
 
-    fn transition(&self, id: &str, from: OutboxStatus, to: OutboxStatus, note: Option<&str>) -> Result<OutboxItem> {
+    fn transition(
+        &self,
+        id: &str,
+        from: OutboxStatus,
+        to: OutboxStatus,
+        note: Option<&str>,
+        via: DecidedVia,
+    ) -> Result<OutboxItem> {
         self.db.write(|tx| {
             let changed = tx
                 .prepare_cached(
-                    "UPDATE outbox SET status = ?3, updated_at = ?4, error_message = coalesce(?5, error_message) \
-                     WHERE id = ?1 AND status = ?2",
+                    "UPDATE outbox SET status = ?3, updated_at = ?4, error_message = coalesce(?5, error_message), \
+                     decided_via = ?6 WHERE id = ?1 AND status = ?2",
                 )?
-                .execute(params![id, from.as_str(), to.as_str(), now_ms(), note])?;
+                .execute(params![id, from.as_str(), to.as_str(), now_ms(), note, via.as_str()])?;
             let found = item(tx, id)?.ok_or_else(|| Error::not_found("send"))?;
             if changed == 0 {
                 return Err(Error::conflict(format!("this send is {}, not {}", found.status, from)));

@@ -17,6 +17,33 @@ pub fn new_channel_id() -> String {
     format!("ch_{}", Ulid::generate())
 }
 
+/// A new id of a question asked on the person's phone, `ask_` and a ULID.
+pub fn new_ask_id() -> String {
+    format!("ask_{}", Ulid::generate())
+}
+
+/// The letters a phone code is made of: capitals and digits no one mistakes for another
+/// on a phone's screen or keyboard (no 0/O, 1/I/L, 2/Z, 5/S, 8/B, U/V).
+const PHONE_CODE_LETTERS: &[u8; 22] = b"ACDEFGHJKMNPQRTWXY3479";
+
+/// A new short code for a question on the person's phone: four of
+/// [`PHONE_CODE_LETTERS`], from a ULID's random part (the store keeps codes unique).
+pub fn new_phone_code() -> String {
+    let mut bits = Ulid::generate().random();
+    (0..4)
+        .map(|_| {
+            let c = PHONE_CODE_LETTERS[(bits % 22) as usize];
+            bits /= 22;
+            char::from(c)
+        })
+        .collect()
+}
+
+/// Whether `s` could be a phone code: four of [`PHONE_CODE_LETTERS`], in any case.
+pub fn is_phone_code(s: &str) -> bool {
+    s.len() == 4 && s.bytes().all(|b| PHONE_CODE_LETTERS.contains(&b.to_ascii_uppercase()))
+}
+
 fn is_crockford_ulid(s: &str) -> bool {
     s.len() == 26
         && s.bytes()
@@ -55,6 +82,10 @@ mod tests {
         assert!(is_message_id(&new_message_id()));
         assert!(is_attachment_id(&new_attachment_id()));
         assert!(is_channel_id(&new_channel_id()));
+        let codes: std::collections::HashSet<String> = (0..200).map(|_| new_phone_code()).collect();
+        assert!(codes.iter().all(|c| is_phone_code(c) && is_phone_code(&c.to_lowercase())), "{codes:?}");
+        assert!(codes.len() > 150, "codes vary: {}", codes.len());
+        assert!(!is_phone_code("K7Q0") && !is_phone_code("K7Q") && !is_phone_code("K7QFF"));
     }
 
     #[test]

@@ -111,6 +111,71 @@ str_enum! {
 }
 
 str_enum! {
+    /// Where the person decided a held send or a tool request.
+    DecidedVia {
+        /// On the Mac: AMC's window or the `amc` command.
+        Mac = "mac",
+        /// On their phone, in their own iMessage conversation (a tapback or a reply).
+        PhoneImessage = "phone_imessage",
+    }
+}
+
+str_enum! {
+    /// What AMC asks about on the person's phone.
+    PhoneAskKind {
+        /// An agent's send held for review.
+        Send = "send",
+        /// A host's request to use a tool.
+        Tool = "tool",
+    }
+}
+
+str_enum! {
+    /// Where a question on the phone stands.
+    PhoneAskState {
+        /// Being sent to the phone.
+        Asking = "asking",
+        /// On the phone, waiting for an answer.
+        Asked = "asked",
+        /// Over the limit a minute: counted on the phone, answered in AMC.
+        Skipped = "skipped",
+        /// Decided, wherever it was.
+        Settled = "settled",
+        /// Not answered in time; the request still waits in AMC.
+        Expired = "expired",
+        /// AMC withdrew it (paused, the agent revoked).
+        Withdrawn = "withdrawn",
+        /// The phone could not be told.
+        Failed = "failed",
+    }
+}
+
+/// A question AMC asked (or counted) on the person's phone.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PhoneAsk {
+    /// `ask_<ULID>`.
+    pub id: String,
+    /// The short code the person answers with (`yes K7QF`).
+    pub code: String,
+    /// What it asks about.
+    pub kind: PhoneAskKind,
+    /// The held send's id (`msg_…`) or the tool request's (`tr_…`).
+    pub subject: String,
+    /// The conversation it was asked in.
+    pub channel_id: String,
+    /// Where it stands.
+    pub state: PhoneAskState,
+    /// The asking message's id on the platform, once sent.
+    pub prompt_platform_id: Option<String>,
+    /// When it was asked.
+    #[serde(with = "serde_ms")]
+    pub asked_at: Millis,
+    /// When an answer from the phone stops counting.
+    #[serde(with = "serde_ms")]
+    pub expires_at: Millis,
+}
+
+str_enum! {
     /// Whether a message came from the platform or was sent by an agent through AMC.
     Direction {
         /// From the platform (the person's own messages from their devices included).
@@ -469,6 +534,8 @@ pub struct OutboxItem {
     /// For a send held by the readers rule: the other conversations the agent had read,
     /// newest first (at most [`READ_FROM_SHOWN`]).
     pub read_from: Vec<ReadFrom>,
+    /// Where the person approved or rejected it, once they did.
+    pub decided_via: Option<DecidedVia>,
 }
 
 /// The most conversations a held send names as read from.
@@ -556,6 +623,8 @@ pub struct ToolRequest {
     /// When the person answered (or the session ended).
     #[serde(with = "serde_ms::option")]
     pub decided_at: Option<Millis>,
+    /// Where the person answered, once they did.
+    pub decided_via: Option<DecidedVia>,
 }
 
 /// An agent as the person sees it.

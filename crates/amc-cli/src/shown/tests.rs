@@ -6,6 +6,7 @@ use rand::{Rng, SeedableRng};
 use serde_json::json;
 
 use super::*;
+use amc_core::text::OPEN;
 
 /// What a person reading the terminal takes the shown text for: escapes read back.
 fn read_back(shown: &str) -> Result<String, String> {

@@ -8,8 +8,8 @@ use super::inbox::seen_by_person;
 use crate::error::{Error, Result};
 use crate::events::Event;
 use crate::model::{
-    AgentInfo, ChannelAdmin, ChannelState, CodesShown, Envelope, HistoryRelease, NotACodeReport, OutboxItem,
-    OutboxStatus, SendPolicy, Waiting,
+    AgentInfo, ChannelAdmin, ChannelState, CodesShown, DecidedVia, Envelope, HistoryRelease, NotACodeReport,
+    OutboxItem, OutboxStatus, SendPolicy, Waiting,
 };
 
 /// How many messages of the conversation a held send is shown with.
@@ -183,12 +183,12 @@ impl Amc {
     /// Approves a held send: it is delivered now, whatever the pause switch says. The
     /// claim and the delivery run on one task, so a caller that goes away cannot leave
     /// the send claimed but never tried.
-    pub async fn approve_send(&self, id: String) -> Result<OutboxItem> {
+    pub async fn approve_send(&self, id: String, via: DecidedVia) -> Result<OutboxItem> {
         let amc = self.clone();
         let task = tokio::spawn(async move {
             let item = amc
                 .blocking(move |s| {
-                    let item = s.claim_held(&id)?;
+                    let item = s.claim_held(&id, via)?;
                     // The person saw where this send may carry words from: those reads no
                     // longer hold its agent's next sends (unless read again since). Kept
                     // should this fail: the send goes out all the same.
@@ -205,11 +205,11 @@ impl Amc {
     }
 
     /// Rejects a held send.
-    pub async fn reject_send(&self, id: String, reason: Option<String>) -> Result<OutboxItem> {
+    pub async fn reject_send(&self, id: String, reason: Option<String>, via: DecidedVia) -> Result<OutboxItem> {
         if reason.as_ref().is_some_and(|r| r.len() > 1000) {
             return Err(Error::validation("reason is over 1000 bytes"));
         }
-        let item = self.blocking(move |s| s.reject_held(&id, reason.as_deref())).await?;
+        let item = self.blocking(move |s| s.reject_held(&id, reason.as_deref(), via)).await?;
         self.discard_stage_files(&item);
         self.publish(Event::SendChanged { send_id: item.id.clone(), status: item.status });
         Ok(item)

@@ -31,12 +31,25 @@ impl Amc {
         batches: Vec<(ChannelSpec, Vec<IncomingMessage>)>,
         checkpoint: Option<(String, String)>,
     ) -> Result<Vec<IngestReport>> {
+        // The conversation AMC asks the person in: its new rows may answer a question.
+        let phone: Vec<(String, Vec<IncomingMessage>)> = batches
+            .iter()
+            .filter(|(spec, _)| self.phone_target_is(source, &spec.platform_id).is_some())
+            .map(|(spec, messages)| (spec.platform_id.clone(), messages.clone()))
+            .collect();
         let reports = self
             .blocking(move |s| {
                 s.ingest_many(source, &batches, checkpoint.as_ref().map(|(k, v)| (k.as_str(), v.as_str())))
             })
             .await?;
         self.announce(&reports);
+        for (channel, messages) in phone {
+            let new: Vec<IncomingMessage> = messages
+                .into_iter()
+                .filter(|m| reports.iter().any(|r| r.inserted_platform_ids.contains(&m.platform_id)))
+                .collect();
+            self.phone_messages(source, &channel, new).await;
+        }
         Ok(reports)
     }
 
@@ -74,9 +87,14 @@ impl Amc {
 
     /// Applies reaction changes a source read, and tells the UI.
     pub async fn apply_reactions(&self, source: Source, changes: Vec<ReactionChange>) -> Result<usize> {
+        let read = changes.clone();
         let changed = self.blocking(move |s| s.apply_reactions(source, &changes)).await?;
         for (_, channel_id) in &changed {
             self.publish(Event::MessagesChanged { channel_id: channel_id.clone(), inserted: 0, updated: 1 });
+        }
+        // A tapback on one of AMC's questions answers it, once: only what changed is read.
+        if !changed.is_empty() {
+            self.phone_reactions(source, &read).await;
         }
         Ok(changed.len())
     }

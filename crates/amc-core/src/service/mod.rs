@@ -12,6 +12,8 @@
 //! - `ingest.rs`: the sources' front door (messages, edits, reactions, unsends,
 //!   checkpoints, late arrivals).
 //! - `search.rs`: `search_messages`, words and phrases over what an agent may see.
+//! - `phone.rs`: approvals from the person's phone, asked and answered in their own
+//!   iMessage conversation.
 //! - `claude_channel/`: the Claude Code channel: new messages told to agents' sessions as
 //!   they arrive, bursts folded (`push.rs`), and hosts' requests to use a tool, answered by
 //!   the person (`tools.rs`).
@@ -24,6 +26,7 @@ mod failed_later;
 mod health;
 mod inbox;
 mod ingest;
+mod phone;
 mod readers;
 mod search;
 mod send;
@@ -52,6 +55,7 @@ pub use health::{CatchingUp, Health, SourceState, SourceStatus};
 pub use inbox::{
     ContextPage, ContextParams, MAX_UNREAD_WAIT_SECONDS, MarkReadResult, UnreadPage, UnreadParams, WaitUnreadParams,
 };
+pub use phone::{PHONE_ASKS_A_MINUTE, PHONE_EXPIRES_MINUTES, PhoneChange, PhoneConversation, PhoneSettings};
 pub use readers::CROSSES_CONVERSATIONS;
 pub use search::{MAX_QUERY_CHARS, SearchPage, SearchParams, SearchResult};
 pub use send::{AttachmentRef, SendReceipt, SendRequest};
@@ -97,6 +101,8 @@ struct Inner {
     vetted: std::sync::Mutex<std::collections::HashMap<String, u64>>,
     /// Tokens found valid, by hash (see [`Amc::authenticate`]).
     tokens: std::sync::Mutex<std::collections::HashMap<[u8; 32], KnownToken>>,
+    /// Where AMC asks on the person's phone, and its loop's state.
+    phone: phone::PhoneState,
 }
 
 /// A token found valid: its agent, the revocation count read before the lookup, and when.
@@ -142,6 +148,7 @@ impl Amc {
         let attachments = AttachmentPolicy::new(&config.attachment_dirs, &config.staging_dir(), &config.data_dir)?;
         let paused = store.setting(PAUSED_SETTING)?.as_deref() == Some("true");
         let keys = crate::crypto::Keys::derive(&store.root_key(|| Ok(crate::crypto::new_root_key()?))?);
+        let phone = phone::PhoneState::load(&store)?;
         Ok(Self {
             inner: Arc::new(Inner {
                 limiter: RateLimiter::new(config.rate_limit),
@@ -164,6 +171,7 @@ impl Amc {
                 tokens: Default::default(),
                 vetted: Default::default(),
                 lanes: tokio::sync::Semaphore::new(amc_store::db::MAX_READERS + 2),
+                phone,
             }),
         })
     }

@@ -18,7 +18,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::{Admin, ApiJson, ApiPath, ApiQuery};
 use amc_core::ErrorCode;
 use amc_core::events::Since;
-use amc_core::model::{ChannelState, CodesShown, HistoryRelease, OutboxStatus, SendPolicy};
+use amc_core::model::{ChannelState, CodesShown, DecidedVia, HistoryRelease, OutboxStatus, SendPolicy};
 
 /// The query of `GET /admin/channels`.
 #[derive(Deserialize)]
@@ -316,7 +316,7 @@ pub async fn approve_send(
     _: Admin,
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<impl IntoResponse> {
-    Ok(Json(st.amc.approve_send(id).await?))
+    Ok(Json(st.amc.approve_send(id, DecidedVia::Mac).await?))
 }
 
 /// The body of `POST /admin/sends/{id}/reject`.
@@ -333,7 +333,7 @@ pub async fn reject_send(
     ApiPath(id): ApiPath<String>,
     ApiJson(body): ApiJson<RejectBody>,
 ) -> ApiResult<impl IntoResponse> {
-    Ok(Json(st.amc.reject_send(id, body.reason).await?))
+    Ok(Json(st.amc.reject_send(id, body.reason, DecidedVia::Mac).await?))
 }
 
 /// `GET /admin/agents`.
@@ -544,7 +544,7 @@ pub async fn allow_tool(
     _: Admin,
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<impl IntoResponse> {
-    Ok(Json(st.amc.decide_tool(id, true).await?))
+    Ok(Json(st.amc.decide_tool(id, true, DecidedVia::Mac).await?))
 }
 
 /// `POST /admin/tool-requests/{id}/deny`.
@@ -553,7 +553,7 @@ pub async fn deny_tool(
     _: Admin,
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<impl IntoResponse> {
-    Ok(Json(st.amc.decide_tool(id, false).await?))
+    Ok(Json(st.amc.decide_tool(id, false, DecidedVia::Mac).await?))
 }
 
 /// `GET /admin/search`: the same search over every approved channel, as the person sees
@@ -564,4 +564,44 @@ pub async fn search(
     ApiQuery(p): ApiQuery<amc_core::service::SearchParams>,
 ) -> ApiResult<impl IntoResponse> {
     Ok(Json(st.amc.search_all(p).await?))
+}
+
+/// `GET /admin/phone`: where AMC asks on the person's phone, what, and where it could.
+pub async fn phone(State(st): State<AppState>, _: Admin) -> ApiResult<impl IntoResponse> {
+    Ok(Json(st.amc.phone_settings().await?))
+}
+
+/// `POST /admin/phone`: changes where AMC asks and what.
+pub async fn set_phone(
+    State(st): State<AppState>,
+    _: Admin,
+    ApiJson(body): ApiJson<amc_core::service::PhoneChange>,
+) -> ApiResult<impl IntoResponse> {
+    Ok(Json(st.amc.set_phone(body).await?))
+}
+
+/// `POST /admin/phone/test`: sends a test message to the conversation AMC asks in.
+pub async fn phone_test(State(st): State<AppState>, _: Admin) -> ApiResult<impl IntoResponse> {
+    let platform_id = st.amc.phone_test().await?;
+    Ok(Json(serde_json::json!({ "sent": true, "platform_id": platform_id })))
+}
+
+/// The query of `GET /admin/phone/asks`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PhoneAsksQuery {
+    limit: Option<u32>,
+}
+
+/// `GET /admin/phone/asks`: the questions asked on the phone, newest first.
+pub async fn phone_asks(
+    State(st): State<AppState>,
+    _: Admin,
+    ApiQuery(q): ApiQuery<PhoneAsksQuery>,
+) -> ApiResult<impl IntoResponse> {
+    let limit = q.limit.unwrap_or(100);
+    if !(1..=500).contains(&limit) {
+        return Err(amc_core::Error::validation("limit must be an integer from 1 to 500").into());
+    }
+    Ok(Json(serde_json::json!({ "asks": st.amc.phone_asks(limit).await? })))
 }

@@ -10,6 +10,7 @@ mod hostile;
 mod inbox;
 mod listener;
 mod mcp;
+mod phone;
 mod push;
 mod raw;
 mod readers;

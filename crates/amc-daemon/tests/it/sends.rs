@@ -625,7 +625,7 @@ async fn sends_survive_their_callers_going_away() {
     let r = agent.post("/messages/send", &json!({ "channel_id": review, "text": "approved" })).await.expect("post");
     let id = r.json()["message_id"].as_str().expect("id").to_owned();
     let amc = d.amc.clone();
-    let approving = tokio::spawn(async move { amc.approve_send(id).await });
+    let approving = tokio::spawn(async move { amc.approve_send(id, amc_core::model::DecidedVia::Mac).await });
     in_flight.wait_for(|n| *n == 1).await.expect("the approved send reached the platform");
     approving.abort();
 

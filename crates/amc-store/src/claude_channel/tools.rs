@@ -5,7 +5,7 @@ use rusqlite::{OptionalExtension, Row, params};
 use crate::Store;
 use crate::channels::parse_col;
 use crate::error::{Error, Result};
-use crate::model::{ToolRequest, ToolRequestStatus};
+use crate::model::{DecidedVia, ToolRequest, ToolRequestStatus};
 use crate::time::{Millis, now_ms};
 
 /// A request as the bridge relays it.
@@ -23,7 +23,8 @@ pub struct NewToolRequest {
     pub input_preview: String,
 }
 
-const COLS: &str = "id, agent_id, request_id, tool_name, description, input_preview, status, created_at, decided_at";
+const COLS: &str =
+    "id, agent_id, request_id, tool_name, description, input_preview, status, created_at, decided_at, decided_via";
 
 fn from_row(r: &Row<'_>) -> rusqlite::Result<ToolRequest> {
     Ok(ToolRequest {
@@ -36,6 +37,7 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<ToolRequest> {
         status: parse_col(r, 6, ToolRequestStatus::parse)?,
         created_at: r.get(7)?,
         decided_at: r.get(8)?,
+        decided_via: r.get::<_, Option<String>>(9)?.as_deref().and_then(DecidedVia::parse),
     })
 }
 
@@ -127,14 +129,15 @@ impl Store {
 
     /// The person's answer, taken only while the request is pending. `CONFLICT` when it
     /// was answered already or its session ended.
-    pub fn decide_tool(&self, id: &str, allow: bool) -> Result<ToolRequest> {
+    pub fn decide_tool(&self, id: &str, allow: bool, via: DecidedVia) -> Result<ToolRequest> {
         self.db.write(|tx| {
             let status = if allow { ToolRequestStatus::Allowed } else { ToolRequestStatus::Denied };
             let changed = tx
                 .prepare_cached(
-                    "UPDATE tool_requests SET status = ?2, decided_at = ?3 WHERE id = ?1 AND status = 'pending'",
+                    "UPDATE tool_requests SET status = ?2, decided_at = ?3, decided_via = ?4 \
+                     WHERE id = ?1 AND status = 'pending'",
                 )?
-                .execute(params![id, status.as_str(), now_ms()])?;
+                .execute(params![id, status.as_str(), now_ms(), via.as_str()])?;
             let found = tx
                 .prepare_cached(&format!("SELECT {COLS} FROM tool_requests WHERE id = ?1"))?
                 .query_row([id], from_row)
@@ -144,6 +147,16 @@ impl Store {
                 return Err(Error::conflict(format!("this request is {} already", found.status.as_str())));
             }
             Ok(found)
+        })
+    }
+
+    /// The request `id`.
+    pub fn tool_request(&self, id: &str) -> Result<ToolRequest> {
+        self.db.read(|tx| {
+            tx.prepare_cached(&format!("SELECT {COLS} FROM tool_requests WHERE id = ?1"))?
+                .query_row([id], from_row)
+                .optional()?
+                .ok_or_else(|| Error::not_found("tool request"))
         })
     }
 

@@ -14,7 +14,7 @@ use serde::Deserialize;
 
 use crate::error::{Error, Result};
 use crate::events::Event;
-use crate::model::{ToolRequest, ToolRequestStatus};
+use crate::model::{DecidedVia, ToolRequest, ToolRequestStatus};
 use crate::service::{AgentCtx, Amc};
 use amc_store::{NewToolRequest, Store, ToolRequestBounds};
 
@@ -115,8 +115,8 @@ impl Amc {
 
     /// The person allows or denies a request. `CONFLICT` once it was answered or its
     /// session ended; `NOT_FOUND` for an unknown id.
-    pub async fn decide_tool(&self, id: String, allow: bool) -> Result<ToolRequest> {
-        let decided = self.blocking(move |s| s.decide_tool(&id, allow)).await?;
+    pub async fn decide_tool(&self, id: String, allow: bool, via: DecidedVia) -> Result<ToolRequest> {
+        let decided = self.blocking(move |s| s.decide_tool(&id, allow, via)).await?;
         self.publish(Event::ToolRequestChanged {
             request: decided.id.clone(),
             agent_id: decided.agent_id.clone(),
