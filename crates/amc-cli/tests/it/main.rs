@@ -4,6 +4,7 @@
 mod crash;
 mod discord;
 mod imessage;
+mod phone;
 mod private_files;
 mod review;
 mod shown;
