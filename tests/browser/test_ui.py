@@ -841,3 +841,37 @@ def test_a_send_that_crosses_conversations_waits_with_where_it_was_read_and_a_ch
     row.get_by_role("button", name="Hold crossings again").click()
     expect(row.locator(".readers")).to_be_hidden()
     assert agent.send(ada, "And again").json()["status"] == "pending_review"
+
+
+def test_the_person_chooses_their_own_conversation_for_phone_approvals_and_sends_a_test(daemon: UiDaemon, page: Page):
+    me = "+15550001111"
+    # A contact's conversation and the person's own, as the iMessage source gives them.
+    daemon.chat("ada", ["ping"])
+    daemon.admin("POST", "/admin/test/ingest", {
+        "source": "imessage", "chat_id": f"any;-;{me}", "chat_name": "Me", "readers": [me], "own_addresses": [me],
+        "messages": [{"id": "note-1", "text": "note to self", "is_self": True, "sender": "me"}],
+    })
+    open_ui(page, daemon, "Status")
+    panel = page.get_by_role("region", name="Approve from your phone")
+    expect(panel).to_contain_text("your own conversation with yourself")
+    # Only the person's own conversation is offered.
+    expect(panel.locator("[data-candidate]")).to_have_count(1)
+    expect(panel.locator("[data-candidate]")).to_contain_text(me)
+    panel.get_by_role("button", name="Ask me here").click()
+    expect(panel).to_contain_text(f"your own conversation with {me}")
+    expect(page.locator("[data-phone=on]")).to_be_visible()
+    settings = daemon.admin("GET", "/admin/phone")
+    assert settings["imessage"]["address"] == me, settings
+    # Agents never see it now: it is blocked.
+    channel = daemon.admin("GET", f"/admin/channels/{settings['imessage']['channel_id']}")
+    assert channel["state"] == "blocked", channel
+    panel.get_by_role("button", name="Send a test").click()
+    expect(page.locator(".toast").last).to_contain_text("Sent")
+    assert any("this is where AMC will ask you" in t for t in daemon.sent_texts())
+    # Tool requests answered here only, then no phone at all.
+    panel.get_by_label("Tool requests").uncheck()
+    expect(panel.get_by_label("Tool requests")).not_to_be_checked()
+    assert daemon.admin("GET", "/admin/phone")["tools"] is False
+    panel.get_by_role("button", name="Stop asking").click()
+    expect(page.locator("[data-phone=off]")).to_be_visible()
+    assert daemon.admin("GET", "/admin/phone")["imessage"] is None

@@ -106,7 +106,7 @@ async function loadDecisions() {
         h("td", { class: "mono", text: t.tool_name }),
         h("td", { class: "text-cell" }, h("span", { class: "clip", text: t.description || t.input_preview })),
         h("td", {}, h("span", { class: `badge decision-${t.status}`, text: DECISION[t.status] ?? t.status }),
-          t.decided_at ? h("span", { class: "note muted" }, time(t.decided_at)) : null))))));
+          t.decided_at ? h("span", { class: "note muted" }, time(t.decided_at)) : null, via(t.decided_via)))))));
 }
 
 async function loadQueue() {
@@ -245,7 +245,12 @@ async function loadLog() {
         h("td", { class: "text-cell" }, h("span", { class: "clip", text: s.text || "(attachments only)" }),
           s.status === "unknown" ? h("span", { class: "note warn-text", text: "The platform did not confirm this send. Check the conversation before anyone sends it again." }) : null,
           s.error_message ? h("span", { class: "note", text: s.error_message }) : null),
-        h("td", {}, statusBadge(s.status)))))));
+        h("td", {}, statusBadge(s.status), via(s.decided_via)))))));
+}
+
+/** Where the person decided, when it was not this Mac. */
+function via(decidedVia) {
+  return decidedVia === "phone_imessage" ? h("span", { class: "note muted", dataset: { via: decidedVia }, text: "from your phone" }) : null;
 }
 
 /** A status badge; unknown outcomes stand out. */

@@ -1,5 +1,6 @@
 // Status: the daemon's health, each source's state with its fix, each permission AMC needs
-// with where to grant it, and the switch that pauses every agent's sends.
+// with where to grant it, the switch that pauses every agent's sends, and where AMC asks the
+// person on their phone.
 
 import { get, post } from "./api.js";
 import { SOURCE, busy, h, load, replace, time, toast, viewHeader } from "./dom.js";
@@ -39,6 +40,7 @@ async function refresh() {
   const health = await load(body, "/healthz", "AMC's health");
   if (!health) return;
   const report = await get("/admin/codes/report").catch(() => null);
+  const phoneSettings = await get("/admin/phone").catch(() => null);
   const paused = health.agents_paused;
   replace(body,
     h("section", { class: `panel pause ${paused ? "is-paused" : ""}`, "aria-labelledby": "h-pause" },
@@ -66,6 +68,7 @@ async function refresh() {
           s.reason ? h("p", { class: "reason", text: s.reason }) : null,
           catchingUp(s.catching_up)))))),
     permissions(health.sources),
+    phoneSettings ? phone(phoneSettings) : null,
     report ? notACode(report) : null,
     h("section", { class: "panel", "aria-labelledby": "h-daemon" },
       h("h2", { id: "h-daemon", class: "section-title", text: "AMC" }),
@@ -73,6 +76,45 @@ async function refresh() {
         h("dt", { text: "Health" }), h("dd", { text: health.status === "ok" ? "OK" : "Degraded" }),
         h("dt", { text: "Version" }), h("dd", { text: health.version }),
         h("dt", { text: "Running for" }), h("dd", { text: uptime(health.uptime_seconds) }))));
+}
+
+/** Approvals from the phone: where AMC asks, what about, and the conversations it could ask in. */
+function phone(p) {
+  const change = (button, body, said) => busy(button, async () => {
+    await post("/admin/phone", body);
+    toast(said);
+    refreshAll();
+  });
+  const where = p.imessage;
+  const about = where
+    ? `AMC asks you in your own conversation with ${where.address} in Messages. Give a question a thumbs-up or thumbs-down tapback there, or reply "yes" or "no" with its code. Agents never see that conversation.`
+    : "AMC can ask you about agents' held sends and tool requests in your own conversation with yourself in Messages; your thumbs-up or thumbs-down tapback there decides. Only such a conversation can be chosen, and agents never see it.";
+  const kind = (key, label, on) => h("label", { class: "check", dataset: { key: `phone-${key}` } },
+    h("input", { type: "checkbox", checked: on, onchange: (e) => change(e.currentTarget, { [key]: e.currentTarget.checked },
+      `${label}: ${e.currentTarget.checked ? "asked on your phone" : "answered here only"}`) }),
+    ` ${label}`);
+  return h("section", { class: "panel", "aria-labelledby": "h-phone", dataset: { phone: where ? "on" : "off" } },
+    h("h2", { id: "h-phone", class: "section-title", text: "Approve from your phone" }),
+    h("p", { class: "muted", text: about }),
+    where
+      ? h("div", { class: "phone-on" },
+        h("div", { class: "row-title" }, kind("sends", "Held sends", p.sends), kind("tools", "Tool requests", p.tools)),
+        h("p", { class: "muted", text: `An answer counts for ${p.expire_minutes} minutes; at most ${p.asks_a_minute} questions a minute.` }),
+        h("div", { class: "actions" },
+          h("button", { type: "button", class: "btn", dataset: { key: "phone-test" }, onclick: (e) => busy(e.currentTarget, async () => {
+            await post("/admin/phone/test");
+            toast("Sent: look in your own conversation in Messages");
+          }) }, "Send a test"),
+          h("button", { type: "button", class: "btn danger", dataset: { key: "phone-off" },
+            onclick: (e) => change(e.currentTarget, { imessage: null }, "AMC no longer asks on your phone") }, "Stop asking")))
+      : p.candidates.length
+        ? h("ul", { class: "rows" }, p.candidates.map((c) => h("li", { class: "row", dataset: { candidate: c.channel_id } },
+          h("div", { class: "row-main" }, h("div", { class: "row-title" },
+            h("span", { class: "name", text: c.name }), h("span", { class: "muted", text: c.address }))),
+          h("button", { type: "button", class: "btn primary", onclick: (e) => change(e.currentTarget, { imessage: c.channel_id }, "AMC will ask on your phone") },
+            "Ask me here"))))
+        : h("p", { class: "muted", dataset: { key: "phone-none" },
+          text: "No conversation of yours with yourself is known yet: send yourself a message in Messages, then come back here." }));
 }
 
 // What macOS and Discord must allow, whether they do (as far as the sources can tell), and

@@ -18,10 +18,18 @@ pub struct Serve {
 
 impl Serve {
     /// Starts `amc serve --test-sender` with `args` in `data`, and waits for its socket.
+    #[allow(dead_code)] // not every bench starts it so
     pub fn start(data: &Path, args: &[&std::ffi::OsStr]) -> std::io::Result<Self> {
+        Self::start_env(data, args, &[])
+    }
+
+    /// [`Serve::start`] with `env` set for it too.
+    #[allow(dead_code)] // not every bench starts it so
+    pub fn start_env(data: &Path, args: &[&std::ffi::OsStr], env: &[(&str, &str)]) -> std::io::Result<Self> {
         let child = Command::new(AMC)
             .args(["serve", "--test-sender"])
             .args(args)
+            .envs(env.iter().copied())
             .env("AMC_DATA_DIR", data)
             .env("AMC_LOG", "warn")
             .stdout(Stdio::null())

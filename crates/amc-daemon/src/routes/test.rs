@@ -71,6 +71,12 @@ pub struct IngestBody {
     #[serde(default)]
     group: bool,
     messages: Vec<TestMessage>,
+    /// Who besides the person reads the chat, as the iMessage source says it.
+    #[serde(default)]
+    readers: Option<Vec<String>>,
+    /// The person's own addresses, as the iMessage source reads them from chat.db.
+    #[serde(default)]
+    own_addresses: Option<Vec<String>>,
 }
 
 /// `POST /admin/test/ingest`: stores messages as a source would.
@@ -131,7 +137,10 @@ pub async fn ingest(
         });
     }
     let kind = if b.group { ChannelKind::Group } else { ChannelKind::Dm };
-    let spec = ChannelSpec { platform_id: b.chat_id, name: b.chat_name, kind, readers: None };
+    if let Some(own) = b.own_addresses {
+        st.amc.set_own_addresses(source, own).await?;
+    }
+    let spec = ChannelSpec { platform_id: b.chat_id, name: b.chat_name, kind, readers: b.readers };
     let report = st.amc.ingest(source, spec, messages, None).await?;
     Ok(Json(serde_json::json!({
         "channel_id": report.channel_id,

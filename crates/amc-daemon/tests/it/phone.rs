@@ -294,3 +294,65 @@ async fn past_the_limit_a_minute_one_line_counts_what_waits_and_a_pause_withdraw
     assert_eq!(send_status(&d, &held[0]).await["status"], "held");
     stop.cancel();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_request_is_allowed_from_the_phone_and_only_the_kinds_chosen_are_asked() {
+    let Phone { d, mut agent, stop, .. } = phone().await;
+    let ask = |id: &str| {
+        json!({ "session": "s1", "request_id": id, "tool_name": "Bash",
+                "description": "Run a shell command", "input_preview": "rm -rf build\u{1b}[2J" })
+    };
+    let r = agent.post("/tool-requests", &ask("tbxkq")).await.expect("ask");
+    let request = r.json()["id"].as_str().expect("id").to_owned();
+    let (code_, prompt) = asked(&d, &request).await;
+    let question = told(&d).into_iter().find(|(id, _)| *id == prompt).expect("the question").1;
+    assert!(question.contains("asks to use Bash") && question.contains("⟨U+001B⟩[2J"), "escaped: {question}");
+    in_self_chat(&d, vec![mine(&prompt, &question), mine("reply-t", &format!("no {code_}"))]).await;
+    let denied = amc_testkit::eventually("the request denied", || async {
+        let v = d.admin().await.get("/admin/tool-requests").await.expect("list").json();
+        v["tool_requests"].as_array()?.iter().find(|t| t["id"] == request.as_str() && t["status"] == "denied").cloned()
+    })
+    .await;
+    assert_eq!(denied["decided_via"], "phone_imessage");
+
+    // Tool requests off: the next one waits in AMC, and the phone is not asked.
+    let r = d.admin().await.post("/admin/phone", &json!({ "tools": false })).await.expect("set");
+    assert_eq!(r.json()["tools"], false);
+    let before = told(&d).len();
+    let r = agent.post("/tool-requests", &ask("qwxyz")).await.expect("ask");
+    assert_eq!(r.status, 201, "{:?}", r.json());
+    let held = held_send(
+        &mut agent,
+        &{
+            let s = d.admin().await.get("/admin/channels?state=allowed").await.expect("list").json();
+            s["channels"][0]["id"].as_str().expect("contact").to_owned()
+        },
+        "after tools off",
+    )
+    .await;
+    asked(&d, &held).await;
+    let new: Vec<String> = told(&d)[before..].iter().map(|(_, t)| t.clone()).collect();
+    assert!(new.iter().all(|t| !t.contains("asks to use")), "{new:?}");
+    stop.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn revoking_the_agent_withdraws_its_questions() {
+    let Phone { d, contact, mut agent, stop } = phone().await;
+    let held = held_send(&mut agent, &contact, "before the revocation").await;
+    let (code_, prompt) = asked(&d, &held).await;
+    let r = d.admin().await.post("/admin/agents/claude/revoke", &json!({})).await.expect("revoke");
+    assert_eq!(r.status, 200);
+    amc_testkit::eventually("the question withdrawn", || async {
+        let v = d.admin().await.get("/admin/phone/asks").await.expect("asks").json();
+        v["asks"].as_array()?.iter().any(|a| a["code"] == code_.as_str() && a["state"] == "withdrawn").then_some(())
+    })
+    .await;
+    in_self_chat(&d, vec![mine(&prompt, "the question"), mine("late-yes", &format!("yes {code_}"))]).await;
+    amc_testkit::eventually("the phone told it was withdrawn", || async {
+        told(&d).iter().any(|(_, t)| t.contains(&code_) && t.contains("withdrawn")).then_some(())
+    })
+    .await;
+    assert_eq!(send_status(&d, &held).await["status"], "held");
+    stop.cancel();
+}
