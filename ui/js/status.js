@@ -85,18 +85,20 @@ function phone(p) {
     toast(said);
     refreshAll();
   });
-  const where = p.imessage;
-  const about = where
-    ? `AMC asks you in your own conversation with ${where.address} in Messages. Give a question a thumbs-up or thumbs-down tapback there, or reply "yes" or "no" with its code. Agents never see that conversation.`
-    : "AMC can ask you about agents' held sends and tool requests in your own conversation with yourself in Messages; your thumbs-up or thumbs-down tapback there decides. Only such a conversation can be chosen, and agents never see it.";
+  const where = [p.imessage, p.discord].filter(Boolean);
+  const place = (c) => (c.source === "discord" ? `your DM with the bot on Discord (${c.name})` : `your own conversation with ${c.address} in Messages`);
+  const about = where.length
+    ? `AMC asks you in ${where.map(place).join(" and in ")}. Answer with a thumbs-up or thumbs-down tapback (in Messages), the Approve and Reject buttons (on Discord), or reply "yes" or "no" with the question's code. Agents never see these conversations.`
+    : "AMC can ask you about agents' held sends and tool requests in your own conversation with yourself in Messages, or in your DM with the bot on Discord; your answer there decides. Only such a conversation can be chosen, and agents never see it.";
+  const others = p.candidates.filter((c) => !where.some((w) => w.channel_id === c.channel_id));
   const kind = (key, label, on) => h("label", { class: "check", dataset: { key: `phone-${key}` } },
     h("input", { type: "checkbox", checked: on, onchange: (e) => change(e.currentTarget, { [key]: e.currentTarget.checked },
       `${label}: ${e.currentTarget.checked ? "asked on your phone" : "answered here only"}`) }),
     ` ${label}`);
-  return h("section", { class: "panel", "aria-labelledby": "h-phone", dataset: { phone: where ? "on" : "off" } },
+  return h("section", { class: "panel", "aria-labelledby": "h-phone", dataset: { phone: where.length ? "on" : "off" } },
     h("h2", { id: "h-phone", class: "section-title", text: "Approve from your phone" }),
     h("p", { class: "muted", text: about }),
-    where
+    where.length
       ? h("div", { class: "phone-on" },
         h("div", { class: "row-title" }, kind("sends", "Held sends", p.sends), kind("tools", "Tool requests", p.tools)),
         h("p", { class: "muted", text: `An answer counts for ${p.expire_minutes} minutes; at most ${p.asks_a_minute} questions a minute.` }),
@@ -106,15 +108,16 @@ function phone(p) {
             toast("Sent: look in your own conversation in Messages");
           }) }, "Send a test"),
           h("button", { type: "button", class: "btn danger", dataset: { key: "phone-off" },
-            onclick: (e) => change(e.currentTarget, { imessage: null }, "AMC no longer asks on your phone") }, "Stop asking")))
-      : p.candidates.length
-        ? h("ul", { class: "rows" }, p.candidates.map((c) => h("li", { class: "row", dataset: { candidate: c.channel_id } },
-          h("div", { class: "row-main" }, h("div", { class: "row-title" },
-            h("span", { class: "name", text: c.name }), h("span", { class: "muted", text: c.address }))),
-          h("button", { type: "button", class: "btn primary", onclick: (e) => change(e.currentTarget, { imessage: c.channel_id }, "AMC will ask on your phone") },
-            "Ask me here"))))
-        : h("p", { class: "muted", dataset: { key: "phone-none" },
-          text: "No conversation of yours with yourself is known yet: send yourself a message in Messages, then come back here." }));
+            onclick: (e) => change(e.currentTarget, { imessage: null, discord: null }, "AMC no longer asks on your phone") }, "Stop asking")))
+      : null,
+    others.length
+      ? h("ul", { class: "rows" }, others.map((c) => h("li", { class: "row", dataset: { candidate: c.channel_id } },
+        h("div", { class: "row-main" }, h("div", { class: "row-title" },
+          h("span", { class: "name", text: c.name }), h("span", { class: "muted", text: `${SOURCE[c.source] ?? c.source} · ${c.address}` }))),
+        h("button", { type: "button", class: "btn primary", onclick: (e) => change(e.currentTarget, { [c.source]: c.channel_id }, "AMC will ask on your phone") },
+          "Ask me here"))))
+      : where.length ? null : h("p", { class: "muted", dataset: { key: "phone-none" },
+        text: "No conversation of yours with yourself is known yet: send yourself a message in Messages (or your bot a DM on Discord), then come back here." }));
 }
 
 // What macOS and Discord must allow, whether they do (as far as the sources can tell), and

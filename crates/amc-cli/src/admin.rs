@@ -655,7 +655,10 @@ pub async fn phone(raw: RawConfig, json_out: bool, cmd: PhoneCmd) -> anyhow::Res
         PhoneCmd::Set { channel, sends, tools, expire, per_minute } => {
             let mut body = serde_json::Map::new();
             if let Some(ch) = channel {
-                body.insert("imessage".into(), json!(ch));
+                // Each source has its own conversation: the channel says which.
+                let found = ok(c.get(&format!("/admin/channels/{ch}")).await?)?;
+                let source = if found["source"] == "discord" { "discord" } else { "imessage" };
+                body.insert(source.into(), json!(ch));
             }
             for (key, value) in [("sends", on(sends)), ("tools", on(tools))] {
                 if let Some(value) = value {
@@ -669,7 +672,7 @@ pub async fn phone(raw: RawConfig, json_out: bool, cmd: PhoneCmd) -> anyhow::Res
             }
             ok(c.post("/admin/phone", &serde_json::Value::Object(body)).await?)?
         }
-        PhoneCmd::Off => ok(c.post("/admin/phone", &json!({ "imessage": null })).await?)?,
+        PhoneCmd::Off => ok(c.post("/admin/phone", &json!({ "imessage": null, "discord": null })).await?)?,
         PhoneCmd::Test => ok(c.post("/admin/phone/test", &json!({})).await?)?,
         PhoneCmd::Asks => ok(c.get("/admin/phone/asks").await?)?,
     };
@@ -677,7 +680,7 @@ pub async fn phone(raw: RawConfig, json_out: bool, cmd: PhoneCmd) -> anyhow::Res
         return print_json(&v);
     }
     match cmd {
-        PhoneCmd::Test => say!("Sent. Look for it in your own conversation in Messages."),
+        PhoneCmd::Test => say!("Sent. Look for it in your own conversation in Messages, or your DM with the bot."),
         PhoneCmd::Asks => {
             let asks = v["asks"].as_array().cloned().unwrap_or_default();
             if asks.is_empty() {
@@ -688,14 +691,19 @@ pub async fn phone(raw: RawConfig, json_out: bool, cmd: PhoneCmd) -> anyhow::Res
             }
         }
         PhoneCmd::Show | PhoneCmd::Set { .. } | PhoneCmd::Off => {
-            match v["imessage"].is_null() {
-                false => say!(
-                    "AMC asks on your phone in {} ({}), {}: agents never see that conversation.",
-                    s(&v["imessage"], "name"),
-                    s(&v["imessage"], "address"),
-                    s(&v["imessage"], "channel_id")
-                ),
-                true => say!("AMC asks on no phone: held sends and tool requests wait for you on this Mac."),
+            let off = v["imessage"].is_null() && v["discord"].is_null();
+            if off {
+                say!("AMC asks on no phone: held sends and tool requests wait for you on this Mac.");
+            }
+            for (key, place) in [("imessage", "Messages"), ("discord", "Discord")] {
+                if !v[key].is_null() {
+                    say!(
+                        "AMC asks you in {place}, in {} ({}), {}: agents never see that conversation.",
+                        s(&v[key], "name"),
+                        s(&v[key], "address"),
+                        s(&v[key], "channel_id")
+                    );
+                }
             }
             let kinds: Vec<&str> = [("held sends", v["sends"] == true), ("tool requests", v["tools"] == true)]
                 .into_iter()
@@ -708,11 +716,12 @@ pub async fn phone(raw: RawConfig, json_out: bool, cmd: PhoneCmd) -> anyhow::Res
                 v["asks_a_minute"].as_u64().unwrap_or(0)
             );
             let candidates = v["candidates"].as_array().cloned().unwrap_or_default();
-            if v["imessage"].is_null() {
+            if off {
                 if candidates.is_empty() {
                     say!(
                         "No conversation of yours with yourself is known yet. Send yourself a message in \
-                         Messages, then run `amc phone show` again."
+                         Messages (or your bot a DM on Discord, with discord_user_id set), then run \
+                         `amc phone show` again."
                     );
                 }
                 for cand in &candidates {

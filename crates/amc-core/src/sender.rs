@@ -33,6 +33,10 @@ pub struct OutgoingSend {
     pub reply_to_platform_id: Option<String>,
     /// Files staged by AMC.
     pub attachments: Vec<StagedAttachment>,
+    /// For a question AMC asks the person on their phone, its code: a platform that has
+    /// buttons (Discord) offers Approve and Reject for it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answers: Option<String>,
 }
 
 /// A delivered send.
@@ -257,6 +261,7 @@ mod tests {
                         text: "x".repeat(4096 + i),
                         reply_to_platform_id: None,
                         attachments: Vec::new(),
+                        answers: None,
                     };
                     sender.send(msg).await.expect("sent")
                 })

@@ -9,8 +9,9 @@ use amc_core::model::ReactionChange;
 use amc_core::model::{ChannelState, Source};
 use amc_core::service::SourceState;
 use serenity::all::{
-    ChannelId, Context, EventHandler, GatewayIntents, Guild, GuildChannel, GuildId, Message, MessageId, MessageType,
-    MessageUpdateEvent, Reaction, Ready, ResumedEvent, ShardStageUpdateEvent, ThreadListSyncEvent, UnavailableGuild,
+    ChannelId, ComponentInteraction, Context, EditInteractionResponse, EventHandler, GatewayIntents, Guild,
+    GuildChannel, GuildId, Interaction, Message, MessageId, MessageType, MessageUpdateEvent, Reaction, Ready,
+    ResumedEvent, ShardStageUpdateEvent, ThreadListSyncEvent, UnavailableGuild,
 };
 use serenity::async_trait;
 use serenity::gateway::ConnectionStage;
@@ -46,6 +47,9 @@ pub(crate) enum Incoming {
     Edit(Box<MessageUpdateEvent>),
     Deleted(Vec<MessageId>),
     Reaction(Box<Reaction>, bool),
+    /// A button of a message pressed (AMC's questions on the person's phone), with the
+    /// client to answer it with.
+    Pressed(Box<ComponentInteraction>, Arc<serenity::http::Http>),
     /// All reactions of a message taken away, or all with one emoji.
     ReactionsCleared(MessageId, Option<String>),
 }
@@ -148,6 +152,40 @@ impl EventHandler for Handler {
 
     async fn reaction_remove_emoji(&self, _ctx: Context, r: Reaction) {
         self.push(Incoming::ReactionsCleared(r.message_id, Some(convert::emoji(&r.emoji))));
+    }
+
+    async fn interaction_create(&self, ctx: Context, interaction: Interaction) {
+        if let Interaction::Component(pressed) = interaction {
+            self.push(Incoming::Pressed(Box::new(pressed), ctx.http.clone()));
+        }
+    }
+}
+
+/// Answers a pressed button: Discord wants an answer within three seconds, so AMC defers
+/// (an ephemeral "thinking", seen by the presser alone), decides, then says what it did in
+/// that answer (<https://discord.com/developers/docs/interactions/receiving-and-responding>).
+async fn answer_button(shared: Arc<Shared>, pressed: ComponentInteraction, http: Arc<serenity::http::Http>) {
+    if let Err(e) = pressed.defer_ephemeral(&http).await {
+        tracing::warn!(error = %e, "could not answer a button on Discord");
+        return;
+    }
+    let user = amc_core::model::SenderInfo {
+        id: pressed.user.id.to_string(),
+        display_name: None,
+        is_self: shared.selves().person == Some(pressed.user.id),
+    };
+    let said = shared
+        .amc
+        .phone_button(
+            Source::Discord,
+            &pressed.channel_id.to_string(),
+            &pressed.message.id.to_string(),
+            &user,
+            &pressed.data.custom_id,
+        )
+        .await;
+    if let Err(e) = pressed.edit_response(&http, EditInteractionResponse::new().content(said)).await {
+        tracing::warn!(error = %e, "could not tell Discord what a button did");
     }
 }
 
@@ -276,6 +314,10 @@ async fn apply(shared: &Arc<Shared>, event: Incoming) {
             if let Err(e) = shared.amc.apply_reactions(Source::Discord, vec![change]).await {
                 tracing::warn!(error = %e, "could not store a Discord reaction");
             }
+        }
+        // Deciding may take as long as the send it approves: apart from the queue.
+        Incoming::Pressed(pressed, http) => {
+            tokio::spawn(answer_button(shared.clone(), *pressed, http));
         }
     }
 }

@@ -71,6 +71,11 @@ impl Discord {
         let http = Arc::new(self.http());
         let person = self.settings.user_id.as_deref().and_then(|id| id.parse::<u64>().ok()).map(UserId::new);
         let shared = Arc::new(shared::Shared::new(amc.clone(), http, self.settings.history_limit, person));
+        // The person's own account: their DM with the bot is where AMC may ask them.
+        let own: Vec<String> = person.map(|p| p.to_string()).into_iter().collect();
+        if let Err(e) = amc.set_own_addresses(Source::Discord, own).await {
+            tracing::warn!(error = %e, "could not record the person's Discord account");
+        }
         let (queue, events) = tokio::sync::mpsc::unbounded_channel();
         let consumer = tokio::spawn(gateway::consume(shared.clone(), events));
         tokio::spawn(gateway::follow_approvals(shared.clone(), stop.clone()));

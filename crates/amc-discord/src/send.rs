@@ -155,6 +155,15 @@ impl DiscordSender {
             payload["message_reference"] =
                 json!({ "message_id": parent, "channel_id": msg.channel_platform_id, "fail_if_not_exists": false });
         }
+        // A question AMC asks the person: Approve and Reject buttons (a success and a danger
+        // button in one action row), and no mention of anyone, whatever it quotes.
+        if let Some(code) = &msg.answers {
+            payload["allowed_mentions"] = json!({ "parse": [] });
+            payload["components"] = json!([{ "type": 1, "components": [
+                { "type": 2, "style": 3, "label": "Approve", "custom_id": amc_core::service::button_id(true, code) },
+                { "type": 2, "style": 4, "label": "Reject", "custom_id": amc_core::service::button_id(false, code) },
+            ] }]);
+        }
         let url = self.url(&format!("/channels/{}/messages", msg.channel_platform_id));
         let req = self.client.post(url).header(AUTHORIZATION, self.auth.clone());
         let req = if msg.attachments.is_empty() {

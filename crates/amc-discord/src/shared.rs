@@ -122,7 +122,8 @@ impl Shared {
             let name = names.get(&m.channel_id).cloned()?;
             return Some(ChannelSpec { platform_id, name, kind: amc_core::model::ChannelKind::Group, readers: None });
         }
-        if !self.selves().contains_id(m.author.id) {
+        // Someone's DM with the bot (the person's own too: they are its other side).
+        if self.selves().bot != Some(m.author.id) {
             let spec = convert::dm_channel(&platform_id, &m.author);
             names.insert(m.channel_id, spec.name.clone());
             return Some(spec);

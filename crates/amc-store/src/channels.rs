@@ -103,9 +103,11 @@ fn policy_for(agent: &str) -> String {
     )
 }
 
-/// The setting naming the conversation AMC asks the person in on their phone: an iMessage
+/// The setting naming the iMessage conversation AMC asks the person in on their phone: a
 /// channel's id. That channel is never approved while set.
 pub const PHONE_CHANNEL_SETTING: &str = "phone_imessage";
+/// The same for the person's DM with the Discord bot.
+pub const PHONE_DISCORD_SETTING: &str = "phone_discord";
 
 const DAY_MS: i64 = 86_400_000;
 /// How far before a "from now" approval a message stored after it may say it was sent.
@@ -417,10 +419,11 @@ impl Store {
                 return Err(Error::sensitive_unconfirmed());
             }
             // The conversation AMC asks the person in is theirs alone: no agent may reach it.
-            if tx
-                .prepare_cached("SELECT 1 FROM settings WHERE key = ?1 AND value = ?2")?
-                .exists(params![PHONE_CHANNEL_SETTING, id])?
-            {
+            if tx.prepare_cached("SELECT 1 FROM settings WHERE key IN (?1, ?2) AND value = ?3")?.exists(params![
+                PHONE_CHANNEL_SETTING,
+                PHONE_DISCORD_SETTING,
+                id
+            ])? {
                 return Err(Error::conflict(
                     "AMC asks you for approvals in this conversation: agents never see it. \
                      Turn asking on your phone off first (amc phone off).",

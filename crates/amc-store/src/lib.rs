@@ -76,7 +76,7 @@ use crate::db::{Database, Migration};
 use crate::error::Result;
 
 pub use backlog::IndexProgress;
-pub use channels::PHONE_CHANNEL_SETTING;
+pub use channels::{PHONE_CHANNEL_SETTING, PHONE_DISCORD_SETTING};
 pub use claude_channel::{NewToolRequest, PushPosition, PushScan, ToolRequestBounds};
 pub use messages::UnreadQuery;
 pub use outbox::{HELD_BOUNDS, HeldBounds, NewSend, SEND_LOG_KEPT, SendLookup, SendOutcome};

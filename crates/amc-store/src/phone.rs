@@ -4,7 +4,7 @@
 use rusqlite::{OptionalExtension, Row, Transaction, params};
 
 use super::Store;
-use crate::channels::{PHONE_CHANNEL_SETTING, parse_col};
+use crate::channels::parse_col;
 use crate::error::{Error, Result};
 use crate::model::{ChannelKind, PhoneAsk, PhoneAskKind, PhoneAskState, Source};
 use crate::time::{Millis, now_ms};
@@ -96,14 +96,14 @@ impl Store {
         })
     }
 
-    /// Makes channel `id` the conversation AMC asks in, from `since` on, and blocks it in
-    /// the same transaction: no agent ever reads, searches, is pushed or sends to it. `None`
-    /// turns asking on the phone off (the channel stays blocked until the person approves
-    /// it).
-    pub fn set_phone_channel(&self, id: Option<&str>, since: Millis) -> Result<()> {
+    /// Makes channel `id` a conversation AMC asks in (the setting `key`), from `since` on,
+    /// and blocks it in the same transaction: no agent ever reads, searches, is pushed or
+    /// sends to it. `None` stops asking there (the channel stays blocked until the person
+    /// approves it).
+    pub fn set_phone_channel(&self, key: &str, id: Option<&str>, since: Millis) -> Result<()> {
         self.db.write(|tx| {
             let Some(id) = id else {
-                tx.prepare_cached("DELETE FROM settings WHERE key = ?1")?.execute([PHONE_CHANNEL_SETTING])?;
+                tx.prepare_cached("DELETE FROM settings WHERE key = ?1")?.execute([key])?;
                 return Ok(());
             };
             let blocked = tx
@@ -112,7 +112,7 @@ impl Store {
             if blocked == 0 {
                 return Err(Error::not_found("channel"));
             }
-            for (key, value) in [(PHONE_CHANNEL_SETTING, id.to_owned()), (PHONE_SINCE_SETTING, since.to_string())] {
+            for (key, value) in [(key, id.to_owned()), (PHONE_SINCE_SETTING, since.to_string())] {
                 tx.prepare_cached(
                     "INSERT INTO settings (key, value) VALUES (?1, ?2) \
                      ON CONFLICT (key) DO UPDATE SET value = excluded.value",
@@ -124,12 +124,12 @@ impl Store {
     }
 
     /// Records a question with a new code, unique among those kept. `None` when one was
-    /// asked about the same subject already (it is asked once).
+    /// asked about the same subject in the same conversation already (once in each).
     pub fn open_phone_ask(&self, new: &NewPhoneAsk, code: &mut dyn FnMut() -> String) -> Result<Option<PhoneAsk>> {
         self.db.write(|tx| {
             if tx
-                .prepare_cached("SELECT 1 FROM phone_asks WHERE kind = ?1 AND subject = ?2")?
-                .exists(params![new.kind.as_str(), new.subject])?
+                .prepare_cached("SELECT 1 FROM phone_asks WHERE kind = ?1 AND subject = ?2 AND channel_id = ?3")?
+                .exists(params![new.kind.as_str(), new.subject, new.channel_id])?
             {
                 return Ok(None);
             }
@@ -183,36 +183,15 @@ impl Store {
         self.db.read(|tx| ask_where(tx, "prompt_platform_id", platform_id))
     }
 
-    /// The question about this subject, if one was asked.
-    pub fn phone_ask_of(&self, kind: PhoneAskKind, subject: &str) -> Result<Option<PhoneAsk>> {
-        self.db.read(|tx| {
-            let sql = format!("SELECT {COLS} FROM phone_asks WHERE kind = ?1 AND subject = ?2");
-            Ok(tx.prepare_cached(&sql)?.query_row(params![kind.as_str(), subject], from_row).optional()?)
-        })
-    }
-
-    /// Ends the question about this subject in `state` (`settled`, `withdrawn`), if the
-    /// phone may still answer it; the question as it was before, if it changed.
-    pub fn end_phone_ask(
-        &self,
-        kind: PhoneAskKind,
-        subject: &str,
-        state: PhoneAskState,
-        at: Millis,
-    ) -> Result<Option<PhoneAsk>> {
+    /// Ends the questions about this subject, in every conversation, in `state` (`settled`,
+    /// `withdrawn`, `expired`) where the phone may still answer them; how many changed.
+    pub fn end_phone_ask(&self, kind: PhoneAskKind, subject: &str, state: PhoneAskState, at: Millis) -> Result<usize> {
         self.db.write(|tx| {
-            let sql = format!("SELECT {COLS} FROM phone_asks WHERE kind = ?1 AND subject = ?2 AND {OPEN}");
-            let Some(open) =
-                tx.prepare_cached(&sql)?.query_row(params![kind.as_str(), subject], from_row).optional()?
-            else {
-                return Ok(None);
-            };
-            tx.prepare_cached("UPDATE phone_asks SET state = ?2, settled_at = ?3 WHERE id = ?1")?.execute(params![
-                open.id,
-                state.as_str(),
-                at
-            ])?;
-            Ok(Some(open))
+            Ok(tx
+                .prepare_cached(&format!(
+                    "UPDATE phone_asks SET state = ?3, settled_at = ?4 WHERE kind = ?1 AND subject = ?2 AND {OPEN}"
+                ))?
+                .execute(params![kind.as_str(), subject, state.as_str(), at])?)
         })
     }
 
@@ -240,14 +219,27 @@ impl Store {
         })
     }
 
-    /// How many questions were asked (or counted) since `since`, of each state.
-    pub fn phone_asks_since(&self, since: Millis) -> Result<Vec<(PhoneAskState, u32)>> {
+    /// How many questions were asked in conversation `channel_id` since `since` (those
+    /// over the limit, only counted, left out).
+    pub fn phone_asked_since(&self, channel_id: &str, since: Millis) -> Result<u32> {
         self.db.read(|tx| {
-            let mut stmt = tx.prepare_cached(
-                "SELECT state, count(*) FROM phone_asks WHERE asked_at >= ?1 GROUP BY state ORDER BY state",
-            )?;
-            let rows = stmt.query_map([since], |r| Ok((parse_col(r, 0, PhoneAskState::parse)?, r.get(1)?)))?;
-            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+            Ok(tx
+                .prepare_cached(
+                    "SELECT count(*) FROM phone_asks WHERE channel_id = ?1 AND asked_at >= ?2 AND state <> 'skipped'",
+                )?
+                .query_row(params![channel_id, since], |r| r.get(0))?)
+        })
+    }
+
+    /// Ends the questions of conversation `channel_id` the phone may still answer, in
+    /// `state`; how many.
+    pub fn end_phone_asks_in(&self, channel_id: &str, state: PhoneAskState) -> Result<usize> {
+        self.db.write(|tx| {
+            Ok(tx
+                .prepare_cached(&format!(
+                    "UPDATE phone_asks SET state = ?2, settled_at = ?3 WHERE channel_id = ?1 AND {OPEN}"
+                ))?
+                .execute(params![channel_id, state.as_str(), now_ms()])?)
         })
     }
 

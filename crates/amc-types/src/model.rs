@@ -117,6 +117,8 @@ str_enum! {
         Mac = "mac",
         /// On their phone, in their own iMessage conversation (a tapback or a reply).
         PhoneImessage = "phone_imessage",
+        /// On their phone, in their DM with the Discord bot (a button or a reply).
+        PhoneDiscord = "phone_discord",
     }
 }
 

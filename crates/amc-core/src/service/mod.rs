@@ -55,7 +55,7 @@ pub use health::{CatchingUp, Health, SourceState, SourceStatus};
 pub use inbox::{
     ContextPage, ContextParams, MAX_UNREAD_WAIT_SECONDS, MarkReadResult, UnreadPage, UnreadParams, WaitUnreadParams,
 };
-pub use phone::{PHONE_ASKS_A_MINUTE, PHONE_EXPIRES_MINUTES, PhoneChange, PhoneConversation, PhoneSettings};
+pub use phone::{PHONE_ASKS_A_MINUTE, PHONE_EXPIRES_MINUTES, PhoneChange, PhoneConversation, PhoneSettings, button_id};
 pub use readers::CROSSES_CONVERSATIONS;
 pub use search::{MAX_QUERY_CHARS, SearchPage, SearchParams, SearchResult};
 pub use send::{AttachmentRef, SendReceipt, SendRequest};

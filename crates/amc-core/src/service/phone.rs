@@ -1,22 +1,27 @@
 //! Approvals from the person's phone: AMC asks about each held send and tool request in the
-//! person's own iMessage conversation (their self-chat), and the person's 👍 or 👎 tapback
-//! on the question, or a reply `yes CODE` / `no CODE`, decides it as the window would.
+//! person's own conversations (their iMessage conversation with themselves, their DM with the
+//! Discord bot), and the person's answer there decides it as the window would: in Messages a
+//! 👍 or 👎 tapback on the question or a reply `yes CODE` / `no CODE`; on Discord the
+//! question's Approve and Reject buttons, a 👍 or 👎 reaction, or the same reply.
 //!
 //! What keeps it the person's alone:
-//! - **Where.** Only a conversation whose one participant is one of the person's own
-//!   addresses, as Messages records them ([`refusal`]): checked when the person sets it,
-//!   and again before every message AMC sends there. Setting it blocks the channel: no agent
-//!   reads, searches, is pushed or sends to it, and it cannot be approved while it is set.
-//! - **Who answers.** A row of that conversation written by the person's own devices (or
-//!   the echo Messages writes of it, from one of their own addresses), never a question
-//!   AMC sent itself (its platform id is the question's), and only in the answer's exact
-//!   form: a question never reads as an answer, whatever an agent wrote in it.
+//! - **Where.** Only a conversation of the person with themselves ([`refusal`]): in Messages,
+//!   one whose one participant is one of the person's own addresses, as Messages records
+//!   them; on Discord, the bot's DM with the person's own account (`discord_user_id`).
+//!   Checked when the person sets it, and again before every message AMC sends there.
+//!   Setting it blocks the channel: no agent reads, searches, is pushed or sends to it, and
+//!   it cannot be approved while it is set.
+//! - **Who answers.** A row of that conversation written by the person (their own devices,
+//!   the echo Messages writes from one of their own addresses, their Discord account),
+//!   never a question AMC sent itself (its platform id is the question's), and only in the
+//!   answer's exact form: a question never reads as an answer, whatever an agent wrote in it.
+//!   A button pressed by anyone else is refused.
 //! - **When.** The first answer wins, wherever given; a question expires (a setting, 30
 //!   minutes by default) and a late answer is refused; pausing AMC or revoking the agent
 //!   withdraws it. Held sends and requests from before the person turned this on are
 //!   answered in AMC.
-//! - **How much.** At most a few questions a minute ([`PHONE_ASKS_A_MINUTE`] unless set);
-//!   past that one line says how many more wait in AMC.
+//! - **How much.** At most a few questions a minute in each conversation
+//!   ([`PHONE_ASKS_A_MINUTE`] unless set); past that one line says how many more wait in AMC.
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -28,13 +33,16 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::events::Event;
 use crate::model::{
     ChannelKind, DecidedVia, IncomingMessage, OutboxItem, OutboxStatus, PhoneAsk, PhoneAskKind, PhoneAskState,
-    ReactionChange, Source, ToolRequest, ToolRequestStatus,
+    ReactionChange, SenderInfo, Source, ToolRequest, ToolRequestStatus,
 };
 use crate::sender::OutgoingSend;
 use crate::time::{Millis, now_ms};
-use amc_store::{NewPhoneAsk, PHONE_CHANNEL_SETTING, PHONE_SINCE_SETTING, PhoneChannelFacts, Store};
+use amc_store::{
+    NewPhoneAsk, PHONE_CHANNEL_SETTING, PHONE_DISCORD_SETTING, PHONE_SINCE_SETTING, PhoneChannelFacts, Store,
+};
 
-/// At most this many questions reach the phone a minute, unless set (`asks_a_minute`).
+/// At most this many questions reach each conversation a minute, unless set
+/// (`asks_a_minute`).
 pub const PHONE_ASKS_A_MINUTE: u32 = 3;
 /// How long the phone may answer a question, unless set (`expire_minutes`).
 pub const PHONE_EXPIRES_MINUTES: u32 = 30;
@@ -47,30 +55,71 @@ const PHONE_LOOK_EVERY: Duration = Duration::from_secs(15);
 const KINDS_SETTING: &str = "phone_kinds";
 const EXPIRE_SETTING: &str = "phone_expire_minutes";
 const A_MINUTE_SETTING: &str = "phone_asks_a_minute";
-/// The person's own addresses, as the iMessage source last read them (a JSON array).
+/// The person's own addresses, as each source last said them (a JSON array): their
+/// addresses in Messages, their Discord user id.
 const OWN_ADDRESSES_KEY: &str = "own_addresses";
 
-/// The emoji of the tapbacks that answer.
+/// The emoji of the tapbacks and reactions that answer.
 const YES: &str = "👍";
 const NO: &str = "👎";
+
+/// The custom id of a question's buttons on Discord: `amc-phone:yes:K7QF`.
+const BUTTON_PREFIX: &str = "amc-phone:";
+
+/// The setting that names the conversation AMC asks in on `source`.
+fn setting_key(source: Source) -> &'static str {
+    match source {
+        Source::Imessage => PHONE_CHANNEL_SETTING,
+        Source::Discord => PHONE_DISCORD_SETTING,
+    }
+}
+
+/// Where the person decided, answering in a conversation of `source`.
+fn decided_via(source: Source) -> DecidedVia {
+    match source {
+        Source::Imessage => DecidedVia::PhoneImessage,
+        Source::Discord => DecidedVia::PhoneDiscord,
+    }
+}
+
+/// A button's custom id for `code`, and what a pressed one says: `(yes, code)`.
+pub fn button_id(yes: bool, code: &str) -> String {
+    format!("{BUTTON_PREFIX}{}:{code}", if yes { "yes" } else { "no" })
+}
+
+/// What a pressed button's custom id says, if it is one of AMC's questions'.
+pub fn pressed(custom_id: &str) -> Option<(bool, String)> {
+    let rest = custom_id.strip_prefix(BUTTON_PREFIX)?;
+    let (word, code) = rest.split_once(':')?;
+    let yes = match word {
+        "yes" => true,
+        "no" => false,
+        _ => return None,
+    };
+    crate::ids::is_phone_code(code).then(|| (yes, code.to_ascii_uppercase()))
+}
 
 /// Where AMC asks and what, as the person set it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PhoneSettings {
-    /// The iMessage conversation AMC asks in, or `null`: off.
+    /// The iMessage conversation AMC asks in, or `null`.
     pub imessage: Option<PhoneConversation>,
+    /// The DM with the Discord bot AMC asks in, or `null`.
+    pub discord: Option<PhoneConversation>,
     /// Whether held sends are asked about.
     pub sends: bool,
     /// Whether tool requests are asked about.
     pub tools: bool,
     /// How long the phone may answer a question, in minutes.
     pub expire_minutes: u32,
-    /// At most this many questions a minute.
+    /// At most this many questions a minute in each conversation.
     pub asks_a_minute: u32,
     /// The person's own addresses, as Messages records them: a conversation with one of
     /// them alone is one AMC may ask in.
     pub own_addresses: Vec<String>,
-    /// The conversations AMC could ask in: the person's own, one-to-one.
+    /// The person's own Discord account (`discord_user_id`), if AMC knows it.
+    pub discord_user_id: Option<String>,
+    /// The conversations AMC could ask in: the person's own.
     pub candidates: Vec<PhoneConversation>,
 }
 
@@ -79,9 +128,11 @@ pub struct PhoneSettings {
 pub struct PhoneConversation {
     /// Its channel.
     pub channel_id: String,
+    /// Its source.
+    pub source: Source,
     /// Its name.
     pub name: String,
-    /// The person's address it is with.
+    /// The person's address (or Discord user id) it is with.
     pub address: String,
 }
 
@@ -89,16 +140,19 @@ pub struct PhoneConversation {
 #[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct PhoneChange {
-    /// A channel's id to ask in, or `null` to stop asking on the phone.
+    /// An iMessage channel's id to ask in, or `null` to stop asking there.
     #[serde(default, deserialize_with = "given")]
     pub imessage: Option<Option<String>>,
+    /// A Discord DM channel's id to ask in, or `null` to stop asking there.
+    #[serde(default, deserialize_with = "given")]
+    pub discord: Option<Option<String>>,
     /// Whether held sends are asked about.
     pub sends: Option<bool>,
     /// Whether tool requests are asked about.
     pub tools: Option<bool>,
     /// How long the phone may answer, 1 to 1,440 minutes.
     pub expire_minutes: Option<u32>,
-    /// At most this many questions a minute, 1 to 30.
+    /// At most this many questions a minute in each conversation, 1 to 30.
     pub asks_a_minute: Option<u32>,
 }
 
@@ -107,17 +161,18 @@ fn given<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Option<Option<S
     Option::<String>::deserialize(d).map(Some)
 }
 
-/// The conversation AMC asks in, as the running core holds it.
+/// A conversation AMC asks in, as the running core holds it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(in crate::service) struct PhoneTarget {
     channel_id: String,
     platform_id: String,
+    source: Source,
 }
 
 /// What the core keeps in memory about the phone.
 #[derive(Debug, Default)]
 pub(in crate::service) struct PhoneState {
-    target: Mutex<Option<PhoneTarget>>,
+    targets: Mutex<Vec<PhoneTarget>>,
     /// Questions over the limit not counted on the phone yet: when the last was skipped,
     /// and when the last line counting them was sent.
     skips: Mutex<Skips>,
@@ -125,15 +180,24 @@ pub(in crate::service) struct PhoneState {
     wake: tokio::sync::Notify,
 }
 
-impl PhoneState {
-    /// The state for a store whose phone setting is `channel` (`None`: off).
-    pub(in crate::service) fn load(store: &Store) -> Result<Self> {
-        let state = Self::default();
-        if let Some(id) = store.setting(PHONE_CHANNEL_SETTING)?
+/// The conversations the store says AMC asks in.
+fn targets_in(store: &Store) -> Result<Vec<PhoneTarget>> {
+    let mut targets = Vec::new();
+    for source in [Source::Imessage, Source::Discord] {
+        if let Some(id) = store.setting(setting_key(source))?
             && let Ok(facts) = store.phone_channel_facts(&id)
         {
-            *lock(&state.target) = Some(PhoneTarget { channel_id: facts.id, platform_id: facts.platform_id });
+            targets.push(PhoneTarget { channel_id: facts.id, platform_id: facts.platform_id, source });
         }
+    }
+    Ok(targets)
+}
+
+impl PhoneState {
+    /// The state for a store, with the conversations it says AMC asks in.
+    pub(in crate::service) fn load(store: &Store) -> Result<Self> {
+        let state = Self::default();
+        *lock(&state.targets) = targets_in(store)?;
         Ok(state)
     }
 }
@@ -158,10 +222,10 @@ impl Skips {
 
     /// How soon the loop should look again for the line.
     fn next_look(&self) -> Duration {
-        match (self.last_skip, self.last_line) {
-            (Some(_), _) if !self.due() => Duration::from_millis(500),
-            (Some(_), _) => Duration::ZERO,
-            _ => PHONE_LOOK_EVERY,
+        match self.last_skip {
+            Some(_) if !self.due() => Duration::from_millis(500),
+            Some(_) => Duration::ZERO,
+            None => PHONE_LOOK_EVERY,
         }
     }
 }
@@ -170,30 +234,35 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// Why channel `facts` cannot be where AMC asks the person, or `None` when it can: an
-/// iMessage conversation, one-to-one, still there, whose one participant (as chat.db's
-/// `chat_handle_join` gives it) is one of the person's own addresses (`own`), and whose
-/// chat is keyed by that address.
+/// Why channel `facts` cannot be where AMC asks the person, or `None` when it can, given
+/// the person's own addresses on its source (`own`): one-to-one, still there, and the
+/// person's alone. In Messages, its one participant (as chat.db's `chat_handle_join` gives
+/// it) is one of the person's addresses and keys its chat; on Discord, it is the bot's DM
+/// with the person's own account.
 pub fn refusal(facts: &PhoneChannelFacts, own: &[String]) -> Option<&'static str> {
     let norm = |a: &str| crate::model::reader_handle(a);
-    if facts.source != Source::Imessage {
-        return Some("AMC asks on your phone only in iMessage for now");
-    }
     if facts.kind != ChannelKind::Dm {
         return Some("a group is read by others: AMC asks only in your conversation with yourself");
     }
     if facts.gone {
-        return Some("this conversation is gone from Messages");
+        return Some("this conversation is gone");
     }
     if own.is_empty() {
-        return Some("AMC does not know your own addresses yet: it reads them from chat.db once it has one");
+        return Some(match facts.source {
+            Source::Imessage => "AMC does not know your own addresses yet: it reads them from chat.db once it has one",
+            Source::Discord => "AMC does not know your Discord account: set discord_user_id in config.toml",
+        });
     }
     let [reader] = facts.readers.as_deref().unwrap_or_default() else {
         return Some("AMC cannot tell that you alone are in this conversation");
     };
     let yours = own.iter().any(|a| norm(a) == norm(reader));
-    // A one-to-one chat's guid names its participant: `iMessage;-;+15551234567`.
-    let keyed = facts.platform_id.split_once(";-;").is_some_and(|(_, id)| norm(id) == norm(reader));
+    // A one-to-one chat's guid names its participant: `iMessage;-;+15551234567`. A
+    // Discord DM's id names nobody: its other side is the reader.
+    let keyed = match facts.source {
+        Source::Imessage => facts.platform_id.split_once(";-;").is_some_and(|(_, id)| norm(id) == norm(reader)),
+        Source::Discord => true,
+    };
     if !yours || !keyed {
         return Some("this conversation is with someone else: AMC asks only in your conversation with yourself");
     }
@@ -214,9 +283,13 @@ pub fn answer(text: &str) -> Option<(bool, String)> {
     crate::ids::is_phone_code(code).then(|| (yes, code.to_ascii_uppercase()))
 }
 
-/// How to answer, on every question.
-fn how_to_answer(code: &str) -> String {
-    format!("Reply \"yes {code}\" or \"no {code}\", or tap 👍 or 👎 on this message.")
+/// How to answer, on every question: in Messages a tapback or a reply; on Discord the
+/// message's buttons or a reply.
+fn how_to_answer(code: &str, source: Source) -> String {
+    match source {
+        Source::Discord => format!("Press Approve or Reject, or reply \"yes {code}\" or \"no {code}\"."),
+        Source::Imessage => format!("Reply \"yes {code}\" or \"no {code}\", or tap 👍 or 👎 on this message."),
+    }
 }
 
 /// Text of others, as the phone shows it: escaped as in the terminal, one-time codes and
@@ -231,7 +304,7 @@ fn quoted(text: &str, chars: usize) -> String {
 }
 
 /// The question about a held send.
-fn send_question(item: &OutboxItem, readers: &[String], code: &str) -> String {
+fn send_question(item: &OutboxItem, readers: &[String], code: &str, on: Source) -> String {
     let mut q = format!(
         "AMC: {} wants to send to {} ({}):\n“{}”",
         quoted(&item.agent_id, 64),
@@ -255,12 +328,12 @@ fn send_question(item: &OutboxItem, readers: &[String], code: &str) -> String {
         q.push_str("\nHeld because the agent read other conversations that not everyone here can read.");
     }
     q.push('\n');
-    q.push_str(&how_to_answer(code));
+    q.push_str(&how_to_answer(code, on));
     q
 }
 
 /// The question about a tool request.
-fn tool_question(r: &ToolRequest, code: &str) -> String {
+fn tool_question(r: &ToolRequest, code: &str, on: Source) -> String {
     let mut q = format!("AMC: {} asks to use {}", quoted(&r.agent_id, 64), quoted(&r.tool_name, 80));
     if !r.description.trim().is_empty() {
         q.push_str(&format!(": {}", quoted(&r.description, 300)));
@@ -269,7 +342,7 @@ fn tool_question(r: &ToolRequest, code: &str) -> String {
         q.push_str(&format!("\n“{}”", quoted(&r.input_preview, 400)));
     }
     q.push('\n');
-    q.push_str(&how_to_answer(code));
+    q.push_str(&how_to_answer(code, on));
     q
 }
 
@@ -309,17 +382,13 @@ impl Waiting {
     }
 }
 
-/// What the phone's loop reads in one look: the setting, what waits, the questions open.
+/// What the phone's loop reads in one look: the settings, what waits, the questions open.
 struct Look {
-    target: PhoneTarget,
     expire_minutes: u32,
     asks_a_minute: u32,
     waiting: Vec<Waiting>,
     open: Vec<PhoneAsk>,
     revoked: Vec<String>,
-    asked_this_minute: u32,
-    own: Vec<String>,
-    facts: PhoneChannelFacts,
 }
 
 fn kinds(store: &Store) -> Result<(bool, bool)> {
@@ -335,44 +404,45 @@ fn asks_a_minute(store: &Store) -> Result<u32> {
     Ok(store.setting(A_MINUTE_SETTING)?.and_then(|m| m.parse().ok()).unwrap_or(PHONE_ASKS_A_MINUTE))
 }
 
-fn own_addresses(store: &Store) -> Result<Vec<String>> {
-    Ok(store
-        .source_state(Source::Imessage, OWN_ADDRESSES_KEY)?
-        .and_then(|j| serde_json::from_str(&j).ok())
-        .unwrap_or_default())
+fn own_addresses(store: &Store, source: Source) -> Result<Vec<String>> {
+    Ok(store.source_state(source, OWN_ADDRESSES_KEY)?.and_then(|j| serde_json::from_str(&j).ok()).unwrap_or_default())
+}
+
+fn conversation(facts: PhoneChannelFacts) -> PhoneConversation {
+    let address = facts.readers.as_deref().and_then(<[String]>::first).cloned().unwrap_or_default();
+    PhoneConversation { channel_id: facts.id, source: facts.source, name: facts.name, address }
 }
 
 impl Amc {
     /// Where AMC asks on the phone and what, with the conversations it could ask in.
     pub async fn phone_settings(&self) -> Result<PhoneSettings> {
         self.blocking(|s| {
-            let own = own_addresses(s)?;
             let (sends, tools) = kinds(s)?;
-            let conversation = |facts: PhoneChannelFacts| {
-                let address = facts.readers.as_deref().and_then(<[String]>::first).cloned().unwrap_or_default();
-                PhoneConversation { channel_id: facts.id, name: facts.name, address }
-            };
-            let imessage = match s.setting(PHONE_CHANNEL_SETTING)? {
-                Some(id) => s.phone_channel_facts(&id).ok().map(conversation),
-                None => None,
+            let set = |source: Source| -> Result<Option<PhoneConversation>> {
+                Ok(match s.setting(setting_key(source))? {
+                    Some(id) => s.phone_channel_facts(&id).ok().map(conversation),
+                    None => None,
+                })
             };
             let mut candidates = Vec::new();
             for ch in s.admin_channels(None, None)? {
-                if ch.source != Source::Imessage || ch.kind != ChannelKind::Dm {
+                if ch.kind != ChannelKind::Dm {
                     continue;
                 }
                 let facts = s.phone_channel_facts(&ch.id)?;
-                if refusal(&facts, &own).is_none() {
+                if refusal(&facts, &own_addresses(s, facts.source)?).is_none() {
                     candidates.push(conversation(facts));
                 }
             }
             Ok(PhoneSettings {
-                imessage,
+                imessage: set(Source::Imessage)?,
+                discord: set(Source::Discord)?,
                 sends,
                 tools,
                 expire_minutes: expire_minutes(s)?,
                 asks_a_minute: asks_a_minute(s)?,
-                own_addresses: own,
+                own_addresses: own_addresses(s, Source::Imessage)?,
+                discord_user_id: own_addresses(s, Source::Discord)?.into_iter().next(),
                 candidates,
             })
         })
@@ -380,8 +450,8 @@ impl Amc {
     }
 
     /// Changes where AMC asks on the phone and what. A conversation that is not the
-    /// person's own is refused (`VALIDATION_FAILED`, saying why); one that is becomes
-    /// blocked to agents.
+    /// person's own (or not of the source its field names) is refused (`VALIDATION_FAILED`,
+    /// saying why); one that is becomes blocked to agents.
     pub async fn set_phone(&self, change: PhoneChange) -> Result<PhoneSettings> {
         if let Some(m) = change.expire_minutes
             && !(1..=1_440).contains(&m)
@@ -393,7 +463,7 @@ impl Amc {
         {
             return Err(Error::validation("asks_a_minute must be from 1 to 30"));
         }
-        let target = self
+        let targets = self
             .blocking(move |s| {
                 if let Some(m) = change.expire_minutes {
                     s.set_setting(EXPIRE_SETTING, &m.to_string())?;
@@ -410,55 +480,72 @@ impl Amc {
                         .collect();
                     s.set_setting(KINDS_SETTING, &list.join(","))?;
                 }
-                match change.imessage {
-                    None => Ok(None),
-                    Some(None) => {
-                        s.set_phone_channel(None, now_ms())?;
-                        s.end_open_phone_asks(PhoneAskState::Withdrawn, None)?;
-                        Ok(Some(None))
-                    }
-                    Some(Some(id)) => {
-                        let facts = s.phone_channel_facts(&id)?;
-                        if let Some(why) = refusal(&facts, &own_addresses(s)?) {
-                            return Err(Error::validation(why));
-                        }
-                        // Asked again for the same conversation: what was held since stays asked.
-                        let since = match s.setting(PHONE_CHANNEL_SETTING)? {
-                            Some(current) if current == id => {
-                                s.setting(PHONE_SINCE_SETTING)?.and_then(|v| v.parse().ok()).unwrap_or_else(now_ms)
+                for (source, wanted) in [(Source::Imessage, change.imessage), (Source::Discord, change.discord)] {
+                    let key = setting_key(source);
+                    match wanted {
+                        None => {}
+                        Some(None) => {
+                            if let Some(was) = s.setting(key)? {
+                                s.end_phone_asks_in(&was, PhoneAskState::Withdrawn)?;
                             }
-                            _ => now_ms(),
-                        };
-                        s.set_phone_channel(Some(&id), since)?;
-                        Ok(Some(Some(PhoneTarget { channel_id: facts.id, platform_id: facts.platform_id })))
+                            s.set_phone_channel(key, None, now_ms())?;
+                        }
+                        Some(Some(id)) => {
+                            let facts = s.phone_channel_facts(&id)?;
+                            if facts.source != source {
+                                return Err(Error::validation(format!(
+                                    "this is a {} conversation: give it as `{}`",
+                                    facts.source.display_name(),
+                                    facts.source
+                                )));
+                            }
+                            if let Some(why) = refusal(&facts, &own_addresses(s, source)?) {
+                                return Err(Error::validation(why));
+                            }
+                            // Held sends and requests from before any conversation was
+                            // chosen are answered in AMC; choosing a second keeps the first's.
+                            let since = match targets_in(s)?.is_empty() {
+                                true => now_ms(),
+                                false => {
+                                    s.setting(PHONE_SINCE_SETTING)?.and_then(|v| v.parse().ok()).unwrap_or_else(now_ms)
+                                }
+                            };
+                            s.set_phone_channel(key, Some(&id), since)?;
+                        }
                     }
                 }
+                targets_in(s)
             })
             .await?;
-        if let Some(target) = target {
-            let changed = target.as_ref().map(|t| t.channel_id.clone());
-            *lock(&self.inner.phone.target) = target;
-            if let Some(channel_id) = changed {
-                self.publish(Event::ChannelChanged { channel_id });
-            }
+        let before = std::mem::replace(&mut *lock(&self.inner.phone.targets), targets.clone());
+        for t in targets.iter().filter(|t| !before.contains(t)) {
+            self.publish(Event::ChannelChanged { channel_id: t.channel_id.clone() });
         }
         self.inner.phone.wake.notify_one();
         self.phone_settings().await
     }
 
-    /// Sends a test message to the conversation AMC asks in: the platform id of the
-    /// message sent. `CONFLICT` when none is set.
-    pub async fn phone_test(&self) -> Result<String> {
-        let target = lock(&self.inner.phone.target).clone().ok_or_else(|| {
-            Error::conflict("AMC asks on no phone: choose your own conversation first (amc phone set CHANNEL_ID)")
-        })?;
-        let text = "AMC: this is where AMC will ask you to approve what agents want to send, and the tools they \
-                    want to use. Nothing to answer now."
-            .to_owned();
-        self.tell_phone(&target, text).await
+    /// Sends a test message to each conversation AMC asks in: the platform ids of the
+    /// messages sent. `CONFLICT` when none is set.
+    pub async fn phone_test(&self) -> Result<Vec<String>> {
+        let targets = lock(&self.inner.phone.targets).clone();
+        if targets.is_empty() {
+            return Err(Error::conflict(
+                "AMC asks on no phone: choose your own conversation first (amc phone set CHANNEL_ID)",
+            ));
+        }
+        let mut sent = Vec::new();
+        for target in &targets {
+            let text = "AMC: this is where AMC will ask you to approve what agents want to send, and the tools \
+                        they want to use. Nothing to answer now."
+                .to_owned();
+            sent.push(self.tell_phone(target, text, None).await?);
+        }
+        Ok(sent)
     }
 
-    /// Records the person's own addresses as the iMessage source reads them from chat.db.
+    /// Records the person's own addresses on `source` as it reads them: their addresses in
+    /// chat.db, their Discord account.
     pub async fn set_own_addresses(&self, source: Source, addresses: Vec<String>) -> Result<()> {
         let mut addresses: Vec<String> =
             addresses.iter().map(|a| a.trim().to_owned()).filter(|a| !a.is_empty()).collect();
@@ -482,10 +569,11 @@ impl Amc {
             if let Err(e) = self.phone_round().await {
                 tracing::warn!(error = %e, "asking on the phone failed; trying again shortly");
             }
+            let next = lock(&self.inner.phone.skips).next_look();
             tokio::select! {
                 () = &mut stop => return,
                 () = self.inner.phone.wake.notified() => {}
-                () = tokio::time::sleep(lock(&self.inner.phone.skips).next_look()) => {}
+                () = tokio::time::sleep(next) => {}
                 e = events.recv() => match e {
                     Ok(Event::SendChanged { .. } | Event::ToolRequestChanged { .. } | Event::PauseChanged { .. }
                         | Event::AgentsChanged) => {}
@@ -499,10 +587,13 @@ impl Amc {
     }
 
     /// One look: questions whose time is up expire; those about what was decided elsewhere,
-    /// or whose agent was revoked, end; what waits and was not asked about is asked (or
-    /// counted, past the limit a minute).
+    /// or whose agent was revoked, end; what waits and was not asked about is asked in each
+    /// conversation (or counted, past the limit a minute).
     async fn phone_round(&self) -> Result<()> {
-        let Some(target) = lock(&self.inner.phone.target).clone() else { return Ok(()) };
+        let targets = lock(&self.inner.phone.targets).clone();
+        if targets.is_empty() {
+            return Ok(());
+        }
         let now = now_ms();
         self.blocking(move |s| {
             s.end_open_phone_asks(PhoneAskState::Expired, Some(now))?;
@@ -534,22 +625,12 @@ impl Amc {
                     .filter(|a| matches!(a.state, PhoneAskState::Asking | PhoneAskState::Asked))
                     .collect();
                 let revoked = s.agents()?.into_iter().filter(|a| a.revoked_at.is_some()).map(|a| a.id).collect();
-                let asked_this_minute = s
-                    .phone_asks_since(now - 60_000)?
-                    .into_iter()
-                    .filter(|(state, _)| *state != PhoneAskState::Skipped)
-                    .map(|(_, n)| n)
-                    .sum();
                 Ok(Look {
-                    facts: s.phone_channel_facts(&target.channel_id)?,
-                    own: own_addresses(s)?,
-                    target,
                     expire_minutes: expire_minutes(s)?,
                     asks_a_minute: asks_a_minute(s)?,
                     waiting,
                     open,
                     revoked,
-                    asked_this_minute,
                 })
             })
             .await?;
@@ -564,14 +645,33 @@ impl Amc {
             let (kind, subject) = (ask.kind, ask.subject.clone());
             self.blocking(move |s| s.end_phone_ask(kind, &subject, state, now_ms())).await?;
         }
-        let mut asked = look.asked_this_minute;
+        let waiting: Vec<&Waiting> =
+            look.waiting.iter().filter(|w| !look.revoked.iter().any(|r| r == w.agent())).collect();
         let mut skipped = 0u32;
-        for w in look.waiting.iter().filter(|w| !look.revoked.iter().any(|r| r == w.agent())) {
+        for target in &targets {
+            skipped += self.ask_in(target, &waiting, &look).await?;
+        }
+        if skipped > 0 {
+            lock(&self.inner.phone.skips).last_skip = Some(Instant::now());
+        }
+        if lock(&self.inner.phone.skips).due() {
+            self.count_skipped(&targets, look.asks_a_minute).await?;
+        }
+        Ok(())
+    }
+
+    /// Asks in `target` about what waits and was not asked there yet: how many were over
+    /// the limit a minute.
+    async fn ask_in(&self, target: &PhoneTarget, waiting: &[&Waiting], look: &Look) -> Result<u32> {
+        let channel = target.channel_id.clone();
+        let mut asked = self.blocking(move |s| s.phone_asked_since(&channel, now_ms() - 60_000)).await?;
+        let mut skipped = 0;
+        for w in waiting {
             let state = if asked < look.asks_a_minute { PhoneAskState::Asking } else { PhoneAskState::Skipped };
             let new = NewPhoneAsk {
                 kind: w.kind(),
                 subject: w.subject().to_owned(),
-                channel_id: look.target.channel_id.clone(),
+                channel_id: target.channel_id.clone(),
                 state,
                 asked_at: now_ms(),
                 expires_at: now_ms() + i64::from(look.expire_minutes) * 60_000,
@@ -585,13 +685,6 @@ impl Amc {
                 continue;
             }
             asked += 1;
-            // Asked again, right before the message goes: the conversation is still the
-            // person's alone.
-            if let Some(why) = refusal(&look.facts, &look.own) {
-                tracing::warn!(reason = why, "the phone's conversation is no longer the person's own; not asking");
-                self.blocking(move |s| s.phone_asked(&ask.id, None)).await?;
-                continue;
-            }
             let question = match w {
                 Waiting::Send(item) => {
                     let channel = item.channel_id.clone();
@@ -599,74 +692,74 @@ impl Amc {
                         .blocking(move |s| Ok(s.phone_channel_facts(&channel)?.readers.unwrap_or_default()))
                         .await
                         .unwrap_or_default();
-                    send_question(item, &readers, &ask.code)
+                    send_question(item, &readers, &ask.code, target.source)
                 }
-                Waiting::Tool(r) => tool_question(r, &ask.code),
+                Waiting::Tool(r) => tool_question(r, &ask.code, target.source),
             };
-            let sent = self.tell_phone(&look.target, question).await;
+            let sent = self.tell_phone(target, question, Some(ask.code.clone())).await;
             if let Err(e) = &sent {
                 tracing::warn!(error = %e, "could not ask on the phone");
             }
             let prompt = sent.ok();
             self.blocking(move |s| s.phone_asked(&ask.id, prompt.as_deref())).await?;
         }
-        if skipped > 0 {
-            lock(&self.inner.phone.skips).last_skip = Some(Instant::now());
+        Ok(skipped)
+    }
+
+    /// Tells each conversation how many questions over the limit still wait in AMC.
+    async fn count_skipped(&self, targets: &[PhoneTarget], asks_a_minute: u32) -> Result<()> {
+        let count = self
+            .blocking(move |s| {
+                let mut subjects: Vec<(PhoneAskKind, String)> = s
+                    .phone_asks(1_000)?
+                    .into_iter()
+                    .filter(|a| a.state == PhoneAskState::Skipped)
+                    .map(|a| (a.kind, a.subject))
+                    .collect();
+                subjects.sort_by(|a, b| (a.0.as_str(), &a.1).cmp(&(b.0.as_str(), &b.1)));
+                subjects.dedup();
+                // One forgotten since (the log keeps so many) waits no more.
+                let waits = |(kind, subject): &(PhoneAskKind, String)| match kind {
+                    PhoneAskKind::Send => s.outbox_item(subject).is_ok_and(|i| i.status == OutboxStatus::Held),
+                    PhoneAskKind::Tool => s.tool_request(subject).is_ok_and(|r| r.status == ToolRequestStatus::Pending),
+                };
+                Ok(subjects.iter().filter(|s| waits(s)).count())
+            })
+            .await?;
+        *lock(&self.inner.phone.skips) = Skips { last_skip: None, last_line: Some(Instant::now()) };
+        if count == 0 {
+            return Ok(());
         }
-        let due = lock(&self.inner.phone.skips).due();
-        if due {
-            // What waits in AMC that the phone was not asked about.
-            let count = self
-                .blocking(move |s| {
-                    let skipped = s.phone_asks(1_000)?.into_iter().filter(|a| a.state == PhoneAskState::Skipped);
-                    let mut n = 0;
-                    for a in skipped {
-                        // One forgotten since (the log keeps so many) waits no more.
-                        let waits = match a.kind {
-                            PhoneAskKind::Send => {
-                                s.outbox_item(&a.subject).is_ok_and(|i| i.status == OutboxStatus::Held)
-                            }
-                            PhoneAskKind::Tool => {
-                                s.tool_request(&a.subject).is_ok_and(|r| r.status == ToolRequestStatus::Pending)
-                            }
-                        };
-                        n += usize::from(waits);
-                    }
-                    Ok(n)
-                })
-                .await?;
-            *lock(&self.inner.phone.skips) = Skips { last_skip: None, last_line: Some(Instant::now()) };
-            if count > 0 {
-                let line = format!(
-                    "AMC: {count} more waiting for you on your Mac; AMC asks at most {} a minute here.",
-                    look.asks_a_minute
-                );
-                if let Err(e) = self.tell_phone(&look.target, line).await {
-                    tracing::warn!(error = %e, "could not tell the phone how many wait");
-                }
+        let line =
+            format!("AMC: {count} more waiting for you on your Mac; AMC asks at most {asks_a_minute} a minute here.");
+        for target in targets {
+            if let Err(e) = self.tell_phone(target, line.clone(), None).await {
+                tracing::warn!(error = %e, "could not tell the phone how many wait");
             }
         }
         Ok(())
     }
 
-    /// Sends `text` to the conversation AMC asks in, after checking once more that it is the
-    /// person's own: the platform id of the message.
-    async fn tell_phone(&self, target: &PhoneTarget, text: String) -> Result<String> {
+    /// Sends `text` to `target`, after checking once more that it is the person's own
+    /// conversation: the platform id of the message. `answers`: the code of the question it
+    /// asks, for the platform's buttons.
+    async fn tell_phone(&self, target: &PhoneTarget, text: String, answers: Option<String>) -> Result<String> {
         let id = target.channel_id.clone();
         let (facts, own, send_target) = self
             .blocking(move |s| {
                 let target = s.channel_target(&id)?.ok_or_else(Error::channel_not_found)?;
-                Ok((s.phone_channel_facts(&id)?, own_addresses(s)?, target))
+                let facts = s.phone_channel_facts(&id)?;
+                let own = own_addresses(s, facts.source)?;
+                Ok((facts, own, target))
             })
             .await?;
         if let Some(why) = refusal(&facts, &own) {
+            tracing::warn!(reason = why, "the phone's conversation is no longer the person's own; not telling it");
             return Err(Error::validation(why));
         }
-        let sender = self
-            .inner
-            .senders
-            .get(send_target.source)
-            .ok_or_else(|| Error::new(ErrorCode::PlatformSendFailed, "the iMessage source is not running"))?;
+        let sender = self.inner.senders.get(send_target.source).ok_or_else(|| {
+            Error::new(ErrorCode::PlatformSendFailed, format!("the {} source is not running", send_target.source))
+        })?;
         let msg = OutgoingSend {
             send_id: crate::ids::new_ask_id(),
             channel_platform_id: target.platform_id.clone(),
@@ -674,28 +767,34 @@ impl Amc {
             text,
             reply_to_platform_id: None,
             attachments: Vec::new(),
+            answers,
         };
         match tokio::time::timeout(self.inner.config.send_timeout, sender.send(msg)).await {
             Ok(Ok(d)) => Ok(d.platform_id),
             Ok(Err(e)) => Err(Error::new(ErrorCode::PlatformSendFailed, e.to_string())),
-            Err(_) => Err(Error::new(ErrorCode::PlatformSendFailed, "Messages did not confirm in time")),
+            Err(_) => Err(Error::new(ErrorCode::PlatformSendFailed, "the platform did not confirm in time")),
         }
     }
 
     /// The conversation AMC asks in, if it is `channel_platform_id` of `source`.
     pub(in crate::service) fn phone_target_is(&self, source: Source, channel_platform_id: &str) -> Option<PhoneTarget> {
-        let target = lock(&self.inner.phone.target).clone()?;
-        (source == Source::Imessage && target.platform_id == channel_platform_id).then_some(target)
+        lock(&self.inner.phone.targets)
+            .iter()
+            .find(|t| t.source == source && t.platform_id == channel_platform_id)
+            .cloned()
     }
 
-    /// Reads answers among new messages of the conversation AMC asks in.
+    /// The conversation AMC asks in whose channel is `channel_id`.
+    fn phone_target_of(&self, channel_id: &str) -> Option<PhoneTarget> {
+        lock(&self.inner.phone.targets).iter().find(|t| t.channel_id == channel_id).cloned()
+    }
+
+    /// Reads answers among new messages of a conversation AMC asks in.
     pub(in crate::service) async fn phone_messages(&self, source: Source, channel: &str, new: Vec<IncomingMessage>) {
-        if self.phone_target_is(source, channel).is_none() {
-            return;
-        }
+        let Some(target) = self.phone_target_is(source, channel) else { return };
         for m in new {
             let Some((yes, code)) = answer(&m.text) else { continue };
-            if !self.is_the_person(&m.sender).await {
+            if !self.is_the_person(&m.sender, source).await {
                 continue;
             }
             let platform_id = m.platform_id.clone();
@@ -709,54 +808,103 @@ impl Amc {
                 })
                 .await;
             match found {
-                Ok(Some(ask)) => self.phone_answer(ask, yes).await,
-                Ok(None) => {}
+                Ok(Some(ask)) if ask.channel_id == target.channel_id => self.phone_answer(&target, ask, yes).await,
+                Ok(_) => {}
                 Err(e) => tracing::warn!(error = %e, "could not read an answer from the phone"),
             }
         }
     }
 
-    /// Reads answers among tapbacks: a 👍 or 👎 added on one of AMC's questions.
+    /// Reads answers among tapbacks and reactions: a 👍 or 👎 added on one of AMC's
+    /// questions by the person.
     pub(in crate::service) async fn phone_reactions(&self, source: Source, changes: &[ReactionChange]) {
-        if source != Source::Imessage || lock(&self.inner.phone.target).is_none() {
+        if !lock(&self.inner.phone.targets).iter().any(|t| t.source == source) {
             return;
         }
         for c in changes.iter().filter(|c| c.added && [YES, NO].contains(&c.reaction.emoji.as_str())) {
-            if !self.is_the_person(&c.reaction.sender).await {
+            if !self.is_the_person(&c.reaction.sender, source).await {
                 continue;
             }
-            let target = c.target_platform_id.clone();
-            match self.blocking(move |s| s.phone_ask_by_prompt(&target)).await {
-                Ok(Some(ask)) => self.phone_answer(ask, c.reaction.emoji == YES).await,
+            let prompt = c.target_platform_id.clone();
+            match self.blocking(move |s| s.phone_ask_by_prompt(&prompt)).await {
+                Ok(Some(ask)) => {
+                    let Some(target) = self.phone_target_of(&ask.channel_id).filter(|t| t.source == source) else {
+                        continue;
+                    };
+                    self.phone_answer(&target, ask, c.reaction.emoji == YES).await;
+                }
                 Ok(None) => {}
                 Err(e) => tracing::warn!(error = %e, "could not read a tapback from the phone"),
             }
         }
     }
 
-    /// Whether `sender` is the person: their own devices (`is_self`), or one of their own
-    /// addresses (Messages may write a self-chat's row as received from it).
-    async fn is_the_person(&self, sender: &crate::model::SenderInfo) -> bool {
+    /// A button of a question pressed on `source` (Discord's Approve or Reject) by `user`,
+    /// on the message `message_platform_id` of `channel_platform_id`: what to show the one
+    /// who pressed it. Only the person's own press, on the question the code belongs to, in
+    /// a conversation AMC asks in, decides anything.
+    pub async fn phone_button(
+        &self,
+        source: Source,
+        channel_platform_id: &str,
+        message_platform_id: &str,
+        user: &SenderInfo,
+        custom_id: &str,
+    ) -> String {
+        let Some((yes, code)) = pressed(custom_id) else {
+            return "AMC does not know this button.".to_owned();
+        };
+        let Some(target) = self.phone_target_is(source, channel_platform_id) else {
+            return "AMC no longer asks here.".to_owned();
+        };
+        if !self.is_the_person(user, source).await {
+            return "Only the person who set up AMC can answer its questions.".to_owned();
+        }
+        let found = self.blocking(move |s| s.phone_ask_by_code(&code)).await;
+        match found {
+            Ok(Some(ask))
+                if ask.channel_id == target.channel_id
+                    && ask.prompt_platform_id.as_deref() == Some(message_platform_id) =>
+            {
+                self.phone_verdict(source, &ask, yes).await.unwrap_or_else(|| format!("AMC: {} is settled.", ask.code))
+            }
+            Ok(_) => "AMC does not know this question.".to_owned(),
+            Err(e) => {
+                tracing::warn!(error = %e, "could not read a button from the phone");
+                "AMC could not read this answer; decide in AMC.".to_owned()
+            }
+        }
+    }
+
+    /// Whether `sender` is the person on `source`: their own devices or account
+    /// (`is_self`), or one of their own addresses (Messages may write a self-chat's row as
+    /// received from it).
+    async fn is_the_person(&self, sender: &SenderInfo, source: Source) -> bool {
         if sender.is_self {
             return true;
         }
         let id = crate::model::reader_handle(&sender.id);
-        match self.blocking(own_addresses).await {
+        match self.blocking(move |s| own_addresses(s, source)).await {
             Ok(own) => own.iter().any(|a| crate::model::reader_handle(a) == id),
             Err(_) => false,
         }
     }
 
-    /// The person answered `ask` from the phone: the first answer wins; a late one, or one
-    /// after a decision elsewhere, is refused and the phone told so.
-    async fn phone_answer(&self, ask: PhoneAsk, yes: bool) {
-        let Some(target) = lock(&self.inner.phone.target).clone() else { return };
-        if ask.channel_id != target.channel_id {
-            return;
+    /// The person answered `ask` in `target`: the verdict, told there.
+    async fn phone_answer(&self, target: &PhoneTarget, ask: PhoneAsk, yes: bool) {
+        let Some(reply) = self.phone_verdict(target.source, &ask, yes).await else { return };
+        if let Err(e) = self.tell_phone(target, reply, None).await {
+            tracing::warn!(error = %e, "could not answer the phone");
         }
+    }
+
+    /// Decides `ask` as the person answered on `source`: the first answer wins; a late
+    /// one, or one after a decision elsewhere, is refused. What to tell the person, or
+    /// nothing (the same answer read twice).
+    async fn phone_verdict(&self, source: Source, ask: &PhoneAsk, yes: bool) -> Option<String> {
         let reply = match ask.state {
             PhoneAskState::Asking | PhoneAskState::Asked if ask.expires_at > now_ms() => {
-                match self.phone_decide(&ask, yes).await {
+                match self.phone_decide(source, ask, yes).await {
                     Ok(said) => said,
                     Err(e) if e.code == ErrorCode::Conflict => {
                         format!("AMC: {} was settled already; your answer changed nothing.", ask.code)
@@ -768,25 +916,22 @@ impl Amc {
                 }
             }
             PhoneAskState::Asking | PhoneAskState::Asked | PhoneAskState::Expired => {
+                let (kind, subject) = (ask.kind, ask.subject.clone());
+                let _ = self.blocking(move |s| s.end_phone_ask(kind, &subject, PhoneAskState::Expired, now_ms())).await;
                 format!("AMC: {} expired; your answer changed nothing. It waits for you in AMC.", ask.code)
             }
-            PhoneAskState::Settled if self.decided_from_phone(&ask).await => return,
+            PhoneAskState::Settled if self.decided_from_phone(ask).await => return None,
             PhoneAskState::Settled => format!("AMC: {} was settled already; your answer changed nothing.", ask.code),
             PhoneAskState::Withdrawn => format!("AMC: {} was withdrawn; your answer changed nothing.", ask.code),
-            PhoneAskState::Skipped | PhoneAskState::Failed => return,
+            PhoneAskState::Skipped | PhoneAskState::Failed => return None,
         };
-        if ask.expires_at <= now_ms() {
-            let (kind, subject) = (ask.kind, ask.subject.clone());
-            let _ = self.blocking(move |s| s.end_phone_ask(kind, &subject, PhoneAskState::Expired, now_ms())).await;
-        }
-        if let Err(e) = self.tell_phone(&target, reply).await {
-            tracing::warn!(error = %e, "could not answer the phone");
-        }
+        Some(reply)
     }
 
-    /// Approves or rejects what `ask` is about, as from the phone: what to tell the phone.
-    async fn phone_decide(&self, ask: &PhoneAsk, yes: bool) -> Result<String> {
-        let via = DecidedVia::PhoneImessage;
+    /// Approves or rejects what `ask` is about, as from the phone on `source`: what to
+    /// tell the person.
+    async fn phone_decide(&self, source: Source, ask: &PhoneAsk, yes: bool) -> Result<String> {
+        let via = decided_via(source);
         let said = match (ask.kind, yes) {
             (PhoneAskKind::Send, true) => {
                 let item = self.approve_send(ask.subject.clone(), via).await?;
@@ -806,8 +951,8 @@ impl Amc {
         Ok(said)
     }
 
-    /// Whether what `ask` is about was decided from the phone (the same answer read twice
-    /// is passed over in silence).
+    /// Whether what `ask` is about was decided from a phone (the same answer read twice is
+    /// passed over in silence).
     async fn decided_from_phone(&self, ask: &PhoneAsk) -> bool {
         let (kind, subject) = (ask.kind, ask.subject.clone());
         let via = self
@@ -818,7 +963,7 @@ impl Amc {
                 })
             })
             .await;
-        matches!(via, Ok(Some(DecidedVia::PhoneImessage)))
+        matches!(via, Ok(Some(DecidedVia::PhoneImessage | DecidedVia::PhoneDiscord)))
     }
 }
 
@@ -860,8 +1005,28 @@ mod tests {
         assert!(refusal(&me, &[]).is_some(), "no own address known yet");
         let gone = PhoneChannelFacts { gone: true, ..me.clone() };
         assert!(refusal(&gone, &own).is_some());
-        let discord = PhoneChannelFacts { source: Source::Discord, ..me };
-        assert!(refusal(&discord, &own).is_some());
+        // On Discord: the bot's DM with the person's own account, and no other.
+        let owner = vec!["4242".to_owned()];
+        let dm = |readers: Option<&[&str]>| PhoneChannelFacts {
+            source: Source::Discord,
+            platform_id: "900".into(),
+            ..facts(ChannelKind::Dm, "900", readers)
+        };
+        assert_eq!(refusal(&dm(Some(&["4242"])), &owner), None);
+        assert!(refusal(&dm(Some(&["4343"])), &owner).is_some(), "a DM with someone else");
+        assert!(refusal(&dm(None), &owner).is_some(), "a DM whose other side is unknown");
+        assert!(refusal(&dm(Some(&["4242"])), &[]).is_some(), "no discord_user_id");
+        let server = PhoneChannelFacts { kind: ChannelKind::Group, ..dm(Some(&["4242"])) };
+        assert!(refusal(&server, &owner).is_some(), "a server channel");
+    }
+
+    #[test]
+    fn a_button_says_its_answer_and_code_and_nothing_else_passes_for_one() {
+        assert_eq!(pressed(&button_id(true, "K7QF")), Some((true, "K7QF".into())));
+        assert_eq!(pressed(&button_id(false, "K7QF")), Some((false, "K7QF".into())));
+        for not in ["amc-phone:maybe:K7QF", "amc-phone:yes:K7Q0", "other:yes:K7QF", "amc-phone:yes", ""] {
+            assert_eq!(pressed(not), None, "{not:?}");
+        }
     }
 
     #[test]
@@ -895,11 +1060,12 @@ mod tests {
             read_from: Vec::new(),
             decided_via: None,
         };
-        let q = send_question(&item, &["+15559990000".into()], "ABCD");
+        let q = send_question(&item, &["+15559990000".into()], "ABCD", Source::Imessage);
         assert_eq!(answer(&q), None, "{q}");
         assert!(q.contains("Mom⟨U+202E⟩") && q.contains("“yes K7QF”") && q.contains("yes ABCD"), "{q}");
         let coded = OutboxItem { text: "Your verification code is 482913".into(), ..item };
-        let q = send_question(&coded, &[], "ABCD");
+        let q = send_question(&coded, &[], "ABCD", Source::Discord);
         assert!(!q.contains("482913") && q.contains(amc_secrets::CODE_MARKER), "{q}");
+        assert!(q.contains("Press Approve or Reject"), "{q}");
     }
 }

@@ -510,6 +510,7 @@ impl Amc {
             text: item.text.clone(),
             reply_to_platform_id: reply_platform_id,
             attachments: item.attachments.clone(),
+            answers: None,
         };
         let (source, platform_channel) = (msg.channel.source, msg.channel_platform_id.clone());
         match tokio::time::timeout(self.inner.config.send_timeout, sender.send(msg)).await {

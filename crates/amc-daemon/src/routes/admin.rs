@@ -580,10 +580,10 @@ pub async fn set_phone(
     Ok(Json(st.amc.set_phone(body).await?))
 }
 
-/// `POST /admin/phone/test`: sends a test message to the conversation AMC asks in.
+/// `POST /admin/phone/test`: sends a test message to each conversation AMC asks in.
 pub async fn phone_test(State(st): State<AppState>, _: Admin) -> ApiResult<impl IntoResponse> {
-    let platform_id = st.amc.phone_test().await?;
-    Ok(Json(serde_json::json!({ "sent": true, "platform_id": platform_id })))
+    let platform_ids = st.amc.phone_test().await?;
+    Ok(Json(serde_json::json!({ "sent": platform_ids.len(), "platform_ids": platform_ids })))
 }
 
 /// The query of `GET /admin/phone/asks`.

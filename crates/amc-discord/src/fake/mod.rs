@@ -23,7 +23,7 @@ use axum::body::Bytes;
 use axum::extract::{Multipart, Path, Query, Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, patch, post};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
@@ -154,6 +154,21 @@ struct Inner {
     forums: std::collections::HashSet<u64>,
     /// Threads and forum posts: each one's parent and name.
     threads: BTreeMap<u64, (u64, String)>,
+    /// Buttons pressed (INTERACTION_CREATE), by interaction id.
+    interactions: BTreeMap<u64, FakeInteraction>,
+}
+
+/// A button pressed, and how the bot answered it.
+#[derive(Debug, Clone, Default)]
+pub struct FakeInteraction {
+    /// Who pressed it.
+    pub user: u64,
+    /// The interaction's token, for its callback and its webhook.
+    token: String,
+    /// The callbacks the bot made (`type` and `data`), in order: Discord takes one.
+    pub callbacks: Vec<Value>,
+    /// The content the bot last gave its answer (PATCH of `@original`).
+    pub answer: Option<String>,
 }
 
 /// The fake Discord. Dropping it stops nothing; its tasks end with the runtime.
@@ -212,6 +227,7 @@ impl FakeDiscord {
             overwrites: HashMap::new(),
             forums: std::collections::HashSet::new(),
             threads: BTreeMap::new(),
+            interactions: BTreeMap::new(),
         };
         inner.bot.id = inner.next_id();
         inner.owner = inner.next_id();
@@ -325,6 +341,48 @@ impl FakeDiscord {
     /// MESSAGE_CREATE (logged for RESUME if no connection is live). Returns its id.
     pub fn post(&self, channel: u64, author: &FakeUser, content: &str) -> u64 {
         self.post_with(channel, author, content, None, &[])
+    }
+
+    /// `user` presses the button `custom_id` of message `id` in `channel` (a DM or a guild
+    /// channel): INTERACTION_CREATE with a message component interaction, as Discord sends
+    /// it (<https://discord.com/developers/docs/interactions/receiving-and-responding>).
+    /// Returns the interaction's id. The bot must call back once, within the token's life.
+    pub fn press(&self, channel: u64, id: u64, user: &FakeUser, custom_id: &str) -> u64 {
+        let mut inner = self.lock();
+        let message = inner.messages.get(&channel).and_then(|m| m.get(&id)).cloned().unwrap_or(Value::Null);
+        let interaction = inner.next_id();
+        let token = format!("interaction-token-{interaction}");
+        let dm = inner.dms.values().any(|c| *c == channel);
+        let mut d = json!({
+            "id": interaction.to_string(),
+            "application_id": inner.bot.id.to_string(),
+            "type": 3,
+            "token": token,
+            "version": 1,
+            "data": { "custom_id": custom_id, "component_type": 2 },
+            "channel_id": channel.to_string(),
+            "message": message,
+            "app_permissions": "2248473465835073",
+            "locale": "en-US",
+            "entitlements": [],
+            "authorizing_integration_owners": {},
+            "context": if dm { 1 } else { 0 },
+            "attachment_size_limit": 10_485_760,
+        });
+        if dm {
+            d["user"] = user_json(user, false);
+        } else {
+            d["guild_id"] = json!(inner.guild.0.to_string());
+            d["member"] = member(user);
+        }
+        inner.interactions.insert(interaction, FakeInteraction { user: user.id, token, ..Default::default() });
+        inner.dispatch("INTERACTION_CREATE", d);
+        interaction
+    }
+
+    /// The button presses so far, and how the bot answered each.
+    pub fn interactions(&self) -> Vec<(u64, FakeInteraction)> {
+        self.lock().interactions.iter().map(|(id, i)| (*id, i.clone())).collect()
     }
 
     /// Posts a message with a reply and attachments (`(file name, bytes)`), served by the
@@ -1137,6 +1195,8 @@ fn router(fake: FakeDiscord) -> Router {
         .route("/api/v10/channels/{channel}/messages", get(messages).post(create))
         .route("/api/v10/channels/{channel}/messages/{id}", get(message))
         .route("/api/v10/channels/{channel}/messages/{id}/reactions/{emoji}", get(reaction_users))
+        .route("/api/v10/interactions/{id}/{token}/callback", post(interaction_callback))
+        .route("/api/v10/webhooks/{application}/{token}/messages/@original", patch(interaction_answer))
         .fallback(|| async { discord_error(StatusCode::NOT_FOUND, 0, "404: Not Found") })
         .route_layer(axum::middleware::from_fn_with_state(fake.clone(), limits::limit))
         .route("/attachments/{channel}/{id}/{name}", get(cdn))
@@ -1379,17 +1439,114 @@ async fn create(State(fake): State<FakeDiscord>, Path(channel): Path<u64>, req: 
         return discord_error(StatusCode::NOT_FOUND, 10003, "Unknown Channel");
     }
     let content = payload["content"].as_str().unwrap_or_default().to_owned();
-    if content.chars().count() > 2000 {
+    if content.chars().count() > 2000 || !valid_components(&payload["components"]) {
         return discord_error(StatusCode::BAD_REQUEST, 50035, "Invalid Form Body");
     }
     let reply_to = payload["message_reference"]["message_id"].as_str().and_then(|s| s.parse().ok());
     let bot = inner.bot.clone();
     let uploads: Vec<(String, Vec<u8>)> = files.into_iter().map(|(_, name, bytes)| (name, bytes)).collect();
     let refs: Vec<(&str, &[u8])> = uploads.iter().map(|(n, b)| (n.as_str(), b.as_slice())).collect();
-    let msg = inner.new_message(channel, &bot, &content, reply_to, &refs);
+    let mut msg = inner.new_message(channel, &bot, &content, reply_to, &refs);
+    if payload["components"].is_array() {
+        msg["components"] = payload["components"].clone();
+        if let Some(stored) = inner
+            .messages
+            .get_mut(&channel)
+            .and_then(|m| msg["id"].as_str().and_then(|id| id.parse::<u64>().ok()).and_then(|id| m.get_mut(&id)))
+        {
+            stored["components"] = payload["components"].clone();
+        }
+    }
     let event = inner.in_guild(channel, msg.clone());
     inner.dispatch("MESSAGE_CREATE", event);
     axum::Json(msg).into_response()
+}
+
+/// Whether `components` are as Discord takes them on a message: at most 5 action rows
+/// (type 1) of at most 5 buttons (type 2), each with a label of at most 80 characters and,
+/// but for a link button (style 5), a `custom_id` of 1 to 100 characters
+/// (<https://discord.com/developers/docs/components/reference>). None at all is fine.
+fn valid_components(components: &Value) -> bool {
+    let Some(rows) = components.as_array() else { return components.is_null() };
+    rows.len() <= 5
+        && rows.iter().all(|row| {
+            row["type"] == 1
+                && row["components"].as_array().is_some_and(|buttons| {
+                    (1..=5).contains(&buttons.len())
+                        && buttons.iter().all(|b| {
+                            let label = b["label"].as_str().map_or(0, |l| l.chars().count());
+                            let custom = b["custom_id"].as_str().map_or(0, |c| c.chars().count());
+                            b["type"] == 2 && label <= 80 && (b["style"] == 5 || (1..=100).contains(&custom))
+                        })
+                })
+        })
+}
+
+/// `POST /interactions/{id}/{token}/callback`: the bot's one answer to a pressed button. An
+/// unknown interaction or token is 404 (10062, "Unknown interaction"); a second answer is
+/// 400 (40060, "Interaction has already been acknowledged.").
+async fn interaction_callback(
+    State(fake): State<FakeDiscord>,
+    Path((id, token)): Path<(u64, String)>,
+    axum::Json(body): axum::Json<Value>,
+) -> Response {
+    let mut inner = fake.lock();
+    let Some(interaction) = inner.interactions.get_mut(&id).filter(|i| i.token == token) else {
+        return discord_error(StatusCode::NOT_FOUND, 10062, "Unknown interaction");
+    };
+    if !interaction.callbacks.is_empty() {
+        return discord_error(StatusCode::BAD_REQUEST, 40060, "Interaction has already been acknowledged.");
+    }
+    if !matches!(body["type"].as_u64(), Some(4..=7)) {
+        return discord_error(StatusCode::BAD_REQUEST, 50035, "Invalid Form Body");
+    }
+    if let Some(content) = body["data"]["content"].as_str() {
+        interaction.answer = Some(content.to_owned());
+    }
+    interaction.callbacks.push(body);
+    StatusCode::NO_CONTENT.into_response()
+}
+
+/// `PATCH /webhooks/{application}/{token}/messages/@original`: the bot edits its answer to
+/// a pressed button (after deferring it). Unknown before the interaction was answered
+/// (10008, "Unknown Message"), as Discord has no message to edit yet.
+async fn interaction_answer(
+    State(fake): State<FakeDiscord>,
+    Path((application, token)): Path<(u64, String)>,
+    axum::Json(body): axum::Json<Value>,
+) -> Response {
+    let mut inner = fake.lock();
+    let bot = inner.bot.clone();
+    let id = inner.next_id();
+    let Some((_, interaction)) =
+        inner.interactions.iter_mut().find(|(_, i)| i.token == token && !i.callbacks.is_empty())
+    else {
+        return discord_error(StatusCode::NOT_FOUND, 10008, "Unknown Message");
+    };
+    if application != bot.id {
+        return discord_error(StatusCode::NOT_FOUND, 10015, "Unknown Webhook");
+    }
+    let content = body["content"].as_str().unwrap_or_default().to_owned();
+    interaction.answer = Some(content.clone());
+    // An ephemeral message: the presser's alone, in no channel's history.
+    axum::Json(json!({
+        "id": id.to_string(),
+        "channel_id": "0",
+        "author": user_json(&bot, true),
+        "content": content,
+        "timestamp": amc_core::time::format_ms((id >> 22) as i64 + DISCORD_EPOCH_MS),
+        "edited_timestamp": null,
+        "tts": false,
+        "mention_everyone": false,
+        "mentions": [],
+        "mention_roles": [],
+        "attachments": [],
+        "embeds": [],
+        "pinned": false,
+        "type": 0,
+        "flags": 64,
+    }))
+    .into_response()
 }
 
 #[cfg(test)]

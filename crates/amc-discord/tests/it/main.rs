@@ -7,5 +7,6 @@ mod gateway;
 mod gone;
 mod harness;
 mod ingest;
+mod phone;
 mod send;
 mod token;

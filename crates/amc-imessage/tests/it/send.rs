@@ -148,6 +148,7 @@ fn outgoing(guid: &str, text: &str, files: &[&Path]) -> OutgoingSend {
                 origin: f.display().to_string(),
             })
             .collect(),
+        answers: None,
     }
 }
 

@@ -1,6 +1,6 @@
--- Approvals from the person's phone: each held send and tool request AMC asked about in the
--- person's own conversation (their iMessage self-chat), with the short code the person
--- answers with, and where every decision was made.
+-- Approvals from the person's phone: each held send and tool request AMC asked about in each
+-- of the person's own conversations (their iMessage self-chat, their DM with the Discord bot),
+-- with the short code the person answers with, and where every decision was made.
 --
 -- `state`: `asking` (being sent), `asked` (the phone has it), `skipped` (over the limit a
 -- minute; only counted on the phone), `settled` (decided, wherever), `expired`, `withdrawn`
@@ -20,11 +20,12 @@ CREATE TABLE phone_asks (
     asked_at           INTEGER NOT NULL,
     expires_at         INTEGER NOT NULL,
     settled_at         INTEGER,
-    UNIQUE (kind, subject)
+    UNIQUE (kind, subject, channel_id)
 );
 CREATE INDEX phone_asks_by_prompt ON phone_asks (prompt_platform_id) WHERE prompt_platform_id IS NOT NULL;
 CREATE INDEX phone_asks_open ON phone_asks (expires_at) WHERE state IN ('asking', 'asked');
 
--- Where the person decided: `mac` (the window or `amc`), `phone_imessage`; NULL before.
+-- Where the person decided: `mac` (the window or `amc`), `phone_imessage`, `phone_discord`;
+-- NULL before.
 ALTER TABLE outbox ADD COLUMN decided_via TEXT;
 ALTER TABLE tool_requests ADD COLUMN decided_via TEXT;
