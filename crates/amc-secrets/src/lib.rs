@@ -48,7 +48,7 @@ impl SecretKind {
 /// The version of the rules below. Stored with the classification of every message
 /// (`messages.secrets`): a build whose rules differ classifies every message again, in the
 /// background (see `Store::classify_more`). Raise it with every change to the rules.
-pub const RULES: i64 = 20;
+pub const RULES: i64 = 21;
 
 impl SecretKind {
     /// The kind's bit in a stored classification ([`classify`]).
@@ -215,7 +215,7 @@ const STRONG: &[&str] = &[
     "authentication number", "auth code", "2fa", "two-factor", "two factor", "confirmation code",
     "access code", "did not request this", "didn't request this", "pin code", "do not share", "don't share", "dont share", "never share",
     "doesn't ask", "never ask", "will never call", "reset code", "recovery code", "backup code",
-    "steam guard", "temporary password", "temporary code", "<#>", "password reset",
+    "steam guard", "3d secure", "3-d secure", "temporary password", "temporary code", "<#>", "password reset",
     "reset your password", "pin number", "activation code",
     // Spanish, Portuguese
     "verificación", "verificacion", "código de seguridad", "codigo de seguridad",
@@ -238,7 +238,7 @@ const STRONG: &[&str] = &[
     "verificatiecode", "beveiligingscode", "deel deze code", "inlogcode", "eenmalige",
     // Chinese
     "验证码", "驗證碼", "校验码", "校驗碼", "动态码", "動態碼", "认证码", "認證碼", "安全码", "请勿泄露", "請勿洩露", "请勿转告", "請勿轉告", "勿告知", "请勿告诉", "勿告诉", "請勿向任何人", "勿告訴", "切勿", "登录码",
-    "登入碼",
+    "登入碼", "登入代碼", "登录代码", "驗證代碼", "验证代码",
     // Japanese
     "認証コード", "確認コード", "認証番号", "確認番号", "ワンタイム", "セキュリティコード", "パスコード", "ログインコード", "本人確認", "教えないで",
     // Korean
@@ -273,9 +273,10 @@ const STRONG: &[&str] = &[
 /// say another kind of code ([`NOT_SECRET`]).
 #[rustfmt::skip]
 const CODE_WORDS: &[&str] = &[
-    "code", "codes", "código", "codigo", "codice", "kod", "kode", "koden", "koodi", "koodisi",
+    "code", "codes", "código", "codigo", "codice", "kod", "kode", "koden", "koodi", "koodisi", "koodilla",
+    "koodin", "koodia",
     "kodunuz", "pin", "tan", "clave", "пароль", "код",
-    "κωδικ", "رمز", "كود", "mã", "コード", "코드", "รหัส", "码", "碼", "kód", "kódod", "kódja", "codul",
+    "κωδικ", "رمز", "كود", "mã", "コード", "코드", "รหัส", "码", "碼", "kód", "kódod", "kódja", "codul", "cod",
     "کد", "קוד", "কোড", "कोड", "โค้ด", "tac", "token", "口令", "確認キー",
     // A password is a secret too ("Wi-Fi password: hunter22", "Haslo do logowania: …").
     "password", "passwort", "contraseña", "senha", "mot de passe", "şifre", "sifre", "şifreniz",
@@ -289,6 +290,7 @@ const SIGN_IN: &[&str] = &[
     "sign in", "signing in", "sign-in", "log in", "logging in", "log-in", "login", "to confirm",
     "confirm your", "to verify", "to reset", "reset your", "para entrar", "per confermare",
     "para confirmar", "pour confirmer", "zur bestätigung", "um zu bestätigen", "om te bevestigen",
+    "σύνδεση", "σύνδεσης",
 ];
 
 /// Codes that are not secrets: where these stand, "code" says nothing.
@@ -371,7 +373,7 @@ const OFFERS: &[&str] = &[
     "proximo pedido", "prochaine commande", "nächste bestellung", "nächsten einkauf", "volgende bestelling",
     "slevový", "sleva", "slevu", "zľava", "zľavový", "2x1", "2 for 1", "panier", "al pagar", "할인", "free ", "ahorra", "compra", "rebajas", "spar ", "sparen", "bezahlen",
     "poupe", "economize", "rabat", "rabatu", "zniżk", "छूट", "risparmia", "économisez", "€ off", "$ off",
-    "скидк", "промокод", "خصم", "diskon", "giảm", "折扣", "優惠", "优惠", "割引", "indirim",
+    "скидк", "промокод", "خصم", "diskon", "giảm", "折扣", "優惠", "优惠", "割引", "indirim", "έκπτωσ", "ลด",
 ];
 
 /// Words that name what a number identifies (an order, a booking, a parcel, a flight, a
@@ -564,7 +566,8 @@ const PASSWORD_WORDS: &[&str] = &[
     "wi-fi key", "wifi key", "network key", "mật khẩu", "كلمة المرور", "पासवर्ड", "code wifi", "code wi-fi", "wifi code", "wi-fi code", "パスワード", "密码",
     "密碼", "비밀번호", "비번", "암호", "ww:", "kata sandi", "كلمة سر", "كلمة السر", "pass wifi",
     "passwordnya", "heslo", "hesla", "รหัสผ่าน", "סיסמה", "סיסמא", "salasana", "lösenord", "adgangskode",
-    "passord", "jelszó", "κωδικός", "kata laluan", "parolă", "parola wi-fi", "parola wifi",
+    "passord", "jelszó", "jelszava", "jelszavad", "kata laluan", "parolă", "parola wi-fi", "parola wifi", "lösen",
+    "κωδικός",
 ];
 
 /// The passwords of `text` (`lower` its lowercase): the first token after a word for a
@@ -657,8 +660,9 @@ fn passwords(text: &str, lower: &str) -> Vec<Range<usize>> {
             }
             let end = at + lower[at..].find(|c: char| !is_password_char(c)).unwrap_or(lower.len() - at);
             let token = &text[at..end];
-            let token = token
-                .trim_end_matches(|c: char| matches!(c, '.' | ',' | ';' | ')' | '(' | '!') || CLOSING.contains(&c));
+            let token = token.trim_end_matches(|c: char| {
+                matches!(c, '.' | ',' | ';' | ')' | '(' | '!' | '?') || CLOSING.contains(&c)
+            });
             let token = if quoted { token } else { token.trim_end_matches([':']) };
             if token.is_empty() {
                 break;
@@ -702,7 +706,10 @@ fn passwords(text: &str, lower: &str) -> Vec<Range<usize>> {
                 && !token.contains("://")
                 && !is_email(token)
                 && !token.starts_with("www.");
-            if looks {
+            // "Your password was changed (… call 02-123-4567)": what follows a notice that it
+            // changed is none.
+            let notice = CHANGED.iter().any(|c| lower[word_at..at].contains(c));
+            if looks && !notice {
                 let range = at..at + token.len();
                 if !out.iter().any(|r| overlaps(r, &range)) {
                     out.push(range);
@@ -750,11 +757,12 @@ const CHANGED: &[&str] = &[
     "aktualisiert", "zurückgesetzt", "abgelaufen", "vergessen", "cambiad", "actualizad", "modifié",
     "changé", "réinitialisé", "expiré", "cambiat", "modificat", "aggiornat", "alterad", "atualizad",
     "redefinid", "gewijzigd", "veranderd", "verlopen", "vergeten", "изменен", "змінено", "zmieniono",
-    "değiştirildi",
+    "değiştirildi", "เปลี่ยน", "ændret", "endret", "ändrat", "muutettu", "megváltozott", "změněno",
 ];
 
 /// Words of [`PASSWORD_WORDS`] that mean a password only about Wi-Fi or before a colon.
-const WEAK_PASSWORD_WORDS: &[&str] = &["pw", "key", "mdp", "chave", "chiave", "clé", "schlüssel", "schluessel"];
+const WEAK_PASSWORD_WORDS: &[&str] =
+    &["pw", "key", "mdp", "chave", "chiave", "clé", "schlüssel", "schluessel", "κωδικός"];
 
 /// Verbs after which a password is said: "is", "es", "c'est", "ist", "係".
 #[rustfmt::skip]
@@ -795,9 +803,17 @@ fn after_the_network(text: &str, lower: &str) -> Vec<Range<usize>> {
     let mut out = Vec::new();
     let mut offset = 0;
     let mut named = false;
+    // "WiFi:" alone on its line: the network's name is on the next, the password after it.
+    let mut heading = false;
     for line in lower.split_inclusive('\n') {
         let alone = line.trim();
         let start = offset + line.len() - line.trim_start().len();
+        if heading {
+            heading = false;
+            named = true;
+            offset += line.len();
+            continue;
+        }
         if named
             && (6..=64).contains(&alone.chars().count())
             && alone.chars().all(is_password_char)
@@ -808,6 +824,8 @@ fn after_the_network(text: &str, lower: &str) -> Vec<Range<usize>> {
             out.push(start..start + alone.len());
         }
         named = !places(line, List::Wifi).is_empty() && line.contains([':', '：']);
+        heading = named && alone.ends_with([':', '：']) && alone.split_whitespace().count() == 1;
+        named &= !heading;
         if !places(line, List::Wifi).is_empty() {
             for sep in [" // ", " / "] {
                 if let Some(i) = line.find(sep) {
@@ -828,7 +846,7 @@ fn after_the_network(text: &str, lower: &str) -> Vec<Range<usize>> {
 }
 
 /// Words for a password that may go on in the same word ("passwort" in "Passworte").
-const GOES_ON: &[&str] = &["passwort", "kennwort", "passphrase", "wachtwoord"];
+const GOES_ON: &[&str] = &["passwort", "kennwort", "passphrase", "wachtwoord", "passord"];
 
 /// Quotes and brackets that may open a password ("password «Luna%Verde%Roja»").
 const OPENING: &[char] = &['"', '\'', '“', '‘', '„', '«', '「', '『', '[', '【', '(', '（'];
@@ -953,8 +971,12 @@ fn find_in(text: &str, short_code: bool) -> Vec<Found> {
     weak.sort_unstable();
     // Where a word for code stands, of any kind: the words can name a candidate as the code
     // only near one (this spares most candidates of a message made of them the look).
-    let mut named: Vec<usize> =
-        code_words.into_iter().chain(strong.iter().copied()).chain(places(&lower, List::DoorCodes)).collect();
+    let mut named: Vec<usize> = code_words
+        .into_iter()
+        .chain(strong.iter().copied())
+        .chain(places(&lower, List::DoorCodes))
+        .chain(compounds(&lower))
+        .collect();
     named.sort_unstable();
     // A short code's numbers are codes when its message asks for a code at all (a word for
     // code, for signing in or for entering one), or is hardly more than the number ("4471",
@@ -997,6 +1019,15 @@ fn find_in(text: &str, short_code: bool) -> Vec<Found> {
         };
         let is_code = match c.shape {
             Shape::Digits if near_strong || short_code => true,
+            // What a keypad takes, between its star and its hash ("Gate: punch *4521#"), in a
+            // message about a door or asking to enter it.
+            Shape::Digits
+                if text[..c.at.start].ends_with('*')
+                    && text[c.at.end..].starts_with('#')
+                    && (!entering.is_empty() || DOORS.iter().any(|d| lower.contains(d))) =>
+            {
+                true
+            }
             Shape::Digits => {
                 let said = said();
                 // Right after a shop's "code" ("Use code 1234 at checkout", "Use code: 4821")
@@ -1056,7 +1087,9 @@ fn find_in(text: &str, short_code: bool) -> Vec<Found> {
         // A room or an address is no code unless the words call it the code ("[LINE]
         // 573931 is your LINE verification code"); an order is none unless they leave no
         // doubt. Read last: it is the costliest look.
-        match labelled(&lower, &c.at) {
+        // A keypad's "*4521#" is typed, whatever words come after it ("then drive").
+        let keyed = text[..c.at.start].ends_with('*') && text[c.at.end..].starts_with('#');
+        match if keyed { Label::None } else { labelled(&lower, &c.at) } {
             Label::Quantity => continue,
             Label::Place if said() != Some(true) => continue,
             Label::Other if !near_strong => continue,
@@ -1157,7 +1190,7 @@ const PICK: &[&str] = &[
 /// app", "open Okta Verify", "앱에서".
 #[rustfmt::skip]
 const APPS: &[&str] = &[
-    "app", "apps", "authenticator", "verify", "aplikasi", "ung dung", "ứng dụng", "앱", "アプリ", "应用",
+    "app", "apps", "authenticator", "verify", "手机", "手機", "aplikasi", "ung dung", "ứng dụng", "앱", "アプリ", "应用",
     "應用", "приложени", "застосунк", "uygulama", "aplikac", "aplicación", "aplicacion", "aplicativo",
     "application", "applicazione", "anwendung",
 ];
@@ -1478,6 +1511,47 @@ fn close(text: &str, places: &[usize], c: &Range<usize>, near: usize) -> bool {
     [before, after].into_iter().flatten().any(|p| distance(text, p, c, near) <= near)
 }
 
+/// The endings that make a compound a word for code ("Abholcode", "Säkerhetskod",
+/// "Noutokoodi", "kapukód"): [`named_right_before`] reads them.
+const COMPOUND_ENDINGS: &[&str] = &["code", "kode", "kod", "koodi", "kód"];
+
+/// What a compound's first part says the code is when it is no secret: an error's, a shop's,
+/// a booking's, a parcel's, a place's, a game's ("Fehlercode", "kortingscode",
+/// "Buchungscode", "Alennuskoodi", "Kuponkód", "postcode").
+#[rustfmt::skip]
+const NOT_SECRET_COMPOUNDS: &[&str] = &[
+    "fehler", "error", "rabatt", "rabat", "korting", "alennus", "kupon", "kupong", "coupon", "gutschein",
+    "aktions", "kampanj", "promo", "bar", "qr", "post", "zip", "quell", "source", "vorwahl", "länder",
+    "sconto", "descuento", "referral", "empfehlung", "einladung", "invite", "gift", "geschenk", "buchung",
+    "reservierung", "boeking", "reservering", "booking", "bokning", "varaus", "foglalás", "sendung", "tracking",
+    "sporing", "seuranta", "kedvezmény", "lobby", "spiel", "game", "raum", "ryhmä", "lahja", "ajándék",
+    "adgangs", "tilgangs",
+];
+
+/// Where each compound ending in a word for code stands in `lower` ([`COMPOUND_ENDINGS`]),
+/// at the start of its word: "abholcode", not "code" alone, nor a compound that names
+/// another kind of code ([`NOT_SECRET_COMPOUNDS`]).
+fn compounds(lower: &str) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut start = None;
+    for (i, c) in lower.char_indices().chain(std::iter::once((lower.len(), ' '))) {
+        match (c.is_alphabetic() || c == '-', start) {
+            (true, None) => start = Some(i),
+            (false, Some(s)) => {
+                let word = &lower[s..i];
+                if COMPOUND_ENDINGS.iter().any(|e| word.len() > e.len() + 2 && word.ends_with(e))
+                    && !NOT_SECRET_COMPOUNDS.iter().any(|n| word.starts_with(n))
+                {
+                    out.push(s);
+                }
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
 /// Whether `before` (the lowercase text before a candidate) ends with a word for code,
 /// unless another kind of code ("promo code SAVE20"): `Some(true)` when "is" or a colon
 /// then says the candidate is the code ("Steam Guard code is: KQXRT"), `Some(false)` when
@@ -1489,13 +1563,15 @@ fn named_right_before(before: &str) -> Option<bool> {
             && (!w.starts_with(|c: char| c.is_ascii_alphanumeric())
                 || !rest[..rest.len() - w.len()].chars().next_back().is_some_and(char::is_alphanumeric))
     };
-    // A German compound ending in "code" ("Kopplungscode", "Bestätigungs-Code") names one.
-    let compound = ["code", "-code", "kode"].iter().any(|w| rest.ends_with(w))
-        && rest.chars().rev().nth(4).is_some_and(char::is_alphabetic);
+    // A compound ending in a word for code ("Kopplungscode", "Bestätigungs-Code",
+    // "Abholcode", "Säkerhetskod", "Noutokoodi", "kapukód") names one.
+    let compound = compounds(last_clause(rest, &[' ', '\n'], 64)).first() == Some(&0);
     let named = (CODE_WORDS.iter().chain(STRONG).chain(DOOR_CODES).any(word_ends) || compound)
         && !NOT_SECRET.iter().any(|n| rest.ends_with(n));
     if named {
-        return Some(told);
+        // What a door, a gate or a lock takes is the code, said with a verb or not ("Digicode
+        // B4712", "combo 7-3-1-9").
+        return Some(told || DOOR_CODES.iter().any(word_ends));
     }
     // "The code of the front door is 4821", "O código do portão é 2580".
     (told && named_in_clause(rest, true)).then_some(true)
@@ -1506,10 +1582,15 @@ fn named_right_before(before: &str) -> Option<bool> {
 /// ("is:" and "は：" say it twice); and whether one gave it.
 fn giving(before: &str) -> (&str, bool) {
     // A keypad's star opens what is typed after it ("Gate keypad: *5067#").
-    let mut rest = before.trim_end().trim_end_matches(['[', '"', '\'', '«', '“', '„', '「', '(', '*']).trim_end();
+    let mut rest = before.trim_end().trim_end_matches(['[', '"', '\'', '«', '“', '„', '「', '(', '*', '#']).trim_end();
     let mut told = false;
     for _ in 0..2 {
-        let tails = [":", "：", "=", " is", " es", " est", " ist", " é", " è", "は", " lautet"];
+        // "is" in the languages the words cover: "ovikoodi on 7043", "koden är", "koden er",
+        // "kód je", "kod jest", "codul este", "密碼係", "代碼是".
+        let tails = [
+            ":", "：", "=", " is", " es", " est", " ist", " é", " è", "は", " lautet", " on", " är", " er", " je",
+            " jest", " este", " là", "是", "係", "為", "为",
+        ];
         let Some(tail) = tails.into_iter().find(|t| rest.ends_with(t)) else { break };
         rest = rest[..rest.len() - tail.len()].trim_end();
         told = true;
@@ -1847,12 +1928,16 @@ fn candidates(text: &str) -> Vec<Candidate> {
             // A date ("12-05-2026", "2026 05 12") or a phone, a parcel's or a card's number
             // (more than 8 digits in all) is none.
             let date = matches!(groups.as_slice(), [2, 2, 4] | [4, 2, 2]);
+            // Four pairs or more are a phone's number as Denmark or France write it ("70 10 00
+            // 00", "01 23 45 67 89").
+            let phone_pairs = groups.len() >= 4 && groups.iter().all(|&g| g == 2);
             // Three groups of three is how some services write a code of nine ("482-913-557").
             let grouped = groups.len() >= 2
                 && ((4..=8).contains(&total) || groups == [3, 3, 3])
                 && groups.iter().all(|g| (1..=4).contains(g))
                 && (groups.iter().filter(|&&g| g == 1).count() <= 1 || groups.iter().all(|&g| g == 1))
-                && !date;
+                && !date
+                && !phone_pairs;
             let last_of_chain = last;
             let (last, digits) = if groups.len() == 1 || grouped { (last, total) } else { (j, j - i) };
             let chained = groups.len() >= 2 && !grouped;
@@ -2052,6 +2137,8 @@ const LINK_CONTEXT: &[&str] = &[
     "パスワード", "再設定", "ログイン", "密码", "密碼", "重置", "重設", "登录", "登入", "验证", "驗證",
     "비밀번호", "재설정", "로그인", "인증", "sıfırla", "şifreni", "şifrenizi", "mật khẩu", "đặt lại",
     "confirm it's you", "confirm it’s you", "verify it's you", "восстановлен", "відновлен", "giriş yap",
+    "set a new pin", "secure link", "e-mail-adresse", "підтвердіть", "logga in", "nulstil", "adgangskode",
+    "přihlaste", "dat lai mat khau", "đặt lại mật khẩu", "intra in cont", "بازیابی", "رمز عبور",
     "obnova hesla", "obnovení hesla", "heslo", "รีเซ็ต", "รหัสผ่าน", "איפוס", "סיסמה",
 ];
 
@@ -2604,6 +2691,27 @@ mod tests {
         // A short code's number in a few words is a code only with a word for one, or alone.
         assert!(find("מספר פנייה 88213", true).is_empty());
         assert_eq!(find("88213", true).len(), 1);
+    }
+
+    #[test]
+    fn compounds_pickup_codes_and_keypads_are_found_and_shops_errors_and_phones_are_not() {
+        let hidden = |text: &str| find(text, false).iter().map(|f| text[f.at.clone()].to_owned()).collect::<Vec<_>>();
+        assert_eq!(hidden("DHL: Ihre Sendung liegt bereit. Abholcode: 481257. Abholung bis 16.03."), ["481257"]);
+        assert_eq!(hidden("Säkerhetskod 739 201 för köp på 1 250 kr hos WEBHALLEN."), ["739 201"]);
+        assert_eq!(hidden("Rapun ovikoodi on 7043 ja asunto on B 14"), ["7043"]);
+        assert_eq!(hidden("Gate: punch *4521# then drive to unit 7."), ["4521"]);
+        assert_eq!(hidden("Salut ! Digicode B4712, bâtiment C"), ["B4712"]);
+        assert_eq!(hidden("WiFi:\nBlueDoor_5G\nTaco-Tuesday-88"), ["Taco-Tuesday-88"]);
+        for text in [
+            "Zahlung abgelehnt, Fehlercode E-4012. Bitte versuchen Sie es später erneut.",
+            "Gebruik kortingscode WELKOM10 voor 10% korting.",
+            "Alennuskoodi KEVAT20 antaa 20 % alennuksen.",
+            "Eurowings: Buchung bestätigt! Buchungscode: QZ7K4M, EW 9042 Köln-Palma",
+            "Din adgangskode er blevet ændret. Var det ikke dig? Ring 70 10 00 00.",
+            "what's the wifi password again?",
+        ] {
+            assert!(hidden(text).is_empty(), "{text}: {:?}", hidden(text));
+        }
     }
 
     #[test]
