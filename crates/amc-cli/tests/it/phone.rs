@@ -58,8 +58,19 @@ fn status_of(data: &Path, text: &str) -> (String, String) {
     (s["status"].as_str().unwrap_or_default().to_owned(), s["decided_via"].as_str().unwrap_or_default().to_owned())
 }
 
+/// macOS 26's chat guids (`any;-;…`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thumbs_up_from_the_persons_iphone_sends_and_nothing_else_there_does() {
+    the_person_answers_from_their_iphone("any", "26").await;
+}
+
+/// macOS 14 and 15's, which carry their service (`iMessage;-;…`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_the_chat_forms_of_macos_15_too() {
+    the_person_answers_from_their_iphone("iMessage", "15").await;
+}
+
+async fn the_person_answers_from_their_iphone(form: &str, macos: &str) {
     let tmp = tempfile::tempdir().expect("tempdir");
     let messages = tmp.path().join("Messages");
     std::fs::create_dir_all(&messages).expect("mkdir");
@@ -68,8 +79,8 @@ async fn a_thumbs_up_from_the_persons_iphone_sends_and_nothing_else_there_does()
         let w = ChatDbWriter::create(&chat_db).expect("chat.db");
         let me = w.add_handle(ME).expect("handle");
         let ada = w.add_handle(ADA).expect("handle");
-        let self_chat = w.add_chat(&format!("any;-;{ME}"), 45, None, &[me]).expect("chat");
-        let ada_chat = w.add_chat(&format!("any;-;{ADA}"), 45, None, &[ada]).expect("chat");
+        let self_chat = w.add_chat(&format!("{form};-;{ME}"), 45, None, &[me]).expect("chat");
+        let ada_chat = w.add_chat(&format!("{form};-;{ADA}"), 45, None, &[ada]).expect("chat");
         let note = FixtureMessage {
             guid: "note".into(),
             text: Some("note to self".into()),
@@ -98,7 +109,12 @@ async fn a_thumbs_up_from_the_persons_iphone_sends_and_nothing_else_there_does()
     std::fs::write(data.join("config.toml"), "imessage_confirm_seconds = 2\nrate_limit_burst = 20\n").expect("config");
     let log = tmp.path().join("osascript.jsonl");
     let (log_s, db_s) = (log.to_str().expect("utf8"), chat_db.to_str().expect("utf8"));
-    let env = [("AMC_STANDIN_LOG", log_s), ("AMC_STANDIN_CHATDB", db_s), ("AMC_STANDIN_ANY_CHAT_IDS", "resolve")];
+    let env = [
+        ("AMC_STANDIN_LOG", log_s),
+        ("AMC_STANDIN_CHATDB", db_s),
+        ("AMC_STANDIN_ANY_CHAT_IDS", "resolve"),
+        ("AMC_STANDIN_MACOS", macos),
+    ];
     let serve = Serve::start_env(&data, &["--chat-db", db_s, "--osascript", STANDIN], &env);
 
     // The person's own conversation is offered, and only it.
@@ -119,14 +135,14 @@ async fn a_thumbs_up_from_the_persons_iphone_sends_and_nothing_else_there_does()
         .to_owned();
     let refused = amc(&data, &["phone", "set", &ada_id]);
     assert!(!refused.status.success(), "a contact's conversation is never where AMC asks");
-    let set = amc(&data, &["phone", "set", &self_id]);
+    let set = amc(&data, &["phone", "set", &self_id, "--per-minute", "10"]);
     assert!(set.status.success(), "{}", String::from_utf8_lossy(&set.stderr));
     assert!(String::from_utf8_lossy(&set.stdout).contains("agents never see that conversation"));
     json(&amc(&data, &["--json", "channel", "approve", &ada_id, "--history", "all", "--policy", "review"]));
     let token = json(&amc(&data, &["--json", "agent", "add", "claude"]))["token"].as_str().expect("token").to_owned();
     let socket = data.join("run/amc.sock");
     let mut agent = amc_client::Connection::connect(&socket).await.expect("connect").with_bearer(&token);
-    for text in ["on my way", "never mind"] {
+    for text in ["on my way", "never mind", "third", "fourth"] {
         let r = agent.post("/messages/send", &serde_json::json!({ "channel_id": ada_id, "text": text })).await;
         assert_eq!(r.expect("send").json()["status"], "pending_review");
     }
@@ -134,12 +150,14 @@ async fn a_thumbs_up_from_the_persons_iphone_sends_and_nothing_else_there_does()
     // The questions reach the self-chat through Messages, and nowhere else.
     let (_, first) = asked(&data, "on my way");
     let (_, second) = asked(&data, "never mind");
+    let (third_code, third) = asked(&data, "third");
+    let (fourth_code, _) = asked(&data, "fourth");
     let calls: Vec<serde_json::Value> = std::fs::read_to_string(&log)
         .unwrap_or_default()
         .lines()
         .map(|l| serde_json::from_str(l).expect("json"))
         .collect();
-    assert!(calls.iter().all(|c| c["argv"][4] == format!("any;-;{ME}")), "{calls:?}");
+    assert!(calls.iter().all(|c| c["argv"][4] == format!("{form};-;{ME}")), "{calls:?}");
     assert!(calls.iter().any(|c| c["argv"][0].as_str().is_some_and(|t| t.contains("“on my way”"))), "{calls:?}");
 
     // AMC restarts while the questions wait: the answers still count.
@@ -152,12 +170,20 @@ async fn a_thumbs_up_from_the_persons_iphone_sends_and_nothing_else_there_does()
     // The person's 👍 from their iPhone on the first, 👎 on the second.
     append(&chat_db, self_chat, 0, "like-1", "Liked “on my way”", Some((&first, 2001)));
     append(&chat_db, self_chat, 0, "dislike-2", "Disliked “never mind”", Some((&second, 2002)));
-    amc_testkit::poll_until("the 👍 to send and the 👎 to reject", || {
-        let (a, b) = (status_of(&data, "on my way"), status_of(&data, "never mind"));
-        (a.0 == "sent" && b.0 == "rejected").then_some(())
+    // A 👍 taken back (3001) answers nothing; Ada's reply `yes CODE` in her own chat decides
+    // nothing; the person's reply from their iPhone does.
+    append(&chat_db, self_chat, 0, "unlike-3", "Removed a like from “third”", Some((&third, 3001)));
+    append(&chat_db, ada_chat, 2, "ada-yes", &format!("yes {fourth_code}"), None);
+    append(&chat_db, self_chat, 0, "reply-4", &format!("Yes {fourth_code}"), None);
+    amc_testkit::poll_until("the 👍 and the reply to send and the 👎 to reject", || {
+        let (a, b, d) = (status_of(&data, "on my way"), status_of(&data, "never mind"), status_of(&data, "fourth"));
+        (a.0 == "sent" && b.0 == "rejected" && d.0 == "sent").then_some(())
     });
     assert_eq!(status_of(&data, "on my way").1, "phone_imessage");
+    assert_eq!(status_of(&data, "fourth").1, "phone_imessage");
+    assert_eq!(status_of(&data, "third").0, "held", "a tapback taken back answers nothing");
+    let _ = third_code;
     let calls = std::fs::read_to_string(&log).unwrap_or_default();
-    assert!(calls.contains(&format!("\"any;-;{ADA}\"")), "the approved send went to Ada");
+    assert!(calls.contains(&format!("\"{form};-;{ADA}\"")), "the approved send went to Ada");
     assert!(!calls.lines().any(|l| l.contains("\"never mind\"")), "the rejected one never reached Messages");
 }
