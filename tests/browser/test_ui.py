@@ -237,17 +237,18 @@ def test_an_agent_added_in_the_ui_works_with_the_copied_token_until_revoked(daem
     # Every configuration names the amc of this install by a path that exists: GUI hosts do
     # not see the shell's PATH.
     desktop = json.loads(dialog.get_by_label("Claude Desktop (claude_desktop_config.json)", exact=True).inner_text())
-    command = desktop["mcpServers"]["amc"]["command"]
+    # Each agent is a server of its own, named after it: a second one fits the same host.
+    command = desktop["mcpServers"]["amc-claude-code"]["command"]
     assert os.path.isabs(command) and os.access(command, os.X_OK), command
     # This AMC does not use the default data folder: every configuration names it.
     env = {"AMC_AGENT_ID": "claude-code", "AMC_BEARER_TOKEN": token, "AMC_DATA_DIR": str(daemon.data_dir)}
     claude = shlex.split(dialog.get_by_label("Claude Code", exact=True).inner_text())
-    assert claude[:5] == ["claude", "mcp", "add", "-s", "user"] and claude[-2:] == [command, "mcp"], claude
+    assert claude[:6] == ["claude", "mcp", "add", "-s", "user", "amc-claude-code"] and claude[-2:] == [command, "mcp"], claude
     assert [claude[i + 1] for i, a in enumerate(claude) if a == "--env"] == [f"{k}={v}" for k, v in env.items()], claude
     codex = tomllib.loads(dialog.get_by_label("Codex CLI (~/.codex/config.toml)", exact=True).inner_text())
-    assert codex["mcp_servers"]["amc"] == {"command": command, "args": ["mcp", "--no-push"], "env": env}, codex
-    assert desktop["mcpServers"]["amc"]["args"] == ["mcp", "--no-push"]
-    assert desktop["mcpServers"]["amc"]["env"] == env
+    assert codex["mcp_servers"]["amc-claude-code"] == {"command": command, "args": ["mcp", "--no-push"], "env": env}, codex
+    assert desktop["mcpServers"]["amc-claude-code"]["args"] == ["mcp", "--no-push"]
+    assert desktop["mcpServers"]["amc-claude-code"]["env"] == env
     # Claude Desktop in one click: the bundle downloads under the agent's name.
     with page.expect_download() as bundle:
         dialog.get_by_role("button", name="Download for Claude Desktop").click()
@@ -258,7 +259,7 @@ def test_an_agent_added_in_the_ui_works_with_the_copied_token_until_revoked(daem
         assert struct.unpack(">II", archive.read("icon.png")[16:24]) == (512, 512)
     # How to have new messages pushed into a Claude Code session (docs/mcp.md, section 4).
     channel = dialog.get_by_label("Claude Code with new messages pushed", exact=True).input_value()
-    assert shlex.split(channel) == ["claude", "--dangerously-load-development-channels", "server:amc"], channel
+    assert shlex.split(channel) == ["claude", "--dangerously-load-development-channels", "server:amc-claude-code"], channel
     dialog.get_by_role("button", name="Done").click()
     expect(dialog).to_be_hidden()
 
@@ -495,7 +496,9 @@ def test_status_lists_each_permission_and_a_refused_one_shows_with_its_fix_live(
         expect(panel).to_contain_text(name)
     automation = panel.locator('[data-permission="automation-messages"]')
     expect(automation).to_contain_text("Test mode: sends are only recorded")
-    expect(panel.locator('[data-permission="full-disk-access"]')).to_contain_text("Granted")
+    # No chat.db is read here: access to it is not claimed.
+    expect(panel.locator('[data-permission="full-disk-access"]')).to_contain_text("Test mode: nothing read")
+    expect(panel.locator('[data-permission="full-disk-access"]')).not_to_contain_text("Granted")
     # AMC runs with --test-sender here: nothing reaches Discord, and the page says so.
     expect(panel.locator('[data-permission="discord-bot"]')).to_contain_text("Test mode: sends are only recorded")
     # No source reaches anyone: each is in test mode, not a green "Connected".
@@ -875,3 +878,19 @@ def test_the_person_chooses_their_own_conversation_for_phone_approvals_and_sends
     panel.get_by_role("button", name="Stop asking").click()
     expect(page.locator("[data-phone=off]")).to_be_visible()
     assert daemon.admin("GET", "/admin/phone")["imessage"] is None
+
+
+def test_an_agents_id_stays_on_one_line_at_the_narrowest_window(daemon: UiDaemon, browser):
+    for i in range(3):
+        daemon.chat(f"chat-{i}", ["hi"], approve={"history": "all"})
+    daemon.add_agent("claude-code-reviewer")
+    page, problems = open_page(browser)
+    page.set_viewport_size({"width": 720, "height": 800})
+    open_ui(page, daemon, "Agents")
+    cell = page.locator('[data-agent="claude-code-reviewer"] th')
+    expect(cell).to_have_text("claude-code-reviewer")
+    lines = cell.evaluate("el => { const r = document.createRange(); r.selectNodeContents(el); "
+                          "return new Set([...r.getClientRects()].map((b) => Math.round(b.top))).size; }")
+    assert lines == 1, f"the id wraps over {lines} lines"
+    page.context.close()
+    assert not [p for p in problems if not p.startswith("Failed to load resource")], problems

@@ -50,7 +50,7 @@ async function refresh() {
     replace(list, empty("No agents yet", "Add one above, then paste its configuration into Claude Code, Codex CLI or Claude Desktop."));
     return;
   }
-  replace(list, h("table", { class: "table" },
+  replace(list, h("table", { class: "table agents" },
     h("caption", { class: "visually-hidden", text: "Agents" }),
     h("thead", {}, h("tr", {}, ["Agent", "Channels", "Added", "Last seen", "State", ""].map((t) => h("th", { scope: "col", text: t })))),
     h("tbody", {}, data.agents.map((a) => h("tr", { dataset: { agent: a.id } },
@@ -98,14 +98,16 @@ async function add(id, button, input) {
 export function configs(id, token, command = "amc", extra = {}) {
   const env = { AMC_AGENT_ID: id, AMC_BEARER_TOKEN: token, ...extra };
   const shell = (v) => `'${String(v).replaceAll("'", "'\\''")}'`;
+  // Each agent is a server of its own, named after it: two agents fit one host.
+  const server = `amc-${id}`;
   return {
-    "Claude Code": `claude mcp add -s user amc${Object.entries(env).map(([k, v]) => ` --env ${k}=${shell(v)}`).join("")} -- ${shell(command)} mcp`,
-    "Codex CLI (~/.codex/config.toml)": `[mcp_servers.amc]
+    "Claude Code": `claude mcp add -s user ${server}${Object.entries(env).map(([k, v]) => ` --env ${k}=${shell(v)}`).join("")} -- ${shell(command)} mcp`,
+    "Codex CLI (~/.codex/config.toml)": `[mcp_servers.${server}]
 command = ${JSON.stringify(command)}
 args = ["mcp", "--no-push"]
 env = { ${Object.entries(env).map(([k, v]) => `${k} = ${JSON.stringify(v)}`).join(", ")} }`,
     "Claude Desktop (claude_desktop_config.json)": JSON.stringify({
-      mcpServers: { amc: { command, args: ["mcp", "--no-push"], env } },
+      mcpServers: { [server]: { command, args: ["mcp", "--no-push"], env } },
     }, null, 2),
   };
 }
@@ -124,7 +126,7 @@ function tokenPanel(id, token, command, close, extra = {}) {
       h("span", { class: "muted", text: " Open the downloaded file to install AMC in Claude Desktop." })),
     Object.entries(configs(id, token, command || "amc", extra)).map(([host, text]) => copyable(host, text, { multiline: true })),
     h("p", { class: "muted", text: "To have Claude Code told of new messages as they arrive, start it with the AMC channel:" }),
-    copyable("Claude Code with new messages pushed", "claude --dangerously-load-development-channels server:amc"),
+    copyable("Claude Code with new messages pushed", `claude --dangerously-load-development-channels server:amc-${id}`),
     doneButton(close));
 }
 

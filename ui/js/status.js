@@ -168,6 +168,9 @@ function permissionState(p, s) {
   if (s.state === "degraded" && p.missing.test(s.reason ?? "")) return ["needed", "Needed"];
   // With --test-sender nothing is sent: a permission to send is neither granted nor needed.
   if (p.sends && s.test_mode) return ["off", "Test mode: sends are only recorded"];
+  // A stand-in source is connected without reading anything: access is granted only once
+  // the source read (chat.db, for iMessage).
+  if (s.test_mode && !s.caught_up_at) return ["off", "Test mode: nothing read"];
   if (p.untilUsed) return ["unknown", "Asked on first send"];
   return s.state === "connected" ? ["granted", "Granted"] : ["unknown", "Unknown"];
 }

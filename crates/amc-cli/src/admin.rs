@@ -94,12 +94,13 @@ pub enum ChannelCmd {
         #[arg(long)]
         sensitive: bool,
     },
-    /// Set which agents are given the channel's one-time codes and sign-in links
+    /// Which agents are given the channel's one-time codes and sign-in links: with no flag,
+    /// who is now; with one, set it
     Codes {
         /// The channel's id
         id: String,
         /// Hide them from every agent (the default)
-        #[arg(long, conflicts_with_all = ["show", "show_to"], required_unless_present_any = ["show", "show_to"])]
+        #[arg(long, conflicts_with_all = ["show", "show_to"])]
         hide: bool,
         /// Give them to every agent the channel is open to
         #[arg(long, conflicts_with = "show_to")]
@@ -171,6 +172,16 @@ pub enum ReviewCmd {
         #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=500))]
         limit: u32,
     },
+}
+
+/// `id` as it goes into a path of the admin API: an id is letters, digits, `_` and `-`;
+/// anything else is said to be no id (`what` names what was expected), rather than left to
+/// the HTTP client's "invalid uri character".
+fn path_id<'a>(what: &str, id: &'a str) -> anyhow::Result<&'a str> {
+    if !id.is_empty() && id.len() <= 128 && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
+        return Ok(id);
+    }
+    bail!("{} is not {what}", Shown(&format!("{id:?}")))
 }
 
 pub(crate) async fn connect(raw: RawConfig) -> anyhow::Result<Connection> {
@@ -355,6 +366,17 @@ fn print_channel(ch: &Value) {
 }
 
 pub async fn channel(raw: RawConfig, json_out: bool, cmd: ChannelCmd) -> anyhow::Result<()> {
+    match &cmd {
+        ChannelCmd::List { .. } => {}
+        ChannelCmd::Approve { id, .. }
+        | ChannelCmd::Codes { id, .. }
+        | ChannelCmd::Agents { id, .. }
+        | ChannelCmd::Block { id }
+        | ChannelCmd::Readers { id, .. }
+        | ChannelCmd::Policy { id, .. } => {
+            path_id("a channel's id (ch_…; amc channel list prints them)", id)?;
+        }
+    }
     let mut c = connect(raw).await?;
     let v = match cmd {
         ChannelCmd::List { state, search } => {
@@ -399,11 +421,31 @@ pub async fn channel(raw: RawConfig, json_out: bool, cmd: ChannelCmd) -> anyhow:
                 ok(resp)?
             }
         }
-        ChannelCmd::Codes { id, hide: _, show, show_to } => {
-            let body = match (show, show_to) {
-                (_, Some(list)) => json!({ "codes": "some", "agents": list }),
-                (true, None) => json!({ "codes": "shown" }),
-                (false, None) => json!({ "codes": "hidden" }),
+        ChannelCmd::Codes { id, hide, show, show_to } => {
+            let body = match (hide, show, show_to) {
+                (_, _, Some(list)) => json!({ "codes": "some", "agents": list }),
+                (_, true, None) => json!({ "codes": "shown" }),
+                (true, false, None) => json!({ "codes": "hidden" }),
+                // No flag: who is given them now, and how to change it.
+                (false, false, None) => {
+                    let v = ok(c.get(&format!("/admin/channels/{id}")).await?)?;
+                    if json_out {
+                        return print_json(&v);
+                    }
+                    let who = match verbatim(&v, "codes") {
+                        "shown" => "given to every agent that reads it".to_owned(),
+                        "some" => {
+                            let names: Vec<Shown<'_>> =
+                                v["codes_agents"].as_array().into_iter().flatten().filter_map(text).collect();
+                            let names = names.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ");
+                            format!("given to {names} only")
+                        }
+                        _ => "hidden from every agent".to_owned(),
+                    };
+                    say!("One-time codes and sign-in links in {}: {who}.", s(&v, "name"));
+                    say!("Change it with --show (every agent), --show-to NAME,NAME or --hide.");
+                    return Ok(());
+                }
             };
             ok(c.post(&format!("/admin/channels/{id}/codes"), &body).await?)?
         }
@@ -452,6 +494,11 @@ fn print_send(snd: &Value) {
     }
     if let Some(e) = text(&snd["error_message"]) {
         say!("    ! {e}");
+    }
+    match verbatim(snd, "decided_via") {
+        "phone_imessage" => say!("    decided from your phone, in Messages"),
+        "phone_discord" => say!("    decided from your phone, on Discord"),
+        _ => {}
     }
     let read_from = snd["read_from"].as_array().filter(|r| !r.is_empty());
     if let Some(read_from) = read_from {
@@ -522,8 +569,12 @@ pub async fn review(raw: RawConfig, json_out: bool, cmd: ReviewCmd) -> anyhow::R
             }
             return Ok(());
         }
-        ReviewCmd::Approve { id } => ok(c.post(&format!("/admin/sends/{id}/approve"), &json!({})).await?)?,
+        ReviewCmd::Approve { id } => {
+            let id = path_id("a send's id (msg_…; amc review list prints them)", &id)?;
+            ok(c.post(&format!("/admin/sends/{id}/approve"), &json!({})).await?)?
+        }
         ReviewCmd::Reject { id, reason } => {
+            let id = path_id("a send's id (msg_…; amc review list prints them)", &id)?;
             ok(c.post(&format!("/admin/sends/{id}/reject"), &json!({ "reason": reason })).await?)?
         }
     };
@@ -581,6 +632,7 @@ pub async fn codes(raw: RawConfig, json_out: bool, cmd: CodesCmd) -> anyhow::Res
     let mut c = connect(raw).await?;
     let v = match &cmd {
         CodesCmd::NotACode { id, undo } => {
+            let id = path_id("a message's id (msg_…)", id)?;
             ok(c.post(&format!("/admin/messages/{id}/not-a-code"), &json!({ "not_a_code": !undo })).await?)?
         }
         CodesCmd::Report => ok(c.get("/admin/codes/report").await?)?,
@@ -904,9 +956,31 @@ pub async fn doctor(raw: RawConfig, chat_db: Option<std::path::PathBuf>) -> anyh
     if problems > 0 {
         bail!("{problems} problem(s) found; see above");
     }
+    let running = |source: &str| {
+        health.as_ref().is_some_and(|h| h["sources"][source]["state"] != "disabled" && !h["sources"][source].is_null())
+    };
+    let imessage = config.imessage.chat_db.is_some() || running("imessage");
+    let discord = config.discord.is_some() || running("discord");
+    if !imessage && !discord {
+        say!("No source is set up yet: AMC reads no conversation. To set one up:");
+        for line in SET_UP_SOURCES {
+            say!("  {line}");
+        }
+        return Ok(());
+    }
     say!("All good.");
     Ok(())
 }
+
+/// How to set each source up, as `amc doctor` says it when none is.
+const SET_UP_SOURCES: [&str; 2] = [
+    "iMessage: give AMC (or the terminal running amc serve) Full Disk Access in System Settings → Privacy & \
+     Security → Full Disk Access, then restart it: it reads ~/Library/Messages/chat.db (set imessage_chat_db or \
+     --chat-db for another).",
+    "Discord: create a bot in the Discord Developer Portal, turn on its Message Content intent, and give AMC its \
+     token (AMC_DISCORD_TOKEN, discord_token in config.toml, or the Keychain with discord_token_keychain = true; \
+     docs/discord.md), then restart AMC.",
+];
 
 /// `amc doctor --deep`: what only this Mac can tell, as one table ([`amc_runtime::deep`]).
 pub async fn doctor_deep(

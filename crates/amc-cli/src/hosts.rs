@@ -55,6 +55,13 @@ fn json_str(v: &str) -> String {
 }
 
 impl NewAgent<'_> {
+    /// The name of the agent's MCP server in a host's settings, `amc-NAME`: two agents on
+    /// one host are two servers (a second `claude mcp add … amc` fails with "already
+    /// exists", a second `[mcp_servers.amc]` makes Codex's config.toml unloadable).
+    pub fn server(&self) -> String {
+        format!("amc-{}", self.id)
+    }
+
     /// The host's configuration for this agent: Claude Code's command (for every project:
     /// `-s user`), Codex's TOML, Claude Desktop's JSON.
     pub fn config(&self, host: Host) -> String {
@@ -68,19 +75,21 @@ impl NewAgent<'_> {
             Host::ClaudeCode => {
                 let env: String = env.iter().map(|(k, v)| format!(" --env {k}={}", quote(v))).collect();
                 format!(
-                    "Claude Code (every project), as {}:\n  claude mcp add -s user amc{env} -- {} mcp\n  \
+                    "Claude Code (every project), as {}:\n  claude mcp add -s user {server}{env} -- {} mcp\n  \
                      and, to be told of new messages as they arrive: \
-                     claude --dangerously-load-development-channels server:amc",
+                     claude --dangerously-load-development-channels server:{server}",
                     self.id,
-                    quote(command)
+                    quote(command),
+                    server = self.server()
                 )
             }
             Host::Codex => {
                 let env: Vec<String> = env.iter().map(|(k, v)| format!("{k} = {}", json_str(v))).collect();
                 format!(
-                    "Codex CLI, as {}, in ~/.codex/config.toml:\n  [mcp_servers.amc]\n  command = {}\n  \
+                    "Codex CLI, as {}, in ~/.codex/config.toml:\n  [mcp_servers.{}]\n  command = {}\n  \
                      args = [\"mcp\", \"--no-push\"]\n  env = {{ {} }}",
                     self.id,
+                    self.server(),
                     json_str(command),
                     env.join(", ")
                 )
@@ -89,9 +98,10 @@ impl NewAgent<'_> {
                 let env: Vec<String> = env.iter().map(|(k, v)| format!("{}: {}", json_str(k), json_str(v))).collect();
                 format!(
                     "Claude Desktop, as {}, in ~/Library/Application Support/Claude/claude_desktop_config.json:\n  \
-                     {{ \"mcpServers\": {{ \"amc\": {{ \"command\": {}, \"args\": [\"mcp\", \"--no-push\"], \
+                     {{ \"mcpServers\": {{ {}: {{ \"command\": {}, \"args\": [\"mcp\", \"--no-push\"], \
                      \"env\": {{ {} }} }} }} }}",
                     self.id,
+                    json_str(&self.server()),
                     json_str(command),
                     env.join(", ")
                 )

@@ -566,6 +566,11 @@ async fn step(amc: &Amc, cfg: &WatchConfig, open: &mut Option<Open>, look: Look)
                 tracing::debug!(rows = report.rows, inserted = report.inserted, "chat.db read");
             }
             amc.set_source_status(Source::Imessage, status(SourceState::Connected, None));
+            // chat.db was read: what AMC could read while away is in (and Full Disk Access
+            // is granted, as the window says).
+            if reopened {
+                amc.note_caught_up(Source::Imessage);
+            }
             crate::recheck::recheck_sent(amc, &db).await;
         }
         Err(e) => {

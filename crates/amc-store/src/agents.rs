@@ -30,12 +30,23 @@ impl Store {
         let token = new_token(AGENT_TOKEN_PREFIX);
         let now = now_ms();
         self.db.write(|tx| {
-            let exists: bool =
-                tx.prepare_cached("SELECT count(*) > 0 FROM agents WHERE id = ?1")?.query_row([id], |r| r.get(0))?;
-            if exists {
-                return Err(Error::conflict(format!(
-                    "an agent named {id} exists already (revoked agents keep their name)"
-                )));
+            let revoked: Option<bool> = tx
+                .prepare_cached("SELECT revoked_at IS NOT NULL FROM agents WHERE id = ?1")?
+                .query_row([id], |r| r.get(0))
+                .optional()?;
+            match revoked {
+                Some(true) => {
+                    return Err(Error::conflict(format!(
+                        "the agent {id} was revoked, and keeps its name so its sends and decisions stay \
+                         theirs in the log: add the new one under another name, such as {id}-2"
+                    )));
+                }
+                Some(false) => {
+                    return Err(Error::conflict(format!(
+                        "an agent named {id} exists already: add this one under another name, such as {id}-2"
+                    )));
+                }
+                None => {}
             }
             tx.prepare_cached("INSERT INTO agents (id, token_hash, created_at) VALUES (?1, ?2, ?3)")?
                 .execute(params![id, hash_token(&token).as_slice(), now])?;

@@ -182,8 +182,20 @@ fn a_short_code_is_approved_only_when_confirmed_and_its_codes_shown_by_name() {
     assert!(shown.contains("; codes shown to claude-code;"), "{shown}");
     let hidden = json(&amc(dir, &["--json", "channel", "codes", &ch, "--hide"]));
     assert_eq!((&hidden["codes"], &hidden["codes_agents"]), (&serde_json::json!("hidden"), &serde_json::json!([])));
+    // No flag: who is given them now, and how to change it; nothing changes.
     let neither = amc(dir, &["channel", "codes", &ch]);
-    assert!(!neither.status.success(), "one of --hide, --show, --show-to is required");
+    let said = stdout(&neither);
+    assert!(neither.status.success() && said.contains("hidden from every agent") && said.contains("--show"), "{said}");
+    // Something that is no id is said to be none, not "invalid uri character".
+    for (args, what) in [
+        (&["review", "approve", "msg 1"][..], "is not a send's id"),
+        (&["channel", "block", "ch 1"][..], "is not a channel's id"),
+        (&["codes", "not-a-code", "msg/1"][..], "is not a message's id"),
+    ] {
+        let out = amc(dir, args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && stderr.contains(what) && !stderr.contains("uri"), "{args:?}: {stderr}");
+    }
 }
 
 #[test]
@@ -318,8 +330,7 @@ fn agent_add_gives_each_host_an_agent_of_its_own() {
     let dir = &tmp.path().join("amc");
     let _serve = Serve::start(dir);
     let others = |out: &str, host: &str| {
-        let printed =
-            [("claude-code", "claude mcp add"), ("codex", "[mcp_servers.amc]"), ("claude-desktop", "mcpServers")];
+        let printed = [("claude-code", "claude mcp add"), ("codex", "[mcp_servers."), ("claude-desktop", "mcpServers")];
         printed.iter().filter(|(h, _)| *h != host).all(|(_, text)| !out.contains(text))
     };
 
@@ -372,7 +383,8 @@ fn check_claude_code(out: &str, dir: &Path, agent: &str) {
     let args: Vec<String> = String::from_utf8_lossy(&shell.stdout).lines().map(str::to_owned).collect();
     let data = format!("AMC_DATA_DIR={}", dir.display());
     let id = format!("AMC_AGENT_ID={agent}");
-    let want = ["mcp", "add", "-s", "user", "amc", "--env", &id, "--env"];
+    let server = format!("amc-{agent}");
+    let want = ["mcp", "add", "-s", "user", &server, "--env", &id, "--env"];
     assert_eq!(args[..want.len()], want, "{claude}");
     assert!(args.contains(&format!("AMC_BEARER_TOKEN={}", token_of(out))) && args.contains(&data), "{args:?}");
     assert!(args.ends_with(&[AMC.to_owned(), "mcp".to_owned()]) || args.last().is_some_and(|a| a == "mcp"), "{args:?}");
@@ -382,7 +394,7 @@ fn check_claude_code(out: &str, dir: &Path, agent: &str) {
 fn check_claude_desktop(out: &str, dir: &Path, agent: &str) {
     let desktop: serde_json::Value =
         serde_json::from_str(&line_of(out, "{ \"mcpServers\"")).expect("Claude Desktop's JSON");
-    let server = &desktop["mcpServers"]["amc"];
+    let server = &desktop["mcpServers"][format!("amc-{agent}")];
     assert_eq!(server["args"], serde_json::json!(["mcp", "--no-push"]));
     assert_eq!(server["env"]["AMC_AGENT_ID"], agent);
     assert_eq!(server["env"]["AMC_BEARER_TOKEN"], token_of(out).as_str());
@@ -392,7 +404,7 @@ fn check_claude_desktop(out: &str, dir: &Path, agent: &str) {
 
 /// Codex's TOML lines.
 fn check_codex(out: &str, dir: &Path, agent: &str) {
-    assert!(out.contains("[mcp_servers.amc]"), "{out}");
+    assert!(out.contains(&format!("[mcp_servers.amc-{agent}]")), "{out}");
     let env = line_of(out, "env = {");
     let token = token_of(out);
     for pair in [format!("AMC_AGENT_ID = \"{agent}\""), format!("AMC_BEARER_TOKEN = \"{token}\"")] {
@@ -464,4 +476,29 @@ fn a_deep_doctor_checks_what_it_can_here_and_skips_what_needs_a_mac() {
     let said = String::from_utf8_lossy(&failed.stdout);
     assert!(said.contains("FAILED") && said.contains("fix:"), "{said}");
     assert!(String::from_utf8_lossy(&failed.stderr).contains("1 check(s) failed"));
+}
+
+/// With no source set up, `amc doctor` says so and how to set each up, not "All good."
+#[test]
+fn doctor_with_no_source_says_how_to_set_each_up() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    std::fs::write(tmp.path().join("config.toml"), "imessage_chat_db = \"\"\n").expect("config");
+    let child = Command::new(AMC)
+        .arg("serve")
+        .env("AMC_DATA_DIR", tmp.path())
+        .env_remove("AMC_DISCORD_TOKEN")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn amc serve");
+    let _serve = Serve { child };
+    amc_testkit::poll_until("amc serve to start", || {
+        (tmp.path().join("run/amc.sock").exists() && tmp.path().join("admin-token").exists()).then_some(())
+    });
+    let out = amc(tmp.path(), &["doctor"]);
+    let text = stdout(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(!text.contains("All good"), "{text}");
+    assert!(text.contains("No source is set up yet"), "{text}");
+    assert!(text.contains("Full Disk Access") && text.contains("Message Content intent"), "{text}");
 }
