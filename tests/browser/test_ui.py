@@ -894,3 +894,18 @@ def test_an_agents_id_stays_on_one_line_at_the_narrowest_window(daemon: UiDaemon
     assert lines == 1, f"the id wraps over {lines} lines"
     page.context.close()
     assert not [p for p in problems if not p.startswith("Failed to load resource")], problems
+
+
+def test_check_this_mac_shows_the_deep_doctors_table(daemon: UiDaemon, page: Page):
+    open_ui(page, daemon, "Status")
+    panel = page.get_by_role("region", name="This Mac")
+    panel.get_by_role("button", name="Check this Mac").click()
+    rows = panel.locator("tr[data-check]")
+    expect(rows.first).to_be_visible()
+    # Here (Linux) what needs macOS is skipped, and says so; the table matches the command's.
+    assert rows.count() >= 5, rows.count()
+    outcomes = rows.evaluate_all("rs => rs.map((r) => r.dataset.outcome)")
+    assert set(outcomes) <= {"ok", "FAILED", "skipped"}, outcomes
+    expect(panel.locator('tr[data-outcome="skipped"]', has_text="needs macOS").first).to_be_visible()
+    # This daemon follows no chat.db: the table says so rather than claiming it read one.
+    expect(panel.locator('tr[data-check="chat.db, read-only"]')).to_contain_text("no chat.db configured")

@@ -69,6 +69,7 @@ async function refresh() {
           catchingUp(s.catching_up)))))),
     permissions(health.sources),
     phoneSettings ? phone(phoneSettings) : null,
+    macChecks(),
     report ? notACode(report) : null,
     h("section", { class: "panel", "aria-labelledby": "h-daemon" },
       h("h2", { id: "h-daemon", class: "section-title", text: "AMC" }),
@@ -76,6 +77,28 @@ async function refresh() {
         h("dt", { text: "Health" }), h("dd", { text: health.status === "ok" ? "OK" : "Degraded" }),
         h("dt", { text: "Version" }), h("dd", { text: health.version }),
         h("dt", { text: "Running for" }), h("dd", { text: uptime(health.uptime_seconds) }))));
+}
+
+/** "Check this Mac": what only this Mac can tell (`amc doctor --deep`), in one table. */
+function macChecks() {
+  const results = h("div", { class: "mac-checks" });
+  const WORD = { ok: "OK", FAILED: "Failed", skipped: "Skipped" };
+  const STATE = { ok: "granted", FAILED: "needed", skipped: "off" };
+  return h("section", { class: "panel", "aria-labelledby": "h-mac" },
+    h("div", { class: "row-title" },
+      h("h2", { id: "h-mac", class: "section-title", text: "This Mac" }),
+      h("button", { type: "button", class: "btn", dataset: { key: "mac-check" }, onclick: (e) => busy(e.currentTarget, async () => {
+        const { checks } = await post("/admin/doctor");
+        replace(results, h("table", { class: "table log mac" },
+          h("caption", { class: "visually-hidden", text: "What this Mac can tell" }),
+          h("thead", {}, h("tr", {}, ["Check", "Result", "What AMC saw"].map((t) => h("th", { scope: "col", text: t })))),
+          h("tbody", {}, checks.map((c) => h("tr", { dataset: { check: c.name, outcome: c.outcome } },
+            h("th", { scope: "row", text: c.name }),
+            h("td", {}, h("span", { class: `badge permission-${STATE[c.outcome] ?? "unknown"}`, text: WORD[c.outcome] ?? c.outcome })),
+            h("td", { class: "text-cell" }, h("span", { text: c.detail }), c.fix ? h("span", { class: "note", text: `To fix: ${c.fix}` }) : null))))));
+      }) }, "Check this Mac")),
+    h("p", { class: "muted", text: "Reads chat.db without changing it, watches a scratch file beside it for file events, and looks at the Keychain item, AMC's signature and launch at login. It sends nothing: amc doctor --deep --send-test YOUR-ADDRESS also sends you one test message." }),
+    results);
 }
 
 /** Approvals from the phone: where AMC asks, what about, and the conversations it could ask in. */

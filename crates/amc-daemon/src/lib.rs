@@ -69,7 +69,13 @@ pub(crate) struct Shared {
     pub shutdown: CancellationToken,
     /// The loopback address also served, if any (`amc ui` asks for it).
     pub listen: Option<std::net::SocketAddr>,
+    /// What only this Mac can tell (`amc doctor --deep`), for the window's "Check this Mac":
+    /// given by the runtime, which holds the sources' settings.
+    pub mac_checks: Option<MacChecks>,
 }
+
+/// Runs `amc doctor --deep`'s checks: a JSON array of `{name, outcome, detail, fix}`.
+pub type MacChecks = std::sync::Arc<dyn Fn() -> amc_core::sender::BoxFuture<'static, serde_json::Value> + Send + Sync>;
 
 /// The prefix of the admin token.
 pub const ADMIN_TOKEN_PREFIX: &str = "amc_admin_";
@@ -138,6 +144,15 @@ pub struct Daemon {
 }
 
 impl Daemon {
+    /// The daemon with what answers `POST /admin/doctor` (the window's "Check this Mac"),
+    /// given before it serves.
+    pub fn with_mac_checks(mut self, checks: MacChecks) -> Self {
+        if let Some(shared) = std::sync::Arc::get_mut(&mut self.state.0) {
+            shared.mac_checks = Some(checks);
+        }
+        self
+    }
+
     /// Loads (or creates) the admin token, and opens the relay. `listen`: the loopback TCP
     /// address [`Daemon::serve`] will also serve on, its listener bound already.
     pub fn new(amc: Amc, listen: Option<std::net::SocketAddr>) -> io::Result<Self> {
@@ -151,6 +166,7 @@ impl Daemon {
                 admin_token,
                 shutdown: CancellationToken::new(),
                 listen,
+                mac_checks: None,
             })),
         })
     }

@@ -61,6 +61,13 @@ impl Check {
     }
 }
 
+impl Check {
+    /// The check as the window shows it: `{name, outcome, detail, fix}`.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::json!({ "name": self.name, "outcome": self.outcome.word(), "detail": self.detail, "fix": self.fix })
+    }
+}
+
 /// How long a file event may take to arrive.
 const EVENT_WAIT: Duration = Duration::from_secs(3);
 

@@ -100,7 +100,19 @@ pub async fn start(raw: RawConfig) -> anyhow::Result<Running> {
 /// [`start`], telling `updates` how far an update of the store is while a new release's
 /// migrations run (the tray shows it).
 pub async fn start_reporting(raw: RawConfig, updates: &UpdateReporter) -> anyhow::Result<Running> {
-    let Settings { core: config, imessage: imsg, discord: discord_settings } = raw.validate()?;
+    let settings = raw.validate()?;
+    // The window's "Check this Mac" runs `amc doctor --deep`'s checks with these settings.
+    let mac_checks: amc_daemon::MacChecks = {
+        let settings = settings.clone();
+        Arc::new(move || {
+            let settings = settings.clone();
+            Box::pin(async move {
+                let checks = deep::checks(&settings, None).await;
+                serde_json::Value::Array(checks.iter().map(deep::Check::json).collect())
+            })
+        })
+    };
+    let Settings { core: config, imessage: imsg, discord: discord_settings } = settings;
     startup::raise_open_files();
     amc_core::files::create_dir_all(&config.data_dir).map_err(|e| {
         anyhow::anyhow!(
@@ -174,6 +186,7 @@ pub async fn start_reporting(raw: RawConfig, updates: &UpdateReporter) -> anyhow
     let (amc, daemon) = tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
         let amc = Amc::start_reporting(config, senders, &updates).context("starting AMC")?;
         let daemon = amc_daemon::Daemon::new(amc.clone(), listen)
+            .map(|d| d.with_mac_checks(mac_checks))
             .context("starting the daemon (the admin token, the relay's tables)")?;
         Ok((amc, daemon))
     })

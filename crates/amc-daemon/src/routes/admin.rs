@@ -605,3 +605,12 @@ pub async fn phone_asks(
     }
     Ok(Json(serde_json::json!({ "asks": st.amc.phone_asks(limit).await? })))
 }
+
+/// `POST /admin/doctor`: what only this Mac can tell (`amc doctor --deep` without a test
+/// message), for the window. `409 CONFLICT` where this AMC was started without them.
+pub async fn doctor(State(st): State<AppState>, _: Admin) -> ApiResult<impl IntoResponse> {
+    let Some(checks) = st.mac_checks.clone() else {
+        return Err(amc_core::Error::conflict("this AMC cannot check the Mac; run amc doctor --deep").into());
+    };
+    Ok(Json(serde_json::json!({ "checks": checks().await })))
+}

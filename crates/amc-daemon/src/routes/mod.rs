@@ -77,6 +77,7 @@ pub fn router(state: AppState) -> Router {
         .route("/admin/tool-requests/{id}/allow", post(admin::allow_tool))
         .route("/admin/tool-requests/{id}/deny", post(admin::deny_tool))
         .route("/admin/pause", post(admin::pause))
+        .route("/admin/doctor", post(admin::doctor))
         .route("/admin/phone", get(admin::phone).post(admin::set_phone))
         .route("/admin/phone/test", post(admin::phone_test))
         .route("/admin/phone/asks", get(admin::phone_asks))
