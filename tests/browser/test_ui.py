@@ -869,7 +869,7 @@ def test_the_person_chooses_their_own_conversation_for_phone_approvals_and_sends
     channel = daemon.admin("GET", f"/admin/channels/{settings['imessage']['channel_id']}")
     assert channel["state"] == "blocked", channel
     panel.get_by_role("button", name="Send a test").click()
-    expect(page.locator(".toast").last).to_contain_text("Sent")
+    expect(page.locator(".toast").last).to_contain_text("Sent: look in your own conversation")
     assert any("this is where AMC will ask you" in t for t in daemon.sent_texts())
     # Tool requests answered here only, then no phone at all.
     panel.get_by_label("Tool requests").uncheck()

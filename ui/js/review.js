@@ -250,7 +250,7 @@ async function loadLog() {
 
 /** Where the person decided, when it was not this Mac. */
 function via(decidedVia) {
-  return decidedVia === "phone_imessage" ? h("span", { class: "note muted", dataset: { via: decidedVia }, text: "from your phone" }) : null;
+  return decidedVia?.startsWith("phone_") ? h("span", { class: "note muted", dataset: { via: decidedVia }, text: "from your phone" }) : null;
 }
 
 /** A status badge; unknown outcomes stand out. */

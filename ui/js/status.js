@@ -128,7 +128,7 @@ function phone(p) {
         h("div", { class: "actions" },
           h("button", { type: "button", class: "btn", dataset: { key: "phone-test" }, onclick: (e) => busy(e.currentTarget, async () => {
             await post("/admin/phone/test");
-            toast("Sent: look in your own conversation in Messages");
+            toast(p.discord && !p.imessage ? "Sent: look in your DM with the bot on Discord" : "Sent: look in your own conversation");
           }) }, "Send a test"),
           h("button", { type: "button", class: "btn danger", dataset: { key: "phone-off" },
             onclick: (e) => change(e.currentTarget, { imessage: null, discord: null }, "AMC no longer asks on your phone") }, "Stop asking")))

@@ -49,7 +49,7 @@ pub(crate) enum Incoming {
     Reaction(Box<Reaction>, bool),
     /// A button of a message pressed (AMC's questions on the person's phone), with the
     /// client to answer it with.
-    Pressed(Box<ComponentInteraction>, Arc<serenity::http::Http>),
+    Pressed(Box<ComponentInteraction>, Arc<serenity::http::Http>, tokio::sync::oneshot::Receiver<bool>),
     /// All reactions of a message taken away, or all with one emoji.
     ReactionsCleared(MessageId, Option<String>),
 }
@@ -154,9 +154,19 @@ impl EventHandler for Handler {
         self.push(Incoming::ReactionsCleared(r.message_id, Some(convert::emoji(&r.emoji))));
     }
 
+    /// A button pressed: deferred here, at once (Discord wants an answer within three
+    /// seconds, whatever waits in the queue), then decided in order.
     async fn interaction_create(&self, ctx: Context, interaction: Interaction) {
         if let Interaction::Component(pressed) = interaction {
-            self.push(Incoming::Pressed(Box::new(pressed), ctx.http.clone()));
+            // Queued before the first await, as every event is; the deferral is the press's
+            // own, and its answer is edited only once Discord took it.
+            let (deferred, taken) = tokio::sync::oneshot::channel();
+            self.push(Incoming::Pressed(Box::new(pressed.clone()), ctx.http.clone(), taken));
+            let done = pressed.defer_ephemeral(&ctx.http).await;
+            if let Err(e) = &done {
+                tracing::warn!(error = %e, "could not answer a button on Discord in time");
+            }
+            let _ = deferred.send(done.is_ok());
         }
     }
 }
@@ -164,11 +174,12 @@ impl EventHandler for Handler {
 /// Answers a pressed button: Discord wants an answer within three seconds, so AMC defers
 /// (an ephemeral "thinking", seen by the presser alone), decides, then says what it did in
 /// that answer (<https://discord.com/developers/docs/interactions/receiving-and-responding>).
-async fn answer_button(shared: Arc<Shared>, pressed: ComponentInteraction, http: Arc<serenity::http::Http>) {
-    if let Err(e) = pressed.defer_ephemeral(&http).await {
-        tracing::warn!(error = %e, "could not answer a button on Discord");
-        return;
-    }
+async fn answer_button(
+    shared: Arc<Shared>,
+    pressed: ComponentInteraction,
+    http: Arc<serenity::http::Http>,
+    deferred: tokio::sync::oneshot::Receiver<bool>,
+) {
     let user = amc_core::model::SenderInfo {
         id: pressed.user.id.to_string(),
         display_name: None,
@@ -184,6 +195,10 @@ async fn answer_button(shared: Arc<Shared>, pressed: ComponentInteraction, http:
             &pressed.data.custom_id,
         )
         .await;
+    // Decided whatever Discord said of the deferral; told only where it took it.
+    if deferred.await != Ok(true) {
+        return;
+    }
     if let Err(e) = pressed.edit_response(&http, EditInteractionResponse::new().content(said)).await {
         tracing::warn!(error = %e, "could not tell Discord what a button did");
     }
@@ -316,8 +331,8 @@ async fn apply(shared: &Arc<Shared>, event: Incoming) {
             }
         }
         // Deciding may take as long as the send it approves: apart from the queue.
-        Incoming::Pressed(pressed, http) => {
-            tokio::spawn(answer_button(shared.clone(), *pressed, http));
+        Incoming::Pressed(pressed, http, deferred) => {
+            tokio::spawn(answer_button(shared.clone(), *pressed, http, deferred));
         }
     }
 }

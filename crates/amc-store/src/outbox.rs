@@ -255,6 +255,18 @@ impl Store {
         via: DecidedVia,
     ) -> Result<OutboxItem> {
         self.db.write(|tx| {
+            // Nothing goes to a conversation AMC asks the person in: it is theirs alone.
+            let phone = tx
+                .prepare_cached(
+                    "SELECT 1 FROM outbox o JOIN settings s ON s.value = o.channel_id \
+                     WHERE o.id = ?1 AND s.key IN (?2, ?3)",
+                )?
+                .exists(params![id, crate::channels::PHONE_CHANNEL_SETTING, crate::channels::PHONE_DISCORD_SETTING])?;
+            if phone && to == OutboxStatus::Sending {
+                return Err(Error::conflict(
+                    "AMC asks you for approvals in this conversation: no agent's send goes there",
+                ));
+            }
             let changed = tx
                 .prepare_cached(
                     "UPDATE outbox SET status = ?3, updated_at = ?4, error_message = coalesce(?5, error_message), \

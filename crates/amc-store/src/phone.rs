@@ -112,6 +112,13 @@ impl Store {
             if blocked == 0 {
                 return Err(Error::not_found("channel"));
             }
+            // Agents' sends to it that wait for review never go: it is the person's alone now.
+            tx.prepare_cached(
+                "UPDATE outbox SET status = 'rejected', updated_at = ?2, decided_via = 'mac', \
+                 error_message = 'AMC asks you for approvals in this conversation: no agent sends to it' \
+                 WHERE channel_id = ?1 AND status = 'held'",
+            )?
+            .execute(params![id, now_ms()])?;
             for (key, value) in [(key, id.to_owned()), (PHONE_SINCE_SETTING, since.to_string())] {
                 tx.prepare_cached(
                     "INSERT INTO settings (key, value) VALUES (?1, ?2) \

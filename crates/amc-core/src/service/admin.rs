@@ -241,7 +241,15 @@ impl Amc {
 
     /// Pauses (every send is held) or resumes all agents. Kept across restarts.
     pub async fn set_paused(&self, paused: bool) -> Result<()> {
-        self.blocking(move |s| s.set_setting(super::PAUSED_SETTING, if paused { "true" } else { "false" })).await?;
+        self.blocking(move |s| {
+            s.set_setting(super::PAUSED_SETTING, if paused { "true" } else { "false" })?;
+            // What the phone was asked is withdrawn at once: an answer now changes nothing.
+            if paused {
+                s.end_open_phone_asks(crate::model::PhoneAskState::Withdrawn, None)?;
+            }
+            Ok(())
+        })
+        .await?;
         self.inner.paused.store(paused, std::sync::atomic::Ordering::SeqCst);
         self.publish(Event::PauseChanged { paused });
         Ok(())

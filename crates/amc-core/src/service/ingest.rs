@@ -43,12 +43,16 @@ impl Amc {
             })
             .await?;
         self.announce(&reports);
+        // Deciding may take as long as the send it approves: apart from the source's reading.
         for (channel, messages) in phone {
             let new: Vec<IncomingMessage> = messages
                 .into_iter()
                 .filter(|m| reports.iter().any(|r| r.inserted_platform_ids.contains(&m.platform_id)))
                 .collect();
-            self.phone_messages(source, &channel, new).await;
+            if !new.is_empty() {
+                let amc = self.clone();
+                tokio::spawn(async move { amc.phone_messages(source, &channel, new).await });
+            }
         }
         Ok(reports)
     }
@@ -94,7 +98,8 @@ impl Amc {
         }
         // A tapback on one of AMC's questions answers it, once: only what changed is read.
         if !changed.is_empty() {
-            self.phone_reactions(source, &read).await;
+            let amc = self.clone();
+            tokio::spawn(async move { amc.phone_reactions(source, &read).await });
         }
         Ok(changed.len())
     }

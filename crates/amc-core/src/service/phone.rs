@@ -178,6 +178,8 @@ pub(in crate::service) struct PhoneState {
     skips: Mutex<Skips>,
     /// Wakes the phone's loop.
     wake: tokio::sync::Notify,
+    /// The questions whose late answer the phone was told of (once each).
+    told: Mutex<std::collections::HashSet<String>>,
 }
 
 /// The conversations the store says AMC asks in.
@@ -220,13 +222,12 @@ impl Skips {
             && self.last_line.is_none_or(|l| l.elapsed() >= Duration::from_secs(60))
     }
 
-    /// How soon the loop should look again for the line.
+    /// How soon the loop should look again: when the line is due, if one waits.
     fn next_look(&self) -> Duration {
-        match self.last_skip {
-            Some(_) if !self.due() => Duration::from_millis(500),
-            Some(_) => Duration::ZERO,
-            None => PHONE_LOOK_EVERY,
-        }
+        let Some(skip) = self.last_skip else { return PHONE_LOOK_EVERY };
+        let settled = SKIPS_SETTLE.saturating_sub(skip.elapsed());
+        let minute = self.last_line.map_or(Duration::ZERO, |l| Duration::from_secs(60).saturating_sub(l.elapsed()));
+        settled.max(minute).min(PHONE_LOOK_EVERY)
     }
 }
 
@@ -294,30 +295,45 @@ fn how_to_answer(code: &str, source: Source) -> String {
 
 /// Text of others, as the phone shows it: escaped as in the terminal, one-time codes and
 /// sign-in links hidden, at most `chars` characters.
-fn quoted(text: &str, chars: usize) -> String {
+fn quoted(text: &str, chars: usize, on: Source) -> String {
     let hidden = amc_secrets::hide(text, &amc_secrets::find(text, false));
     let mut shown = crate::text::shown(&hidden);
     if shown.chars().count() > chars {
         shown = shown.chars().take(chars).collect::<String>() + "…";
     }
-    shown
+    match on {
+        // Discord draws markdown: a masked link, a spoiler or a heading would show the person
+        // something else than what goes out. Each character that marks it is escaped.
+        Source::Discord => shown.chars().fold(String::with_capacity(shown.len()), |mut out, c| {
+            if matches!(c, '\\' | '*' | '_' | '~' | '|' | '`' | '>' | '#' | '[' | ']' | '(' | ')' | '-' | '<' | ':') {
+                out.push('\\');
+            }
+            out.push(c);
+            out
+        }),
+        Source::Imessage => shown,
+    }
 }
 
 /// The question about a held send.
 fn send_question(item: &OutboxItem, readers: &[String], code: &str, on: Source) -> String {
     let mut q = format!(
         "AMC: {} wants to send to {} ({}):\n“{}”",
-        quoted(&item.agent_id, 64),
-        quoted(&item.channel_name, 80),
+        quoted(&item.agent_id, 64, on),
+        quoted(&item.channel_name, 80, on),
         item.source.display_name(),
-        quoted(&item.text, 600)
+        quoted(&item.text, 600, on)
     );
     if !item.attachments.is_empty() {
-        let names: Vec<String> = item.attachments.iter().map(|a| quoted(&a.filename, 80)).collect();
+        // At most five named: a question stays within Discord's 2,000 characters.
+        let names: Vec<String> = item.attachments.iter().take(5).map(|a| quoted(&a.filename, 80, on)).collect();
         q.push_str(&format!("\nFiles: {}", names.join(", ")));
+        if item.attachments.len() > 5 {
+            q.push_str(&format!(" and {} more", item.attachments.len() - 5));
+        }
     }
     if !readers.is_empty() {
-        let shown: Vec<String> = readers.iter().take(8).map(|r| quoted(r, 64)).collect();
+        let shown: Vec<String> = readers.iter().take(8).map(|r| quoted(r, 64, on)).collect();
         let more = readers.len().saturating_sub(8);
         q.push_str(&format!("\nWho gets it: {}", shown.join(", ")));
         if more > 0 {
@@ -334,12 +350,12 @@ fn send_question(item: &OutboxItem, readers: &[String], code: &str, on: Source) 
 
 /// The question about a tool request.
 fn tool_question(r: &ToolRequest, code: &str, on: Source) -> String {
-    let mut q = format!("AMC: {} asks to use {}", quoted(&r.agent_id, 64), quoted(&r.tool_name, 80));
+    let mut q = format!("AMC: {} asks to use {}", quoted(&r.agent_id, 64, on), quoted(&r.tool_name, 80, on));
     if !r.description.trim().is_empty() {
-        q.push_str(&format!(": {}", quoted(&r.description, 300)));
+        q.push_str(&format!(": {}", quoted(&r.description, 300, on)));
     }
     if !r.input_preview.trim().is_empty() {
-        q.push_str(&format!("\n“{}”", quoted(&r.input_preview, 400)));
+        q.push_str(&format!("\n“{}”", quoted(&r.input_preview, 400, on)));
     }
     q.push('\n');
     q.push_str(&how_to_answer(code, on));
@@ -510,6 +526,10 @@ impl Amc {
                                     s.setting(PHONE_SINCE_SETTING)?.and_then(|v| v.parse().ok()).unwrap_or_else(now_ms)
                                 }
                             };
+                            // Switched from another conversation: its questions are withdrawn.
+                            if let Some(was) = s.setting(key)?.filter(|was| *was != id) {
+                                s.end_phone_asks_in(&was, PhoneAskState::Withdrawn)?;
+                            }
                             s.set_phone_channel(key, Some(&id), since)?;
                         }
                     }
@@ -570,18 +590,28 @@ impl Amc {
                 tracing::warn!(error = %e, "asking on the phone failed; trying again shortly");
             }
             let next = lock(&self.inner.phone.skips).next_look();
+            let relevant = async {
+                loop {
+                    match events.recv().await {
+                        Ok(
+                            Event::SendChanged { .. }
+                            | Event::ToolRequestChanged { .. }
+                            | Event::PauseChanged { .. }
+                            | Event::AgentsChanged,
+                        ) => return true,
+                        // Messages and the rest change nothing the phone is asked about.
+                        Ok(_) => {}
+                        // Missed events: the next look reads the store whole anyway.
+                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => return true,
+                        Err(tokio::sync::broadcast::error::RecvError::Closed) => return false,
+                    }
+                }
+            };
             tokio::select! {
                 () = &mut stop => return,
                 () = self.inner.phone.wake.notified() => {}
                 () = tokio::time::sleep(next) => {}
-                e = events.recv() => match e {
-                    Ok(Event::SendChanged { .. } | Event::ToolRequestChanged { .. } | Event::PauseChanged { .. }
-                        | Event::AgentsChanged) => {}
-                    Ok(_) => continue,
-                    // Missed events: the next look reads the store whole anyway.
-                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
-                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
-                },
+                going = relevant => if !going { return },
             }
         }
     }
@@ -880,7 +910,8 @@ impl Amc {
     /// (`is_self`), or one of their own addresses (Messages may write a self-chat's row as
     /// received from it).
     async fn is_the_person(&self, sender: &SenderInfo, source: Source) -> bool {
-        if sender.is_self {
+        // On Discord the bot is "self" too: only the person's own account counts there.
+        if sender.is_self && source == Source::Imessage {
             return true;
         }
         let id = crate::model::reader_handle(&sender.id);
@@ -892,7 +923,13 @@ impl Amc {
 
     /// The person answered `ask` in `target`: the verdict, told there.
     async fn phone_answer(&self, target: &PhoneTarget, ask: PhoneAsk, yes: bool) {
+        let open = matches!(ask.state, PhoneAskState::Asking | PhoneAskState::Asked) && ask.expires_at > now_ms();
         let Some(reply) = self.phone_verdict(target.source, &ask, yes).await else { return };
+        // A late answer is told once: a source that reads its rows again (a rescan of
+        // chat.db's newest rows) does not tell it again.
+        if !open && !lock(&self.inner.phone.told).insert(ask.id.clone()) {
+            return;
+        }
         if let Err(e) = self.tell_phone(target, reply, None).await {
             tracing::warn!(error = %e, "could not answer the phone");
         }
@@ -903,6 +940,13 @@ impl Amc {
     /// nothing (the same answer read twice).
     async fn phone_verdict(&self, source: Source, ask: &PhoneAsk, yes: bool) -> Option<String> {
         let reply = match ask.state {
+            // Paused, or its agent revoked since: withdrawn now, whatever the loop did yet.
+            PhoneAskState::Asking | PhoneAskState::Asked if self.paused() || self.subject_revoked(ask).await => {
+                let (kind, subject) = (ask.kind, ask.subject.clone());
+                let _ =
+                    self.blocking(move |s| s.end_phone_ask(kind, &subject, PhoneAskState::Withdrawn, now_ms())).await;
+                format!("AMC: {} was withdrawn; your answer changed nothing.", ask.code)
+            }
             PhoneAskState::Asking | PhoneAskState::Asked if ask.expires_at > now_ms() => {
                 match self.phone_decide(source, ask, yes).await {
                     Ok(said) => said,
@@ -926,6 +970,26 @@ impl Amc {
             PhoneAskState::Skipped | PhoneAskState::Failed => return None,
         };
         Some(reply)
+    }
+
+    /// The agent of the send or request `ask` is about, and where it was decided.
+    async fn subject_of(&self, ask: &PhoneAsk) -> Result<(String, Option<DecidedVia>)> {
+        let (kind, subject) = (ask.kind, ask.subject.clone());
+        self.blocking(move |s| {
+            Ok(match kind {
+                PhoneAskKind::Send => s.outbox_item(&subject).map(|i| (i.agent_id, i.decided_via))?,
+                PhoneAskKind::Tool => s.tool_request(&subject).map(|r| (r.agent_id, r.decided_via))?,
+            })
+        })
+        .await
+    }
+
+    /// Whether the agent whose send or request `ask` is about was revoked.
+    async fn subject_revoked(&self, ask: &PhoneAsk) -> bool {
+        match self.subject_of(ask).await {
+            Ok((agent, _)) => self.is_agent_revoked(agent).await.unwrap_or(true),
+            Err(_) => false,
+        }
     }
 
     /// Approves or rejects what `ask` is about, as from the phone on `source`: what to
@@ -954,15 +1018,7 @@ impl Amc {
     /// Whether what `ask` is about was decided from a phone (the same answer read twice is
     /// passed over in silence).
     async fn decided_from_phone(&self, ask: &PhoneAsk) -> bool {
-        let (kind, subject) = (ask.kind, ask.subject.clone());
-        let via = self
-            .blocking(move |s| {
-                Ok(match kind {
-                    PhoneAskKind::Send => s.outbox_item(&subject)?.decided_via,
-                    PhoneAskKind::Tool => s.tool_request(&subject)?.decided_via,
-                })
-            })
-            .await;
+        let via = self.subject_of(ask).await.map(|(_, via)| via);
         matches!(via, Ok(Some(DecidedVia::PhoneImessage | DecidedVia::PhoneDiscord)))
     }
 }
@@ -1065,7 +1121,11 @@ mod tests {
         assert!(q.contains("Mom⟨U+202E⟩") && q.contains("“yes K7QF”") && q.contains("yes ABCD"), "{q}");
         let coded = OutboxItem { text: "Your verification code is 482913".into(), ..item };
         let q = send_question(&coded, &[], "ABCD", Source::Discord);
-        assert!(!q.contains("482913") && q.contains(amc_secrets::CODE_MARKER), "{q}");
+        assert!(!q.contains("482913") && q.contains("one\\-time code hidden by AMC"), "{q}");
         assert!(q.contains("Press Approve or Reject"), "{q}");
+        // On Discord a masked link shows as written, never as the link it hides.
+        let masked = OutboxItem { text: "[see you at 6](https://evil.example)".into(), ..coded };
+        let q = send_question(&masked, &[], "ABCD", Source::Discord);
+        assert!(q.contains("\\[see you at 6\\]\\(https\\://evil.example\\)"), "{q}");
     }
 }

@@ -356,3 +356,26 @@ async fn revoking_the_agent_withdraws_its_questions() {
     assert_eq!(send_status(&d, &held).await["status"], "held");
     stop.cancel();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_send_queued_to_the_conversation_before_it_was_chosen_never_goes_there() {
+    let d = Daemon::start().await;
+    d.amc.set_own_addresses(Source::Imessage, vec![ME.into()]).await.expect("own");
+    in_self_chat(&d, vec![mine("self-0", "note to self")]).await;
+    let self_chat = d.admin().await.get("/admin/phone").await.expect("phone").json()["candidates"][0]["channel_id"]
+        .as_str()
+        .expect("offered")
+        .to_owned();
+    // The person had opened it to agents, under review; an agent queued a send to it.
+    let r = d.approve(&self_chat, json!({ "history": "all", "send_policy": "review" })).await;
+    assert_eq!(r.status, 200);
+    let (mut agent, _) = d.agent("claude").await;
+    let queued = held_send(&mut agent, &self_chat, &format!("yes {}", "ACDE")).await;
+    let r = d.admin().await.post("/admin/phone", &json!({ "imessage": self_chat })).await.expect("set");
+    assert_eq!(r.status, 200, "{:?}", r.json());
+    let s = send_status(&d, &queued).await;
+    assert_eq!(s["status"], "rejected", "{s}");
+    let r = d.admin().await.post(&format!("/admin/sends/{queued}/approve"), &json!({})).await.expect("approve");
+    assert_eq!(r.status, 409);
+    assert!(d.sender.sent().iter().all(|s| s.channel_platform_id != SELF_CHAT), "nothing of the agent went there");
+}
