@@ -112,5 +112,30 @@ async fn only_the_persons_own_press_in_their_dm_with_the_bot_decides() {
     let to_general = amc.fake.posts().iter().filter(|p| p.channel_id == general.to_string()).count();
     assert_eq!(to_general, 1);
     assert_eq!(send_status(&amc, &held).await["status"], "sent");
+
+    // A reply in the DM decides too, and only Ada's: Mallory's `yes CODE` in her own DM
+    // with the bot, and the code of another question, change nothing.
+    let sent = agent.send(json!({ "channel_id": general_id, "text": "second thoughts" })).await;
+    let second = sent.json()["message_id"].as_str().expect("id").to_owned();
+    let ask = amc
+        .eventually("the second question", || async {
+            asks(&amc).await.into_iter().find(|a| a["subject"] == second.as_str() && a["state"] == "asked")
+        })
+        .await;
+    let code = ask["code"].as_str().expect("code").to_owned();
+    amc.fake.dm(&mallory, &format!("yes {code}"));
+    amc.fake.dm(&ada, "yes AAAA");
+    amc.fake.dm(&ada, &format!("no {code}"));
+    let rejected = amc
+        .eventually("Ada's reply to reject it", || async {
+            let v = send_status(&amc, &second).await;
+            (v["status"] != "held").then_some(v)
+        })
+        .await;
+    assert_eq!(
+        (rejected["status"].as_str(), rejected["decided_via"].as_str()),
+        (Some("rejected"), Some("phone_discord"))
+    );
+    assert!(!amc.fake.posts().iter().any(|p| p.payload["content"] == "second thoughts"));
     amc.stop().await;
 }
