@@ -107,9 +107,16 @@ impl Amc {
     /// Sets each target's reactions to what its changes, applied in order to none, give
     /// (a source's whole record of them), and tells the UI. Returns how many changed.
     pub async fn reset_reactions(&self, source: Source, targets: Vec<(String, Vec<ReactionChange>)>) -> Result<usize> {
+        // The whole record of each target: a tapback on one of AMC's questions that only a
+        // sweep read (the live reading missed it) answers it too.
+        let read: Vec<ReactionChange> = targets.iter().flat_map(|(_, changes)| changes.iter().cloned()).collect();
         let changed = self.blocking(move |s| s.reset_reactions(source, &targets)).await?;
         for (_, channel_id) in &changed {
             self.publish(Event::MessagesChanged { channel_id: channel_id.clone(), inserted: 0, updated: 1 });
+        }
+        if !changed.is_empty() {
+            let amc = self.clone();
+            tokio::spawn(async move { amc.phone_reactions(source, &read).await });
         }
         Ok(changed.len())
     }

@@ -140,6 +140,21 @@ async fn a_thumbs_up_from_the_person_sends_and_a_thumbs_down_or_anyone_else_does
     assert_eq!(sent["decided_via"], "phone_imessage");
     assert!(d.sender.sent().iter().any(|s| s.text == "see you at 6"));
 
+    // A 👍 only a sweep of chat.db read (the live reading missed it) answers too.
+    let swept = held_send(&mut agent, &contact, "swept").await;
+    let (_, prompt_s) = asked(&d, &swept).await;
+    in_self_chat(&d, vec![mine(&prompt_s, "the question")]).await;
+    let like = ReactionChange {
+        target_platform_id: prompt_s.clone(),
+        reaction: Reaction { emoji: "👍".into(), sender: me() },
+        added: true,
+    };
+    d.amc.reset_reactions(Source::Imessage, vec![(prompt_s, vec![like])]).await.expect("sweep");
+    amc_testkit::eventually("the swept 👍 to send", || async {
+        (send_status(&d, &swept).await["status"] == "sent").then_some(())
+    })
+    .await;
+
     // 👎: rejected, nothing goes out.
     let second = held_send(&mut agent, &contact, "never mind").await;
     let (_, prompt2) = asked(&d, &second).await;
