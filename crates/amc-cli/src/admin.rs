@@ -708,6 +708,7 @@ pub async fn phone(raw: RawConfig, json_out: bool, cmd: PhoneCmd) -> anyhow::Res
             let mut body = serde_json::Map::new();
             if let Some(ch) = channel {
                 // Each source has its own conversation: the channel says which.
+                let ch = path_id("a channel's id (ch_…; amc phone show lists yours)", ch)?;
                 let found = ok(c.get(&format!("/admin/channels/{ch}")).await?)?;
                 let source = if found["source"] == "discord" { "discord" } else { "imessage" };
                 body.insert(source.into(), json!(ch));

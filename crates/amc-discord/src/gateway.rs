@@ -183,7 +183,8 @@ async fn answer_button(
     let user = amc_core::model::SenderInfo {
         id: pressed.user.id.to_string(),
         display_name: None,
-        is_self: shared.selves().person == Some(pressed.user.id),
+        // Whose press it is, the core decides by `discord_user_id` alone.
+        is_self: false,
     };
     let said = shared
         .amc

@@ -226,6 +226,15 @@ impl Store {
         })
     }
 
+    /// What was asked about where, of every question kept: `(kind, subject, channel_id)`.
+    pub fn phone_asked_about(&self) -> Result<std::collections::HashSet<(String, String, String)>> {
+        self.db.read(|tx| {
+            let mut stmt = tx.prepare_cached("SELECT kind, subject, channel_id FROM phone_asks")?;
+            let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+            Ok(rows.collect::<rusqlite::Result<_>>()?)
+        })
+    }
+
     /// How many questions were asked in conversation `channel_id` since `since` (those
     /// over the limit, only counted, left out).
     pub fn phone_asked_since(&self, channel_id: &str, since: Millis) -> Result<u32> {

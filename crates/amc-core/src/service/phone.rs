@@ -405,6 +405,8 @@ struct Look {
     waiting: Vec<Waiting>,
     open: Vec<PhoneAsk>,
     revoked: Vec<String>,
+    /// What was asked about where already (`kind`, subject, channel): asked once only.
+    asked: std::collections::HashSet<(String, String, String)>,
 }
 
 fn kinds(store: &Store) -> Result<(bool, bool)> {
@@ -655,12 +657,14 @@ impl Amc {
                     .filter(|a| matches!(a.state, PhoneAskState::Asking | PhoneAskState::Asked))
                     .collect();
                 let revoked = s.agents()?.into_iter().filter(|a| a.revoked_at.is_some()).map(|a| a.id).collect();
+                let asked = s.phone_asked_about()?;
                 Ok(Look {
                     expire_minutes: expire_minutes(s)?,
                     asks_a_minute: asks_a_minute(s)?,
                     waiting,
                     open,
                     revoked,
+                    asked,
                 })
             })
             .await?;
@@ -696,7 +700,12 @@ impl Amc {
         let channel = target.channel_id.clone();
         let mut asked = self.blocking(move |s| s.phone_asked_since(&channel, now_ms() - 60_000)).await?;
         let mut skipped = 0;
-        for w in waiting {
+        // Only what was not asked about here yet: a round writes nothing for the rest.
+        let new_here = waiting.iter().filter(|w| {
+            let key = (w.kind().as_str().to_owned(), w.subject().to_owned(), target.channel_id.clone());
+            !look.asked.contains(&key)
+        });
+        for w in new_here {
             let state = if asked < look.asks_a_minute { PhoneAskState::Asking } else { PhoneAskState::Skipped };
             let new = NewPhoneAsk {
                 kind: w.kind(),
