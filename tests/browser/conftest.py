@@ -54,9 +54,9 @@ def free_port() -> int:
 class UiDaemon(Daemon):
     """The daemon, also serving on a loopback port, with the UI's address."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, config: str = "", env: dict | None = None) -> None:
         self.port = free_port()
-        super().__init__(data_dir, config=f'listen = "127.0.0.1:{self.port}"\n')
+        super().__init__(data_dir, config=f'listen = "127.0.0.1:{self.port}"\n{config}', env=env)
         self.base = f"http://127.0.0.1:{self.port}"
 
     def ui_url(self) -> str:

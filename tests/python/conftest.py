@@ -68,7 +68,7 @@ def amc_binary() -> str:
 class Daemon:
     """`amc serve --test-sender` and the admin API over its socket."""
 
-    def __init__(self, data_dir: Path, config: str = "", log: str = "warn") -> None:
+    def __init__(self, data_dir: Path, config: str = "", log: str = "warn", env: dict | None = None) -> None:
         self.data_dir = data_dir
         self.socket = data_dir / "run" / "amc.sock"
         data_dir.mkdir(parents=True, exist_ok=True)
@@ -77,7 +77,7 @@ class Daemon:
         self.log = open(data_dir.parent / f"{data_dir.name}-serve.log", "wb")
         self.proc = subprocess.Popen(
             [amc_binary(), "serve", "--test-sender"],
-            env={**os.environ, "AMC_DATA_DIR": str(data_dir), "AMC_LOG": log},
+            env={**os.environ, **(env or {}), "AMC_DATA_DIR": str(data_dir), "AMC_LOG": log},
             stdout=subprocess.DEVNULL,
             stderr=self.log,
         )

@@ -10,8 +10,9 @@ import inbox from "./inbox.js";
 import threads from "./threads.js";
 import agents from "./agents.js";
 import status from "./status.js";
+import setup, { nothingSetUp } from "./setup.js";
 
-const VIEWS = [channels, review, inbox, threads, agents, status];
+const VIEWS = [channels, review, inbox, threads, agents, status, setup];
 const POLL_MS = 25000;
 
 let current = null;
@@ -163,7 +164,8 @@ function start() {
     const view = viewFromHash();
     if (view !== current) show(view).then(() => document.getElementById(`h-${view.id}`)?.focus());
   });
-  show(viewFromHash());
+  // With nothing set up yet, the window opens on Setup.
+  (location.hash ? Promise.resolve(false) : nothingSetUp()).then((fresh) => show(fresh ? setup : viewFromHash()));
   counts();
   follow();
   setInterval(refreshTimes, 30000);

@@ -671,6 +671,71 @@ pub async fn codes(raw: RawConfig, json_out: bool, cmd: CodesCmd) -> anyhow::Res
 }
 
 #[derive(Subcommand)]
+pub enum DiscordCmd {
+    /// Whether a bot is set up, which, and the link that invites it to a server
+    Show,
+    /// Connect the bot: paste its token on standard input (never on the command line). AMC
+    /// checks it with Discord, keeps it in the Keychain and connects without a restart
+    Connect,
+    /// Disconnect the bot and remove its token from the Keychain
+    Disconnect,
+}
+
+pub async fn discord(raw: RawConfig, json_out: bool, cmd: DiscordCmd) -> anyhow::Result<()> {
+    let token = match cmd {
+        DiscordCmd::Connect => Some(read_token()?),
+        DiscordCmd::Show | DiscordCmd::Disconnect => None,
+    };
+    let mut c = connect(raw).await?;
+    let v = match token {
+        Some(token) => ok(c.post("/admin/discord/token", &json!({ "token": token })).await?)?,
+        None if matches!(cmd, DiscordCmd::Disconnect) => ok(c.post("/admin/discord/disconnect", &json!({})).await?)?,
+        None => ok(c.get("/admin/discord").await?)?,
+    };
+    if json_out {
+        return print_json(&v);
+    }
+    let from = match verbatim(&v, "token") {
+        "keychain" => "its token is in the Keychain",
+        "config" => "its token is discord_token in config.toml",
+        "environment" => "its token is AMC_DISCORD_TOKEN in AMC's environment",
+        _ => {
+            say!("No Discord bot is set up. To set one up: amc discord connect (then paste the bot's token).");
+            return Ok(());
+        }
+    };
+    if v["bot"].is_null() {
+        say!("A Discord bot is set up ({from}); Discord did not say which (amc status shows the connection).");
+        return Ok(());
+    }
+    let bot = &v["bot"];
+    say!("Discord bot {} ({from}).", s(bot, "name"));
+    if bot["message_content"] != true {
+        say!(
+            "Its Message Content intent is off: Discord sends it messages without their text. Turn it on in the \
+             Discord Developer Portal (your application → Bot → Privileged Gateway Intents)."
+        );
+    }
+    say!("Invite it to a server: {}", s(bot, "invite_url"));
+    Ok(())
+}
+
+/// The bot's token from standard input, asked for when it is a terminal.
+fn read_token() -> anyhow::Result<String> {
+    use std::io::{BufRead, IsTerminal, Write};
+    if std::io::stdin().is_terminal() {
+        eprint!("Paste the bot's token (Discord Developer Portal → your application → Bot → Reset Token): ");
+        std::io::stderr().flush()?;
+    }
+    let mut token = String::new();
+    std::io::stdin().lock().read_line(&mut token)?;
+    if token.trim().is_empty() {
+        bail!("no token given: paste the bot's token on standard input");
+    }
+    Ok(token)
+}
+
+#[derive(Subcommand)]
 pub enum PhoneCmd {
     /// Where AMC asks and what, and the conversations it could ask in
     Show,
@@ -961,7 +1026,7 @@ pub async fn doctor(raw: RawConfig, chat_db: Option<std::path::PathBuf>) -> anyh
         health.as_ref().is_some_and(|h| h["sources"][source]["state"] != "disabled" && !h["sources"][source].is_null())
     };
     let imessage = config.imessage.chat_db.is_some() || running("imessage");
-    let discord = config.discord.is_some() || running("discord");
+    let discord = config.discord.token.is_some() || running("discord");
     if !imessage && !discord {
         say!("No source is set up yet: AMC reads no conversation. To set one up:");
         for line in SET_UP_SOURCES {
@@ -978,9 +1043,9 @@ const SET_UP_SOURCES: [&str; 2] = [
     "iMessage: give AMC (or the terminal running amc serve) Full Disk Access in System Settings → Privacy & \
      Security → Full Disk Access, then restart it: it reads ~/Library/Messages/chat.db (set imessage_chat_db or \
      --chat-db for another).",
-    "Discord: create a bot in the Discord Developer Portal, turn on its Message Content intent, and give AMC its \
-     token (AMC_DISCORD_TOKEN, discord_token in config.toml, or the Keychain with discord_token_keychain = true; \
-     docs/discord.md), then restart AMC.",
+    "Discord: create a bot in the Discord Developer Portal, turn on its Message Content intent, and paste its token \
+     in AMC's Setup (or run amc discord connect): AMC checks it with Discord, keeps it in the Keychain and connects \
+     without a restart (docs/discord.md).",
 ];
 
 /// `amc doctor --deep`: what only this Mac can tell, as one table ([`amc_runtime::deep`]).

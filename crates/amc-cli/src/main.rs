@@ -63,6 +63,10 @@ enum Command {
     /// One-time codes: say a message holds none, and see what you said
     #[command(subcommand)]
     Codes(admin::CodesCmd),
+    /// Discord: connect the bot with its token (checked with Discord, kept in the Keychain), or
+    /// disconnect it, while AMC runs
+    #[command(subcommand)]
+    Discord(admin::DiscordCmd),
     /// Approve from your phone: where AMC asks (your own iMessage conversation) and what
     #[command(subcommand)]
     Phone(admin::PhoneCmd),
@@ -141,6 +145,7 @@ fn main() -> std::process::ExitCode {
             Command::Review(cmd) => admin::review(raw, cli.json, cmd).await,
             Command::Codes(cmd) => admin::codes(raw, cli.json, cmd).await,
             Command::Phone(cmd) => admin::phone(raw, cli.json, cmd).await,
+            Command::Discord(cmd) => admin::discord(raw, cli.json, cmd).await,
             Command::Pause => admin::pause(raw, cli.json, true).await,
             Command::Resume => admin::pause(raw, cli.json, false).await,
             Command::Status => admin::status(raw, cli.json).await,

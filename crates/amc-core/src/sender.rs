@@ -119,6 +119,72 @@ pub trait Sender: Send + Sync {
     fn send(&self, msg: OutgoingSend) -> BoxFuture<'_, Result<Delivery, SendError>>;
 }
 
+/// A source's sender that is turned on, replaced or off while AMC runs (Discord connected
+/// from the window, without a restart): each send goes to the sender current when it
+/// starts. The runtime holds the [`SwitchedSenderHandle`].
+pub struct SwitchedSender {
+    source: Source,
+    current: tokio::sync::watch::Receiver<Option<Arc<dyn Sender>>>,
+}
+
+/// Where the runtime says which sender a [`SwitchedSender`] sends with.
+pub struct SwitchedSenderHandle(tokio::sync::watch::Sender<Option<Arc<dyn Sender>>>);
+
+impl SwitchedSender {
+    /// A sender for `source` that sends nowhere until its handle gives it a sender.
+    pub fn new(source: Source) -> (Arc<Self>, SwitchedSenderHandle) {
+        let (handle, current) = tokio::sync::watch::channel(None);
+        (Arc::new(Self { source, current }), SwitchedSenderHandle(handle))
+    }
+
+    fn now(&self) -> Option<Arc<dyn Sender>> {
+        self.current.borrow().clone()
+    }
+}
+
+impl SwitchedSenderHandle {
+    /// Sends from now on go through `sender`, or fail as the source being off (`None`).
+    pub fn set(&self, sender: Option<Arc<dyn Sender>>) {
+        self.0.send_replace(sender);
+    }
+}
+
+impl Sender for SwitchedSender {
+    fn max_attachment_bytes(&self) -> u64 {
+        self.now().map_or(0, |s| s.max_attachment_bytes())
+    }
+
+    fn max_total_attachment_bytes(&self) -> Option<u64> {
+        self.now().and_then(|s| s.max_total_attachment_bytes())
+    }
+
+    fn max_text_chars(&self) -> Option<usize> {
+        self.now().and_then(|s| s.max_text_chars())
+    }
+
+    fn fetch(&self, file: RemoteFile, max_bytes: u64) -> BoxFuture<'_, Result<Vec<u8>, FetchError>> {
+        let now = self.now();
+        let source = self.source;
+        Box::pin(async move {
+            match now {
+                Some(s) => s.fetch(file, max_bytes).await,
+                None => Err(FetchError::Unavailable(format!("the {source} source is off"))),
+            }
+        })
+    }
+
+    fn send(&self, msg: OutgoingSend) -> BoxFuture<'_, Result<Delivery, SendError>> {
+        let now = self.now();
+        let source = self.source;
+        Box::pin(async move {
+            match now {
+                Some(s) => s.send(msg).await,
+                None => Err(SendError::Failed(format!("the {source} source is off: set it up in AMC's Setup"))),
+            }
+        })
+    }
+}
+
 /// The senders of the sources that are running, by source.
 #[derive(Clone, Default)]
 pub struct Senders {

@@ -72,6 +72,19 @@ pub(crate) struct Shared {
     /// What only this Mac can tell (`amc doctor --deep`), for the window's "Check this Mac":
     /// given by the runtime, which holds the sources' settings.
     pub mac_checks: Option<MacChecks>,
+    /// The Discord source's setup from the window: given by the runtime, which runs it.
+    pub discord_setup: Option<std::sync::Arc<dyn DiscordSetup>>,
+}
+
+/// The window's Discord setup (`/admin/discord`): what is set up, a token checked with
+/// Discord and connected, the bot disconnected. Each answer is the setup's state as JSON.
+pub trait DiscordSetup: Send + Sync {
+    /// What is set up.
+    fn show(&self) -> amc_core::sender::BoxFuture<'_, amc_core::Result<serde_json::Value>>;
+    /// Checks `token` with Discord, keeps it and connects the bot with it.
+    fn connect(&self, token: String) -> amc_core::sender::BoxFuture<'_, amc_core::Result<serde_json::Value>>;
+    /// Disconnects the bot and forgets its token.
+    fn disconnect(&self) -> amc_core::sender::BoxFuture<'_, amc_core::Result<serde_json::Value>>;
 }
 
 /// Runs `amc doctor --deep`'s checks: a JSON array of `{name, outcome, detail, fix}`.
@@ -153,6 +166,15 @@ impl Daemon {
         self
     }
 
+    /// The daemon with what answers `/admin/discord` (the window's Setup), given before it
+    /// serves.
+    pub fn with_discord_setup(mut self, setup: std::sync::Arc<dyn DiscordSetup>) -> Self {
+        if let Some(shared) = std::sync::Arc::get_mut(&mut self.state.0) {
+            shared.discord_setup = Some(setup);
+        }
+        self
+    }
+
     /// Loads (or creates) the admin token, and opens the relay. `listen`: the loopback TCP
     /// address [`Daemon::serve`] will also serve on, its listener bound already.
     pub fn new(amc: Amc, listen: Option<std::net::SocketAddr>) -> io::Result<Self> {
@@ -167,6 +189,7 @@ impl Daemon {
                 shutdown: CancellationToken::new(),
                 listen,
                 mac_checks: None,
+                discord_setup: None,
             })),
         })
     }

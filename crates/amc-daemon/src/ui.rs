@@ -40,6 +40,7 @@ pub const FILES: &[UiFile] = ui_files![
     "js/threads.js",
     "js/agents.js",
     "js/status.js",
+    "js/setup.js",
 ];
 
 /// The policy the tray app's window enforces, sent with every file so a browser holds

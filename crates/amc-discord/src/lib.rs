@@ -12,11 +12,13 @@
 //! - `check`: the periodic check that nothing was missed (`last_message_id`).
 //! - [`send`]: sends, Discord's errors, attachments fetched on demand.
 //! - [`settings`]: the source's settings (`DiscordSettings`), as the runtime reads them.
-//! - [`token`]: the bot's token from the configuration or the Keychain.
+//! - [`token`]: the bot's token from the configuration or the system's secret store.
+//! - [`bot`]: a token checked with Discord before it is kept; the bot's invite link.
 //! - `fake` (feature `fake`): a local stand-in for Discord (REST and gateway), for tests
 //!   and benchmarks; never in AMC's binaries.
 #![deny(missing_docs)]
 
+pub mod bot;
 mod check;
 pub mod convert;
 #[cfg(feature = "fake")]
@@ -154,17 +156,21 @@ impl Discord {
         }
     }
 
-    /// serenity's REST client, with its rate limiter on: it sends every request to
-    /// `https://discord.com` (through `discord_proxy` if set). Only a stand-in on this
-    /// machine is reached otherwise, with the limiter off, since serenity's limiter ignores
-    /// its proxy setting (config refuses any other host).
     fn http(&self) -> serenity::http::Http {
-        let builder = HttpBuilder::new(self.token.expose()).client(self.client.clone());
-        if self.settings.stand_in {
-            builder.proxy(self.settings.api_url.clone()).ratelimiter_disabled(true).build()
-        } else {
-            builder.build()
-        }
+        http(&self.settings, self.client.clone(), &self.token)
+    }
+}
+
+/// serenity's REST client, with its rate limiter on: it sends every request to
+/// `https://discord.com` (through `discord_proxy` if set). Only a stand-in on this
+/// machine is reached otherwise, with the limiter off, since serenity's limiter ignores
+/// its proxy setting (config refuses any other host).
+fn http(settings: &DiscordSettings, client: reqwest::Client, token: &Secret) -> serenity::http::Http {
+    let builder = HttpBuilder::new(token.expose()).client(client);
+    if settings.stand_in {
+        builder.proxy(settings.api_url.clone()).ratelimiter_disabled(true).build()
+    } else {
+        builder.build()
     }
 }
 

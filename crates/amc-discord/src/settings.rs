@@ -36,9 +36,12 @@ impl<'de> Deserialize<'de> for Secret {
 /// Where the Discord bot's token comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DiscordToken {
-    /// Given in the configuration or the environment.
+    /// Given in `config.toml`.
     Value(Secret),
-    /// Kept in the macOS Keychain (a generic password, service `AMC`, account `discord`).
+    /// Given in the environment (`AMC_DISCORD_TOKEN`): AMC cannot change it.
+    Environment(Secret),
+    /// Kept in the system's secret store (the Keychain on a Mac: a generic password,
+    /// service `AMC`, account `discord`; the Secret Service elsewhere).
     Keychain,
 }
 
@@ -70,8 +73,8 @@ pub fn check_api_url(api_url: &str) -> Result<bool, String> {
 /// The Discord source's settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DiscordSettings {
-    /// The bot's token.
-    pub token: DiscordToken,
+    /// The bot's token, once one is given.
+    pub token: Option<DiscordToken>,
     /// Discord's base URL: `https://discord.com` (or its canary and ptb hosts, the same
     /// API), or a stand-in on this machine.
     pub api_url: String,

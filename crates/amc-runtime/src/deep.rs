@@ -207,17 +207,13 @@ async fn keychain(settings: &Settings, on_mac: bool) -> Check {
     if !on_mac {
         return Check::skipped(NAME, NOT_A_MAC);
     }
-    match settings.discord.as_ref().map(|d| &d.token) {
-        Some(token @ DiscordToken::Keychain) => {
-            match amc_discord::token::resolve(token, Path::new(amc_discord::token::SECURITY)).await {
-                Ok(_) => Check::passed(NAME, "the item is there and AMC may read it"),
-                Err(e) => Check::failed(
-                    NAME,
-                    e.to_string(),
-                    "security add-generic-password -s AMC -a discord -w (paste the bot's token when asked)",
-                ),
+    match &settings.discord.token {
+        Some(token @ DiscordToken::Keychain) => match amc_discord::token::resolve(token).await {
+            Ok(_) => Check::passed(NAME, "the item is there and AMC may read it"),
+            Err(e) => {
+                Check::failed(NAME, e.to_string(), "paste the bot's token in AMC's Setup (or amc discord connect)")
             }
-        }
+        },
         _ => Check::skipped(NAME, "AMC is not set to read the token from the Keychain (discord_token_keychain)"),
     }
 }

@@ -9,15 +9,17 @@
 //! - `startup.rs`: the flags, logging and signals `amc serve` and the tray share.
 #![deny(missing_docs)]
 
+mod config_file;
 pub mod deep;
+mod discord;
 mod settings;
 mod startup;
 
+pub use discord::{DiscordControl, DiscordSetupState};
 pub use settings::{ConfigError, FileConfig, RawConfig, Settings, discord_token_from_env};
 pub use startup::{StartFlags, init_logging, shutdown_signal};
 
 use std::future::Future;
-use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::Context;
@@ -26,8 +28,8 @@ use tokio_util::sync::CancellationToken;
 
 use amc_core::model::Source;
 use amc_core::sender::{RecordingSender, Senders};
+use amc_core::service::Amc;
 use amc_core::service::UpdateReporter;
-use amc_core::service::{Amc, SourceState, SourceStatus};
 use amc_imessage::send::{MessagesConfig, MessagesSender};
 use amc_imessage::watch::WatchConfig;
 
@@ -100,6 +102,8 @@ pub async fn start(raw: RawConfig) -> anyhow::Result<Running> {
 /// [`start`], telling `updates` how far an update of the store is while a new release's
 /// migrations run (the tray shows it).
 pub async fn start_reporting(raw: RawConfig, updates: &UpdateReporter) -> anyhow::Result<Running> {
+    // Kept to check a change the window makes to config.toml as start-up checks it.
+    let raw_again = raw.clone();
     let settings = raw.validate()?;
     // The window's "Check this Mac" runs `amc doctor --deep`'s checks with these settings.
     let mac_checks: amc_daemon::MacChecks = {
@@ -144,28 +148,14 @@ pub async fn start_reporting(raw: RawConfig, updates: &UpdateReporter) -> anyhow
         });
         senders = senders.with(Source::Imessage, Arc::new(sender));
     }
-    let mut discord_problem = None;
-    let discord = match discord_settings {
-        Some(settings) => {
-            match amc_discord::token::resolve(&settings.token, Path::new(amc_discord::token::SECURITY)).await {
-                Ok(token) => match amc_discord::Discord::new(settings, token) {
-                    Ok(d) => Some(d),
-                    Err(why) => {
-                        discord_problem = Some(why);
-                        None
-                    }
-                },
-                Err(why) => {
-                    discord_problem = Some(why.to_string());
-                    None
-                }
-            }
-        }
-        None => None,
+    // Discord's sender is switched in place: the window connects and disconnects the bot.
+    let discord_switch = if config.test_sender {
+        None
+    } else {
+        let (sender, switch) = discord::switched();
+        senders = senders.with(Source::Discord, sender);
+        Some(switch)
     };
-    if let (Some(d), false) = (&discord, config.test_sender) {
-        senders = senders.with(Source::Discord, d.sender());
-    }
     let tcp = match config.listen {
         Some(addr) => Some(tokio::net::TcpListener::bind(addr).await.with_context(|| format!("listening on {addr}"))?),
         None => None,
@@ -193,15 +183,11 @@ pub async fn start_reporting(raw: RawConfig, updates: &UpdateReporter) -> anyhow
     .await
     .context("starting AMC")??;
     let stop = CancellationToken::new();
+    let discord = discord::start(amc.clone(), raw_again, discord_settings, discord_switch, stop.clone()).await;
+    let daemon = daemon.with_discord_setup(Arc::new(discord));
     if let Some(cfg) = imessage {
         tracing::info!(chat_db = %cfg.chat_db.display(), "following iMessage");
         tokio::spawn(amc_imessage::watch::run(amc.clone(), cfg, stop.clone()));
-    }
-    if let Some(d) = discord {
-        tracing::info!("starting the Discord bot");
-        tokio::spawn(d.run(amc.clone(), stop.clone()));
-    } else if let Some(why) = discord_problem {
-        amc.set_source_status(Source::Discord, SourceStatus::new(SourceState::Degraded, Some(why.to_string())));
     }
     let upkeep = {
         let (amc, stop) = (amc.clone(), stop.clone());

@@ -110,8 +110,8 @@ pub struct Settings {
     pub core: Config,
     /// The iMessage source's.
     pub imessage: ImessageSettings,
-    /// The Discord source's, when a token is configured.
-    pub discord: Option<DiscordSettings>,
+    /// The Discord source's; its token is `None` until one is given (the window's Setup).
+    pub discord: DiscordSettings,
 }
 
 /// A configuration that cannot be used, and why.
@@ -166,10 +166,7 @@ pub enum ConfigError {
 impl RawConfig {
     /// Checks the settings and reads the config file of the data directory, if any.
     pub fn validate(self) -> Result<Settings, ConfigError> {
-        let data_dir = match self.data_dir {
-            Some(d) => absolute(&d),
-            None => default_data_dir().ok_or(ConfigError::NoDataDir)?,
-        };
+        let data_dir = self.data_dir()?;
         // The nearest part of the path that exists must be a folder.
         if let Some(found) = data_dir.ancestors().find(|a| a.exists())
             && !found.is_dir()
@@ -183,6 +180,27 @@ impl RawConfig {
         }
         let file_path = data_dir.join(CONFIG_FILE);
         let file = read_file_config(&file_path)?;
+        self.validate_with(data_dir, file)
+    }
+
+    /// The data directory these settings name (checked as [`RawConfig::validate`] checks it).
+    pub(crate) fn data_dir(&self) -> Result<PathBuf, ConfigError> {
+        match &self.data_dir {
+            Some(d) => Ok(absolute(d)),
+            None => default_data_dir().ok_or(ConfigError::NoDataDir),
+        }
+    }
+
+    /// Checks these settings with `text` as the config file's, as at start-up: what a change
+    /// made from the window must pass before it is written.
+    pub(crate) fn validate_text(self, text: &str) -> Result<Settings, ConfigError> {
+        let data_dir = self.data_dir()?;
+        let file = parse_file_config(&data_dir.join(CONFIG_FILE), text)?;
+        self.validate_with(data_dir, file)
+    }
+
+    fn validate_with(self, data_dir: PathBuf, file: FileConfig) -> Result<Settings, ConfigError> {
+        let file_path = data_dir.join(CONFIG_FILE);
         // Numbers outside what works are refused with the range, never quietly changed.
         let range = |key: &'static str, value: Option<u64>, default: u64, min: u64, max: u64| match value {
             None => Ok(default),
@@ -294,11 +312,13 @@ fn discord_settings(
     env_token: Option<Secret>,
     file: &FileConfig,
     range: &Range<'_>,
-) -> Result<Option<DiscordSettings>, ConfigError> {
-    let token = match (env_token.or_else(|| file.discord_token.clone()), file.discord_token_keychain) {
-        (Some(t), _) if !t.expose().trim().is_empty() => DiscordToken::Value(Secret::new(t.expose().trim())),
-        (_, Some(true)) => DiscordToken::Keychain,
-        _ => return Ok(None),
+) -> Result<DiscordSettings, ConfigError> {
+    let given = |t: &Option<Secret>| t.as_ref().map(|t| t.expose().trim().to_owned()).filter(|t| !t.is_empty());
+    let token = match (given(&env_token), given(&file.discord_token), file.discord_token_keychain) {
+        (Some(t), _, _) => Some(DiscordToken::Environment(Secret::new(t))),
+        (None, Some(t), _) => Some(DiscordToken::Value(Secret::new(t))),
+        (None, None, Some(true)) => Some(DiscordToken::Keychain),
+        _ => None,
     };
     let api_url = file.discord_api_url.clone().unwrap_or_else(|| "https://discord.com".into());
     let stand_in = amc_discord::settings::check_api_url(&api_url).map_err(ConfigError::Invalid)?;
@@ -319,7 +339,7 @@ fn discord_settings(
     {
         return Err(ConfigError::Invalid(format!("discord_user_id must be a Discord user id (digits), not {id:?}")));
     }
-    Ok(Some(DiscordSettings {
+    Ok(DiscordSettings {
         token,
         api_url: api_url.trim_end_matches('/').to_owned(),
         stand_in,
@@ -336,7 +356,7 @@ fn discord_settings(
             1,
             3600,
         )?),
-    }))
+    })
 }
 
 fn absolute(p: &Path) -> PathBuf {
@@ -345,12 +365,14 @@ fn absolute(p: &Path) -> PathBuf {
 
 fn read_file_config(path: &Path) -> Result<FileConfig, ConfigError> {
     match std::fs::read_to_string(path) {
-        Ok(text) => {
-            toml::from_str(&text).map_err(|e| ConfigError::File { path: path.to_owned(), message: e.to_string() })
-        }
+        Ok(text) => parse_file_config(path, &text),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(FileConfig::default()),
         Err(e) => Err(ConfigError::File { path: path.to_owned(), message: e.to_string() }),
     }
+}
+
+fn parse_file_config(path: &Path, text: &str) -> Result<FileConfig, ConfigError> {
+    toml::from_str(text).map_err(|e| ConfigError::File { path: path.to_owned(), message: e.to_string() })
 }
 
 fn parse_loopback(s: &str, from: &'static str) -> Result<SocketAddr, ConfigError> {
@@ -390,16 +412,18 @@ mod tests {
             }
             .validate()
         };
-        assert_eq!(with("", None).expect("valid").discord, None, "no token: no Discord");
-        let d = with("discord_token = \"file\"\n", Some("env")).expect("valid").discord.expect("on");
-        assert_eq!(d.token, DiscordToken::Value(Secret::new("env")), "the environment wins");
+        assert_eq!(with("", None).expect("valid").discord.token, None, "no token: no Discord");
+        let d = with("discord_token = \"file\"\n", Some("env")).expect("valid").discord;
+        assert_eq!(d.token, Some(DiscordToken::Environment(Secret::new("env"))), "the environment wins");
+        let d = with("discord_token = \" file \"\ndiscord_token_keychain = true\n", None).expect("valid").discord;
+        assert_eq!(d.token, Some(DiscordToken::Value(Secret::new("file"))), "a token in the file wins");
         assert_eq!((d.api_url.as_str(), d.upload_limit, d.history_limit), ("https://discord.com", 10 << 20, 1000));
         assert_eq!(d.check_period, std::time::Duration::from_secs(120), "the check runs every 2 minutes");
         let checked = |n: u64| with(&format!("discord_token = \"t\"\ndiscord_check_seconds = {n}\n"), None);
-        assert_eq!(checked(5).expect("valid").discord.expect("on").check_period.as_secs(), 5);
+        assert_eq!(checked(5).expect("valid").discord.check_period.as_secs(), 5);
         assert!(checked(0).is_err() && checked(3601).is_err(), "the check's period is 1 s to an hour");
-        let d = with("discord_token_keychain = true\n", None).expect("valid").discord.expect("on");
-        assert_eq!(d.token, DiscordToken::Keychain);
+        let d = with("discord_token_keychain = true\n", None).expect("valid").discord;
+        assert_eq!(d.token, Some(DiscordToken::Keychain));
         assert!(with("discord_token = \"t\"\ndiscord_api_url = \"http://127.0.0.1:9/\"\n", None).is_ok());
         assert!(with("discord_token = \"t\"\ndiscord_api_url = \"https://canary.discord.com\"\n", None).is_ok());
         for bad in [
@@ -417,7 +441,7 @@ mod tests {
         std::fs::write(&ca, "-----BEGIN CERTIFICATE-----\n").expect("ca");
         let file =
             format!("discord_token = \"t\"\ndiscord_proxy = \"http://proxy.lan:3128\"\ndiscord_ca_file = {ca:?}\n");
-        let d = with(&file, None).expect("valid").discord.expect("on");
+        let d = with(&file, None).expect("valid").discord;
         assert_eq!((d.proxy.as_deref(), d.ca_file.as_deref()), (Some("http://proxy.lan:3128"), Some(ca.as_path())));
         for bad in ["discord_proxy = \"proxy.lan\"", "discord_ca_file = \"/nowhere/ca.pem\""] {
             let r = with(&format!("discord_token = \"t\"\n{bad}\n"), None);

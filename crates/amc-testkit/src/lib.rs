@@ -4,18 +4,22 @@
 //! - [`incoming`]: messages as a source hands them to the core, built in one line.
 //! - [`eventually`]: waits for a state to hold, with a deadline, instead of sleeping a
 //!   fixed time and hoping.
+//! - [`SecretService`]: a Secret Service on a D-Bus of the test's own, where AMC keeps
+//!   the Discord token on Linux.
 //! - [`Stored`]: the store under a running core, for what a test sets up or reads
 //!   directly (production code reaches it only through the core's service layer).
 #![deny(missing_docs)]
 
 pub mod bench;
 mod incoming;
+mod secret_service;
 
 use std::future::Future;
 use std::time::Duration;
 
 pub use bench::Latencies;
 pub use incoming::{Incoming, SENDER, incoming};
+pub use secret_service::SecretService;
 
 /// The store under a running [`Amc`](amc_core::service::Amc), opened beside it on the
 /// same file: what a test sets up or reads without going through the service layer.

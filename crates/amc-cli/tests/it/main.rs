@@ -7,6 +7,7 @@ mod imessage;
 mod phone;
 mod private_files;
 mod review;
+mod setup;
 mod shown;
 mod stdio;
 mod tidy;

@@ -571,6 +571,37 @@ pub async fn phone(State(st): State<AppState>, _: Admin) -> ApiResult<impl IntoR
     Ok(Json(st.amc.phone_settings().await?))
 }
 
+fn discord_setup(st: &AppState) -> ApiResult<std::sync::Arc<dyn crate::DiscordSetup>> {
+    st.discord_setup.clone().ok_or_else(|| amc_core::Error::conflict("this AMC cannot set up Discord").into())
+}
+
+/// `GET /admin/discord`: where the bot's token comes from, and the bot.
+pub async fn discord(State(st): State<AppState>, _: Admin) -> ApiResult<impl IntoResponse> {
+    Ok(Json(discord_setup(&st)?.show().await?))
+}
+
+/// The body of `POST /admin/discord/token`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DiscordToken {
+    token: String,
+}
+
+/// `POST /admin/discord/token`: checks the token with Discord, keeps it in the system's
+/// secret store and connects the bot, without a restart.
+pub async fn discord_connect(
+    State(st): State<AppState>,
+    _: Admin,
+    ApiJson(body): ApiJson<DiscordToken>,
+) -> ApiResult<impl IntoResponse> {
+    Ok(Json(discord_setup(&st)?.connect(body.token).await?))
+}
+
+/// `POST /admin/discord/disconnect`: stops the bot and forgets its token.
+pub async fn discord_disconnect(State(st): State<AppState>, _: Admin) -> ApiResult<impl IntoResponse> {
+    Ok(Json(discord_setup(&st)?.disconnect().await?))
+}
+
 /// `POST /admin/phone`: changes where AMC asks and what.
 pub async fn set_phone(
     State(st): State<AppState>,

@@ -1189,6 +1189,7 @@ fn router(fake: FakeDiscord) -> Router {
         .route("/api/v10/gateway", get(gateway))
         .route("/api/v10/gateway/bot", get(gateway_bot))
         .route("/api/v10/users/@me", get(me))
+        .route("/api/v10/oauth2/applications/@me", get(application))
         .route("/api/v10/channels/{channel}", get(channel))
         .route("/api/v10/guilds/{guild}/threads/active", get(active_threads))
         .route("/api/v10/guilds/{guild}/channels", get(guild_channels))
@@ -1240,6 +1241,31 @@ async fn me(State(fake): State<FakeDiscord>, headers: HeaderMap) -> Response {
     }
     let bot = fake.lock().bot.clone();
     axum::Json(user_json(&bot, true)).into_response()
+}
+
+/// `GET /oauth2/applications/@me`: the bot's application, whose id is the bot's (as for
+/// every application made since 2016), with the Message Content intent in its flags
+/// (`GATEWAY_MESSAGE_CONTENT`, 1 << 18) while it is on.
+async fn application(State(fake): State<FakeDiscord>, headers: HeaderMap) -> Response {
+    if authorized(&fake, &headers).is_none() {
+        return unauthorized();
+    }
+    let inner = fake.lock();
+    let flags = if inner.content_intent { 1 << 18 } else { 0 };
+    axum::Json(json!({
+        "id": inner.bot.id.to_string(),
+        "name": inner.bot.name,
+        "icon": null,
+        "description": "",
+        "bot_public": false,
+        "bot_require_code_grant": false,
+        "verify_key": "0".repeat(64),
+        "team": null,
+        "owner": user_json(&inner.bot, false),
+        "flags": flags,
+        "bot": user_json(&inner.bot, true),
+    }))
+    .into_response()
 }
 
 async fn messages(

@@ -9,4 +9,3 @@ mod harness;
 mod ingest;
 mod phone;
 mod send;
-mod token;

@@ -1,0 +1,207 @@
+//! Discord set up while AMC runs, as the window's Setup does it (`amc discord connect` posts
+//! the same request): a pasted token is checked with the local Discord, which refuses
+//! tokens it does not know as Discord does; kept in the Secret Service of the test's own
+//! D-Bus, never in the data directory or the log; connected without a restart, found
+//! again at the next start, and disconnected and forgotten on request.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+
+use amc_client::Connection;
+use amc_discord::fake::FakeDiscord;
+use amc_testkit::SecretService;
+use serde_json::json;
+
+const TOKEN: &str = "MTA5ODc2NTQzMjEw.setup-secret.never-in-a-file";
+const ITEM: [(&str, &str); 2] = [("service", "AMC"), ("username", "discord")];
+
+async fn admin(dir: &Path) -> Connection {
+    let token = std::fs::read_to_string(dir.join("admin-token")).expect("admin token");
+    Connection::connect(&dir.join("run/amc.sock")).await.expect("connect").with_bearer(token.trim())
+}
+
+/// `amc serve`, delivering for real (no test sender), on the test's Secret Service.
+fn serve(dir: &Path, secrets: &SecretService) -> Child {
+    let log = std::fs::OpenOptions::new().create(true).append(true).open(dir.join("serve.log")).expect("log file");
+    let _ = std::fs::remove_file(dir.join("run/amc.sock"));
+    let child = Command::new(super::AMC)
+        .arg("serve")
+        .envs(secrets.env())
+        .env("AMC_DATA_DIR", dir)
+        .env("AMC_LOG", "debug")
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("spawn amc serve");
+    amc_testkit::poll_until("amc serve to start", || {
+        (dir.join("run/amc.sock").exists() && dir.join("admin-token").exists()).then_some(())
+    });
+    child
+}
+
+fn stop(mut child: Child) {
+    Command::new("kill").args(["-TERM", &child.id().to_string()]).status().expect("kill");
+    child.wait().expect("wait");
+}
+
+/// `amc discord ARGS` with `stdin` on its standard input.
+fn discord(dir: &Path, secrets: &SecretService, args: &[&str], stdin: &str) -> Output {
+    let mut child = Command::new(super::AMC)
+        .arg("discord")
+        .args(args)
+        .envs(secrets.env())
+        .env("AMC_DATA_DIR", dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("amc discord");
+    child.stdin.take().expect("stdin").write_all(stdin.as_bytes()).expect("write the token");
+    child.wait_with_output().expect("amc discord")
+}
+
+fn said(out: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
+
+/// Every file under `dir` that holds `needle`.
+fn files_holding(dir: &Path, needle: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if std::fs::read(&path).is_ok_and(|b| b.windows(needle.len()).any(|w| w == needle.as_bytes())) {
+                found.push(path.display().to_string());
+            }
+        }
+    }
+    found
+}
+
+async fn discord_state(dir: &Path) -> serde_json::Value {
+    admin(dir).await.get("/healthz").await.expect("healthz").json()["sources"]["discord"].clone()
+}
+
+#[test]
+fn a_pasted_token_is_checked_kept_in_the_secret_store_and_connected_without_a_restart() {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let fake = rt.block_on(FakeDiscord::start(TOKEN, &["general"])).expect("fake");
+    let work = tempfile::tempdir().expect("tempdir");
+    let secrets = SecretService::start(work.path());
+    let data = work.path().join("data");
+    std::fs::create_dir_all(&data).expect("data dir");
+    let mine = format!("# my AMC\ndiscord_api_url = \"{}\"\nimessage_chat_db = \"\"\n", fake.api_url());
+    std::fs::write(data.join("config.toml"), &mine).expect("config");
+    let amc = serve(&data, &secrets);
+    let general = fake.channel_ids()[0].to_string();
+
+    rt.block_on(async {
+        let off = discord_state(&data).await;
+        assert_eq!(off["state"], "disabled", "{off}");
+        assert!(off["reason"].as_str().is_some_and(|r| r.contains("Setup")), "says where to set it up: {off}");
+    });
+    let shown = discord(&data, &secrets, &["show"], "");
+    assert!(said(&shown).contains("No Discord bot is set up"), "{}", said(&shown));
+
+    // A token Discord does not know changes nothing.
+    let refused = discord(&data, &secrets, &["connect"], "MTA5ODc2NTQzMjEw.not-the-token.x\n");
+    assert!(!refused.status.success());
+    assert!(said(&refused).contains("Discord refused this token"), "{}", said(&refused));
+    assert_eq!(secrets.lookup(&ITEM), None, "nothing kept");
+    assert_eq!(std::fs::read_to_string(data.join("config.toml")).expect("config"), mine);
+    let malformed = discord(&data, &secrets, &["connect"], "two words\n");
+    assert!(said(&malformed).contains("not a bot token"), "{}", said(&malformed));
+
+    // The real one, pasted with the spaces a copy brings.
+    let connected = discord(&data, &secrets, &["connect"], &format!("  {TOKEN} \n"));
+    assert!(connected.status.success(), "{}", said(&connected));
+    let bot = fake.bot();
+    assert!(said(&connected).contains(&format!("Discord bot {}", bot.name)), "{}", said(&connected));
+    let invite = format!("client_id={}&scope=bot&permissions=274878008384", bot.id);
+    assert!(said(&connected).contains(&invite), "{}", said(&connected));
+    assert_eq!(secrets.lookup(&ITEM).as_deref(), Some(TOKEN), "the token is in the Secret Service");
+    let config = std::fs::read_to_string(data.join("config.toml")).expect("config");
+    assert!(config.starts_with(&mine) && config.contains("discord_token_keychain = true"), "{config}");
+
+    // Connected without a restart: the channel appears, a message reaches an agent, and its
+    // answer reaches Discord.
+    let (id, agent_token) = rt.block_on(async {
+        let ch = amc_testkit::eventually("the channel", || async {
+            let all = admin(&data).await.get("/admin/channels").await.ok()?.json();
+            all["channels"].as_array()?.iter().find(|c| c["platform_id"] == general.as_str()).cloned()
+        })
+        .await;
+        let id = ch["id"].as_str().expect("id").to_owned();
+        let approved = admin(&data)
+            .await
+            .post(&format!("/admin/channels/{id}/approve"), &json!({ "send_policy": "auto" }))
+            .await
+            .expect("approve");
+        assert_eq!(approved.status, 200);
+        let created = admin(&data).await.post("/admin/agents", &json!({ "id": "claude" })).await.expect("agent");
+        let agent_token = created.json()["token"].as_str().expect("token").to_owned();
+        let agent = || async {
+            Connection::connect(&data.join("run/amc.sock"))
+                .await
+                .expect("connect")
+                .with_bearer(&agent_token)
+                .with_header("x-agent-id", "claude")
+        };
+        fake.post(fake.channel_ids()[0], &fake.user("alice"), "hello from setup");
+        amc_testkit::eventually("the message", || async {
+            let r = agent().await.get("/messages/unread").await.ok()?.json();
+            r["messages"].as_array()?.iter().any(|m| m["text"] == "hello from setup").then_some(())
+        })
+        .await;
+        let sent = agent().await.post("/messages/send", &json!({ "channel_id": id, "text": "pong" })).await;
+        assert_eq!(sent.expect("send").status, 200);
+        assert!(fake.posts().iter().any(|p| p.payload["content"] == "pong"), "the answer reached Discord");
+        let state = discord_state(&data).await;
+        assert_eq!(state["state"], "connected", "{state}");
+        (id, agent_token)
+    });
+    let shown = discord(&data, &secrets, &["show"], "");
+    assert!(said(&shown).contains("its token is in the Keychain"), "{}", said(&shown));
+
+    // The next start finds the token where it was kept.
+    stop(amc);
+    let amc = serve(&data, &secrets);
+    rt.block_on(async {
+        amc_testkit::eventually("Discord connected again", || async {
+            (discord_state(&data).await["state"] == "connected").then_some(())
+        })
+        .await;
+    });
+
+    // Disconnecting stops the bot and forgets the token.
+    let gone = discord(&data, &secrets, &["disconnect"], "");
+    assert!(gone.status.success(), "{}", said(&gone));
+    assert!(said(&gone).contains("No Discord bot is set up"), "{}", said(&gone));
+    assert_eq!(secrets.lookup(&ITEM), None, "the token left the Secret Service");
+    let config = std::fs::read_to_string(data.join("config.toml")).expect("config");
+    assert!(!config.contains("discord_token"), "{config}");
+    rt.block_on(async {
+        let state = discord_state(&data).await;
+        assert_eq!(state["state"], "disabled", "{state}");
+        // An agent's send now goes nowhere, and says why.
+        let posts = fake.posts().len();
+        let sent = Connection::connect(&data.join("run/amc.sock"))
+            .await
+            .expect("connect")
+            .with_bearer(&agent_token)
+            .with_header("x-agent-id", "claude")
+            .post("/messages/send", &json!({ "channel_id": id, "text": "after" }))
+            .await
+            .expect("send")
+            .json();
+        assert!(sent.to_string().contains("the discord source is off"), "{sent}");
+        assert_eq!(fake.posts().len(), posts, "nothing reached Discord");
+    });
+    stop(amc);
+    assert_eq!(files_holding(&data, TOKEN), Vec::<String>::new(), "the token is in no file of AMC's, its log included");
+    assert!(files_holding(&data, "setup-secret").is_empty());
+}

@@ -1,0 +1,271 @@
+//! The Discord source while AMC runs: started with the token the configuration names, and
+//! connected, replaced or stopped from the window (`/admin/discord`) without a restart.
+//!
+//! One task owns the running source; the window's requests reach it as messages, one at a
+//! time, so a connect and a disconnect never interleave. Connecting checks the token with
+//! Discord first (a refused token changes nothing), keeps it in the system's secret store
+//! (never in a file), records `discord_token_keychain = true` in `config.toml` so the
+//! next start finds it, then stops the running bot, if any, and starts the new one. Its
+//! sender is switched in place: sends made meanwhile go through the bot running when they
+//! start.
+
+use std::sync::Arc;
+
+use amc_core::model::Source;
+use amc_core::sender::SwitchedSenderHandle;
+use amc_core::service::{Amc, SourceState, SourceStatus};
+use amc_core::{Error, ErrorCode};
+use amc_discord::bot::{Bot, CheckError};
+use amc_discord::settings::{DiscordSettings, DiscordToken, Secret};
+use serde::Serialize;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::settings::RawConfig;
+
+/// Why Discord is off when no token was ever given.
+pub(crate) const NOT_SET_UP: &str = "not set up: paste your bot's token in AMC's Setup (or amc discord connect)";
+
+/// What the window is told of Discord's setup.
+#[derive(Debug, Clone, Serialize)]
+pub struct DiscordSetupState {
+    /// Where the token comes from: `none`, `keychain` (the system's secret store),
+    /// `config` (`discord_token` in config.toml) or `environment` (`AMC_DISCORD_TOKEN`).
+    pub token: &'static str,
+    /// The bot, as Discord described it when its token was last checked.
+    pub bot: Option<Bot>,
+    /// Whether AMC can change the token from the window (not while the environment sets it).
+    pub changeable: bool,
+    /// Whether AMC runs with the test sender: Discord is followed, nothing is sent.
+    pub test_mode: bool,
+}
+
+enum Command {
+    Connect(String, oneshot::Sender<Result<DiscordSetupState, Error>>),
+    Disconnect(oneshot::Sender<Result<DiscordSetupState, Error>>),
+    Show(oneshot::Sender<DiscordSetupState>),
+}
+
+/// The window's way to the Discord source.
+#[derive(Clone)]
+pub struct DiscordControl(mpsc::Sender<Command>);
+
+impl DiscordControl {
+    async fn ask<T>(&self, command: impl FnOnce(oneshot::Sender<T>) -> Command) -> Result<T, Error> {
+        let (reply, answer) = oneshot::channel();
+        self.0.send(command(reply)).await.map_err(|_| Error::conflict("AMC is stopping"))?;
+        answer.await.map_err(|_| Error::conflict("AMC is stopping"))
+    }
+
+    /// What is set up.
+    pub async fn show(&self) -> Result<DiscordSetupState, Error> {
+        self.ask(Command::Show).await
+    }
+
+    /// Checks `token` with Discord, keeps it and connects the bot with it.
+    pub async fn connect(&self, token: String) -> Result<DiscordSetupState, Error> {
+        self.ask(|reply| Command::Connect(token, reply)).await?
+    }
+
+    /// Disconnects the bot and forgets its token.
+    pub async fn disconnect(&self) -> Result<DiscordSetupState, Error> {
+        self.ask(Command::Disconnect).await?
+    }
+}
+
+/// The running source and what it was started with.
+struct Supervisor {
+    amc: Amc,
+    raw: RawConfig,
+    settings: DiscordSettings,
+    /// Where the Discord sender agents' sends go through is switched; `None` in test mode,
+    /// where sends are recorded whatever runs.
+    switch: Option<SwitchedSenderHandle>,
+    stop: CancellationToken,
+    running: Option<(CancellationToken, JoinHandle<()>)>,
+    bot: Option<Bot>,
+}
+
+/// Starts the source with the configured token, if any, and the task the window's requests
+/// go to; both end at `stop`.
+pub(crate) async fn start(
+    amc: Amc,
+    raw: RawConfig,
+    settings: DiscordSettings,
+    switch: Option<SwitchedSenderHandle>,
+    stop: CancellationToken,
+) -> DiscordControl {
+    let mut supervisor = Supervisor { amc, raw, settings, switch, stop, running: None, bot: None };
+    match supervisor.settings.token.clone() {
+        Some(token) => match amc_discord::token::resolve(&token).await {
+            Ok(token) => supervisor.run(token),
+            Err(why) => supervisor.off(SourceState::Degraded, why.to_string()),
+        },
+        // In test mode every source stands in for its platform, set up or not.
+        None if supervisor.switch.is_some() => supervisor.off(SourceState::Disabled, NOT_SET_UP.into()),
+        None => {}
+    }
+    let (commands, mut received) = mpsc::channel(8);
+    tokio::spawn(async move {
+        loop {
+            let command = tokio::select! {
+                c = received.recv() => c,
+                () = supervisor.stop.cancelled() => None,
+            };
+            match command {
+                Some(Command::Connect(token, reply)) => {
+                    let _ = reply.send(supervisor.connect(&token).await);
+                }
+                Some(Command::Disconnect(reply)) => {
+                    let _ = reply.send(supervisor.disconnect().await);
+                }
+                Some(Command::Show(reply)) => {
+                    let _ = reply.send(supervisor.state().await);
+                }
+                None => break,
+            }
+        }
+        supervisor.halt().await;
+    });
+    DiscordControl(commands)
+}
+
+impl Supervisor {
+    fn token_source(&self) -> &'static str {
+        match &self.settings.token {
+            None => "none",
+            Some(DiscordToken::Keychain) => "keychain",
+            Some(DiscordToken::Value(_)) => "config",
+            Some(DiscordToken::Environment(_)) => "environment",
+        }
+    }
+
+    async fn state(&mut self) -> DiscordSetupState {
+        // A bot started from the configuration is described once, when first asked.
+        if self.bot.is_none()
+            && self.running.is_some()
+            && let Some(token) = &self.settings.token
+            && let Ok(token) = amc_discord::token::resolve(token).await
+        {
+            self.bot = amc_discord::bot::check(&self.settings, &token).await.ok();
+        }
+        DiscordSetupState {
+            token: self.token_source(),
+            bot: self.bot.clone(),
+            changeable: !matches!(self.settings.token, Some(DiscordToken::Environment(_))),
+            test_mode: self.switch.is_none(),
+        }
+    }
+
+    fn changeable(&self) -> Result<(), Error> {
+        if matches!(self.settings.token, Some(DiscordToken::Environment(_))) {
+            return Err(Error::conflict(
+                "AMC_DISCORD_TOKEN is set in AMC's environment: remove it there to set the token here",
+            ));
+        }
+        Ok(())
+    }
+
+    async fn connect(&mut self, given: &str) -> Result<DiscordSetupState, Error> {
+        self.changeable()?;
+        let token = amc_discord::bot::cleaned(given).map_err(refusal)?;
+        let bot = amc_discord::bot::check(&self.settings, &token).await.map_err(refusal)?;
+        amc_discord::token::store(&token).await.map_err(|e| Error::conflict(e.to_string()))?;
+        let settings = crate::config_file::edit(&self.raw, |doc| {
+            doc.remove("discord_token");
+            doc["discord_token_keychain"] = toml_edit::value(true);
+        })
+        .map_err(|e| Error::conflict(format!("the token is kept, but config.toml could not be changed: {e}")))?;
+        self.settings = settings.discord;
+        self.halt().await;
+        self.bot = Some(bot);
+        self.run(token);
+        tracing::info!("Discord connected from AMC's Setup");
+        Ok(self.state().await)
+    }
+
+    async fn disconnect(&mut self) -> Result<DiscordSetupState, Error> {
+        self.changeable()?;
+        self.halt().await;
+        self.bot = None;
+        let settings = crate::config_file::edit(&self.raw, |doc| {
+            doc.remove("discord_token");
+            doc.remove("discord_token_keychain");
+        });
+        let forgotten = amc_discord::token::forget().await;
+        match settings {
+            Ok(settings) => self.settings = settings.discord,
+            Err(e) => {
+                return Err(Error::conflict(format!("Discord is stopped, but config.toml could not be changed: {e}")));
+            }
+        }
+        forgotten.map_err(|e| Error::conflict(format!("Discord is stopped, but {e}")))?;
+        self.off(SourceState::Disabled, NOT_SET_UP.into());
+        tracing::info!("Discord disconnected from AMC's Setup");
+        Ok(self.state().await)
+    }
+
+    /// Starts the bot with `token`.
+    fn run(&mut self, token: Secret) {
+        let discord = match amc_discord::Discord::new(self.settings.clone(), token) {
+            Ok(d) => d,
+            Err(why) => return self.off(SourceState::Degraded, why),
+        };
+        if let Some(switch) = &self.switch {
+            switch.set(Some(discord.sender()));
+        }
+        let stop = self.stop.child_token();
+        tracing::info!("starting the Discord bot");
+        let run = tokio::spawn(discord.run(self.amc.clone(), stop.clone()));
+        self.running = Some((stop, run));
+    }
+
+    /// Stops the running bot, if any, and waits until it has.
+    async fn halt(&mut self) {
+        if let Some(switch) = &self.switch {
+            switch.set(None);
+        }
+        if let Some((stop, run)) = self.running.take() {
+            stop.cancel();
+            let _ = run.await;
+        }
+    }
+
+    fn off(&self, state: SourceState, why: String) {
+        self.amc.set_source_status(Source::Discord, SourceStatus::new(state, Some(why)));
+    }
+}
+
+fn refusal(e: CheckError) -> Error {
+    match e {
+        CheckError::Malformed(_) => Error::validation(e.to_string()),
+        CheckError::Refused => Error::new(ErrorCode::PlatformAuth, e.to_string()),
+        CheckError::Unreachable(_) => Error::new(ErrorCode::PlatformSendFailed, e.to_string()),
+    }
+}
+
+/// The source's sender as registered with the core: switched in place, so the window can
+/// connect Discord while AMC runs.
+pub(crate) fn switched() -> (Arc<dyn amc_core::sender::Sender>, SwitchedSenderHandle) {
+    let (sender, handle) = amc_core::sender::SwitchedSender::new(Source::Discord);
+    (sender, handle)
+}
+
+impl amc_daemon::DiscordSetup for DiscordControl {
+    fn show(&self) -> amc_core::sender::BoxFuture<'_, Result<serde_json::Value, Error>> {
+        Box::pin(async move { self.show().await.map(json) })
+    }
+
+    fn connect(&self, token: String) -> amc_core::sender::BoxFuture<'_, Result<serde_json::Value, Error>> {
+        Box::pin(async move { self.connect(token).await.map(json) })
+    }
+
+    fn disconnect(&self) -> amc_core::sender::BoxFuture<'_, Result<serde_json::Value, Error>> {
+        Box::pin(async move { self.disconnect().await.map(json) })
+    }
+}
+
+fn json(state: DiscordSetupState) -> serde_json::Value {
+    serde_json::to_value(state).unwrap_or_default()
+}

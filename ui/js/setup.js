@@ -1,0 +1,153 @@
+// Setup: each source and the agents, from nothing to connected, without a terminal. Every
+// step shows what AMC sees now, and its fix. The window opens here while nothing is set up.
+
+import { get, post } from "./api.js";
+import { busy, copyable, h, load, nextId, replace, toast, viewHeader } from "./dom.js";
+
+// macOS's own address for Privacy & Security → Full Disk Access.
+const FULL_DISK_ACCESS = "x-apple.systempreferences:com.apple.preference.security?Privacy_AllFiles";
+
+let body;
+let refreshAll;
+
+function mount(el, app) {
+  refreshAll = app.refresh;
+  body = h("div", { class: "setup-body" });
+  replace(el, viewHeader("setup", "Setup", "Connect your conversations and your agents. Each step is checked as you go."), body);
+}
+
+async function refresh() {
+  const health = await load(body, "/healthz", "AMC's health");
+  if (!health) return;
+  const [discord, phone, agents] = await Promise.all([
+    get("/admin/discord").catch(() => null),
+    get("/admin/phone").catch(() => null),
+    get("/admin/agents").catch(() => null),
+  ]);
+  replace(body,
+    imessage(health.sources.imessage ?? { state: "disabled" }, phone),
+    discordPanel(health.sources.discord ?? { state: "disabled" }, discord),
+    agentsPanel(agents));
+}
+
+/** A step's line: a dot, what it is, and what AMC sees. */
+function step(key, ok, title, detail, ...actions) {
+  return h("li", { class: "row", dataset: { step: key, ok: String(ok) } },
+    h("span", { class: `dot ${ok ? "connected" : "degraded"}`, "aria-hidden": "true" }),
+    h("div", { class: "row-main" },
+      h("div", { class: "row-title" }, h("span", { class: "name", text: title }),
+        h("span", { class: `badge permission-${ok ? "granted" : "needed"}`, text: ok ? "Done" : "To do" })),
+      detail ? h("p", { class: "muted", text: detail }) : null,
+      actions.length ? h("div", { class: "actions" }, actions) : null));
+}
+
+function imessage(s, phone) {
+  const reading = s.state === "connected" && (!s.test_mode || s.caught_up_at);
+  const selfChat = phone?.candidates?.find((c) => c.source === "imessage") ?? phone?.imessage;
+  return h("section", { class: "panel", "aria-labelledby": "h-setup-imessage", dataset: { source: "imessage" } },
+    h("h2", { id: "h-setup-imessage", class: "section-title", text: "iMessage" }),
+    h("ul", { class: "rows" },
+      step("chat-db", reading, "AMC can read your messages",
+        reading ? "AMC reads chat.db, the history Messages keeps, as it changes."
+          : s.test_mode ? "Test mode (amc serve --test-sender): AMC reads no chat.db here."
+            : (s.reason ? `${s.reason}. ` : "") + "Give AMC Full Disk Access in System Settings, then check again.",
+        reading || s.test_mode ? null : h("a", { class: "btn", href: FULL_DISK_ACCESS, dataset: { key: "open-fda" } }, "Open Full Disk Access settings"),
+        h("button", { type: "button", class: "btn", dataset: { key: "imessage-check" },
+          onclick: (e) => busy(e.currentTarget, async () => { await refreshAll(); }) }, "Check again")),
+      step("self-chat", Boolean(selfChat), "Your own conversation",
+        selfChat ? `Found: your conversation with yourself (${selfChat.address}). AMC can ask you there to approve agents' sends (Status → Approve from your phone).`
+          : "Send yourself a message in Messages: AMC finds your own conversation, where it can ask you to approve agents' sends from your phone.")));
+}
+
+function discordPanel(s, setup) {
+  const section = (...children) => h("section", { class: "panel", "aria-labelledby": "h-setup-discord", dataset: { source: "discord" } },
+    h("h2", { id: "h-setup-discord", class: "section-title", text: "Discord" }), ...children);
+  if (!setup) return section(h("p", { class: "muted", text: "This AMC cannot set Discord up from the window." }));
+  if (setup.token === "none") return section(tokenForm(), guide());
+  const bot = setup.bot;
+  const connected = s.state === "connected";
+  const rows = [
+    step("bot", connected, bot ? `Bot ${bot.name}` : "The bot",
+      connected ? "Connected: every channel the bot can see, and each DM sent to it, appears in Channels to approve."
+        : (s.reason ?? "Connecting to Discord…")),
+  ];
+  if (bot) {
+    rows.push(step("intent", bot.message_content, "Message Content intent",
+      bot.message_content ? "On: Discord gives the bot messages' text."
+        : "Off: Discord sends the bot messages without their text. Turn it on in the Discord Developer Portal (your application → Bot → Privileged Gateway Intents), then connect again."));
+    rows.push(h("li", { class: "row invite", dataset: { step: "invite" } },
+      h("div", { class: "row-main" },
+        h("div", { class: "row-title" }, h("span", { class: "name", text: "Invite the bot to your servers" })),
+        h("p", { class: "muted", text: "The link asks for what AMC uses: View Channels, Send Messages (in threads too), Read Message History, Attach Files and Add Reactions." }),
+        h("div", { class: "actions" },
+          h("a", { class: "btn primary", href: bot.invite_url, target: "_blank", rel: "noopener noreferrer", dataset: { key: "invite" } }, "Invite the bot"),
+          copyable("the invite link", bot.invite_url)))));
+  }
+  const where = { keychain: "Its token is in the Keychain.", config: "Its token is in config.toml (discord_token).", environment: "Its token is set in AMC's environment (AMC_DISCORD_TOKEN): change it there." }[setup.token];
+  return section(h("ul", { class: "rows" }, rows),
+    h("p", { class: "muted", text: where }),
+    setup.changeable ? h("div", { class: "actions" },
+      h("button", { type: "button", class: "btn danger", dataset: { key: "discord-disconnect" },
+        onclick: (e) => busy(e.currentTarget, async () => {
+          await post("/admin/discord/disconnect");
+          toast("Discord disconnected; its token is removed");
+          refreshAll();
+        }) }, "Disconnect")) : null,
+    setup.changeable ? h("details", { class: "replace-token" }, h("summary", { text: "Use another token" }), tokenForm()) : null);
+}
+
+function tokenForm() {
+  const id = nextId("token");
+  const input = h("input", { id, type: "password", required: true, autocomplete: "off", spellcheck: "false",
+    placeholder: "Paste the bot's token", "aria-describedby": `${id}-hint` });
+  return h("form", {
+    class: "add-agent discord-token",
+    onsubmit: (e) => {
+      e.preventDefault();
+      if (!input.value.trim()) { input.reportValidity(); return; }
+      busy(e.submitter, async () => {
+        const state = await post("/admin/discord/token", { token: input.value });
+        input.value = "";
+        toast(`Connected as ${state.bot?.name ?? "your bot"}`);
+        refreshAll();
+      });
+    },
+  },
+  h("div", { class: "field" }, h("label", { for: id, text: "Bot token" }), input),
+  h("button", { type: "submit", class: "btn primary", dataset: { key: "discord-connect" } }, "Connect"),
+  h("p", { id: `${id}-hint`, class: "muted small", text: "AMC checks it with Discord, keeps it in the Keychain (never in a file) and connects at once." }));
+}
+
+function guide() {
+  return h("ol", { class: "guide" },
+    h("li", {}, "In the ", h("a", { href: "https://discord.com/developers/applications", target: "_blank", rel: "noopener noreferrer", text: "Discord Developer Portal" }),
+      ", choose New Application, then Bot."),
+    h("li", { text: "Under Privileged Gateway Intents, turn on Message Content Intent." }),
+    h("li", { text: "Choose Reset Token, copy the token and paste it here." }));
+}
+
+function agentsPanel(agents) {
+  const live = (agents?.agents ?? []).filter((a) => !a.revoked_at);
+  const seen = live.filter((a) => a.last_seen_at);
+  return h("section", { class: "panel", "aria-labelledby": "h-setup-agents", dataset: { source: "agents" } },
+    h("h2", { id: "h-setup-agents", class: "section-title", text: "Agents" }),
+    h("ul", { class: "rows" },
+      step("agent-added", live.length > 0, "Add an agent",
+        live.length ? `${live.length === 1 ? "1 agent" : `${live.length} agents`}: ${live.map((a) => a.id).join(", ")}.`
+          : "One per MCP host (Claude Code, Codex CLI, Claude Desktop): AMC shows the host's configuration to paste.",
+        h("a", { class: "btn", href: "#agents", dataset: { key: "to-agents" } }, live.length ? "Agents" : "Add an agent")),
+      step("agent-connected", seen.length > 0, "An agent connected",
+        seen.length ? `${seen.map((a) => a.id).join(", ")} used AMC.` : "Once the host runs with the configuration, its agent appears here as connected.")));
+}
+
+/** Whether nothing is set up yet: AMC has seen no conversation and has no agent. */
+export async function nothingSetUp() {
+  try {
+    const [channels, agents] = await Promise.all([get("/admin/channels"), get("/admin/agents")]);
+    return (channels.channels ?? []).length === 0 && (agents.agents ?? []).length === 0;
+  } catch {
+    return false;
+  }
+}
+
+export default { id: "setup", title: "Setup", mount, refresh };
