@@ -48,7 +48,7 @@ impl SecretKind {
 /// The version of the rules below. Stored with the classification of every message
 /// (`messages.secrets`): a build whose rules differ classifies every message again, in the
 /// background (see `Store::classify_more`). Raise it with every change to the rules.
-pub const RULES: i64 = 21;
+pub const RULES: i64 = 22;
 
 impl SecretKind {
     /// The kind's bit in a stored classification ([`classify`]).
@@ -296,7 +296,7 @@ const SIGN_IN: &[&str] = &[
 /// Codes that are not secrets: where these stand, "code" says nothing.
 #[rustfmt::skip]
 const NOT_SECRET: &[&str] = &[
-    "zip code", "postal code", "post code", "postcode", "area code", "country code", "promo code",
+    "zip code", "postal code", "post code", "postcode", "code of conduct", "cod poștal", "codul poștal", "cod postal", "codul postal", "area code", "country code", "promo code",
     "promotional code", "discount code", "coupon code", "referral code", "dress code",
     "source code", "qr code", "bar code", "barcode", "error code", "status code", "gift code",
     "voucher code", "code promo", "code postal", "código postal", "codigo postal",
@@ -530,7 +530,7 @@ fn word_starts(text: &str, i: usize, w: &str) -> bool {
 #[rustfmt::skip]
 const CONFIRMATIONS: &[&str] = &[
     "confirmation code", "code de confirmation", "código de confirmación", "codigo de confirmacion",
-    "código de confirmação", "bestätigungscode", "codice di conferma",
+    "código de confirmação", "bestätigungscode", "codice di conferma", "確認番号",
 ];
 
 /// Words of a booking, a table, a stay or a trip: beside them, "confirmation code" names
@@ -552,7 +552,24 @@ const ENTER: &[&str] = &[
     "ingresando", "introduciendo", "inserendo", "inserindo", "digitando", "saisissant", "eingeben",
     "gib", "geben", "inserisci", "introduza", "entre com", "escribe", "escriba", "tape", "tippe", "digita",
     "put in", "key in", "punch in", "番号を入れて", "डालें", "दर्ज करें", "masukkan", "ketik", "nhập",
+    // Czech, Romanian, Greek, Turkish, Arabic, Hebrew, Thai; pressing keys on a keypad
+    "zadejte", "zadej", "introdu", "introduceți", "introduceti", "tastați", "tastati", "tastezi", "tastează",
+    "πληκτρολογήστε", "εισάγετε", "εισαγάγετε", "yazın", "yazin", "yazarak", "girerek", "أدخل", "ادخل", "הקלד",
+    "הקלידו", "הזן", "הזינו", "กรอก", "eintippen", "pencet", "tekan", "bấm", "nhấn",
 ];
+
+/// Words for pressing or dialling keys, which ask to enter a number only in a message about
+/// a door, a gate or an intercom ("Marca 2468 en el portero", "wybierz 4821 na domofonie").
+#[rustfmt::skip]
+const DOOR_VERBS: &[&str] = &[
+    "marca", "marque", "pulsa", "digita", "drücke", "drück", "naciśnij", "wybierz", "наберите", "набери",
+    "натисни", "premi", "componi",
+];
+
+/// Words asking to enter something that follow what is entered, in a language written in
+/// Latin letters that puts its verb last ("Uygulamaya QT8K2M yazarak onaylayın", "1989
+/// eintippen").
+const ENTERED_AFTER: &[&str] = &["yazarak", "yazın", "yazin", "girin", "girerek", "girip", "eintippen", "eingeben"];
 
 /// Words for a password: what follows one, within a few words, and looks like one (letters
 /// with digits or symbols) is the password ("Wi-Fi password: Blue$ky2291", "tu contraseña
@@ -567,7 +584,8 @@ const PASSWORD_WORDS: &[&str] = &[
     "密碼", "비밀번호", "비번", "암호", "ww:", "kata sandi", "كلمة سر", "كلمة السر", "pass wifi",
     "passwordnya", "heslo", "hesla", "รหัสผ่าน", "סיסמה", "סיסמא", "salasana", "lösenord", "adgangskode",
     "passord", "jelszó", "jelszava", "jelszavad", "kata laluan", "parolă", "parola wi-fi", "parola wifi", "lösen",
-    "κωδικός",
+    "κωδικός", "κωδικός πρόσβασης", "προσωρινός κωδικός", "sandi:", "mk:", "parola ta", "parola temporar",
+    "parola dvs", "parola de acces", "parola inițial", "parola initial",
 ];
 
 /// The passwords of `text` (`lower` its lowercase): the first token after a word for a
@@ -770,6 +788,83 @@ const PASSWORD_VERBS: &[&str] = &[
     "is", "es", "est", "c'est", "cest", "ist", "lautet", "é", "è", "são", "係", "是", "为", "為", "は", "는", "은",
 ];
 
+/// Words for a key (a recovery key, a product key): a key of groups right after one is a
+/// secret ([`keys`]). Matched at a word's end, so compounds count ("Wiederherstellungs-
+/// schlüssel", "herstelsleutel").
+#[rustfmt::skip]
+const KEY_WORDS: &[&str] = &[
+    "key", "clave", "clé", "cle", "schlüssel", "schluessel", "sleutel", "chave", "chiave", "klucz", "kunci",
+    "klíč", "klic", "ключ", "anahtar", "anahtarı", "anahtarınız", "nyckel", "nøgle", "nøkkel", "avain", "khóa",
+    "cheie", "cheia", "κλειδί", "מפתח", "कुंजी", "مفتاح", "キー", "鍵", "密钥", "密鑰", "金鑰", "키",
+];
+
+/// The keys of `text` (`lower` its lowercase): three or more groups of four to six capitals
+/// and digits, both among them, split alike by dashes or single spaces ("R4TZ-9KQM-W2XP",
+/// "9QHT 2XWM RK7P"), within a few words after a word for a key ([`KEY_WORDS`]).
+fn keys(text: &str, lower: &str) -> Vec<Range<usize>> {
+    let mut out = Vec::new();
+    for w in KEY_WORDS {
+        for (i, _) in lower.match_indices(w) {
+            let end = i + w.len();
+            // A Latin word ends there ("key:", not "keyboard"); a CJK one runs into the next.
+            if w.is_ascii() && lower[end..].starts_with(|c: char| c.is_alphanumeric()) {
+                continue;
+            }
+            let mut stop = (end + 48).min(text.len());
+            while !text.is_char_boundary(stop) {
+                stop -= 1;
+            }
+            let window = &text[end..stop];
+            let window = window.split(['\n', '.', '。']).next().unwrap_or(window);
+            if let Some(key) = grouped_key(window) {
+                let at = end + key.start..end + key.end;
+                if !out.contains(&at) {
+                    out.push(at);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The first key of groups in `text` ([`keys`]), as a range of it.
+fn grouped_key(text: &str) -> Option<Range<usize>> {
+    let bytes = text.as_bytes();
+    let is_part = |b: u8| b.is_ascii_uppercase() || b.is_ascii_digit();
+    let mut i = 0;
+    while i < bytes.len() {
+        if is_part(bytes[i]) && (i == 0 || !bytes[i - 1].is_ascii_alphanumeric()) {
+            let (mut end, mut groups, mut sep) = (i, 0, None);
+            loop {
+                let n = bytes[end..].iter().take_while(|&&b| is_part(b)).count();
+                if !(4..=6).contains(&n) || bytes.get(end + n).is_some_and(u8::is_ascii_alphanumeric) {
+                    break;
+                }
+                end += n;
+                groups += 1;
+                match bytes.get(end) {
+                    Some(&b @ (b'-' | b' '))
+                        if sep.is_none_or(|s| s == b) && bytes.get(end + 1).copied().is_some_and(is_part) =>
+                    {
+                        sep = Some(b);
+                        end += 1;
+                    }
+                    _ => break,
+                }
+            }
+            let key = &text[i..end];
+            let key = key.trim_end_matches(['-', ' ']);
+            if groups >= 3 && key.bytes().any(|b| b.is_ascii_digit()) && key.bytes().any(|b| b.is_ascii_uppercase()) {
+                return Some(i..i + key.len());
+            }
+            i = end.max(i + 1);
+        } else {
+            i += 1;
+        }
+    }
+    None
+}
+
 /// Words of Wi-Fi: in a message that has one, a plain word may be a password.
 #[rustfmt::skip]
 const WIFI: &[&str] = &[
@@ -961,11 +1056,20 @@ fn find_in(text: &str, short_code: bool) -> Vec<Found> {
     }
     let other_codes = spans(&lower, List::NotSecret);
     let code_words = places(&lower, List::CodeWords);
+    let mut doors: Vec<usize> = DOORS.iter().flat_map(|d| lower.match_indices(d).map(|(i, _)| i)).collect();
+    doors.sort_unstable();
+    let at_a_door = !doors.is_empty();
+    let door_verbs = DOOR_VERBS
+        .iter()
+        .filter(|_| at_a_door)
+        .flat_map(|w| lower.match_indices(w).filter(|(i, _)| word_starts(&lower, *i, w)).map(|(i, _)| i))
+        .collect::<Vec<_>>();
     let mut weak: Vec<usize> = code_words
         .iter()
         .copied()
         .chain(places(&lower, List::SignIn))
         .chain(entering.iter().copied())
+        .chain(door_verbs)
         .filter(|&at| !offer && !booking && !other_codes.iter().any(|r| r.contains(&at)))
         .collect();
     weak.sort_unstable();
@@ -1034,7 +1138,9 @@ fn find_in(text: &str, short_code: bool) -> Vec<Found> {
                 // is an offer's; "your code is 482961" beside a sale is a code.
                 let near_weak = (said.is_some() && !offer) || close(text, &weak, &c.at, NEAR);
                 let told = said == Some(true) && !(offer && colon_before(&lower[..c.at.start]));
-                (near_weak && !is_year(&text[c.at.clone()])) || told
+                // A year is a code only at a door ("код от домофона 1987", "gate code 1989").
+                let year = is_year(&text[c.at.clone()]);
+                (near_weak && (!year || close(text, &doors, &c.at, NEAR))) || told
             }
             // "Your Zoom code K4T9XQ": right after "code", six or more, and no shop near.
             Shape::Capitals => {
@@ -1103,7 +1209,7 @@ fn find_in(text: &str, short_code: bool) -> Vec<Found> {
             found.push(Found { kind: SecretKind::Code, at, rule: Rule::SignInWords });
         }
     }
-    for at in passwords(text, &lower) {
+    for at in passwords(text, &lower).into_iter().chain(keys(text, &lower)) {
         let link = |f: &Found| f.kind == SecretKind::Link && overlaps(&f.at, &at);
         if !found.iter().any(link) && !addresses.iter().any(|a| overlaps(a, &at)) {
             // A password holds what looked like a code in it ("Blue$ky2291"): it is one secret.
@@ -1588,8 +1694,8 @@ fn giving(before: &str) -> (&str, bool) {
         // "is" in the languages the words cover: "ovikoodi on 7043", "koden är", "koden er",
         // "kód je", "kod jest", "codul este", "密碼係", "代碼是".
         let tails = [
-            ":", "：", "=", " is", " es", " est", " ist", " é", " è", "は", " lautet", " on", " är", " er", " je",
-            " jest", " este", " là", "是", "係", "為", "为",
+            ":", "：", "=", " c'est", " c’est", " is", " es", " est", " ist", " é", " è", "は", " lautet", " on",
+            " är", " er", " je", " jest", " este", " là", "是", "係", "為", "为",
         ];
         let Some(tail) = tails.into_iter().find(|t| rest.ends_with(t)) else { break };
         rest = rest[..rest.len() - tail.len()].trim_end();
@@ -1634,7 +1740,9 @@ const DOORS: &[&str] = &[
     "door", "gate", "lockbox", "garage", "entrance", "porte", "portail", "portão", "portao", "portone",
     "cancello", "portón", "porton", "portal", "tür", "haustür", "deur", "poort", "kapı", "дверь",
     "домофон", "drzwi", "furtk", "brama", "keypad", "keybox", "cadeado", "candado", "cadenas",
-    "lucchetto", "schlüsselbox", "sleutelkluis", "ключниц", "alarm", "safe",
+    "lucchetto", "schlüsselbox", "sleutelkluis", "ключниц", "alarm", "safe", "portero", "hoftor", "gartentor",
+    "einfahrt", "interfon", "poart", "brank", "brán", "vchod", "pintu", "cổng", "cửa", "πόρτα", "εξώπορτα",
+    "البوابة", "بوابة", "गेट", "השער", "שער הכניסה", "ประตู", "citofono", "interphone", "intercom", "domofon",
 ];
 
 /// Words that name, alone, what a person types at a door, a gate, a lock or an alarm
@@ -1715,6 +1823,10 @@ fn last_clause<'a>(text: &'a str, ends: &[char], bytes: usize) -> &'a str {
 fn entered_right_after(after: &str) -> bool {
     let head: String = after.chars().take(10).collect();
     ENTER.iter().any(|w| !w.is_ascii() && head.contains(w))
+        || after
+            .split_whitespace()
+            .take(2)
+            .any(|w| ENTERED_AFTER.contains(&w.trim_matches(|c: char| !c.is_alphanumeric())))
 }
 
 /// Whether `before` ends with a colon or an equals sign: how a shop writes its code
@@ -2140,6 +2252,7 @@ const LINK_CONTEXT: &[&str] = &[
     "set a new pin", "secure link", "e-mail-adresse", "підтвердіть", "logga in", "nulstil", "adgangskode",
     "přihlaste", "dat lai mat khau", "đặt lại mật khẩu", "intra in cont", "بازیابی", "رمز عبور",
     "obnova hesla", "obnovení hesla", "heslo", "รีเซ็ต", "รหัสผ่าน", "איפוס", "סיסמה",
+    "resetează", "reseteaza", "resetare", "parola", "επαναφορά", "κωδικού πρόσβασης",
 ];
 
 /// Hosts whose links name a document, a place, a post or a video, never who signs in:
@@ -2709,6 +2822,35 @@ mod tests {
             "Eurowings: Buchung bestätigt! Buchungscode: QZ7K4M, EW 9042 Köln-Palma",
             "Din adgangskode er blevet ændret. Var det ikke dig? Ring 70 10 00 00.",
             "what's the wifi password again?",
+        ] {
+            assert!(hidden(text).is_empty(), "{text}: {:?}", hidden(text));
+        }
+    }
+
+    #[test]
+    fn keys_in_groups_years_at_doors_and_entering_in_more_languages_are_found() {
+        let hidden = |text: &str| find(text, false).iter().map(|f| text[f.at.clone()].to_owned()).collect::<Vec<_>>();
+        // A key of groups after a word for a key, Latin compounds and CJK alike.
+        assert_eq!(hidden("the recovery key is 9QHT 2XWM RK7P, keep it"), ["9QHT 2XWM RK7P"]);
+        assert_eq!(hidden("Dein Wiederherstellungsschlüssel: R4TZ-9KQM-W2XP-LH7D"), ["R4TZ-9KQM-W2XP-LH7D"]);
+        assert_eq!(hidden("你的恢复密钥是 K8QP-2WXM-7TRD，别发给别人"), ["K8QP-2WXM-7TRD"]);
+        // A year is a door's code only in a message about a door.
+        assert_eq!(hidden("код от домофона 1987, квартира 47"), ["1987"]);
+        assert_eq!(hidden("Codul de la poartă e 1989, intri și urci"), ["1989"]);
+        assert_eq!(hidden("Marca 2468 en el portero y empuja fuerte"), ["2468"]);
+        assert_eq!(hidden("Le digicode c'est 4B172, porte de droite"), ["4B172"]);
+        // Entering, in languages that say it before and after.
+        assert_eq!(hidden("Zadejte HX72KQ v aplikaci a potvrďte e-mail."), ["HX72KQ"]);
+        assert_eq!(hidden("Uygulamaya QT8K2M yazarak e-posta adresinizi onaylayın."), ["QT8K2M"]);
+        assert_eq!(hidden("أدخل K7QP2X في التطبيق لتأكيد بريدك الإلكتروني"), ["K7QP2X"]);
+        for text in [
+            "my keyboard model is AB12-CD34-EF56 (same as yours)",
+            "the key words are in chapter 12, see 2019 edition",
+            "Advent of Code 2024 starts tonight",
+            "La marca 2468 de zapatillas ya está en la tienda",
+            "Codul poștal e 010011",
+            "ご予約の確認番号は 8821-4471 です。チェックインは15時からです。",
+            "Our door was painted in 1987 and the code of conduct is online",
         ] {
             assert!(hidden(text).is_empty(), "{text}: {:?}", hidden(text));
         }

@@ -71,11 +71,18 @@ fn number_matching_keypads_and_keys_on_their_own_line_are_found() {
 
 /// Pickup and door codes in compounds of many languages ("Abholcode", "Noutokoodi",
 /// "kapukód"), keypads, Wi-Fi given line by line, links after words in more languages:
-/// 0.967 since rules 21, below the goal (a key named "key", a three-group recovery key, a
-/// Vietnamese or Romanian door code with its verb, a year as a door code).
+/// 0.977 since rules 22, below the goal (its G- prefixes, labelled inconsistently).
 #[test]
 fn compounds_pickup_codes_and_keypads_in_many_languages_are_found() {
-    holds("tuning-6.tsv", (210, 275), 0.965);
+    holds("tuning-6.tsv", (210, 275), 0.975);
+}
+
+/// Recovery keys in groups after a word for a key, a year as a door's code, numbers pressed
+/// at an intercom, codes entered in Czech, Romanian, Greek, Turkish, Arabic, Hebrew and Thai,
+/// in 25 languages: at the goal since rules 22.
+#[test]
+fn recovery_keys_door_years_and_entering_in_more_languages_are_found() {
+    holds_the_goals("tuning-7.tsv", (160, 240));
 }
 
 /// The held-out sets (`tests/fixtures/secrets/heldout.tsv` to `heldout-6.tsv`) were written
