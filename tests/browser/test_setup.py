@@ -170,3 +170,34 @@ def test_discord_and_an_agent_are_set_up_by_clicks_and_the_token_is_kept_only_in
     # Not in AMC's data folder, its log or anywhere else the test wrote (the keyring keeps
     # its secrets encrypted).
     assert files_holding(tmp_path, TOKEN.encode()) == []
+
+
+def test_settings_changed_in_the_window_hold_at_once_and_refusals_say_why(daemon: UiDaemon, page: Page, tmp_path: Path):
+    shared = tmp_path / "for-agents"
+    shared.mkdir()
+    daemon.chat("ada", ["hi"])
+    page.goto(daemon.ui_url())
+    page.get_by_role("navigation", name="Sections").get_by_role("link", name="Setup").click()
+    panel = page.get_by_role("region", name="Settings")
+    # A folder that is not one is refused with why, and nothing changes.
+    panel.get_by_label("Add a folder").fill("/no/such/folder")
+    panel.get_by_role("button", name="Add folder").click()
+    expect(page.locator(".toast", has_text="/no/such/folder is not a folder")).to_be_visible()
+    panel.get_by_label("Add a folder").fill(str(shared))
+    panel.get_by_role("button", name="Add folder").click()
+    expect(panel.locator(f'[data-folder="{shared}"]')).to_be_visible()
+    assert str(shared) in daemon.admin("GET", "/admin/settings")["attachment_dirs"]
+    # A number out of range: start-up's words.
+    panel.get_by_label("Sends at once, per conversation").fill("0")
+    panel.get_by_role("button", name="Save").click()
+    # The browser's own check refuses it first (min 1); past it, the daemon would.
+    assert panel.get_by_label("Sends at once, per conversation").evaluate("el => el.validity.rangeUnderflow")
+    panel.get_by_label("Sends at once, per conversation").fill("2")
+    panel.get_by_label("Seconds a platform has to confirm a send").fill("45")
+    panel.get_by_role("button", name="Save").click()
+    expect(page.locator(".toast", has_text="Settings saved")).to_be_visible()
+    settings = daemon.admin("GET", "/admin/settings")
+    assert (settings["rate_limit_burst"], settings["send_timeout_seconds"]) == (2, 45), settings
+    assert "rate_limit_burst = 2" in (daemon.data_dir / "config.toml").read_text()
+    panel.get_by_role("button", name=f"Remove {shared}").click()
+    expect(panel.locator(f'[data-folder="{shared}"]')).to_have_count(0)

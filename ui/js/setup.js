@@ -19,15 +19,69 @@ function mount(el, app) {
 async function refresh() {
   const health = await load(body, "/healthz", "AMC's health");
   if (!health) return;
-  const [discord, phone, agents] = await Promise.all([
+  const [discord, phone, agents, settings] = await Promise.all([
     get("/admin/discord").catch(() => null),
     get("/admin/phone").catch(() => null),
     get("/admin/agents").catch(() => null),
+    get("/admin/settings").catch(() => null),
   ]);
   replace(body,
     imessage(health.sources.imessage ?? { state: "disabled" }, phone),
     discordPanel(health.sources.discord ?? { state: "disabled" }, discord),
-    agentsPanel(agents));
+    agentsPanel(agents),
+    settings ? settingsPanel(settings) : null);
+}
+
+/** config.toml's settings, changed in place: checked as at start-up, in force at once. */
+function settingsPanel(st) {
+  const save = (button, change, said) => busy(button, async () => {
+    await post("/admin/settings", change);
+    toast(said);
+    refreshAll();
+  });
+  const number = (key, label, value, min, max) => {
+    const id = nextId(key);
+    return h("div", { class: "field" }, h("label", { for: id, text: label }),
+      h("input", { id, type: "number", min, max, required: true, value: String(value), dataset: { setting: key } }));
+  };
+  const folderId = nextId("folder");
+  const folder = h("input", { id: folderId, type: "text", placeholder: "~/Documents/For agents", spellcheck: "false", autocomplete: "off" });
+  const limits = h("form", {
+    class: "add-agent settings-numbers",
+    onsubmit: (e) => {
+      e.preventDefault();
+      const change = {};
+      for (const input of e.currentTarget.querySelectorAll("input[data-setting]")) change[input.dataset.setting] = Number(input.value);
+      save(e.submitter, change, "Settings saved: in force now");
+    },
+  },
+  number("rate_limit_burst", "Sends at once, per conversation", st.rate_limit_burst, 1, 10000),
+  number("rate_limit_per_minute", "Then sends a minute", st.rate_limit_per_minute, 1, 10000),
+  number("send_timeout_seconds", "Seconds a platform has to confirm a send", st.send_timeout_seconds, 1, 600),
+  h("button", { type: "submit", class: "btn primary", dataset: { key: "settings-save" } }, "Save"));
+  return h("section", { class: "panel", "aria-labelledby": "h-setup-settings", dataset: { source: "settings" } },
+    h("h2", { id: "h-setup-settings", class: "section-title", text: "Settings" }),
+    h("h3", { class: "subtitle", text: "Folders agents may send files from" }),
+    h("ul", { class: "rows folders" },
+      h("li", { class: "row", dataset: { folder: st.outbox } }, h("div", { class: "row-main" },
+        h("span", { class: "mono", text: st.outbox }), h("p", { class: "muted", text: "AMC's outbox: always." }))),
+      st.attachment_dirs.map((d) => h("li", { class: "row", dataset: { folder: d } },
+        h("div", { class: "row-main" }, h("span", { class: "mono", text: d })),
+        h("button", { type: "button", class: "btn", "aria-label": `Remove ${d}`,
+          onclick: (e) => save(e.currentTarget, { attachment_dirs: st.attachment_dirs.filter((x) => x !== d) }, `Agents can no longer send files from ${d}`) }, "Remove")))),
+    h("form", {
+      class: "add-agent",
+      onsubmit: (e) => {
+        e.preventDefault();
+        const dir = folder.value.trim();
+        if (!dir) return;
+        save(e.submitter, { attachment_dirs: [...st.attachment_dirs, dir] }, `Agents can send files from ${dir}`);
+      },
+    }, h("div", { class: "field" }, h("label", { for: folderId, text: "Add a folder" }), folder),
+    h("button", { type: "submit", class: "btn", dataset: { key: "folder-add" } }, "Add folder")),
+    h("h3", { class: "subtitle", text: "Sends" }),
+    limits,
+    h("p", { class: "muted small", text: `Kept in ${st.file}, which you may also edit by hand; AMC puts a change made here in force at once.` }));
 }
 
 /** A step's line: a dot, what it is, and what AMC sees. */

@@ -28,14 +28,29 @@ struct Bucket {
 /// Per-channel token buckets.
 #[derive(Debug)]
 pub struct RateLimiter {
-    limit: RateLimit,
-    buckets: Mutex<HashMap<String, Bucket>>,
+    /// The limit, and each channel's bucket under it.
+    state: Mutex<(RateLimit, HashMap<String, Bucket>)>,
 }
 
 impl RateLimiter {
     /// A limiter with the given limit for every channel.
     pub fn new(limit: RateLimit) -> Self {
-        Self { limit, buckets: Mutex::new(HashMap::new()) }
+        Self { state: Mutex::new((limit, HashMap::new())) }
+    }
+
+    /// Changes the limit while AMC runs: each channel keeps its tokens, up to the new burst.
+    pub fn set_limit(&self, limit: RateLimit) {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let burst = f64::from(limit.burst.max(1));
+        for bucket in state.1.values_mut() {
+            bucket.tokens = bucket.tokens.min(burst);
+        }
+        state.0 = limit;
+    }
+
+    /// The limit in force.
+    pub fn limit(&self) -> RateLimit {
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).0
     }
 
     /// Takes a token for `channel_id`, or says how long until one is free.
@@ -44,9 +59,10 @@ impl RateLimiter {
     }
 
     fn take_at(&self, channel_id: &str, now: Instant) -> Result<(), Duration> {
-        let burst = f64::from(self.limit.burst.max(1));
-        let per_sec = f64::from(self.limit.per_minute.max(1)) / 60.0;
-        let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let (limit, buckets) = &mut *state;
+        let burst = f64::from(limit.burst.max(1));
+        let per_sec = f64::from(limit.per_minute.max(1)) / 60.0;
         let bucket = buckets.entry(channel_id.to_owned()).or_insert(Bucket { tokens: burst, at: now });
         let elapsed = now.saturating_duration_since(bucket.at).as_secs_f64();
         bucket.tokens = (bucket.tokens + elapsed * per_sec).min(burst);
@@ -61,8 +77,9 @@ impl RateLimiter {
 
     /// Gives back a token taken for a send that did not happen (a replay, a refusal).
     pub fn refund(&self, channel_id: &str) {
-        let burst = f64::from(self.limit.burst.max(1));
-        let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let (limit, buckets) = &mut *state;
+        let burst = f64::from(limit.burst.max(1));
         if let Some(b) = buckets.get_mut(channel_id) {
             b.tokens = (b.tokens + 1.0).min(burst);
         }
@@ -85,5 +102,18 @@ mod tests {
         assert!(rl.take_at("b", t0).is_ok());
         assert!(rl.take_at("a", t0 + Duration::from_secs(1)).is_ok());
         assert!(rl.take_at("a", t0 + Duration::from_secs(1)).is_err());
+    }
+
+    #[test]
+    fn a_new_limit_holds_at_once_and_keeps_what_each_channel_used() {
+        let rl = RateLimiter::new(RateLimit { burst: 5, per_minute: 1 });
+        let t0 = Instant::now();
+        assert!(rl.take_at("a", t0).is_ok());
+        // A smaller burst caps the tokens left; a channel never seen starts at the new burst.
+        rl.set_limit(RateLimit { burst: 2, per_minute: 1 });
+        assert!(rl.take_at("a", t0).is_ok() && rl.take_at("a", t0).is_ok());
+        assert!(rl.take_at("a", t0).is_err());
+        assert!(rl.take_at("b", t0).is_ok() && rl.take_at("b", t0).is_ok() && rl.take_at("b", t0).is_err());
+        assert_eq!(rl.limit(), RateLimit { burst: 2, per_minute: 1 });
     }
 }

@@ -74,6 +74,18 @@ pub(crate) struct Shared {
     pub mac_checks: Option<MacChecks>,
     /// The Discord source's setup from the window: given by the runtime, which runs it.
     pub discord_setup: Option<std::sync::Arc<dyn DiscordSetup>>,
+    /// config.toml's settings from the window: given by the runtime, which reads them.
+    pub settings: Option<std::sync::Arc<dyn SettingsSetup>>,
+}
+
+/// The window's settings (`/admin/settings`): config.toml's, changed while AMC runs.
+pub trait SettingsSetup: Send + Sync {
+    /// The settings in force, or after `change` (a JSON object) is checked, written and put
+    /// in force.
+    fn settings(
+        &self,
+        change: Option<serde_json::Value>,
+    ) -> amc_core::sender::BoxFuture<'_, amc_core::Result<serde_json::Value>>;
 }
 
 /// The window's Discord setup (`/admin/discord`): what is set up, a token checked with
@@ -175,6 +187,14 @@ impl Daemon {
         self
     }
 
+    /// The daemon with what answers `/admin/settings`, given before it serves.
+    pub fn with_settings(mut self, settings: std::sync::Arc<dyn SettingsSetup>) -> Self {
+        if let Some(shared) = std::sync::Arc::get_mut(&mut self.state.0) {
+            shared.settings = Some(settings);
+        }
+        self
+    }
+
     /// Loads (or creates) the admin token, and opens the relay. `listen`: the loopback TCP
     /// address [`Daemon::serve`] will also serve on, its listener bound already.
     pub fn new(amc: Amc, listen: Option<std::net::SocketAddr>) -> io::Result<Self> {
@@ -190,6 +210,7 @@ impl Daemon {
                 listen,
                 mac_checks: None,
                 discord_setup: None,
+                settings: None,
             })),
         })
     }

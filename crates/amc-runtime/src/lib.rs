@@ -10,12 +10,12 @@
 #![deny(missing_docs)]
 
 mod config_file;
+mod control;
 pub mod deep;
-mod discord;
 mod settings;
 mod startup;
 
-pub use discord::{DiscordControl, DiscordSetupState};
+pub use control::{Control, DiscordSetupState};
 pub use settings::{ConfigError, FileConfig, RawConfig, Settings, discord_token_from_env};
 pub use startup::{StartFlags, init_logging, shutdown_signal};
 
@@ -152,7 +152,7 @@ pub async fn start_reporting(raw: RawConfig, updates: &UpdateReporter) -> anyhow
     let discord_switch = if config.test_sender {
         None
     } else {
-        let (sender, switch) = discord::switched();
+        let (sender, switch) = control::switched();
         senders = senders.with(Source::Discord, sender);
         Some(switch)
     };
@@ -183,8 +183,8 @@ pub async fn start_reporting(raw: RawConfig, updates: &UpdateReporter) -> anyhow
     .await
     .context("starting AMC")??;
     let stop = CancellationToken::new();
-    let discord = discord::start(amc.clone(), raw_again, discord_settings, discord_switch, stop.clone()).await;
-    let daemon = daemon.with_discord_setup(Arc::new(discord));
+    let control = control::start(amc.clone(), raw_again, discord_settings, discord_switch, stop.clone()).await;
+    let daemon = daemon.with_discord_setup(Arc::new(control.clone())).with_settings(Arc::new(control));
     if let Some(cfg) = imessage {
         tracing::info!(chat_db = %cfg.chat_db.display(), "following iMessage");
         tokio::spawn(amc_imessage::watch::run(amc.clone(), cfg, stop.clone()));

@@ -205,3 +205,99 @@ fn a_pasted_token_is_checked_kept_in_the_secret_store_and_connected_without_a_re
     assert_eq!(files_holding(&data, TOKEN), Vec::<String>::new(), "the token is in no file of AMC's, its log included");
     assert!(files_holding(&data, "setup-secret").is_empty());
 }
+
+/// Settings changed from the window hold at once in the running AMC, are written to the
+/// person's config.toml with its comments kept, are refused with start-up's words when
+/// they cannot work (nothing written), and hold again after a restart.
+#[test]
+fn settings_changed_in_the_window_hold_at_once_and_after_a_restart() {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let work = tempfile::tempdir().expect("tempdir");
+    let data = work.path().join("data");
+    std::fs::create_dir_all(&data).expect("data dir");
+    let mine = "# my AMC\nimessage_chat_db = \"\" # no Messages here\n";
+    std::fs::write(data.join("config.toml"), mine).expect("config");
+    let shared = work.path().join("shared");
+    std::fs::create_dir_all(&shared).expect("shared");
+    let file = shared.join("plan.txt");
+    std::fs::write(&file, "the plan").expect("file");
+    let serve = super::Serve::start(&data);
+    let token = super::json(&super::amc(&data, &["--json", "agent", "add", "claude"]))["token"]
+        .as_str()
+        .expect("token")
+        .to_owned();
+    let agent = || async {
+        Connection::connect(&data.join("run/amc.sock"))
+            .await
+            .expect("connect")
+            .with_bearer(&token)
+            .with_header("x-agent-id", "claude")
+    };
+    rt.block_on(async {
+        let body = json!({ "source": "imessage", "chat_id": "ada", "chat_name": "Ada",
+                           "messages": [{ "id": "ada-1", "text": "hi", "sender": "+15551234567" }] });
+        let ch = admin(&data).await.post("/admin/test/ingest", &body).await.expect("ingest").json()["channel_id"]
+            .as_str()
+            .expect("channel")
+            .to_owned();
+        let approved = admin(&data)
+            .await
+            .post(&format!("/admin/channels/{ch}/approve"), &json!({ "history": "all", "send_policy": "auto" }))
+            .await
+            .expect("approve");
+        assert_eq!(approved.status, 200);
+        let send = |text: &'static str, with_file: bool| {
+            let (ch, file) = (ch.clone(), file.clone());
+            async move {
+                let mut body = json!({ "channel_id": ch, "text": text });
+                if with_file {
+                    body["attachments"] = json!([{ "path": file }]);
+                }
+                agent().await.post("/messages/send", &body).await.expect("send")
+            }
+        };
+        // Before: the folder is not one agents may send from.
+        let refused = send("the plan", true).await;
+        assert_eq!(refused.status, 422, "{:?}", refused.json());
+
+        // A folder that is not one, a number out of range: refused, nothing written.
+        for (change, said) in [
+            (json!({ "attachment_dirs": ["/no/such/folder"] }), "/no/such/folder is not a folder"),
+            (json!({ "attachment_dirs": ["relative/path"] }), "is not a full path"),
+            (json!({ "rate_limit_burst": 0 }), "rate_limit_burst must be from 1 to 10000, not 0"),
+            (json!({ "send_timeout_seconds": 601 }), "send_timeout_seconds must be from 1 to 600, not 601"),
+            (json!({ "listen": "0.0.0.0:1" }), "unknown field"),
+        ] {
+            let r = admin(&data).await.post("/admin/settings", &change).await.expect("settings");
+            assert_eq!(r.status, 422, "{change}: {:?}", r.json());
+            assert!(r.json().to_string().contains(said), "{change}: {}", r.json());
+            assert_eq!(std::fs::read_to_string(data.join("config.toml")).expect("config"), mine);
+        }
+
+        // The folder, a burst of one a minute and a longer timeout: in force at once.
+        let change = json!({ "attachment_dirs": [shared.display().to_string()], "rate_limit_burst": 1,
+                             "rate_limit_per_minute": 1, "send_timeout_seconds": 90 });
+        let r = admin(&data).await.post("/admin/settings", &change).await.expect("settings");
+        assert_eq!(r.status, 200, "{:?}", r.json());
+        let shown = r.json();
+        assert_eq!(shown["attachment_dirs"], json!([shared.display().to_string()]));
+        assert_eq!((shown["rate_limit_burst"].as_u64(), shown["send_timeout_seconds"].as_u64()), (Some(1), Some(90)));
+        let sent = send("the plan", true).await;
+        assert_eq!(sent.status, 200, "{:?}", sent.json());
+        let limited = send("again", false).await;
+        assert_eq!(limited.status, 429, "the new burst holds: {:?}", limited.json());
+    });
+    let config = std::fs::read_to_string(data.join("config.toml")).expect("config");
+    assert!(config.starts_with(mine), "the person's lines and comments stay: {config}");
+    assert!(config.contains("rate_limit_burst = 1") && config.contains("send_timeout_seconds = 90"), "{config}");
+
+    // After a restart, the file gives the same.
+    drop(serve.stop());
+    let serve = super::Serve::start(&data);
+    rt.block_on(async {
+        let shown = admin(&data).await.get("/admin/settings").await.expect("settings").json();
+        assert_eq!(shown["rate_limit_burst"], 1, "{shown}");
+        assert_eq!(shown["attachment_dirs"], json!([shared.display().to_string()]), "{shown}");
+    });
+    drop(serve.stop());
+}

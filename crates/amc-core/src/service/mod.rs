@@ -63,6 +63,17 @@ pub use waits::MAX_WAITS_PER_AGENT;
 
 const PAUSED_SETTING: &str = "agents_paused";
 
+/// What of AMC's settings the window changes while it runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LiveSettings {
+    /// The folders agents may send files from (AMC's own outbox first).
+    pub attachment_dirs: Vec<std::path::PathBuf>,
+    /// Sends per channel.
+    pub rate_limit: crate::ratelimit::RateLimit,
+    /// How long a platform has to confirm a send.
+    pub send_timeout: std::time::Duration,
+}
+
 /// A cheap, cloneable handle on a running AMC core.
 #[derive(Clone)]
 pub struct Amc {
@@ -75,7 +86,10 @@ struct Inner {
     senders: Senders,
     events: EventBus,
     limiter: RateLimiter,
-    attachments: AttachmentPolicy,
+    /// The folders agents may send files from: replaced whole when the person changes them.
+    attachments: std::sync::RwLock<AttachmentPolicy>,
+    /// How long a platform has to confirm a send, in milliseconds (changed from the window).
+    send_timeout_ms: std::sync::atomic::AtomicU64,
     health: health::Registry,
     paused: AtomicBool,
     started: Instant,
@@ -153,14 +167,15 @@ impl Amc {
             inner: Arc::new(Inner {
                 limiter: RateLimiter::new(config.rate_limit),
                 health: health::Registry::new(&senders),
-                config,
                 store,
                 senders,
                 events: EventBus::default(),
-                attachments,
+                attachments: std::sync::RwLock::new(attachments),
+                send_timeout_ms: std::sync::atomic::AtomicU64::new(config.send_timeout.as_millis() as u64),
                 paused: AtomicBool::new(paused),
                 started: Instant::now(),
                 url_filter: amc_attach::url::is_public,
+                config,
                 revocations: tokio::sync::watch::Sender::new(0),
                 push: claude_channel::PushState::new(keys.push_acks().clone()),
                 keys,
@@ -239,6 +254,38 @@ impl Amc {
     /// The configuration.
     pub fn config(&self) -> &Config {
         &self.inner.config
+    }
+
+    /// What of AMC's settings is in force now: the configuration's at start, or the
+    /// window's since ([`Amc::apply_settings`]).
+    pub fn live_settings(&self) -> LiveSettings {
+        LiveSettings {
+            attachment_dirs: self.attachments().allowed_dirs().to_vec(),
+            rate_limit: self.inner.limiter.limit(),
+            send_timeout: self.send_timeout(),
+        }
+    }
+
+    /// Puts `settings` in force at once: the next send is limited, timed and checked by
+    /// them. Fails, changing nothing, when a folder cannot be used.
+    pub fn apply_settings(&self, settings: &LiveSettings) -> Result<()> {
+        let config = &self.inner.config;
+        let policy = AttachmentPolicy::new(&settings.attachment_dirs, &config.staging_dir(), &config.data_dir)?;
+        *self.inner.attachments.write().unwrap_or_else(|p| p.into_inner()) = policy;
+        self.inner.limiter.set_limit(settings.rate_limit);
+        self.inner.send_timeout_ms.store(settings.send_timeout.as_millis() as u64, Ordering::Release);
+        tracing::info!(?settings, "settings changed from the window");
+        Ok(())
+    }
+
+    /// The folders agents may send files from, as they are now.
+    fn attachments(&self) -> AttachmentPolicy {
+        self.inner.attachments.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// How long a platform has to confirm a send, as it is now.
+    fn send_timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.inner.send_timeout_ms.load(Ordering::Acquire))
     }
 
     /// The recording sender, when AMC runs with `--test-sender`.

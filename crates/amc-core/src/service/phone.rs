@@ -808,7 +808,7 @@ impl Amc {
             attachments: Vec::new(),
             answers,
         };
-        match tokio::time::timeout(self.inner.config.send_timeout, sender.send(msg)).await {
+        match tokio::time::timeout(self.send_timeout(), sender.send(msg)).await {
             Ok(Ok(d)) => Ok(d.platform_id),
             Ok(Err(e)) => Err(Error::new(ErrorCode::PlatformSendFailed, e.to_string())),
             Err(_) => Err(Error::new(ErrorCode::PlatformSendFailed, "the platform did not confirm in time")),

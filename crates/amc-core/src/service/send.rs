@@ -258,7 +258,7 @@ impl Amc {
         // Local files are checked before anything is spent; URLs are fetched only once
         // the send is within its channel's rate limit.
         let paths: Vec<Option<String>> = req.attachments.iter().flatten().map(|a| a.path.clone()).collect();
-        let policy = self.inner.attachments.clone();
+        let policy = self.attachments();
         let files = self
             .run_blocking(move || {
                 paths
@@ -357,7 +357,7 @@ impl Amc {
 
     async fn discard_stage(&self, stage_id: &str, channel_id: &str) {
         self.inner.limiter.refund(channel_id);
-        let (policy, stage_id) = (self.inner.attachments.clone(), stage_id.to_owned());
+        let (policy, stage_id) = (self.attachments(), stage_id.to_owned());
         let _ = tokio::task::spawn_blocking(move || policy.discard(&stage_id)).await;
     }
 
@@ -386,7 +386,7 @@ impl Amc {
                 (None, None) => return Err(Error::internal("attachment without url or path")),
             }
         }
-        let (policy, stage_id) = (self.inner.attachments.clone(), stage_id.to_owned());
+        let (policy, stage_id) = (self.attachments(), stage_id.to_owned());
         self.run_blocking(move || policy.stage(&stage_id, &files, max_bytes)).await
     }
 
@@ -401,7 +401,7 @@ impl Amc {
     /// so a retry of a request answers with what happened rather than "sending".
     async fn await_outcome(&self, item: OutboxItem) -> Result<OutboxItem> {
         let mut events = self.inner.events.subscribe();
-        let deadline = tokio::time::Instant::now() + self.inner.config.send_timeout + std::time::Duration::from_secs(1);
+        let deadline = tokio::time::Instant::now() + self.send_timeout() + std::time::Duration::from_secs(1);
         loop {
             let id = item.id.clone();
             let now = self.blocking(move |s| s.outbox_item(&id)).await?;
@@ -466,7 +466,7 @@ impl Amc {
             .iter()
             .filter_map(|a| std::path::Path::new(&a.path).parent().map(std::path::Path::to_path_buf))
             .collect();
-        let policy = self.inner.attachments.clone();
+        let policy = self.attachments();
         tokio::task::spawn_blocking(move || {
             for d in dirs {
                 policy.discard_dir(&d);
@@ -513,7 +513,7 @@ impl Amc {
             answers: None,
         };
         let (source, platform_channel) = (msg.channel.source, msg.channel_platform_id.clone());
-        match tokio::time::timeout(self.inner.config.send_timeout, sender.send(msg)).await {
+        match tokio::time::timeout(self.send_timeout(), sender.send(msg)).await {
             Err(_) => SendOutcome::Unknown { reason: "the platform did not confirm the send in time".into() },
             Ok(Ok(d)) => {
                 self.note_send_problem(source, None);

@@ -571,6 +571,25 @@ pub async fn phone(State(st): State<AppState>, _: Admin) -> ApiResult<impl IntoR
     Ok(Json(st.amc.phone_settings().await?))
 }
 
+fn settings_setup(st: &AppState) -> ApiResult<std::sync::Arc<dyn crate::SettingsSetup>> {
+    st.settings.clone().ok_or_else(|| amc_core::Error::conflict("this AMC cannot change its settings").into())
+}
+
+/// `GET /admin/settings`: config.toml's settings, as they are in force.
+pub async fn settings(State(st): State<AppState>, _: Admin) -> ApiResult<impl IntoResponse> {
+    Ok(Json(settings_setup(&st)?.settings(None).await?))
+}
+
+/// `POST /admin/settings`: changes them, each field left out staying; written to config.toml
+/// and in force at once.
+pub async fn change_settings(
+    State(st): State<AppState>,
+    _: Admin,
+    ApiJson(body): ApiJson<serde_json::Map<String, serde_json::Value>>,
+) -> ApiResult<impl IntoResponse> {
+    Ok(Json(settings_setup(&st)?.settings(Some(serde_json::Value::Object(body))).await?))
+}
+
 fn discord_setup(st: &AppState) -> ApiResult<std::sync::Arc<dyn crate::DiscordSetup>> {
     st.discord_setup.clone().ok_or_else(|| amc_core::Error::conflict("this AMC cannot set up Discord").into())
 }

@@ -78,6 +78,7 @@ pub fn router(state: AppState) -> Router {
         .route("/admin/tool-requests/{id}/deny", post(admin::deny_tool))
         .route("/admin/pause", post(admin::pause))
         .route("/admin/doctor", post(admin::doctor))
+        .route("/admin/settings", get(admin::settings).post(admin::change_settings))
         .route("/admin/discord", get(admin::discord))
         .route("/admin/discord/token", post(admin::discord_connect))
         .route("/admin/discord/disconnect", post(admin::discord_disconnect))

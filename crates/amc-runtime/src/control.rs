@@ -41,7 +41,35 @@ pub struct DiscordSetupState {
     pub test_mode: bool,
 }
 
+/// The settings the window shows and changes: config.toml's, as they are in force.
+#[derive(Debug, Clone, Serialize)]
+pub struct SettingsState {
+    /// The config file they are kept in.
+    pub file: String,
+    /// AMC's own outbox, which agents may always send files from.
+    pub outbox: String,
+    /// The other folders agents may send files from, as config.toml names them.
+    pub attachment_dirs: Vec<String>,
+    /// Sends a channel takes at once.
+    pub rate_limit_burst: u32,
+    /// Sends a minute after the burst.
+    pub rate_limit_per_minute: u32,
+    /// How long a platform has to confirm a send.
+    pub send_timeout_seconds: u64,
+}
+
+/// A change of settings from the window: each field left out stays.
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SettingsChange {
+    attachment_dirs: Option<Vec<String>>,
+    rate_limit_burst: Option<u64>,
+    rate_limit_per_minute: Option<u64>,
+    send_timeout_seconds: Option<u64>,
+}
+
 enum Command {
+    Settings(Option<SettingsChange>, oneshot::Sender<Result<SettingsState, Error>>),
     Connect(String, oneshot::Sender<Result<DiscordSetupState, Error>>),
     Disconnect(oneshot::Sender<Result<DiscordSetupState, Error>>),
     Show(oneshot::Sender<DiscordSetupState>),
@@ -49,9 +77,9 @@ enum Command {
 
 /// The window's way to the Discord source.
 #[derive(Clone)]
-pub struct DiscordControl(mpsc::Sender<Command>);
+pub struct Control(mpsc::Sender<Command>);
 
-impl DiscordControl {
+impl Control {
     async fn ask<T>(&self, command: impl FnOnce(oneshot::Sender<T>) -> Command) -> Result<T, Error> {
         let (reply, answer) = oneshot::channel();
         self.0.send(command(reply)).await.map_err(|_| Error::conflict("AMC is stopping"))?;
@@ -71,6 +99,11 @@ impl DiscordControl {
     /// Disconnects the bot and forgets its token.
     pub async fn disconnect(&self) -> Result<DiscordSetupState, Error> {
         self.ask(Command::Disconnect).await?
+    }
+
+    /// The settings as they are in force, or after `change` is written and put in force.
+    pub async fn settings(&self, change: Option<SettingsChange>) -> Result<SettingsState, Error> {
+        self.ask(|reply| Command::Settings(change, reply)).await?
     }
 }
 
@@ -95,7 +128,7 @@ pub(crate) async fn start(
     settings: DiscordSettings,
     switch: Option<SwitchedSenderHandle>,
     stop: CancellationToken,
-) -> DiscordControl {
+) -> Control {
     let mut supervisor = Supervisor { amc, raw, settings, switch, stop, running: None, bot: None };
     match supervisor.settings.token.clone() {
         Some(token) => match amc_discord::token::resolve(&token).await {
@@ -120,6 +153,9 @@ pub(crate) async fn start(
                 Some(Command::Disconnect(reply)) => {
                     let _ = reply.send(supervisor.disconnect().await);
                 }
+                Some(Command::Settings(change, reply)) => {
+                    let _ = reply.send(supervisor.settings(change));
+                }
                 Some(Command::Show(reply)) => {
                     let _ = reply.send(supervisor.state().await);
                 }
@@ -128,7 +164,7 @@ pub(crate) async fn start(
         }
         supervisor.halt().await;
     });
-    DiscordControl(commands)
+    Control(commands)
 }
 
 impl Supervisor {
@@ -165,6 +201,58 @@ impl Supervisor {
             ));
         }
         Ok(())
+    }
+
+    /// Writes `change` to config.toml, checked as at start-up, and puts it in force; then (or
+    /// with no change) the settings as they are.
+    fn settings(&mut self, change: Option<SettingsChange>) -> Result<SettingsState, Error> {
+        let data_dir = self.raw.data_dir().map_err(|e| Error::validation(e.to_string()))?;
+        if let Some(change) = change {
+            let dirs = match &change.attachment_dirs {
+                Some(dirs) => Some(folders(dirs, &data_dir)?),
+                None => None,
+            };
+            let settings = crate::config_file::edit(&self.raw, |doc| {
+                if let Some(dirs) = &dirs {
+                    doc["attachment_dirs"] = toml_edit::value(dirs.iter().collect::<toml_edit::Array>());
+                }
+                for (key, value) in [
+                    ("rate_limit_burst", change.rate_limit_burst),
+                    ("rate_limit_per_minute", change.rate_limit_per_minute),
+                    ("send_timeout_seconds", change.send_timeout_seconds),
+                ] {
+                    if let Some(v) = value {
+                        doc[key] = toml_edit::value(i64::try_from(v).unwrap_or(i64::MAX));
+                    }
+                }
+            })
+            .map_err(|e| Error::validation(e.to_string()))?;
+            let core = &settings.core;
+            self.amc.apply_settings(&amc_core::service::LiveSettings {
+                attachment_dirs: core.attachment_dirs.clone(),
+                rate_limit: core.rate_limit,
+                send_timeout: core.send_timeout,
+            })?;
+        }
+        let live = self.amc.live_settings();
+        let file = data_dir.join(amc_core::config::CONFIG_FILE);
+        let named: Vec<String> = std::fs::read_to_string(&file)
+            .ok()
+            .and_then(|t| t.parse::<toml_edit::DocumentMut>().ok())
+            .and_then(|d| {
+                d.get("attachment_dirs")?
+                    .as_array()
+                    .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
+            })
+            .unwrap_or_default();
+        Ok(SettingsState {
+            file: file.display().to_string(),
+            outbox: self.amc.config().attachment_dirs.first().map(|d| d.display().to_string()).unwrap_or_default(),
+            attachment_dirs: named,
+            rate_limit_burst: live.rate_limit.burst,
+            rate_limit_per_minute: live.rate_limit.per_minute,
+            send_timeout_seconds: live.send_timeout.as_secs(),
+        })
     }
 
     async fn connect(&mut self, given: &str) -> Result<DiscordSetupState, Error> {
@@ -237,6 +325,31 @@ impl Supervisor {
     }
 }
 
+/// The folders the person gave, each a folder that exists outside AMC's data folder, as
+/// config.toml will name them (`~` kept as given).
+fn folders(given: &[String], data_dir: &std::path::Path) -> Result<Vec<String>, Error> {
+    let data = data_dir.canonicalize().unwrap_or_else(|_| data_dir.to_owned());
+    let mut out: Vec<String> = Vec::new();
+    for dir in given.iter().map(|d| d.trim()).filter(|d| !d.is_empty()) {
+        let path = amc_core::config::expand_home(dir);
+        if !path.is_absolute() {
+            return Err(Error::validation(format!("{dir} is not a full path: start it with / or ~/")));
+        }
+        let Some(found) = path.canonicalize().ok().filter(|p| p.is_dir()) else {
+            return Err(Error::validation(format!("{dir} is not a folder on this Mac")));
+        };
+        if found.starts_with(&data) {
+            return Err(Error::validation(format!(
+                "{dir} is inside AMC's data folder: agents never send files from it"
+            )));
+        }
+        if !out.iter().any(|d| d == dir) {
+            out.push(dir.to_owned());
+        }
+    }
+    Ok(out)
+}
+
 fn refusal(e: CheckError) -> Error {
     match e {
         CheckError::Malformed(_) => Error::validation(e.to_string()),
@@ -252,7 +365,7 @@ pub(crate) fn switched() -> (Arc<dyn amc_core::sender::Sender>, SwitchedSenderHa
     (sender, handle)
 }
 
-impl amc_daemon::DiscordSetup for DiscordControl {
+impl amc_daemon::DiscordSetup for Control {
     fn show(&self) -> amc_core::sender::BoxFuture<'_, Result<serde_json::Value, Error>> {
         Box::pin(async move { self.show().await.map(json) })
     }
@@ -268,4 +381,22 @@ impl amc_daemon::DiscordSetup for DiscordControl {
 
 fn json(state: DiscordSetupState) -> serde_json::Value {
     serde_json::to_value(state).unwrap_or_default()
+}
+
+impl amc_daemon::SettingsSetup for Control {
+    fn settings(
+        &self,
+        change: Option<serde_json::Value>,
+    ) -> amc_core::sender::BoxFuture<'_, Result<serde_json::Value, Error>> {
+        Box::pin(async move {
+            let change = match change {
+                Some(v) => Some(
+                    serde_json::from_value::<SettingsChange>(v)
+                        .map_err(|e| Error::validation(format!("settings: {e}")))?,
+                ),
+                None => None,
+            };
+            self.settings(change).await.map(|s| serde_json::to_value(s).unwrap_or_default())
+        })
+    }
 }
