@@ -189,15 +189,20 @@ def test_settings_changed_in_the_window_hold_at_once_and_refusals_say_why(daemon
     assert str(shared) in daemon.admin("GET", "/admin/settings")["attachment_dirs"]
     # A number out of range: start-up's words.
     panel.get_by_label("Sends at once, per conversation").fill("0")
-    panel.get_by_role("button", name="Save").click()
+    panel.get_by_role("button", name="Save sends").click()
     # The browser's own check refuses it first (min 1); past it, the daemon would.
     assert panel.get_by_label("Sends at once, per conversation").evaluate("el => el.validity.rangeUnderflow")
     panel.get_by_label("Sends at once, per conversation").fill("2")
     panel.get_by_label("Seconds a platform has to confirm a send").fill("45")
-    panel.get_by_role("button", name="Save").click()
+    panel.get_by_role("button", name="Save sends").click()
     expect(page.locator(".toast", has_text="Settings saved")).to_be_visible()
     settings = daemon.admin("GET", "/admin/settings")
     assert (settings["rate_limit_burst"], settings["send_timeout_seconds"]) == (2, 45), settings
     assert "rate_limit_burst = 2" in (daemon.data_dir / "config.toml").read_text()
     panel.get_by_role("button", name=f"Remove {shared}").click()
     expect(panel.locator(f'[data-folder="{shared}"]')).to_have_count(0)
+    # iMessage off from the window, and the daemon says so.
+    panel.get_by_label("Messages database (chat.db)").fill("")
+    panel.get_by_role("button", name="Save chat.db").click()
+    expect(page.locator(".toast", has_text="iMessage is off")).to_be_visible()
+    assert daemon.admin("GET", "/admin/settings")["imessage_chat_db"] is None

@@ -32,6 +32,24 @@ async function refresh() {
     settings ? settingsPanel(settings) : null);
 }
 
+/** The chat.db iMessage follows: changed, AMC stops following the old one and reads on in
+ *  the new one; emptied, iMessage is off. */
+function chatDbForm(st, save) {
+  const id = nextId("chatdb");
+  const input = h("input", { id, type: "text", value: st.imessage_chat_db ?? "", placeholder: "~/Library/Messages/chat.db",
+    spellcheck: "false", autocomplete: "off", "aria-describedby": `${id}-hint` });
+  return h("form", {
+    class: "add-agent",
+    onsubmit: (e) => {
+      e.preventDefault();
+      const path = input.value.trim();
+      save(e.submitter, { imessage_chat_db: path }, path ? `iMessage follows ${path}` : "iMessage is off");
+    },
+  }, h("div", { class: "field" }, h("label", { for: id, text: "Messages database (chat.db)" }), input),
+  h("button", { type: "submit", class: "btn", dataset: { key: "chatdb-save" } }, "Save chat.db"),
+  h("p", { id: `${id}-hint`, class: "muted small", text: "Empty turns iMessage off. AMC reads on from where it stopped: no message is lost or given twice." }));
+}
+
 /** config.toml's settings, changed in place: checked as at start-up, in force at once. */
 function settingsPanel(st) {
   const save = (button, change, said) => busy(button, async () => {
@@ -58,7 +76,7 @@ function settingsPanel(st) {
   number("rate_limit_burst", "Sends at once, per conversation", st.rate_limit_burst, 1, 10000),
   number("rate_limit_per_minute", "Then sends a minute", st.rate_limit_per_minute, 1, 10000),
   number("send_timeout_seconds", "Seconds a platform has to confirm a send", st.send_timeout_seconds, 1, 600),
-  h("button", { type: "submit", class: "btn primary", dataset: { key: "settings-save" } }, "Save"));
+  h("button", { type: "submit", class: "btn primary", dataset: { key: "settings-save" } }, "Save sends"));
   return h("section", { class: "panel", "aria-labelledby": "h-setup-settings", dataset: { source: "settings" } },
     h("h2", { id: "h-setup-settings", class: "section-title", text: "Settings" }),
     h("h3", { class: "subtitle", text: "Folders agents may send files from" }),
@@ -79,6 +97,8 @@ function settingsPanel(st) {
       },
     }, h("div", { class: "field" }, h("label", { for: folderId, text: "Add a folder" }), folder),
     h("button", { type: "submit", class: "btn", dataset: { key: "folder-add" } }, "Add folder")),
+    h("h3", { class: "subtitle", text: "iMessage" }),
+    chatDbForm(st, save),
     h("h3", { class: "subtitle", text: "Sends" }),
     limits,
     h("p", { class: "muted small", text: `Kept in ${st.file}, which you may also edit by hand; AMC puts a change made here in force at once.` }));

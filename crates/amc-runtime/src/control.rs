@@ -1,4 +1,10 @@
-//! The Discord source while AMC runs: started with the token the configuration names, and
+//! The sources while AMC runs, and every change the window makes to `config.toml`.
+//!
+//! iMessage follows the chat.db the settings name, and is turned off, on or to another
+//! chat.db from the window (`/admin/settings`) by stopping its watcher and starting
+//! another: the watcher's place in chat.db is kept in the store, so the new one reads on
+//! from where the old one stopped (nothing lost), and ingest is idempotent by platform id
+//! (nothing twice). Discord is started with the token the configuration names, and
 //! connected, replaced or stopped from the window (`/admin/discord`) without a restart.
 //!
 //! One task owns the running source; the window's requests reach it as messages, one at a
@@ -17,12 +23,18 @@ use amc_core::service::{Amc, SourceState, SourceStatus};
 use amc_core::{Error, ErrorCode};
 use amc_discord::bot::{Bot, CheckError};
 use amc_discord::settings::{DiscordSettings, DiscordToken, Secret};
+use amc_imessage::send::{MessagesConfig, MessagesSender};
+use amc_imessage::settings::ImessageSettings;
+use amc_imessage::watch::WatchConfig;
 use serde::Serialize;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::settings::RawConfig;
+
+/// Why iMessage is off when no chat.db is followed.
+const IMESSAGE_OFF: &str = "off: no chat.db is followed (imessage_chat_db in AMC's settings)";
 
 /// Why Discord is off when no token was ever given.
 pub(crate) const NOT_SET_UP: &str = "not set up: paste your bot's token in AMC's Setup (or amc discord connect)";
@@ -50,6 +62,8 @@ pub struct SettingsState {
     pub outbox: String,
     /// The other folders agents may send files from, as config.toml names them.
     pub attachment_dirs: Vec<String>,
+    /// The chat.db iMessage follows, or `None` when iMessage is off.
+    pub imessage_chat_db: Option<String>,
     /// Sends a channel takes at once.
     pub rate_limit_burst: u32,
     /// Sends a minute after the burst.
@@ -63,6 +77,7 @@ pub struct SettingsState {
 #[serde(deny_unknown_fields)]
 pub struct SettingsChange {
     attachment_dirs: Option<Vec<String>>,
+    imessage_chat_db: Option<String>,
     rate_limit_burst: Option<u64>,
     rate_limit_per_minute: Option<u64>,
     send_timeout_seconds: Option<u64>,
@@ -118,6 +133,23 @@ struct Supervisor {
     stop: CancellationToken,
     running: Option<(CancellationToken, JoinHandle<()>)>,
     bot: Option<Bot>,
+    imessage: Imessage,
+}
+
+/// The iMessage source as the control task runs it.
+pub(crate) struct Imessage {
+    /// Its settings, as config.toml gives them now.
+    pub settings: ImessageSettings,
+    /// Where iMessage sends go; `None` where AMC sends through no Messages (test mode).
+    pub switch: Option<SwitchedSenderHandle>,
+    running: Option<(CancellationToken, JoinHandle<()>)>,
+}
+
+impl Imessage {
+    /// The source with `settings`, not started.
+    pub(crate) fn new(settings: ImessageSettings, switch: Option<SwitchedSenderHandle>) -> Self {
+        Self { settings, switch, running: None }
+    }
 }
 
 /// Starts the source with the configured token, if any, and the task the window's requests
@@ -127,9 +159,11 @@ pub(crate) async fn start(
     raw: RawConfig,
     settings: DiscordSettings,
     switch: Option<SwitchedSenderHandle>,
+    imessage: Imessage,
     stop: CancellationToken,
 ) -> Control {
-    let mut supervisor = Supervisor { amc, raw, settings, switch, stop, running: None, bot: None };
+    let mut supervisor = Supervisor { amc, raw, settings, switch, stop, running: None, bot: None, imessage };
+    supervisor.follow_imessage();
     match supervisor.settings.token.clone() {
         Some(token) => match amc_discord::token::resolve(&token).await {
             Ok(token) => supervisor.run(token),
@@ -154,7 +188,7 @@ pub(crate) async fn start(
                     let _ = reply.send(supervisor.disconnect().await);
                 }
                 Some(Command::Settings(change, reply)) => {
-                    let _ = reply.send(supervisor.settings(change));
+                    let _ = reply.send(supervisor.settings(change).await);
                 }
                 Some(Command::Show(reply)) => {
                     let _ = reply.send(supervisor.state().await);
@@ -163,6 +197,7 @@ pub(crate) async fn start(
             }
         }
         supervisor.halt().await;
+        supervisor.unfollow_imessage().await;
     });
     Control(commands)
 }
@@ -205,16 +240,32 @@ impl Supervisor {
 
     /// Writes `change` to config.toml, checked as at start-up, and puts it in force; then (or
     /// with no change) the settings as they are.
-    fn settings(&mut self, change: Option<SettingsChange>) -> Result<SettingsState, Error> {
+    async fn settings(&mut self, change: Option<SettingsChange>) -> Result<SettingsState, Error> {
         let data_dir = self.raw.data_dir().map_err(|e| Error::validation(e.to_string()))?;
         if let Some(change) = change {
             let dirs = match &change.attachment_dirs {
                 Some(dirs) => Some(folders(dirs, &data_dir)?),
                 None => None,
             };
+            let chat_db = change.imessage_chat_db.as_deref().map(str::trim);
+            if let (Some(_), Some(flag)) = (chat_db, &self.raw.chat_db) {
+                return Err(Error::conflict(format!(
+                    "AMC was started with --chat-db {}, which wins over its settings: start it without the flag to \
+                     choose the chat.db here",
+                    flag.display()
+                )));
+            }
+            if let Some(path) = chat_db.filter(|p| !p.is_empty() && !amc_core::config::expand_home(p).is_absolute()) {
+                return Err(Error::validation(format!(
+                    "{path} is not a full path to a chat.db: start it with / or ~/ (empty turns iMessage off)"
+                )));
+            }
             let settings = crate::config_file::edit(&self.raw, |doc| {
                 if let Some(dirs) = &dirs {
                     doc["attachment_dirs"] = toml_edit::value(dirs.iter().collect::<toml_edit::Array>());
+                }
+                if let Some(path) = chat_db {
+                    doc["imessage_chat_db"] = toml_edit::value(path);
                 }
                 for (key, value) in [
                     ("rate_limit_burst", change.rate_limit_burst),
@@ -233,6 +284,13 @@ impl Supervisor {
                 rate_limit: core.rate_limit,
                 send_timeout: core.send_timeout,
             })?;
+            if settings.imessage.chat_db != self.imessage.settings.chat_db {
+                self.unfollow_imessage().await;
+                self.imessage.settings = settings.imessage;
+                self.follow_imessage();
+            } else {
+                self.imessage.settings = settings.imessage;
+            }
         }
         let live = self.amc.live_settings();
         let file = data_dir.join(amc_core::config::CONFIG_FILE);
@@ -249,6 +307,7 @@ impl Supervisor {
             file: file.display().to_string(),
             outbox: self.amc.config().attachment_dirs.first().map(|d| d.display().to_string()).unwrap_or_default(),
             attachment_dirs: named,
+            imessage_chat_db: self.imessage.settings.chat_db.as_ref().map(|p| p.display().to_string()),
             rate_limit_burst: live.rate_limit.burst,
             rate_limit_per_minute: live.rate_limit.per_minute,
             send_timeout_seconds: live.send_timeout.as_secs(),
@@ -292,6 +351,56 @@ impl Supervisor {
         self.off(SourceState::Disabled, NOT_SET_UP.into());
         tracing::info!("Discord disconnected from AMC's Setup");
         Ok(self.state().await)
+    }
+
+    /// Follows the chat.db the settings name, and sends through Messages with it; with none,
+    /// iMessage is off.
+    fn follow_imessage(&mut self) {
+        let settings = &self.imessage.settings;
+        let Some(chat_db) = settings.chat_db.clone() else {
+            if self.imessage.switch.is_some() {
+                self.amc.set_source_status(
+                    Source::Imessage,
+                    SourceStatus::new(SourceState::Disabled, Some(IMESSAGE_OFF.into())),
+                );
+            }
+            return;
+        };
+        if let (Some(switch), Some(osascript)) = (&self.imessage.switch, settings.osascript.clone()) {
+            switch.set(Some(Arc::new(MessagesSender::new(MessagesConfig {
+                osascript,
+                chat_db: chat_db.clone(),
+                attachments_dir: settings.attachments_dir.clone(),
+                confirm_timeout: settings.confirm,
+            }))));
+        }
+        let cfg = WatchConfig {
+            chat_db,
+            poll: settings.poll,
+            sweeps: amc_imessage::watch::SweepPeriods { every: settings.sweep_every, ..Default::default() },
+            contacts: settings.contacts.clone().unwrap_or_else(amc_imessage::contacts::Contacts::default_paths),
+            late_horizon: settings.late_horizon,
+            dir_events: amc_imessage::watch::DirEvents::All,
+        };
+        tracing::info!(chat_db = %cfg.chat_db.display(), "following iMessage");
+        let stop = self.stop.child_token();
+        let run = tokio::spawn(amc_imessage::watch::run(self.amc.clone(), cfg, stop.clone()));
+        self.imessage.running = Some((stop, run));
+    }
+
+    /// Stops following chat.db, and waits until the watcher has.
+    async fn unfollow_imessage(&mut self) {
+        if let Some(switch) = &self.imessage.switch {
+            switch.set(None);
+        }
+        if let Some((stop, run)) = self.imessage.running.take() {
+            stop.cancel();
+            let _ = run.await;
+            self.amc.set_source_status(
+                Source::Imessage,
+                SourceStatus::new(SourceState::Disabled, Some(IMESSAGE_OFF.into())),
+            );
+        }
     }
 
     /// Starts the bot with `token`.

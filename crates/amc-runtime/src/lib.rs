@@ -30,8 +30,6 @@ use amc_core::model::Source;
 use amc_core::sender::{RecordingSender, Senders};
 use amc_core::service::Amc;
 use amc_core::service::UpdateReporter;
-use amc_imessage::send::{MessagesConfig, MessagesSender};
-use amc_imessage::watch::WatchConfig;
 
 /// Library targets that log whole messages, with the most verbose level each may log at
 /// whatever `AMC_LOG` asks: rmcp logs requests and results (agents' tool arguments, relay
@@ -138,16 +136,15 @@ pub async fn start_reporting(raw: RawConfig, updates: &UpdateReporter) -> anyhow
     // iMessage sends go through Messages when it can be reached; with the test sender
     // only if an osascript was named explicitly (a stand-in, in tests), so test mode
     // messages no one.
+    // Switched in place: the window turns iMessage on, off or to another chat.db.
     let messages = !config.test_sender || imsg.osascript_explicit;
-    if let (true, Some(osascript), Some(chat_db)) = (messages, imsg.osascript.clone(), imsg.chat_db.clone()) {
-        let sender = MessagesSender::new(MessagesConfig {
-            osascript,
-            chat_db,
-            attachments_dir: imsg.attachments_dir.clone(),
-            confirm_timeout: imsg.confirm,
-        });
-        senders = senders.with(Source::Imessage, Arc::new(sender));
-    }
+    let imessage_switch = if messages && imsg.osascript.is_some() {
+        let (sender, switch) = amc_core::sender::SwitchedSender::new(Source::Imessage);
+        senders = senders.with(Source::Imessage, sender);
+        Some(switch)
+    } else {
+        None
+    };
     // Discord's sender is switched in place: the window connects and disconnects the bot.
     let discord_switch = if config.test_sender {
         None
@@ -160,15 +157,6 @@ pub async fn start_reporting(raw: RawConfig, updates: &UpdateReporter) -> anyhow
         Some(addr) => Some(tokio::net::TcpListener::bind(addr).await.with_context(|| format!("listening on {addr}"))?),
         None => None,
     };
-    let contacts = imsg.contacts.clone().unwrap_or_else(amc_imessage::contacts::Contacts::default_paths);
-    let imessage = imsg.chat_db.clone().map(|chat_db| WatchConfig {
-        chat_db,
-        poll: imsg.poll,
-        sweeps: amc_imessage::watch::SweepPeriods { every: imsg.sweep_every, ..Default::default() },
-        contacts,
-        late_horizon: imsg.late_horizon,
-        dir_events: amc_imessage::watch::DirEvents::All,
-    });
     // Every table is migrated (the relay's too) before any source writes: store work, on
     // the blocking pool (a new release's migrations may take a while).
     let updates = updates.clone();
@@ -183,12 +171,10 @@ pub async fn start_reporting(raw: RawConfig, updates: &UpdateReporter) -> anyhow
     .await
     .context("starting AMC")??;
     let stop = CancellationToken::new();
-    let control = control::start(amc.clone(), raw_again, discord_settings, discord_switch, stop.clone()).await;
+    let imessage = control::Imessage::new(imsg, imessage_switch);
+    let control =
+        control::start(amc.clone(), raw_again, discord_settings, discord_switch, imessage, stop.clone()).await;
     let daemon = daemon.with_discord_setup(Arc::new(control.clone())).with_settings(Arc::new(control));
-    if let Some(cfg) = imessage {
-        tracing::info!(chat_db = %cfg.chat_db.display(), "following iMessage");
-        tokio::spawn(amc_imessage::watch::run(amc.clone(), cfg, stop.clone()));
-    }
     let upkeep = {
         let (amc, stop) = (amc.clone(), stop.clone());
         tokio::spawn(async move { amc.upkeep(stop.cancelled()).await })

@@ -301,3 +301,129 @@ fn settings_changed_in_the_window_hold_at_once_and_after_a_restart() {
     });
     drop(serve.stop());
 }
+
+/// All the messages an agent can read, each once: page by page, each page marked read.
+async fn read_everything(data: &Path, token: &str) -> Vec<String> {
+    let mut texts = Vec::new();
+    loop {
+        let mut agent = Connection::connect(&data.join("run/amc.sock"))
+            .await
+            .expect("connect")
+            .with_bearer(token)
+            .with_header("x-agent-id", "claude");
+        let page = agent.get("/messages/unread?limit=100").await.expect("unread").json();
+        let messages = page["messages"].as_array().cloned().unwrap_or_default();
+        if messages.is_empty() {
+            return texts;
+        }
+        let ids: Vec<&str> = messages.iter().filter_map(|m| m["id"].as_str()).collect();
+        texts.extend(messages.iter().filter_map(|m| m["text"].as_str().map(str::to_owned)));
+        let marked = agent.post("/messages/mark_read", &json!({ "message_ids": ids })).await.expect("mark read");
+        assert_eq!(marked.status, 200, "{:?}", marked.json());
+    }
+}
+
+/// iMessage turned off and on again from the window while Messages keeps writing: the
+/// watcher stops and starts inside the running AMC, and every message reaches the agent
+/// exactly once.
+#[test]
+fn imessage_turned_off_and_on_while_messages_arrive_loses_none_and_doubles_none() {
+    use amc_imessage::fixture::{ChatDbWriter, FixtureMessage};
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let work = tempfile::tempdir().expect("tempdir");
+    let chat_db = work.path().join("Messages/chat.db");
+    std::fs::create_dir_all(chat_db.parent().expect("folder")).expect("mkdir");
+    let (ada, chat) = {
+        let w = ChatDbWriter::create(&chat_db).expect("chat.db");
+        let ada = w.add_handle("+15551234567").expect("handle");
+        let chat = w.add_chat("any;-;+15551234567", 45, None, &[ada]).expect("chat");
+        (ada, chat)
+    };
+    let now = amc_core::time::now_ms();
+    let write = move |from: usize, to: usize| {
+        let w = ChatDbWriter::open(&chat_db).expect("chat.db");
+        for i in from..to {
+            let m = FixtureMessage {
+                guid: format!("g{i}"),
+                text: Some(format!("message {i}")),
+                handle_id: ada,
+                sent_at_ms: now + i as i64,
+                ..Default::default()
+            };
+            w.add_message(chat, &m).expect("message");
+        }
+    };
+    write(0, 1);
+    let data = work.path().join("data");
+    std::fs::create_dir_all(&data).expect("data dir");
+    let path = work.path().join("Messages/chat.db").display().to_string();
+    std::fs::write(data.join("config.toml"), format!("imessage_chat_db = {path:?}\n")).expect("config");
+    let serve = super::Serve::start(&data);
+    let token = super::json(&super::amc(&data, &["--json", "agent", "add", "claude"]))["token"]
+        .as_str()
+        .expect("token")
+        .to_owned();
+    let imessage_state = || async {
+        admin(&data).await.get("/healthz").await.expect("healthz").json()["sources"]["imessage"]["state"].clone()
+    };
+    rt.block_on(async {
+        let ch = amc_testkit::eventually("the chat", || async {
+            let all = admin(&data).await.get("/admin/channels").await.ok()?.json();
+            all["channels"].as_array()?.first()?["id"].as_str().map(str::to_owned)
+        })
+        .await;
+        let approved = admin(&data)
+            .await
+            .post(&format!("/admin/channels/{ch}/approve"), &json!({ "history": "all" }))
+            .await
+            .expect("approve");
+        assert_eq!(approved.status, 200);
+        let data = data.as_path();
+        let set = |chat_db: String| async move {
+            let r = admin(data).await.post("/admin/settings", &json!({ "imessage_chat_db": chat_db })).await;
+            let r = r.expect("settings");
+            assert_eq!(r.status, 200, "{:?}", r.json());
+            r.json()
+        };
+        // Off while Messages writes, on again while it still writes, twice.
+        for round in 0..2 {
+            let base = 1 + round * 300;
+            let writer = std::thread::spawn({
+                let write = write.clone();
+                move || write(base, base + 100)
+            });
+            let off = set(String::new()).await;
+            assert_eq!(off["imessage_chat_db"], serde_json::Value::Null, "{off}");
+            assert_eq!(imessage_state().await, "disabled");
+            write(base + 100, base + 200);
+            let on = set(path.clone()).await;
+            assert_eq!(on["imessage_chat_db"], path.as_str(), "{on}");
+            write(base + 200, base + 300);
+            writer.join().expect("writer");
+        }
+        let want: Vec<String> = std::iter::once(0)
+            .chain((0..2).flat_map(|r| 1 + r * 300..1 + r * 300 + 300))
+            .map(|i| format!("message {i}"))
+            .collect();
+        let read = std::sync::Mutex::new(Vec::new());
+        amc_testkit::eventually("every message", || async {
+            let more = read_everything(data, &token).await;
+            let mut read = read.lock().expect("read");
+            read.extend(more);
+            (read.len() >= want.len()).then_some(())
+        })
+        .await;
+        let got = read.into_inner().expect("read");
+        let mut sorted = got.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted.len(), got.len(), "a message reached the agent twice");
+        let mut want_sorted = want.clone();
+        want_sorted.sort();
+        assert_eq!(sorted, want_sorted, "every message, once");
+        assert_eq!(imessage_state().await, "connected");
+    });
+    let config = std::fs::read_to_string(data.join("config.toml")).expect("config");
+    assert_eq!(config, format!("imessage_chat_db = {path:?}\n"));
+    drop(serve.stop());
+}
