@@ -48,7 +48,7 @@ impl SecretKind {
 /// The version of the rules below. Stored with the classification of every message
 /// (`messages.secrets`): a build whose rules differ classifies every message again, in the
 /// background (see `Store::classify_more`). Raise it with every change to the rules.
-pub const RULES: i64 = 22;
+pub const RULES: i64 = 23;
 
 impl SecretKind {
     /// The kind's bit in a stored classification ([`classify`]).
@@ -218,7 +218,7 @@ const STRONG: &[&str] = &[
     "steam guard", "3d secure", "3-d secure", "temporary password", "temporary code", "<#>", "password reset",
     "reset your password", "pin number", "activation code",
     // Spanish, Portuguese
-    "verificación", "verificacion", "código de seguridad", "codigo de seguridad",
+    "verificación", "verificacion", "código de seguridad", "codigo de seguridad", "código de acesso",
     "código de acceso", "no compartas", "no lo compartas", "no la compartas", "verificação",
     "verificacao", "código de segurança", "não compartilhe", "nao compartilhe", "não partilhe",
     // French
@@ -238,16 +238,16 @@ const STRONG: &[&str] = &[
     "verificatiecode", "beveiligingscode", "deel deze code", "inlogcode", "eenmalige",
     // Chinese
     "验证码", "驗證碼", "校验码", "校驗碼", "动态码", "動態碼", "认证码", "認證碼", "安全码", "请勿泄露", "請勿洩露", "请勿转告", "請勿轉告", "勿告知", "请勿告诉", "勿告诉", "請勿向任何人", "勿告訴", "切勿", "登录码",
-    "登入碼", "登入代碼", "登录代码", "驗證代碼", "验证代码",
+    "登入碼", "登入代碼", "登录代码", "驗證代碼", "验证代码", "請勿分享", "请勿分享", "兩步驟驗證", "两步验证",
     // Japanese
-    "認証コード", "確認コード", "認証番号", "確認番号", "ワンタイム", "セキュリティコード", "パスコード", "ログインコード", "本人確認", "教えないで",
+    "認証コード", "確認コード", "認証番号", "確認番号", "ワンタイム", "セキュリティコード", "パスコード", "ログインコード", "本人確認", "教えないで", "ログイン確認",
     // Korean
     "인증번호", "인증 번호", "인증코드", "인증 코드", "보안코드", "보안 코드", "확인 코드", "확인코드", "타인에게", "본인확인", "알려주지 마", "누구에게도",
     // Thai
     "รหัสยืนยัน", "รหัส otp", "ห้ามบอก", "รหัสผ่านครั้งเดียว", "รหัสotp",
     // Russian, Polish
     "код подтверждения", "код проверки", "никому не сообщ", "никому не говор", "никому его не",
-    "не сообщайте", "одноразовый", "код доступа", "код доступу",
+    "не сообщайте", "одноразовый", "код доступа", "код доступу", "ключ подтверждения",
     "kod weryfikacyjny", "kod jednorazowy", "nikomu nie poda", "nie udostępniaj", "do logowania",
     "kod sms",
     // Danish, Norwegian, Swedish, Finnish
@@ -290,7 +290,9 @@ const SIGN_IN: &[&str] = &[
     "sign in", "signing in", "sign-in", "log in", "logging in", "log-in", "login", "to confirm",
     "confirm your", "to verify", "to reset", "reset your", "para entrar", "per confermare",
     "para confirmar", "pour confirmer", "zur bestätigung", "um zu bestätigen", "om te bevestigen",
-    "σύνδεση", "σύνδεσης",
+    "σύνδεση", "σύνδεσης", "iniciar sesión", "iniciar sessão", "se connecter", "anmelden", "inloggen",
+    "bekrefte", "innlogging", "bekräfta", "inloggning", "bekræft", "vahvista", "kirjautu", "confirmar seu",
+    "confirmar tu", "confirmer votre",
 ];
 
 /// Codes that are not secrets: where these stand, "code" says nothing.
@@ -374,6 +376,26 @@ const OFFERS: &[&str] = &[
     "slevový", "sleva", "slevu", "zľava", "zľavový", "2x1", "2 for 1", "panier", "al pagar", "할인", "free ", "ahorra", "compra", "rebajas", "spar ", "sparen", "bezahlen",
     "poupe", "economize", "rabat", "rabatu", "zniżk", "छूट", "risparmia", "économisez", "€ off", "$ off",
     "скидк", "промокод", "خصم", "diskon", "giảm", "折扣", "優惠", "优惠", "割引", "indirim", "έκπτωσ", "ลด",
+];
+
+/// Words of a code meant to be shared, not kept: a public meeting's ("open to all", "share
+/// with anyone"). In a message that has one, its codes are no secrets, whatever else it says
+/// ("Passcode: 559023").
+#[rustfmt::skip]
+const SHARED: &[&str] = &[
+    "share with anyone", "feel free to share", "everyone welcome", "everyone is welcome", "open to all",
+    "open to everyone", "public webinar", "abierto a todos", "compártelo", "compartelo", "gerne weiterleiten",
+    "öffentliches webinar", "aberta a todos", "sessão pública", "iedereen welkom", "open webinar",
+    "приходите все", "открытый вебинар", "مفتوحة للجميع", "ندوة عامة", "ouvert à tous", "aperto a tutti",
+];
+
+/// Words of a game's lobby or room, whose code players hand round: where no word leaves
+/// doubt of a sign-in ([`STRONG`]), its codes are none.
+#[rustfmt::skip]
+const GAMES: &[&str] = &[
+    "my lobby", "lobby code", "join the lobby", "in die lobby", "room code", "party code", "party-kode",
+    "partykode", "game code", "game pin", "रूम कोड", "كود الروم", "código de sala", "code de la partie",
+    "raumcode", "kahoot", "ludo",
 ];
 
 /// Words that name what a number identifies (an order, a booking, a parcel, a flight, a
@@ -555,8 +577,12 @@ const ENTER: &[&str] = &[
     // Czech, Romanian, Greek, Turkish, Arabic, Hebrew, Thai; pressing keys on a keypad
     "zadejte", "zadej", "introdu", "introduceți", "introduceti", "tastați", "tastati", "tastezi", "tastează",
     "πληκτρολογήστε", "εισάγετε", "εισαγάγετε", "yazın", "yazin", "yazarak", "girerek", "أدخل", "ادخل", "הקלד",
-    "הקלידו", "הזן", "הזינו", "กรอก", "eintippen", "pencet", "tekan", "bấm", "nhấn",
+    "הקלידו", "הזן", "הזינו", "กรอก", "eintippen", "pencet", "tekan", "bấm", "nhấn", "vul", "syötä", "syota",
 ];
+
+/// Words that may stand between a word asking to enter something and the code: "gib dort
+/// XK4-R9P ein", "enter here: …".
+const FILLERS: &[&str] = &["dort", "hier", "here", "there", "aquí", "aqui", "ici", "qui", "daar", "tam", "siellä"];
 
 /// Words for pressing or dialling keys, which ask to enter a number only in a message about
 /// a door, a gate or an intercom ("Marca 2468 en el portero", "wybierz 4821 na domofonie").
@@ -585,7 +611,8 @@ const PASSWORD_WORDS: &[&str] = &[
     "passwordnya", "heslo", "hesla", "รหัสผ่าน", "סיסמה", "סיסמא", "salasana", "lösenord", "adgangskode",
     "passord", "jelszó", "jelszava", "jelszavad", "kata laluan", "parolă", "parola wi-fi", "parola wifi", "lösen",
     "κωδικός", "κωδικός πρόσβασης", "προσωρινός κωδικός", "sandi:", "mk:", "parola ta", "parola temporar",
-    "parola dvs", "parola de acces", "parola inițial", "parola initial",
+    "parola dvs", "parola de acces", "parola inițial", "parola initial", "باسورد", "wifi-kode", "wifi-koden",
+    "wlan-kode", "salasanasi", "salasanan", "passordet", "lösenordet", "adgangskoden",
 ];
 
 /// The passwords of `text` (`lower` its lowercase): the first token after a word for a
@@ -810,12 +837,19 @@ fn keys(text: &str, lower: &str) -> Vec<Range<usize>> {
             if w.is_ascii() && lower[end..].starts_with(|c: char| c.is_alphanumeric()) {
                 continue;
             }
-            let mut stop = (end + 48).min(text.len());
+            let mut stop = (end + 96).min(text.len());
             while !text.is_char_boundary(stop) {
                 stop -= 1;
             }
+            // The key's clause, or the line after it when a colon ends the clause.
             let window = &text[end..stop];
-            let window = window.split(['\n', '.', '。']).next().unwrap_or(window);
+            let clause = window.split(['\n', '.', '。']).next().unwrap_or(window);
+            let window = match window[clause.len()..].strip_prefix('\n') {
+                Some(next) if clause.trim_end().ends_with([':', '：']) => {
+                    &window[..clause.len() + 1 + next.find('\n').unwrap_or(next.len())]
+                }
+                _ => clause,
+            };
             if let Some(key) = grouped_key(window) {
                 let at = end + key.start..end + key.end;
                 if !out.contains(&at) {
@@ -1042,6 +1076,7 @@ fn find_in(text: &str, short_code: bool) -> Vec<Found> {
     let mut strong = places(&lower, List::Strong);
     let offer = strong.is_empty() && !places(&lower, List::Offers).is_empty();
     let entering = places(&lower, List::Enter);
+    let signing_in = places(&lower, List::SignIn);
     // A booking's "confirmation code" names the booking: where the only words that leave
     // no doubt are those, beside a booking's words, and nothing asks to sign in or enter
     // a code, they are a reference's.
@@ -1053,6 +1088,10 @@ fn find_in(text: &str, short_code: bool) -> Vec<Found> {
         && places(&lower, List::SignIn).is_empty();
     if booking {
         strong.clear();
+    }
+    // A public meeting's or a game's codes are meant to be shared: none is a secret.
+    if SHARED.iter().any(|w| lower.contains(w)) || (strong.is_empty() && GAMES.iter().any(|w| lower.contains(w))) {
+        return found.into_iter().filter(|f| f.kind == SecretKind::Link).collect();
     }
     let other_codes = spans(&lower, List::NotSecret);
     let code_words = places(&lower, List::CodeWords);
@@ -1070,6 +1109,7 @@ fn find_in(text: &str, short_code: bool) -> Vec<Found> {
         .chain(places(&lower, List::SignIn))
         .chain(entering.iter().copied())
         .chain(door_verbs)
+        .chain(places(&lower, List::DoorCodes))
         .filter(|&at| !offer && !booking && !other_codes.iter().any(|r| r.contains(&at)))
         .collect();
     weak.sort_unstable();
@@ -1082,6 +1122,9 @@ fn find_in(text: &str, short_code: bool) -> Vec<Found> {
         .chain(compounds(&lower))
         .collect();
     named.sort_unstable();
+    // Where the words can name a candidate as the code: a door's name too ("door is 0614").
+    let mut naming: Vec<usize> = named.iter().chain(&doors).copied().collect();
+    naming.sort_unstable();
     // A short code's numbers are codes when its message asks for a code at all (a word for
     // code, for signing in or for entering one), or is hardly more than the number ("4471",
     // "Code: 60 18 42"): its other numbers (a deposit's, a parcel's, a flight's, a case's
@@ -1089,6 +1132,7 @@ fn find_in(text: &str, short_code: bool) -> Vec<Found> {
     let only_numbers = || !text.chars().any(char::is_alphabetic);
     let short_code = short_code && !booking && (!named.is_empty() || !weak.is_empty() || only_numbers());
     // A booking's message names its codes by the booking (above): none of them is a secret.
+    let listed: Vec<(Range<usize>, Shape)> = runs.iter().map(|c| (c.at.clone(), c.shape)).collect();
     for c in runs.into_iter().filter(|_| !booking) {
         // A number in an address is part of it (an article's, a question's id): an address
         // holds a secret only as a whole sign-in link, found above.
@@ -1104,7 +1148,7 @@ fn find_in(text: &str, short_code: bool) -> Vec<Found> {
         // Read only when the nearer words do not settle it: it looks for every word for code.
         // "Your code is 482961" is a code even beside a sale.
         let said = || {
-            if !close(text, &named, &c.at, NEAR) {
+            if !close(text, &naming, &c.at, NEAR) {
                 return None;
             }
             named_right_before(&lower[..c.at.start]).or_else(|| named_right_after(&lower[c.at.end..]))
@@ -1181,6 +1225,20 @@ fn find_in(text: &str, short_code: bool) -> Vec<Found> {
                 && !offer
                 && !booking
                 && presented(text, &c.at));
+        // "Código de acesso\nQ2T9KR\nNão o partilhe": a line of its own near a word for code.
+        let is_code = is_code
+            || (matches!(c.shape, Shape::Digits | Shape::Capitals)
+                && own_line(text, &c.at)
+                && (near_strong || close(text, &named, &c.at, NEAR))
+                && !offer
+                && !booking);
+        // "Use 7KX4QP to finish signing in": used, for signing in or confirming.
+        let is_code = is_code
+            || (c.shape == Shape::Capitals
+                && used_right_before(&lower[..c.at.start])
+                && close(text, &signing_in, &c.at, NEAR)
+                && !offer
+                && !booking);
         if !is_code {
             continue;
         }
@@ -1203,6 +1261,26 @@ fn find_in(text: &str, short_code: bool) -> Vec<Found> {
         }
         let rule = rule();
         found.push(Found { kind: SecretKind::Code, at: c.at, rule });
+    }
+    // A list of codes ("backup codes: 48201937 77110264 30589912"): the next of the same
+    // shape and length, right after a code found (a space, a comma, a dot or a line between),
+    // is one too.
+    let mut i = 0;
+    while i + 1 < listed.len() {
+        let ((at, shape), (next, next_shape)) = (&listed[i], &listed[i + 1]);
+        let between = &text[at.end..next.start];
+        let code = |r: &Range<usize>| found.iter().any(|f| f.kind == SecretKind::Code && f.at == *r);
+        if code(at)
+            && !code(next)
+            && shape == next_shape
+            && text[at.clone()].chars().count() == text[next.clone()].chars().count()
+            && between.chars().count() <= 3
+            && between.chars().all(|c| c.is_whitespace() || matches!(c, ',' | '·' | ';' | '/' | '|'))
+        {
+            let rule = found.iter().find(|f| f.at == *at).map_or(Rule::CodeWord, |f| f.rule);
+            found.push(Found { kind: SecretKind::Code, at: next.clone(), rule });
+        }
+        i += 1;
     }
     for at in number_matches(&lower, pairs) {
         if !found.iter().any(|f| overlaps(&f.at, &at)) {
@@ -1230,6 +1308,31 @@ fn find_in(text: &str, short_code: bool) -> Vec<Found> {
 
 /// Whether the candidate at `at` is a line of its own after a line ending in a colon
 /// ("use the following to continue:\n\nF7XQ2"), blank lines between.
+fn own_line(text: &str, at: &Range<usize>) -> bool {
+    let before = &text[..at.start];
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let line_end = text[at.end..].find('\n').map_or(text.len(), |i| at.end + i);
+    line_start > 0
+        && text[line_start..at.start].trim().is_empty()
+        && text[at.end..line_end].trim_matches(|c: char| c.is_whitespace() || c == '#').is_empty()
+}
+
+/// Words that tell the reader to use something: right before a code, with signing in or
+/// confirming near, it is the code ("Use 7KX4QP to finish signing in", "Bruk KM7Q2X for å
+/// bekrefte").
+#[rustfmt::skip]
+const USE: &[&str] = &[
+    "use", "usa", "utilisez", "utilise", "verwende", "verwenden sie", "gebruik", "użyj", "kullan", "gunakan",
+    "sử dụng", "используйте", "bruk", "använd", "brug", "käytä", "utilizza", "utilize",
+];
+
+/// Whether `before` (the lowercase text before a candidate) ends with a word of [`USE`],
+/// quotes aside.
+fn used_right_before(before: &str) -> bool {
+    let rest = before.trim_end().trim_end_matches(['"', '\'', '«', '“', '„', '「']).trim_end();
+    USE.iter().any(|w| rest.ends_with(w) && word_starts(rest, rest.len() - w.len(), w))
+}
+
 fn presented(text: &str, at: &Range<usize>) -> bool {
     let before = &text[..at.start];
     let line_start = before.rfind('\n').map_or(0, |i| i + 1);
@@ -1619,7 +1722,7 @@ fn close(text: &str, places: &[usize], c: &Range<usize>, near: usize) -> bool {
 
 /// The endings that make a compound a word for code ("Abholcode", "Säkerhetskod",
 /// "Noutokoodi", "kapukód"): [`named_right_before`] reads them.
-const COMPOUND_ENDINGS: &[&str] = &["code", "kode", "kod", "koodi", "kód"];
+const COMPOUND_ENDINGS: &[&str] = &["code", "codes", "kode", "kod", "koodi", "kód", "koden", "kodu", "koder"];
 
 /// What a compound's first part says the code is when it is no secret: an error's, a shop's,
 /// a booking's, a parcel's, a place's, a game's ("Fehlercode", "kortingscode",
@@ -1678,6 +1781,12 @@ fn named_right_before(before: &str) -> Option<bool> {
         // What a door, a gate or a lock takes is the code, said with a verb or not ("Digicode
         // B4712", "combo 7-3-1-9").
         return Some(told || DOOR_CODES.iter().any(word_ends));
+    }
+    // A door or a gate given a number by a verb or a colon: "door is 0614", "portão: 1357#".
+    // Not another kind of code said of the door ("the zip code for the garage is 94110").
+    let clause = last_clause(rest, &['.', ',', ';', '!', '?', '。', '，', '\n'], 80);
+    if told && DOORS.iter().filter(|d| d.len() >= 4).any(word_ends) && !NOT_SECRET.iter().any(|n| clause.contains(n)) {
+        return Some(true);
     }
     // "The code of the front door is 4821", "O código do portão é 2580".
     (told && named_in_clause(rest, true)).then_some(true)
@@ -1755,12 +1864,22 @@ const DOOR_CODES: &[&str] = &[
     "schlüsselbox", "schlüsselsafe", "schlüsseltresor", "sleutelkluis", "sleutelkluisje",
     "ключница", "ключницы", "ключниці", "кодовый замок", "オートロック", "暗証番号", "도어락", "비번",
     "mật khẩu cửa", "kunci pintu", "citofono", "domofon", "interphone",
+    // what a lock's combination is called, and a key box's, in more languages
+    "combinación", "combinacion", "combinação", "combinacao", "combinaison", "kombination", "combinazione",
+    "комбинация", "комбинацию", "kombinasi", "kombinasinya", "szyfr", "zahlenschloss", "nøkkelboks",
+    "nøglebox", "nyckelbox", "キーボックス", "الرقم السري", "cassetta di sicurezza", "сейф", "pakkeboks",
+    "paketbox", "paczkomat", "cajita",
 ];
 
 /// Whether `before` (the lowercase text before a candidate) ends with a word that asks for
 /// it to be entered ([`ENTER`]): "entering QX7-R2M", "inserisci WQ4-7TP", "请在页面输入 KX7Q2P".
 fn entered_right_before(before: &str) -> bool {
     let rest = before.trim_end().trim_end_matches(['[', '"', '\'', '«', '“', '„', '「', '(']).trim_end();
+    // One filler word between ("gib dort XK4-R9P ein").
+    let rest = FILLERS
+        .iter()
+        .find(|f| rest.ends_with(*f) && word_starts(rest, rest.len() - f.len(), f))
+        .map_or(rest, |f| rest[..rest.len() - f.len()].trim_end());
     let colon = rest.ends_with([':', '：']);
     let rest = rest.trim_end_matches([':', '：']).trim_end();
     // A language that puts the verb last ends its sentence on it: "코드를 입력하세요.\nQX7K-2MPR".
@@ -2252,7 +2371,9 @@ const LINK_CONTEXT: &[&str] = &[
     "set a new pin", "secure link", "e-mail-adresse", "підтвердіть", "logga in", "nulstil", "adgangskode",
     "přihlaste", "dat lai mat khau", "đặt lại mật khẩu", "intra in cont", "بازیابی", "رمز عبور",
     "obnova hesla", "obnovení hesla", "heslo", "รีเซ็ต", "รหัสผ่าน", "איפוס", "סיסמה",
-    "resetează", "reseteaza", "resetare", "parola", "επαναφορά", "κωδικού πρόσβασης",
+    "resetează", "reseteaza", "resetare", "parola", "επαναφορά", "κωδικού πρόσβασης", "in te loggen",
+    "zaloguj", "سجّل الدخول", "سجل الدخول", "تسجيل الدخول", "masuk", "log ind", "palauta", "salasana", "vahvista",
+    "tilbakestill", "passord", "logging in", "account recovery", "recupere", "pemulihan", "recovery",
 ];
 
 /// Hosts whose links name a document, a place, a post or a video, never who signs in:
@@ -2854,6 +2975,38 @@ mod tests {
         ] {
             assert!(hidden(text).is_empty(), "{text}: {:?}", hidden(text));
         }
+    }
+
+    #[test]
+    fn lockboxes_lists_lines_of_their_own_and_codes_to_use_are_found_and_shared_codes_are_not() {
+        let hidden = |text: &str| find(text, false).iter().map(|f| text[f.at.clone()].to_owned()).collect::<Vec<_>>();
+        // A key box's combination, a digit at a time, in a host's words.
+        assert_eq!(hidden("Keys are in the lockbox by the side door, the box is 4-7-1-9. Enjoy!"), ["4-7-1-9"]);
+        assert_eq!(hidden("Nøkkelboksen ved døra: 5-7-2-0. God tur!"), ["5-7-2-0"]);
+        // A door or a gate given its number.
+        assert_eq!(hidden("door is 0614 if I'm not back yet"), ["0614"]);
+        assert_eq!(hidden("portão: 1357# e depois a casa é a terceira"), ["1357"]);
+        // A list of codes: each of them.
+        assert_eq!(
+            hidden("New backup codes for your account: 48201937 77110264 30589912 61470083"),
+            ["48201937", "77110264", "30589912", "61470083"]
+        );
+        // A code on a line of its own under a word for code; one to use for signing in.
+        assert_eq!(hidden("Código de acesso\nQ2T9KR\nNão o partilhe."), ["Q2T9KR"]);
+        assert_eq!(hidden("Use 7KX4QP to finish signing in to Acorn."), ["7KX4QP"]);
+        assert_eq!(hidden("Öffne example.de/tv und gib dort XK4-R9P ein."), ["XK4-R9P"]);
+        for text in [
+            "Use SAVE20 to get 20% off your next order",
+            "join my lobby, code is QX7TR. we need one more",
+            "Public webinar Thursday. Meeting ID: 845 2210 7731 Passcode: 559023. Share with anyone interested!",
+            "SK 1417 till Oslo, gate 34, boarding 16:25.",
+            "The zip code for the garage is 94110",
+            "Your order\nAB12CD\nships tomorrow",
+        ] {
+            assert!(hidden(text).is_empty(), "{text}: {:?}", hidden(text));
+        }
+        // A game's words do not hide a real code that arrives from a short code.
+        assert_eq!(hidden("Your Kahoot verification code is 482913"), ["482913"], "a game's own sign-in is a secret");
     }
 
     #[test]
