@@ -33,10 +33,15 @@ pub fn show(app: &AppHandle) {
             Err(tauri::Error::WindowNotFound),
             |config| {
                 WebviewWindowBuilder::from_config(app, &config)?
-                    // The window shows AMC's own pages only; links elsewhere do not open in it.
+                    // The window shows AMC's own pages only; links elsewhere do not open in it:
+                    // Discord's pages and System Settings' panes open outside, by the system.
                     .on_navigation(|url| {
-                        url.scheme() == amc_tray_model::scheme::SCHEME
-                            && url.host_str() == Some(amc_tray_model::scheme::HOST)
+                        let own = url.scheme() == amc_tray_model::scheme::SCHEME
+                            && url.host_str() == Some(amc_tray_model::scheme::HOST);
+                        if !own && amc_tray_model::scheme::opened_outside(url.as_str()) {
+                            open_outside(url.as_str());
+                        }
+                        own
                     })
                     .build()
                     .and_then(|window| window.show().and_then(|()| window.set_focus()))
@@ -45,5 +50,15 @@ pub fn show(app: &AppHandle) {
     };
     if let Err(e) = shown {
         tracing::warn!(error = %e, "showing the window failed");
+    }
+}
+
+/// Opens `url` with the system: System Settings or the person's browser.
+fn open_outside(url: &str) {
+    let opener = if cfg!(target_os = "macos") { "open" } else { "xdg-open" };
+    match std::process::Command::new(opener).arg(url).spawn() {
+        // Waited for on a thread of its own, so it leaves no zombie.
+        Ok(mut child) => drop(std::thread::spawn(move || child.wait())),
+        Err(e) => tracing::warn!(error = %e, "could not open a link outside the window"),
     }
 }

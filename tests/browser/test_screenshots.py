@@ -143,10 +143,10 @@ def test_setup_screenshots(daemon: UiDaemon, browser):
     OUT.mkdir(parents=True, exist_ok=True)
     page, problems = open_page(browser, reduced_motion="reduce")
     for width in (1280, 720):
-        page.set_viewport_size({"width": width, "height": 900})
+        page.set_viewport_size({"width": width, "height": 1500 if width > 1000 else 1900})
         open_ui(page, daemon, "Setup")
         expect(page.get_by_label("Bot token")).to_be_visible()
-        page.mouse.move(1, 899)  # no hover highlight
+        page.mouse.move(1, 1)  # no hover highlight
         page.screenshot(path=OUT / f"setup-{width}.png", full_page=True)
     page.context.close()
     assert not [p for p in problems if not p.startswith("Failed to load resource")]

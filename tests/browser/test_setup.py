@@ -1,4 +1,6 @@
-"""Setup, from an empty data folder, by clicks alone: the window opens on it, a pasted
+"""Setup, from an empty data folder, by clicks alone: the window opens on it, iMessage
+reads a chat.db stand-in written as Messages writes it and finds the person's own
+conversation, a pasted
 Discord token is checked with the local Discord (which refuses a token it does not know,
 as Discord does), kept in the Secret Service of a D-Bus of the test's own and in no file,
 and the bot connects without a restart; its conversation is approved, and an agent added
@@ -56,12 +58,17 @@ class SecretService:
         self.bus.wait()
 
 
+def example(name: str) -> str:
+    """A program of the workspace's examples, beside the amc binary the tests run."""
+    amc = Path(os.environ.get("AMC_BIN") or Path(os.environ.get("CARGO_TARGET_DIR", "target")) / "debug" / "amc")
+    return str(amc.parent / "examples" / name)
+
+
 class LocalDiscord:
     """amc-discord's local Discord as a program (examples/local-discord.rs)."""
 
     def __init__(self, token: str, *channels: str) -> None:
-        amc = Path(os.environ.get("AMC_BIN") or Path(os.environ.get("CARGO_TARGET_DIR", "target")) / "debug" / "amc")
-        program = os.environ.get("AMC_LOCAL_DISCORD") or str(amc.parent / "examples" / "local-discord")
+        program = os.environ.get("AMC_LOCAL_DISCORD") or example("local-discord")
         self.proc = subprocess.Popen([program, token, *channels], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.info = json.loads(self.proc.stdout.readline())
 
@@ -96,7 +103,12 @@ def discord():
 def fresh(tmp_path: Path, secrets: SecretService, discord: LocalDiscord):
     """AMC on an empty data folder, reaching the local Discord and the test's Secret
     Service; stopped after the page is closed."""
-    d = UiDaemon(tmp_path / "amc", config=f'discord_api_url = "{discord.info["api_url"]}"\nimessage_chat_db = ""\n',
+    messages = tmp_path / "Messages"
+    messages.mkdir()
+    chat_db = messages / "chat.db"
+    program = os.environ.get("AMC_CHAT_DB") or example("chat-db")
+    subprocess.run([program, str(chat_db)], check=True, stdout=subprocess.DEVNULL)
+    d = UiDaemon(tmp_path / "amc", config=f'discord_api_url = "{discord.info["api_url"]}"\nimessage_chat_db = "{chat_db}"\n',
                  env=secrets.env)
     yield d
     d.stop()
@@ -112,6 +124,10 @@ def test_discord_and_an_agent_are_set_up_by_clicks_and_the_token_is_kept_only_in
     page.goto(daemon.ui_url())
     # Nothing is set up: the window opens on Setup.
     expect(page.get_by_role("heading", name="Setup", level=1)).to_be_visible()
+    # iMessage: chat.db is read, and the person's own conversation found in it.
+    imessage = page.get_by_role("region", name="iMessage")
+    expect(imessage.locator('[data-step="chat-db"][data-ok="true"]')).to_be_visible()
+    expect(imessage.locator('[data-step="self-chat"][data-ok="true"]')).to_contain_text("+15550001111")
     panel = page.get_by_role("region", name="Discord")
     expect(panel.get_by_role("link", name="Discord Developer Portal")).to_have_attribute(
         "href", "https://discord.com/developers/applications")
@@ -135,15 +151,17 @@ def test_discord_and_an_agent_are_set_up_by_clicks_and_the_token_is_kept_only_in
     assert secrets.lookup() == TOKEN
     assert "discord_token_keychain = true" in (daemon.data_dir / "config.toml").read_text()
 
-    # The bot's channel appears and is approved by clicks.
+    # The bot's channel and Ada's conversation appear and are approved by clicks.
     discord.ask(f"post {discord.channel('general')} alice hello from discord")
     page.get_by_role("navigation", name="Sections").get_by_role("link", name="Channels").click()
-    row = page.locator("li[data-channel]", has_text="general")
-    row.get_by_role("button", name="Approve…").click()
-    dialog = page.get_by_role("dialog")
-    dialog.get_by_label("All history").check()
-    dialog.get_by_role("button", name="Approve", exact=True).click()
-    expect(page.locator(".toast", has_text="Approved")).to_be_visible()
+    for name in ("general", "+15551234567"):
+        row = page.locator("li[data-channel]", has_text=name)
+        row.get_by_role("button", name="Approve…").click()
+        dialog = page.get_by_role("dialog")
+        dialog.get_by_label("All history").check()
+        dialog.get_by_role("button", name="Approve", exact=True).click()
+        expect(page.locator(".toast", has_text="Approved").last).to_be_visible()
+        expect(row).to_have_count(0)
 
     # An agent, added from Setup, connects with the token the window shows.
     page.get_by_role("navigation", name="Sections").get_by_role("link", name="Setup").click()
@@ -157,7 +175,7 @@ def test_discord_and_an_agent_are_set_up_by_clicks_and_the_token_is_kept_only_in
     with httpx.Client(transport=httpx.HTTPTransport(uds=str(daemon.socket)), base_url="http://localhost",
                       headers={"Authorization": f"Bearer {token}", "X-Agent-ID": "claude-code"}) as agent:
         unread = agent.get("/messages/unread").json()["messages"]
-    assert [m["text"] for m in unread] == ["hello from discord"]
+    assert sorted(m["text"] for m in unread) == ["Bring the wine", "Dinner at 8?", "hello from discord"]
     page.get_by_role("navigation", name="Sections").get_by_role("link", name="Setup").click()
     expect(agents.locator('[data-step="agent-connected"][data-ok="true"]')).to_contain_text("claude-code used AMC")
 

@@ -33,9 +33,10 @@ def png(path: Path, rgb: tuple[int, int, int] = (0, 122, 255), size: int = 24) -
 
 def open_ui(page: Page, daemon: UiDaemon, screen: str | None = None) -> None:
     page.goto(daemon.ui_url())
-    # The window opens on Setup while AMC has seen no conversation and has no agent.
-    first = "Channels" if daemon.admin("GET", "/admin/channels")["channels"] or daemon.admin("GET", "/admin/agents")["agents"] else "Setup"
-    expect(page.get_by_role("heading", name=first, level=1)).to_be_visible()
+    # The window opens on Setup while no conversation is approved and there is no agent.
+    fresh = not daemon.admin("GET", "/admin/channels?state=allowed")["channels"] and not daemon.admin("GET", "/admin/agents")["agents"]
+    expect(page.get_by_role("heading", name="Setup" if fresh else "Channels", level=1)).to_be_visible()
+    screen = screen or ("Channels" if fresh else None)
     if screen:
         page.get_by_role("navigation", name="Sections").get_by_role("link", name=screen).click()
         expect(page.get_by_role("heading", name=screen, level=1)).to_be_visible()
@@ -416,7 +417,7 @@ def test_the_inbox_search_finds_words_without_accents_and_marks_them(daemon: UiD
 
 
 def test_the_token_leaves_the_address_bar_and_without_one_the_page_says_how_to_open_it(daemon: UiDaemon, browser, page: Page):
-    daemon.chat("ada", ["hi"])  # something set up: the window opens on Channels
+    daemon.chat("ada", ["hi"], approve={"history": "all"})  # set up: the window opens on Channels
     open_ui(page, daemon)
     assert "token" not in page.url
     assert page.evaluate("sessionStorage.getItem('amc.adminToken')") == daemon.admin_token

@@ -164,7 +164,7 @@ function start() {
     const view = viewFromHash();
     if (view !== current) show(view).then(() => document.getElementById(`h-${view.id}`)?.focus());
   });
-  // With nothing set up yet, the window opens on Setup.
+  // With nothing set up yet (no conversation approved, no agent), the window opens on Setup.
   (location.hash ? Promise.resolve(false) : nothingSetUp()).then((fresh) => show(fresh ? setup : viewFromHash()));
   counts();
   follow();

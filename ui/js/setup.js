@@ -106,7 +106,7 @@ function settingsPanel(st) {
 
 /** A step's line: a dot, what it is, and what AMC sees. */
 function step(key, ok, title, detail, ...actions) {
-  return h("li", { class: "row", dataset: { step: key, ok: String(ok) } },
+  return h("li", { class: "row", dataset: { step: key, ok: String(Boolean(ok)) } },
     h("span", { class: `dot ${ok ? "connected" : "degraded"}`, "aria-hidden": "true" }),
     h("div", { class: "row-main" },
       h("div", { class: "row-title" }, h("span", { class: "name", text: title }),
@@ -116,7 +116,7 @@ function step(key, ok, title, detail, ...actions) {
 }
 
 function imessage(s, phone) {
-  const reading = s.state === "connected" && (!s.test_mode || s.caught_up_at);
+  const reading = s.state === "connected" && (!s.test_mode || Boolean(s.caught_up_at));
   const selfChat = phone?.candidates?.find((c) => c.source === "imessage") ?? phone?.imessage;
   return h("section", { class: "panel", "aria-labelledby": "h-setup-imessage", dataset: { source: "imessage" } },
     h("h2", { id: "h-setup-imessage", class: "section-title", text: "iMessage" }),
@@ -130,7 +130,14 @@ function imessage(s, phone) {
           onclick: (e) => busy(e.currentTarget, async () => { await refreshAll(); }) }, "Check again")),
       step("self-chat", Boolean(selfChat), "Your own conversation",
         selfChat ? `Found: your conversation with yourself (${selfChat.address}). AMC can ask you there to approve agents' sends (Status → Approve from your phone).`
-          : "Send yourself a message in Messages: AMC finds your own conversation, where it can ask you to approve agents' sends from your phone.")));
+          : "Send yourself a message in Messages: AMC finds your own conversation, where it can ask you to approve agents' sends from your phone.",
+        selfChat ? h("button", { type: "button", class: "btn", dataset: { key: "imessage-test" },
+          onclick: (e) => busy(e.currentTarget, async () => {
+            await post("/admin/imessage/test");
+            toast("Sent: look in your own conversation in Messages");
+          }) }, "Send a test message to myself") : null),
+      h("li", { class: "row muted small", dataset: { step: "automation" } }, h("div", { class: "row-main" },
+        h("p", { text: "The first message AMC sends makes macOS ask whether AMC may control Messages: choose OK. If it was refused, turn AMC on in System Settings → Privacy & Security → Automation." })))));
 }
 
 function discordPanel(s, setup) {
@@ -214,10 +221,10 @@ function agentsPanel(agents) {
         seen.length ? `${seen.map((a) => a.id).join(", ")} used AMC.` : "Once the host runs with the configuration, its agent appears here as connected.")));
 }
 
-/** Whether nothing is set up yet: AMC has seen no conversation and has no agent. */
+/** Whether nothing is set up yet: no conversation is approved and there is no agent. */
 export async function nothingSetUp() {
   try {
-    const [channels, agents] = await Promise.all([get("/admin/channels"), get("/admin/agents")]);
+    const [channels, agents] = await Promise.all([get("/admin/channels?state=allowed"), get("/admin/agents")]);
     return (channels.channels ?? []).length === 0 && (agents.agents ?? []).length === 0;
   } catch {
     return false;

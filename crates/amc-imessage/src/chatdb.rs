@@ -605,6 +605,12 @@ impl ChatDb {
     /// the one or the other (anthropics/claude-plugins-official#4503). A column chat.db does
     /// not have gives none.
     pub fn own_addresses(&self) -> Result<Vec<String>, SourceError> {
+        self.own_addresses_after(0)
+    }
+
+    /// [`ChatDb::own_addresses`] of the rows after `rowid` alone (the rows just read: a
+    /// range of the table's own key, so cheap on any chat.db).
+    pub fn own_addresses_after(&self, rowid: i64) -> Result<Vec<String>, SourceError> {
         let has = |column: &str| -> Result<bool, SourceError> {
             Ok(self.conn.prepare("SELECT 1 FROM pragma_table_info('message') WHERE name = ?1")?.exists([column])?)
         };
@@ -612,13 +618,13 @@ impl ChatDb {
         if has("destination_caller_id")? {
             parts.push(
                 "SELECT destination_caller_id FROM message \
-                 WHERE is_from_me = 1 AND coalesce(destination_caller_id, '') != ''",
+                 WHERE ROWID > ?1 AND is_from_me = 1 AND coalesce(destination_caller_id, '') != ''",
             );
         }
         if has("account")? {
             parts.push(
                 "SELECT substr(account, 3) FROM message \
-                 WHERE is_from_me = 1 AND account LIKE '_:%' AND length(account) > 2",
+                 WHERE ROWID > ?1 AND is_from_me = 1 AND account LIKE '_:%' AND length(account) > 2",
             );
         }
         if parts.is_empty() {
@@ -626,7 +632,7 @@ impl ChatDb {
         }
         // UNION keeps each address once.
         let mut stmt = self.conn.prepare(&format!("{} LIMIT 20", parts.join(" UNION ")))?;
-        let rows = stmt.query_map([], |r| r.get(0))?;
+        let rows = stmt.query_map([rowid], |r| r.get(0))?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }
 

@@ -497,7 +497,32 @@ pub async fn sync_once(amc: &Amc, db: &SharedChatDb) -> Result<SyncReport, Sourc
         amc.resume_search_index().await?;
     }
     read?;
+    // The person's first message from an address AMC did not know yet (a note to
+    // themselves, say, sent as Setup asks) makes their own conversation known at once, not
+    // at the next opening of chat.db.
+    if report.rows > 0 {
+        note_own_addresses(amc, db, checkpoint).await?;
+    }
     Ok(report)
+}
+
+/// Adds the addresses the person sent from in the rows after `rowid` to their own
+/// addresses, when one is new.
+async fn note_own_addresses(amc: &Amc, db: &SharedChatDb, rowid: i64) -> Result<(), SourceError> {
+    let d = db.clone();
+    let found =
+        tokio::task::spawn_blocking(move || d.lock().unwrap_or_else(|p| p.into_inner()).own_addresses_after(rowid))
+            .await
+            .map_err(|e| SourceError::Read(e.to_string()))??;
+    if found.is_empty() {
+        return Ok(());
+    }
+    let known = amc.own_addresses(Source::Imessage).await?;
+    if found.iter().all(|a| known.contains(a)) {
+        return Ok(());
+    }
+    amc.set_own_addresses(Source::Imessage, known.into_iter().chain(found).collect()).await?;
+    Ok(())
 }
 
 /// Reads and stores every row after the checkpoint.

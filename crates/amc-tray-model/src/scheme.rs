@@ -28,6 +28,16 @@ pub const SCHEME: &str = "amc";
 /// The only host the scheme answers: `amc://localhost/…` (macOS and Linux webviews).
 pub const HOST: &str = "localhost";
 
+/// Where links of the window may lead outside it: Discord's own pages (the Developer Portal,
+/// a bot's invite) open in the person's browser, and System Settings' panes (Full Disk
+/// Access) in System Settings. Every other link opens nowhere.
+pub const OPENED_OUTSIDE: &[&str] = &["https://discord.com/", "x-apple.systempreferences:"];
+
+/// Whether a link of the window to `url` is opened outside it, by the system.
+pub fn opened_outside(url: &str) -> bool {
+    OPENED_OUTSIDE.iter().any(|p| url.starts_with(p)) && !url.chars().any(|c| c.is_whitespace() || c.is_control())
+}
+
 /// How long an event-stream request waits for an event before it ends empty.
 pub const EVENT_POLL: Duration = Duration::from_secs(25);
 
@@ -186,6 +196,26 @@ fn has_event(sse: &[u8]) -> bool {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn only_discords_pages_and_system_settings_open_outside_the_window() {
+        for url in [
+            "https://discord.com/developers/applications",
+            "https://discord.com/oauth2/authorize?client_id=1&scope=bot&permissions=274878008384",
+            "x-apple.systempreferences:com.apple.preference.security?Privacy_AllFiles",
+        ] {
+            assert!(super::opened_outside(url), "{url}");
+        }
+        for url in [
+            "https://discord.com.evil.example/",
+            "http://discord.com/",
+            "file:///etc/passwd",
+            "https://example.com/",
+            "x-apple.systempreferences:a b",
+        ] {
+            assert!(!super::opened_outside(url), "{url}");
+        }
+    }
+
     use super::has_event;
 
     #[test]

@@ -427,3 +427,75 @@ fn imessage_turned_off_and_on_while_messages_arrive_loses_none_and_doubles_none(
     assert_eq!(config, format!("imessage_chat_db = {path:?}\n"));
     drop(serve.stop());
 }
+
+/// Setup's "Send a test message to myself": refused until AMC knows the person's own
+/// conversation, then sent there through Messages (the osascript stand-in writes the row as
+/// Messages does); with Automation refused, Messages' reason comes back.
+#[test]
+fn a_test_message_goes_to_the_persons_own_conversation_or_says_why_not() {
+    use amc_imessage::fixture::{ChatDbWriter, FixtureMessage};
+    const STANDIN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/imessage/osascript-standin.py");
+    const ME: &str = "+15550001111";
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    for (mode, said) in [("ok", None), ("refuse", Some("-1743"))] {
+        let work = tempfile::tempdir().expect("tempdir");
+        let chat_db = work.path().join("Messages/chat.db");
+        std::fs::create_dir_all(chat_db.parent().expect("folder")).expect("mkdir");
+        let w = ChatDbWriter::create(&chat_db).expect("chat.db");
+        let me = w.add_handle(ME).expect("handle");
+        let self_chat = w.add_chat(&format!("any;-;{ME}"), 45, None, &[me]).expect("chat");
+        let data = work.path().join("data");
+        std::fs::create_dir_all(&data).expect("data");
+        std::fs::write(data.join("config.toml"), "imessage_confirm_seconds = 2\n").expect("config");
+        let log = work.path().join("osascript.jsonl");
+        let (log_s, db_s) = (log.to_str().expect("utf8"), chat_db.to_str().expect("utf8"));
+        let env = [
+            ("AMC_STANDIN_LOG", log_s),
+            ("AMC_STANDIN_CHATDB", db_s),
+            ("AMC_STANDIN_ANY_CHAT_IDS", "resolve"),
+            ("AMC_STANDIN_MODE", mode),
+        ];
+        let serve = super::Serve::start_env(&data, &["--chat-db", db_s, "--osascript", STANDIN], &env);
+        rt.block_on(async {
+            // No note to self yet: AMC cannot know the person's own conversation.
+            let early = admin(&data).await.post("/admin/imessage/test", &json!({})).await.expect("test");
+            assert_eq!(early.status, 409, "{:?}", early.json());
+            assert!(early.json().to_string().contains("send yourself a message in Messages"), "{:?}", early.json());
+        });
+        let note = FixtureMessage {
+            guid: "note".into(),
+            text: Some("note to self".into()),
+            is_from_me: true,
+            sent_at_ms: amc_core::time::now_ms(),
+            ..Default::default()
+        };
+        // Messages writes the row with the address it went out from, in one transaction.
+        w.connection().execute_batch("BEGIN").expect("begin");
+        w.add_message(self_chat, &note).expect("note");
+        w.connection()
+            .execute("UPDATE message SET destination_caller_id = ?1 WHERE guid = 'note'", [ME])
+            .expect("destination_caller_id");
+        w.connection().execute_batch("COMMIT").expect("commit");
+        rt.block_on(async {
+            amc_testkit::eventually("AMC to know the person's own conversation", || async {
+                let v = admin(&data).await.get("/admin/phone").await.ok()?.json();
+                (v["candidates"].as_array().map(Vec::len) == Some(1)).then_some(())
+            })
+            .await;
+            let sent = admin(&data).await.post("/admin/imessage/test", &json!({})).await.expect("test");
+            match said {
+                None => {
+                    assert_eq!(sent.status, 200, "{:?}", sent.json());
+                    let log = std::fs::read_to_string(&log).expect("the stand-in's log");
+                    assert!(log.contains("a test message from AMC's Setup"), "{log}");
+                    assert!(log.contains(&format!("any;-;{ME}")), "sent to the person's own conversation: {log}");
+                }
+                Some(reason) => {
+                    assert_eq!(sent.status, 502, "{:?}", sent.json());
+                    assert!(sent.json().to_string().contains(reason), "{:?}", sent.json());
+                }
+            }
+        });
+        drop(serve.stop());
+    }
+}

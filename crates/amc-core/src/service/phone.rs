@@ -566,6 +566,39 @@ impl Amc {
         Ok(sent)
     }
 
+    /// Sends the person a test message in their own conversation with themselves on
+    /// `source` (Setup's "Send a test message to myself"): on a Mac the first send through
+    /// Messages brings up macOS's Automation prompt, and the answer says how the send went.
+    /// Their platform id of the message, or why it was not sent.
+    pub async fn test_self_message(&self, source: Source) -> Result<String> {
+        let settings = self.phone_settings().await?;
+        let own = settings
+            .imessage
+            .iter()
+            .chain(settings.discord.iter())
+            .chain(settings.candidates.iter())
+            .find(|c| c.source == source)
+            .cloned()
+            .ok_or_else(|| {
+                Error::conflict(
+                    "AMC has not found your own conversation yet: send yourself a message in Messages (or the bot a \
+                     DM on Discord), then try again",
+                )
+            })?;
+        let id = own.channel_id.clone();
+        let platform_id = self
+            .blocking(move |s| Ok(s.channel_target(&id)?.ok_or_else(Error::channel_not_found)?.platform_id))
+            .await?;
+        let target = PhoneTarget { channel_id: own.channel_id, platform_id, source };
+        let text = "AMC: a test message from AMC's Setup. AMC can send in Messages; nothing to answer.".to_owned();
+        self.tell_phone(&target, text, None).await
+    }
+
+    /// The person's own addresses on `source`, as last recorded.
+    pub async fn own_addresses(&self, source: Source) -> Result<Vec<String>> {
+        self.blocking(move |s| own_addresses(s, source)).await
+    }
+
     /// Records the person's own addresses on `source` as it reads them: their addresses in
     /// chat.db, their Discord account.
     pub async fn set_own_addresses(&self, source: Source, addresses: Vec<String>) -> Result<()> {

@@ -636,6 +636,13 @@ pub async fn phone_test(State(st): State<AppState>, _: Admin) -> ApiResult<impl 
     Ok(Json(serde_json::json!({ "sent": platform_ids.len(), "platform_ids": platform_ids })))
 }
 
+/// `POST /admin/imessage/test`: a test message to the person's own conversation in Messages,
+/// sent as agents' sends are (on a Mac, the first one brings up the Automation prompt).
+pub async fn imessage_test(State(st): State<AppState>, _: Admin) -> ApiResult<impl IntoResponse> {
+    let platform_id = st.amc.test_self_message(amc_core::model::Source::Imessage).await?;
+    Ok(Json(serde_json::json!({ "sent": true, "platform_id": platform_id })))
+}
+
 /// The query of `GET /admin/phone/asks`.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -84,6 +84,7 @@ pub fn router(state: AppState) -> Router {
         .route("/admin/discord/disconnect", post(admin::discord_disconnect))
         .route("/admin/phone", get(admin::phone).post(admin::set_phone))
         .route("/admin/phone/test", post(admin::phone_test))
+        .route("/admin/imessage/test", post(admin::imessage_test))
         .route("/admin/phone/asks", get(admin::phone_asks))
         .route("/admin/listen", get(admin::listen))
         .route("/admin/inbox", get(admin::inbox))
