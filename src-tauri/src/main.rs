@@ -51,8 +51,11 @@ fn main() -> ExitCode {
         app.set_activation_policy(tauri::ActivationPolicy::Accessory);
         let updates = UpdateReporter::default();
         let tray = tray::starting(app.handle(), phase_tx.subscribe(), updates.subscribe())?;
-        let then = tray::when_started(app.handle(), tray, stopping, hidden);
-        let _ = start_tx.try_send(start::spawn(handle, raw, updates, phase_tx, scheme, then)?);
+        // Launch at login, set from the menu or the window: the menu's check follows both.
+        let (login_tx, login_rx) = tokio::sync::watch::channel(());
+        let login = std::sync::Arc::new(tray::AtLogin::new(app.handle(), login_tx));
+        let then = tray::when_started(app.handle(), tray, stopping, hidden, login_rx);
+        let _ = start_tx.try_send(start::spawn(handle, raw, updates, phase_tx, scheme, Some(login), then)?);
         Ok(())
     });
     let app = match builder.build(tauri::generate_context!()) {

@@ -93,7 +93,13 @@ pub fn starting(
 /// What the tray does once the start has ended: give the tray its menu and open the window
 /// (unless started hidden, as at login), or say AMC could not start and why, then exit
 /// with status 1.
-pub fn when_started(app: &AppHandle, (icon, menu): Starting, stop: CancellationToken, hidden: bool) -> Then {
+pub fn when_started(
+    app: &AppHandle,
+    (icon, menu): Starting,
+    stop: CancellationToken,
+    hidden: bool,
+    login: tokio::sync::watch::Receiver<()>,
+) -> Then {
     let app = app.clone();
     Box::new(move |started| {
         if let Err(message) = &started {
@@ -103,7 +109,7 @@ pub fn when_started(app: &AppHandle, (icon, menu): Starting, stop: CancellationT
         let handle = app.clone();
         let on_main = app.run_on_main_thread(move || match started {
             Ok(amc) => {
-                if let Err(e) = create(&handle, &icon, amc, stop) {
+                if let Err(e) = create(&handle, &icon, amc, stop, login) {
                     tracing::error!(error = %e, "the tray menu could not be built");
                 }
                 // A window a second launch opened meanwhile is brought forward.
@@ -125,7 +131,13 @@ pub fn when_started(app: &AppHandle, (icon, menu): Starting, stop: CancellationT
 }
 
 /// Gives the tray its menu and follows AMC until `stop` is cancelled.
-fn create(app: &AppHandle, tray: &TrayIcon<Wry>, amc: Amc, stop: CancellationToken) -> tauri::Result<()> {
+fn create(
+    app: &AppHandle,
+    tray: &TrayIcon<Wry>,
+    amc: Amc,
+    stop: CancellationToken,
+    mut login: tokio::sync::watch::Receiver<()>,
+) -> tauri::Result<()> {
     // The counts are read by `follow`, whose first update is the current view: the main
     // thread never waits on the store.
     let view = TrayView { paused: amc.paused(), ..TrayView::default() };
@@ -134,6 +146,20 @@ fn create(app: &AppHandle, tray: &TrayIcon<Wry>, amc: Amc, stop: CancellationTok
     tray.set_tooltip(Some(view.tooltip()))?;
     let (shown, items) = (amc.clone(), menu.clone());
     app.on_menu_event(move |app, event| on_menu(app, &event, &shown, &items));
+    // Launch at login changed from the window: the menu's check says so.
+    let (handle, checked, ended) = (app.clone(), menu.clone(), stop.clone());
+    tauri::async_runtime::spawn(async move {
+        loop {
+            tokio::select! {
+                changed = login.changed() => if changed.is_err() { return },
+                () = ended.cancelled() => return,
+            }
+            let (app, menu) = (handle.clone(), checked.clone());
+            let _ = handle.run_on_main_thread(move || {
+                let _ = set_checked(&menu, Action::Login, app.autolaunch().is_enabled().unwrap_or(false));
+            });
+        }
+    });
     let (handle, tray) = (app.clone(), tray.clone());
     tauri::async_runtime::spawn(follow(amc, NoticePolicy::default(), stop.cancelled_owned(), move |update| {
         // On the main thread, not waited for (see `starting`).
@@ -201,4 +227,31 @@ fn apply(app: &AppHandle, menu: &Menu<Wry>, tray: &TrayIcon<Wry>, update: Update
 /// A dialog saying `text`; `then` runs once the person has closed it.
 fn say(app: &AppHandle, text: String, kind: MessageDialogKind, then: impl FnOnce() + Send + 'static) {
     app.dialog().message(text).title("AMC").kind(kind).show(move |_| then());
+}
+
+/// Launch at login as the window sets it (`amc_tray_model::scheme::LOGIN`): the autostart
+/// plugin's login item, and a word to the menu so its check follows.
+pub struct AtLogin {
+    app: AppHandle,
+    changed: tokio::sync::watch::Sender<()>,
+}
+
+impl AtLogin {
+    /// Launch at login of `app`, telling `changed` when the window changes it.
+    pub fn new(app: &AppHandle, changed: tokio::sync::watch::Sender<()>) -> Self {
+        Self { app: app.clone(), changed }
+    }
+}
+
+impl amc_tray_model::scheme::LaunchAtLogin for AtLogin {
+    fn is_on(&self) -> Result<bool, String> {
+        self.app.autolaunch().is_enabled().map_err(|e| e.to_string())
+    }
+
+    fn set(&self, on: bool) -> Result<(), String> {
+        let autolaunch = self.app.autolaunch();
+        if on { autolaunch.enable() } else { autolaunch.disable() }.map_err(|e| e.to_string())?;
+        self.changed.send_replace(());
+        Ok(())
+    }
 }

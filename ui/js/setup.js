@@ -19,17 +19,19 @@ function mount(el, app) {
 async function refresh() {
   const health = await load(body, "/healthz", "AMC's health");
   if (!health) return;
-  const [discord, phone, agents, settings] = await Promise.all([
+  const [discord, phone, agents, settings, login] = await Promise.all([
     get("/admin/discord").catch(() => null),
     get("/admin/phone").catch(() => null),
     get("/admin/agents").catch(() => null),
     get("/admin/settings").catch(() => null),
+    // Answered by the menu bar app alone: a browser on amc serve has no login item.
+    get("/tray/login").catch(() => null),
   ]);
   replace(body,
     imessage(health.sources.imessage ?? { state: "disabled" }, phone),
     discordPanel(health.sources.discord ?? { state: "disabled" }, discord),
     agentsPanel(agents),
-    settings ? settingsPanel(settings) : null);
+    settings ? settingsPanel(settings, login) : null);
 }
 
 /** The chat.db iMessage follows: changed, AMC stops following the old one and reads on in
@@ -51,7 +53,7 @@ function chatDbForm(st, save) {
 }
 
 /** config.toml's settings, changed in place: checked as at start-up, in force at once. */
-function settingsPanel(st) {
+function settingsPanel(st, login) {
   const save = (button, change, said) => busy(button, async () => {
     await post("/admin/settings", change);
     toast(said);
@@ -101,6 +103,12 @@ function settingsPanel(st) {
     chatDbForm(st, save),
     h("h3", { class: "subtitle", text: "Sends" }),
     limits,
+    login ? h("label", { class: "check", dataset: { key: "login" } },
+      h("input", { type: "checkbox", checked: login.on, onchange: (e) => busy(e.currentTarget, async () => {
+        const now = await post("/tray/login", { on: e.currentTarget.checked });
+        toast(now.on ? "AMC starts when you log in" : "AMC no longer starts when you log in");
+        refreshAll();
+      }) }), " Launch AMC at login") : null,
     h("p", { class: "muted small", text: `Kept in ${st.file}, which you may also edit by hand; AMC puts a change made here in force at once.` }));
 }
 

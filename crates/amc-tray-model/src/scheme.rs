@@ -47,6 +47,18 @@ const EVENT_RETRY_MS: u32 = 100;
 /// The admin event stream's path.
 const EVENTS: &str = "/admin/events";
 
+/// Where the window reads and sets launch at login (`{"on": true}`): answered by the app,
+/// which holds the login item, not by the daemon. A browser on `amc serve` gets `404`.
+pub const LOGIN: &str = "/tray/login";
+
+/// Launch at login, as the app (the shell) turns it on and off.
+pub trait LaunchAtLogin: Send + Sync {
+    /// Whether AMC starts when the person logs in.
+    fn is_on(&self) -> Result<bool, String>;
+    /// Turns it on or off.
+    fn set(&self, on: bool) -> Result<(), String>;
+}
+
 /// Answers one request of the window once AMC runs (`scheme` holds its way to the daemon):
 /// a window shown earlier (a second launch during a store update) waits for it, and is
 /// answered `503` if AMC could not start. `csp`, the app's Content-Security-Policy, is
@@ -76,12 +88,18 @@ pub struct Scheme {
     daemon: InProcess,
     events: Arc<Mutex<Option<Body>>>,
     event_poll: Duration,
+    login: Option<Arc<dyn LaunchAtLogin>>,
 }
 
 impl Scheme {
     /// Answers through `daemon`.
     pub fn new(daemon: InProcess) -> Self {
-        Self { daemon, events: Arc::default(), event_poll: EVENT_POLL }
+        Self { daemon, events: Arc::default(), event_poll: EVENT_POLL, login: None }
+    }
+
+    /// Answers [`LOGIN`] with `login`.
+    pub fn with_login(self, login: Option<Arc<dyn LaunchAtLogin>>) -> Self {
+        Self { login, ..self }
     }
 
     /// How long an event-stream request waits for an event (tests use a short one).
@@ -107,6 +125,11 @@ impl Scheme {
         parts.headers.insert(header::HOST, HeaderValue::from_static(HOST));
         if parts.method == Method::GET && parts.uri.path() == EVENTS {
             return self.poll_events(parts).await;
+        }
+        if parts.uri.path() == LOGIN
+            && let Some(login) = &self.login
+        {
+            return at_login(login.as_ref(), &parts.method, &body);
         }
         let (method, path) = (parts.method.clone(), parts.uri.path().to_owned());
         let res = self.daemon.call(Request::from_parts(parts, Bytes::from(body))).await;
@@ -139,6 +162,35 @@ impl Scheme {
 }
 
 /// Turns a streamed response into one buffered response.
+/// `GET` or `POST {"on": bool}` of [`LOGIN`]: launch at login, as it is after.
+fn at_login(login: &dyn LaunchAtLogin, method: &Method, body: &[u8]) -> Response<Vec<u8>> {
+    let set = || -> Result<(), Error> {
+        let asked: serde_json::Value =
+            serde_json::from_slice(body).map_err(|e| Error::validation(format!("the body must be JSON: {e}")))?;
+        let on = asked.get("on").and_then(serde_json::Value::as_bool);
+        let Some(on) = on.filter(|_| asked.as_object().is_some_and(|o| o.len() == 1)) else {
+            return Err(Error::validation("send {\"on\": true} or {\"on\": false}"));
+        };
+        login.set(on).map_err(|e| Error::conflict(format!("macOS did not change the login item: {e}")))
+    };
+    let answered = match *method {
+        Method::GET => Ok(()),
+        Method::POST => set(),
+        _ => Err(Error::new(ErrorCode::MethodNotAllowed, "GET or POST")),
+    }
+    .and_then(|()| login.is_on().map_err(|e| Error::conflict(format!("the login item cannot be read: {e}"))));
+    let (status, json) = match answered {
+        Ok(on) => (StatusCode::OK, serde_json::json!({ "on": on })),
+        Err(e) => {
+            (StatusCode::from_u16(e.code.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR), e.envelope_json())
+        }
+    };
+    let mut res = Response::new(json.to_string().into_bytes());
+    *res.status_mut() = status;
+    res.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    res
+}
+
 async fn collect(res: Response<Body>) -> Response<Vec<u8>> {
     let (parts, body) = res.into_parts();
     match body.collect().await {

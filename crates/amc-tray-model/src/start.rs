@@ -84,7 +84,8 @@ pub struct Start {
 
 /// Starts AMC with `raw` on a thread named `amc-start`, its async work on `runtime`.
 /// `updates` tells how far a store update is; `phase` is told when the start ends, and
-/// `scheme` gets the window's way to the daemon once AMC runs. `then` runs last, on the
+/// `scheme` gets the window's way to the daemon once AMC runs (and `login`, the app's
+/// launch at login, which the window sets too). `then` runs last, on the
 /// same thread. A panic in the start is a failed start, not a lost thread.
 pub fn spawn(
     runtime: tokio::runtime::Handle,
@@ -92,6 +93,7 @@ pub fn spawn(
     updates: UpdateReporter,
     phase: watch::Sender<Phase>,
     scheme: watch::Sender<Option<Scheme>>,
+    login: Option<std::sync::Arc<dyn crate::scheme::LaunchAtLogin>>,
     then: Then,
 ) -> std::io::Result<Start> {
     let watching = phase.subscribe();
@@ -103,7 +105,7 @@ pub fn spawn(
         drop(updates);
         match result {
             Ok(running) => {
-                scheme.send_replace(Some(Scheme::new(running.in_process())));
+                scheme.send_replace(Some(Scheme::new(running.in_process()).with_login(login)));
                 phase.send_replace(Phase::Running);
                 then(Ok(running.amc().clone()));
                 Some(running)

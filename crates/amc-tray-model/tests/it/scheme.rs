@@ -116,3 +116,48 @@ async fn a_quiet_event_stream_ends_empty_after_its_wait() {
     assert!(!text.contains("data:"), "{text}");
     fx.running.run_until(async {}).await.expect("stops");
 }
+
+/// A login item that keeps its state, or refuses as macOS may.
+struct LoginItem(std::sync::Mutex<bool>, bool);
+
+impl amc_tray_model::scheme::LaunchAtLogin for LoginItem {
+    fn is_on(&self) -> Result<bool, String> {
+        Ok(*self.0.lock().expect("lock"))
+    }
+
+    fn set(&self, on: bool) -> Result<(), String> {
+        if self.1 {
+            return Err("Operation not permitted".into());
+        }
+        *self.0.lock().expect("lock") = on;
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn the_window_reads_and_sets_launch_at_login_through_the_app() {
+    let fx = start().await;
+    let item = std::sync::Arc::new(LoginItem(std::sync::Mutex::new(false), false));
+    let scheme = Scheme::new(fx.running.in_process()).with_login(Some(item.clone()));
+    let login = "amc://localhost/tray/login";
+    let res = scheme.dispatch(webview_request("GET", login, "")).await;
+    assert_eq!((res.status().as_u16(), json(&res)), (200, serde_json::json!({ "on": false })));
+    let res = scheme.dispatch(webview_request("POST", login, r#"{"on":true}"#)).await;
+    assert_eq!((res.status().as_u16(), json(&res)), (200, serde_json::json!({ "on": true })));
+    assert!(*item.0.lock().expect("lock"), "the login item is on");
+    for bad in [r#"{"on":"yes"}"#, r#"{"on":true,"also":1}"#, "not json"] {
+        let res = scheme.dispatch(webview_request("POST", login, bad)).await;
+        assert_eq!(res.status(), 422, "{bad}");
+        assert_eq!(json(&res)["error"]["code"], "VALIDATION_FAILED", "{bad}");
+    }
+    // macOS refusing is said, and the state read again.
+    let refusing = std::sync::Arc::new(LoginItem(std::sync::Mutex::new(false), true));
+    let scheme = Scheme::new(fx.running.in_process()).with_login(Some(refusing));
+    let res = scheme.dispatch(webview_request("POST", login, r#"{"on":true}"#)).await;
+    assert_eq!(res.status(), 409);
+    assert!(json(&res)["error"]["message"].as_str().is_some_and(|m| m.contains("Operation not permitted")));
+    // Without the app (amc serve in a browser), the route is the daemon's: none.
+    let res = Scheme::new(fx.running.in_process()).dispatch(webview_request("GET", login, "")).await;
+    assert_eq!(res.status(), 404);
+    fx.running.run_until(async {}).await.expect("stops");
+}

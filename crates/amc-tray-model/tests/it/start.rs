@@ -30,7 +30,8 @@ fn spawn(dir: &std::path::Path) -> Started {
         let _ = told_tx.send(started.map(|amc| amc.config().data_dir.display().to_string()));
     });
     let runtime = tokio::runtime::Handle::current();
-    let start = start::spawn(runtime, raw(dir), UpdateReporter::default(), phase_tx, scheme_tx, then).expect("spawn");
+    let start =
+        start::spawn(runtime, raw(dir), UpdateReporter::default(), phase_tx, scheme_tx, None, then).expect("spawn");
     Started { start, phase, scheme, told }
 }
 
