@@ -106,7 +106,7 @@ def fresh(tmp_path: Path, secrets: SecretService, discord: LocalDiscord):
     messages = tmp_path / "Messages"
     messages.mkdir()
     chat_db = messages / "chat.db"
-    program = os.environ.get("AMC_CHAT_DB") or example("chat-db")
+    program = os.environ.get("AMC_CHAT_DB_STANDIN") or example("chat-db")
     subprocess.run([program, str(chat_db)], check=True, stdout=subprocess.DEVNULL)
     d = UiDaemon(tmp_path / "amc", config=f'discord_api_url = "{discord.info["api_url"]}"\nimessage_chat_db = "{chat_db}"\n',
                  env=secrets.env)

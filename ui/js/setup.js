@@ -24,15 +24,29 @@ async function refresh() {
     get("/admin/phone").catch(() => null),
     get("/admin/agents").catch(() => null),
     get("/admin/settings").catch(() => null),
-    // Answered by the menu bar app alone: a browser on amc serve has no login item.
-    get("/tray/login").catch(() => null),
+    // Answered by the menu bar app alone (its window is on amc:): a browser has no login item.
+    location.protocol === "amc:" ? get("/tray/login").catch(() => null) : null,
   ]);
   replace(body,
     imessage(health.sources.imessage ?? { state: "disabled" }, phone),
     discordPanel(health.sources.discord ?? { state: "disabled" }, discord),
     agentsPanel(agents),
     settings ? settingsPanel(settings, login) : null);
+  // What is still to do is looked at again while Setup is on screen: a source reads, a
+  // permission is granted, with no event to say so.
+  clearTimeout(again);
+  if (body.querySelector('[data-step="chat-db"][data-ok="false"], [data-step="bot"][data-ok="false"]')) again = setTimeout(lookAgain, 2000);
 }
+
+/** Reloads Setup if it is on screen and the person is not typing in it. */
+function lookAgain() {
+  if (body.closest(".view").hidden) return;
+  const typing = body.contains(document.activeElement) && ["INPUT", "SELECT"].includes(document.activeElement.tagName);
+  if (typing) again = setTimeout(lookAgain, 2000);
+  else refresh();
+}
+
+let again = null;
 
 /** The chat.db iMessage follows: changed, AMC stops following the old one and reads on in
  *  the new one; emptied, iMessage is off. */
@@ -105,9 +119,12 @@ function settingsPanel(st, login) {
     limits,
     login ? h("label", { class: "check", dataset: { key: "login" } },
       h("input", { type: "checkbox", checked: login.on, onchange: (e) => busy(e.currentTarget, async () => {
-        const now = await post("/tray/login", { on: e.currentTarget.checked });
-        toast(now.on ? "AMC starts when you log in" : "AMC no longer starts when you log in");
-        refreshAll();
+        try {
+          const now = await post("/tray/login", { on: e.currentTarget.checked });
+          toast(now.on ? "AMC starts when you log in" : "AMC no longer starts when you log in");
+        } finally {
+          refreshAll();
+        }
       }) }), " Launch AMC at login") : null,
     h("p", { class: "muted small", text: `Kept in ${st.file}, which you may also edit by hand; AMC puts a change made here in force at once.` }));
 }
@@ -131,9 +148,10 @@ function imessage(s, phone) {
     h("ul", { class: "rows" },
       step("chat-db", reading, "AMC can read your messages",
         reading ? "AMC reads chat.db, the history Messages keeps, as it changes."
+          : s.state === "disabled" ? "iMessage is off: choose the chat.db AMC follows in Settings below."
           : s.test_mode ? "Test mode (amc serve --test-sender): AMC reads no chat.db here."
             : (s.reason ? `${s.reason}. ` : "") + "Give AMC Full Disk Access in System Settings, then check again.",
-        reading || s.test_mode ? null : h("a", { class: "btn", href: FULL_DISK_ACCESS, dataset: { key: "open-fda" } }, "Open Full Disk Access settings"),
+        reading || s.test_mode || s.state === "disabled" ? null : h("a", { class: "btn", href: FULL_DISK_ACCESS, dataset: { key: "open-fda" } }, "Open Full Disk Access settings"),
         h("button", { type: "button", class: "btn", dataset: { key: "imessage-check" },
           onclick: (e) => busy(e.currentTarget, async () => { await refreshAll(); }) }, "Check again")),
       step("self-chat", Boolean(selfChat), "Your own conversation",

@@ -151,7 +151,8 @@ impl SwitchedSenderHandle {
 
 impl Sender for SwitchedSender {
     fn max_attachment_bytes(&self) -> u64 {
-        self.now().map_or(0, |s| s.max_attachment_bytes())
+        // Off, no file is too large: the send fails saying the source is off.
+        self.now().map_or(u64::MAX, |s| s.max_attachment_bytes())
     }
 
     fn max_total_attachment_bytes(&self) -> Option<u64> {

@@ -133,8 +133,16 @@ struct Supervisor {
     stop: CancellationToken,
     running: Option<(CancellationToken, JoinHandle<()>)>,
     bot: Option<Bot>,
+    /// The running bot's token, to describe the bot once when first asked.
+    token: Option<Secret>,
+    /// Whether the running bot was described (or tried): a failure is not tried again on
+    /// every look at Setup.
+    described: bool,
     imessage: Imessage,
 }
+
+/// How long describing a bot to the window may take: the control task waits for it.
+const DESCRIBE_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The iMessage source as the control task runs it.
 pub(crate) struct Imessage {
@@ -162,11 +170,24 @@ pub(crate) async fn start(
     imessage: Imessage,
     stop: CancellationToken,
 ) -> Control {
-    let mut supervisor = Supervisor { amc, raw, settings, switch, stop, running: None, bot: None, imessage };
+    let mut supervisor = Supervisor {
+        amc,
+        raw,
+        settings,
+        switch,
+        stop,
+        running: None,
+        bot: None,
+        token: None,
+        described: false,
+        imessage,
+    };
     supervisor.follow_imessage();
     match supervisor.settings.token.clone() {
         Some(token) => match amc_discord::token::resolve(&token).await {
-            Ok(token) => supervisor.run(token),
+            Ok(token) => {
+                let _ = supervisor.run(token);
+            }
             Err(why) => supervisor.off(SourceState::Degraded, why.to_string()),
         },
         // In test mode every source stands in for its platform, set up or not.
@@ -213,13 +234,15 @@ impl Supervisor {
     }
 
     async fn state(&mut self) -> DiscordSetupState {
-        // A bot started from the configuration is described once, when first asked.
-        if self.bot.is_none()
+        // A bot started from the configuration is described once, when first asked, with
+        // a deadline: the window's other requests wait behind it.
+        if !self.described
             && self.running.is_some()
-            && let Some(token) = &self.settings.token
-            && let Ok(token) = amc_discord::token::resolve(token).await
+            && let Some(token) = self.token.clone()
         {
-            self.bot = amc_discord::bot::check(&self.settings, &token).await.ok();
+            self.described = true;
+            let check = amc_discord::bot::check(&self.settings, &token);
+            self.bot = tokio::time::timeout(DESCRIBE_WAIT, check).await.ok().and_then(Result::ok);
         }
         DiscordSetupState {
             token: self.token_source(),
@@ -239,33 +262,43 @@ impl Supervisor {
     }
 
     /// Writes `change` to config.toml, checked as at start-up, and puts it in force; then (or
-    /// with no change) the settings as they are.
+    /// with no change) the settings as they are. File work runs on the blocking pool.
     async fn settings(&mut self, change: Option<SettingsChange>) -> Result<SettingsState, Error> {
         let data_dir = self.raw.data_dir().map_err(|e| Error::validation(e.to_string()))?;
         if let Some(change) = change {
-            let dirs = match &change.attachment_dirs {
-                Some(dirs) => Some(folders(dirs, &data_dir)?),
+            let dirs = match change.attachment_dirs.clone() {
+                Some(dirs) => {
+                    let (data, known) = (data_dir.clone(), self.amc.live_settings().attachment_dirs);
+                    Some(blocking(move || folders(&dirs, &data, &known)).await?)
+                }
                 None => None,
             };
-            let chat_db = change.imessage_chat_db.as_deref().map(str::trim);
-            if let (Some(_), Some(flag)) = (chat_db, &self.raw.chat_db) {
+            let chat_db = change.imessage_chat_db.as_deref().map(str::trim).map(str::to_owned);
+            if let (Some(_), Some(flag)) = (&chat_db, &self.raw.chat_db) {
                 return Err(Error::conflict(format!(
                     "AMC was started with --chat-db {}, which wins over its settings: start it without the flag to \
                      choose the chat.db here",
                     flag.display()
                 )));
             }
-            if let Some(path) = chat_db.filter(|p| !p.is_empty() && !amc_core::config::expand_home(p).is_absolute()) {
-                return Err(Error::validation(format!(
-                    "{path} is not a full path to a chat.db: start it with / or ~/ (empty turns iMessage off)"
-                )));
+            if let Some(path) = chat_db.clone().filter(|p| !p.is_empty()) {
+                let full = amc_core::config::expand_home(&path);
+                if !full.is_absolute() {
+                    return Err(Error::validation(format!(
+                        "{path} is not a full path to a chat.db: start it with / or ~/ (empty turns iMessage off)"
+                    )));
+                }
+                // A typo would stop iMessage and look like a missing permission.
+                if !blocking(move || Ok(full.is_file())).await? {
+                    return Err(Error::validation(format!("there is no chat.db at {path}")));
+                }
             }
-            let settings = crate::config_file::edit(&self.raw, |doc| {
+            let settings = edit(&self.raw, move |doc| {
                 if let Some(dirs) = &dirs {
                     doc["attachment_dirs"] = toml_edit::value(dirs.iter().collect::<toml_edit::Array>());
                 }
-                if let Some(path) = chat_db {
-                    doc["imessage_chat_db"] = toml_edit::value(path);
+                if let Some(path) = &chat_db {
+                    doc["imessage_chat_db"] = toml_edit::value(path.as_str());
                 }
                 for (key, value) in [
                     ("rate_limit_burst", change.rate_limit_burst),
@@ -277,15 +310,23 @@ impl Supervisor {
                     }
                 }
             })
-            .map_err(|e| Error::validation(e.to_string()))?;
-            let core = &settings.core;
-            self.amc.apply_settings(&amc_core::service::LiveSettings {
-                attachment_dirs: core.attachment_dirs.clone(),
-                rate_limit: core.rate_limit,
-                send_timeout: core.send_timeout,
-            })?;
+            .await
+            .map_err(Error::validation)?;
+            let live = amc_core::service::LiveSettings {
+                attachment_dirs: settings.core.attachment_dirs.clone(),
+                rate_limit: settings.core.rate_limit,
+                send_timeout: settings.core.send_timeout,
+            };
+            let amc = self.amc.clone();
+            blocking(move || amc.apply_settings(&live)).await?;
             if settings.imessage.chat_db != self.imessage.settings.chat_db {
                 self.unfollow_imessage().await;
+                // Another file: read from its first row, each stored once (the place kept
+                // is the old file's, and means nothing in this one).
+                if self.imessage.settings.chat_db.is_some() && settings.imessage.chat_db.is_some() {
+                    let resync = amc_imessage::sync::Checkpoint::resync().encode();
+                    self.amc.set_checkpoint(Source::Imessage, amc_imessage::sync::CHECKPOINT_KEY, &resync).await?;
+                }
                 self.imessage.settings = settings.imessage;
                 self.follow_imessage();
             } else {
@@ -294,15 +335,19 @@ impl Supervisor {
         }
         let live = self.amc.live_settings();
         let file = data_dir.join(amc_core::config::CONFIG_FILE);
-        let named: Vec<String> = std::fs::read_to_string(&file)
-            .ok()
-            .and_then(|t| t.parse::<toml_edit::DocumentMut>().ok())
-            .and_then(|d| {
-                d.get("attachment_dirs")?
-                    .as_array()
-                    .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
-            })
-            .unwrap_or_default();
+        let read = file.clone();
+        let named: Vec<String> = blocking(move || {
+            Ok(std::fs::read_to_string(&read)
+                .ok()
+                .and_then(|t| t.parse::<toml_edit::DocumentMut>().ok())
+                .and_then(|d| {
+                    d.get("attachment_dirs")?
+                        .as_array()
+                        .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
+                })
+                .unwrap_or_default())
+        })
+        .await?;
         Ok(SettingsState {
             file: file.display().to_string(),
             outbox: self.amc.config().attachment_dirs.first().map(|d| d.display().to_string()).unwrap_or_default(),
@@ -319,36 +364,38 @@ impl Supervisor {
         let token = amc_discord::bot::cleaned(given).map_err(refusal)?;
         let bot = amc_discord::bot::check(&self.settings, &token).await.map_err(refusal)?;
         amc_discord::token::store(&token).await.map_err(|e| Error::conflict(e.to_string()))?;
-        let settings = crate::config_file::edit(&self.raw, |doc| {
+        let settings = edit(&self.raw, |doc| {
             doc.remove("discord_token");
             doc["discord_token_keychain"] = toml_edit::value(true);
         })
+        .await
         .map_err(|e| Error::conflict(format!("the token is kept, but config.toml could not be changed: {e}")))?;
         self.settings = settings.discord;
         self.halt().await;
+        self.run(token).map_err(Error::conflict)?;
         self.bot = Some(bot);
-        self.run(token);
+        self.described = true;
         tracing::info!("Discord connected from AMC's Setup");
         Ok(self.state().await)
     }
 
     async fn disconnect(&mut self) -> Result<DiscordSetupState, Error> {
         self.changeable()?;
-        self.halt().await;
-        self.bot = None;
-        let settings = crate::config_file::edit(&self.raw, |doc| {
+        // config.toml first: if it cannot be changed, nothing is.
+        let settings = edit(&self.raw, |doc| {
             doc.remove("discord_token");
             doc.remove("discord_token_keychain");
-        });
-        let forgotten = amc_discord::token::forget().await;
-        match settings {
-            Ok(settings) => self.settings = settings.discord,
-            Err(e) => {
-                return Err(Error::conflict(format!("Discord is stopped, but config.toml could not be changed: {e}")));
-            }
-        }
-        forgotten.map_err(|e| Error::conflict(format!("Discord is stopped, but {e}")))?;
+        })
+        .await
+        .map_err(|e| Error::conflict(format!("nothing was changed: config.toml cannot be written ({e})")))?;
+        self.settings = settings.discord;
+        self.halt().await;
+        self.bot = None;
+        self.token = None;
         self.off(SourceState::Disabled, NOT_SET_UP.into());
+        amc_discord::token::forget()
+            .await
+            .map_err(|e| Error::conflict(format!("Discord is stopped, but its token could not be removed: {e}")))?;
         tracing::info!("Discord disconnected from AMC's Setup");
         Ok(self.state().await)
     }
@@ -403,12 +450,17 @@ impl Supervisor {
         }
     }
 
-    /// Starts the bot with `token`.
-    fn run(&mut self, token: Secret) {
-        let discord = match amc_discord::Discord::new(self.settings.clone(), token) {
+    /// Starts the bot with `token`; why not, when it cannot be set up (its certificates).
+    fn run(&mut self, token: Secret) -> Result<(), String> {
+        let discord = match amc_discord::Discord::new(self.settings.clone(), token.clone()) {
             Ok(d) => d,
-            Err(why) => return self.off(SourceState::Degraded, why),
+            Err(why) => {
+                self.off(SourceState::Degraded, why.clone());
+                return Err(why);
+            }
         };
+        self.token = Some(token);
+        self.described = false;
         if let Some(switch) = &self.switch {
             switch.set(Some(discord.sender()));
         }
@@ -416,6 +468,7 @@ impl Supervisor {
         tracing::info!("starting the Discord bot");
         let run = tokio::spawn(discord.run(self.amc.clone(), stop.clone()));
         self.running = Some((stop, run));
+        Ok(())
     }
 
     /// Stops the running bot, if any, and waits until it has.
@@ -434,10 +487,14 @@ impl Supervisor {
     }
 }
 
-/// The folders the person gave, each a folder that exists outside AMC's data folder, as
-/// config.toml will name them (`~` kept as given).
-fn folders(given: &[String], data_dir: &std::path::Path) -> Result<Vec<String>, Error> {
+/// The folders the person gave, as config.toml will name them (`~` kept as given): each a
+/// folder outside AMC's data folder, never one that holds it, the whole disk, the home
+/// folder, `~/Library` or a hidden folder of home (AMC reads with Full Disk Access: these
+/// hold keys, mail and Messages). A new one must exist; one in force already (`known`) may
+/// be missing for now (a drive unplugged), as at start-up.
+fn folders(given: &[String], data_dir: &std::path::Path, known: &[std::path::PathBuf]) -> Result<Vec<String>, Error> {
     let data = data_dir.canonicalize().unwrap_or_else(|_| data_dir.to_owned());
+    let home = amc_core::config::expand_home("~").canonicalize().ok();
     let mut out: Vec<String> = Vec::new();
     for dir in given.iter().map(|d| d.trim()).filter(|d| !d.is_empty()) {
         let path = amc_core::config::expand_home(dir);
@@ -445,6 +502,10 @@ fn folders(given: &[String], data_dir: &std::path::Path) -> Result<Vec<String>, 
             return Err(Error::validation(format!("{dir} is not a full path: start it with / or ~/")));
         }
         let Some(found) = path.canonicalize().ok().filter(|p| p.is_dir()) else {
+            if known.iter().any(|k| k == &path) {
+                out.push(dir.to_owned());
+                continue;
+            }
             return Err(Error::validation(format!("{dir} is not a folder on this Mac")));
         };
         if found.starts_with(&data) {
@@ -452,11 +513,46 @@ fn folders(given: &[String], data_dir: &std::path::Path) -> Result<Vec<String>, 
                 "{dir} is inside AMC's data folder: agents never send files from it"
             )));
         }
+        let hidden_in_home = |h: &std::path::PathBuf| {
+            found
+                .strip_prefix(h)
+                .ok()
+                .and_then(|r| r.components().next())
+                .is_some_and(|c| c.as_os_str().to_string_lossy().starts_with('.'))
+        };
+        let private = found.parent().is_none()
+            || data.starts_with(&found)
+            || home.as_ref().is_some_and(|h| found == *h || found.starts_with(h.join("Library")) || hidden_in_home(h));
+        if private {
+            return Err(Error::validation(format!(
+                "{dir} holds what agents must never send (the whole disk, your home or Library folder, a hidden \
+                 folder, or AMC's own): choose a folder made for them, such as ~/Documents/For agents"
+            )));
+        }
         if !out.iter().any(|d| d == dir) {
             out.push(dir.to_owned());
         }
     }
     Ok(out)
+}
+
+/// Runs `f` on the blocking pool: file system work off the async threads.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, Error> + Send + 'static) -> Result<T, Error> {
+    tokio::task::spawn_blocking(f).await.map_err(Error::internal)?
+}
+
+/// [`crate::config_file::edit`] on the blocking pool; its error told in one line (a parse
+/// error's next lines quote the file, which may hold a token).
+async fn edit(
+    raw: &RawConfig,
+    change: impl FnOnce(&mut toml_edit::DocumentMut) + Send + 'static,
+) -> Result<crate::settings::Settings, String> {
+    let raw = raw.clone();
+    match tokio::task::spawn_blocking(move || crate::config_file::edit(&raw, change)).await {
+        Ok(Ok(settings)) => Ok(settings),
+        Ok(Err(e)) => Err(e.to_string().lines().next().unwrap_or_default().to_owned()),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 fn refusal(e: CheckError) -> Error {

@@ -48,7 +48,7 @@ impl SecretKind {
 /// The version of the rules below. Stored with the classification of every message
 /// (`messages.secrets`): a build whose rules differ classifies every message again, in the
 /// background (see `Store::classify_more`). Raise it with every change to the rules.
-pub const RULES: i64 = 23;
+pub const RULES: i64 = 24;
 
 impl SecretKind {
     /// The kind's bit in a stored classification ([`classify`]).
@@ -290,7 +290,7 @@ const SIGN_IN: &[&str] = &[
     "sign in", "signing in", "sign-in", "log in", "logging in", "log-in", "login", "to confirm",
     "confirm your", "to verify", "to reset", "reset your", "para entrar", "per confermare",
     "para confirmar", "pour confirmer", "zur bestätigung", "um zu bestätigen", "om te bevestigen",
-    "σύνδεση", "σύνδεσης", "iniciar sesión", "iniciar sessão", "se connecter", "anmelden", "inloggen",
+    "σύνδεση", "σύνδεσης", "ログイン", "サインイン", "iniciar sesión", "iniciar sessão", "se connecter", "anmelden", "inloggen",
     "bekrefte", "innlogging", "bekräfta", "inloggning", "bekræft", "vahvista", "kirjautu", "confirmar seu",
     "confirmar tu", "confirmer votre",
 ];
@@ -389,13 +389,72 @@ const SHARED: &[&str] = &[
     "приходите все", "открытый вебинар", "مفتوحة للجميع", "ندوة عامة", "ouvert à tous", "aperto a tutti",
 ];
 
+/// Words of a meeting, whose codes a public one shares ([`SHARED`]).
+#[rustfmt::skip]
+const MEETINGS: &[&str] = &[
+    "meeting id", "meeting-id", "webinar", "zoom", "passcode", "reunión", "reunião", "réunion", "vergadering",
+    "konferenz", "conferenc", "конференц", "вебинар", "الاجتماع", "ندوة", "sessão", "kenncode", "toegangscode",
+    "código de acceso", "código de acesso", "код доступа", "رمز الدخول", "senha",
+];
+
+/// Where each of `words` stands in `lower` as a whole word (or phrase): not inside another
+/// ("saludos" holds no "ludo", "lobbyist" no "lobby").
+fn whole_words(lower: &str, words: &[&str]) -> Vec<usize> {
+    let mut out: Vec<usize> = words
+        .iter()
+        .flat_map(|w| {
+            lower.match_indices(w).map(|(i, _)| i).filter(move |&i| {
+                let end = i + w.len();
+                let latin = w.chars().next().is_some_and(|c| c.is_ascii_alphanumeric());
+                !latin
+                    || (!lower[..i].chars().next_back().is_some_and(char::is_alphanumeric)
+                        && !lower[end..].chars().next().is_some_and(char::is_alphanumeric))
+            })
+        })
+        .collect();
+    out.sort_unstable();
+    out
+}
+
+/// Whether the words right before a phrase deny it ("do not share with anyone").
+fn negated(before: &str) -> bool {
+    let words: Vec<&str> = before.split_whitespace().rev().take(2).collect();
+    words.iter().any(|w| {
+        matches!(
+            w.trim_matches(|c: char| !c.is_alphanumeric() && c != '\''),
+            "not"
+                | "never"
+                | "don't"
+                | "dont"
+                | "no"
+                | "nunca"
+                | "nicht"
+                | "niet"
+                | "não"
+                | "nao"
+                | "ne"
+                | "pas"
+                | "non"
+                | "nie"
+                | "не"
+                | "لا"
+                | "asla"
+                | "jangan"
+                | "không"
+                | "inte"
+                | "ikke"
+                | "älä"
+        )
+    })
+}
+
 /// Words of a game's lobby or room, whose code players hand round: where no word leaves
 /// doubt of a sign-in ([`STRONG`]), its codes are none.
 #[rustfmt::skip]
 const GAMES: &[&str] = &[
     "my lobby", "lobby code", "join the lobby", "in die lobby", "room code", "party code", "party-kode",
     "partykode", "game code", "game pin", "रूम कोड", "كود الروم", "código de sala", "code de la partie",
-    "raumcode", "kahoot", "ludo",
+    "raumcode", "kahoot", "ludo", "among us",
 ];
 
 /// Words that name what a number identifies (an order, a booking, a parcel, a flight, a
@@ -1089,10 +1148,22 @@ fn find_in(text: &str, short_code: bool) -> Vec<Found> {
     if booking {
         strong.clear();
     }
-    // A public meeting's or a game's codes are meant to be shared: none is a secret.
-    if SHARED.iter().any(|w| lower.contains(w)) || (strong.is_empty() && GAMES.iter().any(|w| lower.contains(w))) {
-        return found.into_iter().filter(|f| f.kind == SecretKind::Link).collect();
-    }
+    // A public meeting's codes are meant to be shared, said without a "not" before: the
+    // numbers near its meeting's words are none. A game's lobby codes are none where no
+    // word leaves doubt of a sign-in, near a game's words. Nothing else is spared: Apple's
+    // codes, passwords and keys stay found, and so does any number away from them.
+    // Only a message that asks nothing of the reader (no signing in, no entering, no word
+    // that leaves doubt but a meeting's own "passcode"), so that text a service echoes
+    // into a real sign-in ("payee: Zoom, open to all") spares nothing.
+    let asks_nothing = places(&lower, List::SignIn).is_empty()
+        && entering.is_empty()
+        && strong.iter().all(|&at| MEETINGS.iter().any(|m| lower[at..].starts_with(m)));
+    let shared: Vec<usize> = if asks_nothing && whole_words(&lower, SHARED).iter().any(|&at| !negated(&lower[..at])) {
+        whole_words(&lower, MEETINGS)
+    } else {
+        Vec::new()
+    };
+    let games: Vec<usize> = if strong.is_empty() { whole_words(&lower, GAMES) } else { Vec::new() };
     let other_codes = spans(&lower, List::NotSecret);
     let code_words = places(&lower, List::CodeWords);
     let mut doors: Vec<usize> = DOORS.iter().flat_map(|d| lower.match_indices(d).map(|(i, _)| i)).collect();
@@ -1134,6 +1205,9 @@ fn find_in(text: &str, short_code: bool) -> Vec<Found> {
     // A booking's message names its codes by the booking (above): none of them is a secret.
     let listed: Vec<(Range<usize>, Shape)> = runs.iter().map(|c| (c.at.clone(), c.shape)).collect();
     for c in runs.into_iter().filter(|_| !booking) {
+        if close(text, &shared, &c.at, NEAR_STRONG) || close(text, &games, &c.at, NEAR) {
+            continue;
+        }
         // A number in an address is part of it (an article's, a question's id): an address
         // holds a secret only as a whole sign-in link, found above.
         if found.iter().any(|f| overlaps(&f.at, &c.at)) || addresses.iter().any(|a| overlaps(a, &c.at)) {
@@ -1172,7 +1246,7 @@ fn find_in(text: &str, short_code: bool) -> Vec<Found> {
             Shape::Digits
                 if text[..c.at.start].ends_with('*')
                     && text[c.at.end..].starts_with('#')
-                    && (!entering.is_empty() || DOORS.iter().any(|d| lower.contains(d))) =>
+                    && (!entering.is_empty() || at_a_door) =>
             {
                 true
             }
@@ -3005,6 +3079,11 @@ mod tests {
         ] {
             assert!(hidden(text).is_empty(), "{text}: {:?}", hidden(text));
         }
+        // Sharing said in the negative, or by text an attacker can echo, spares nothing.
+        assert_eq!(hidden("Your OTP is 482913. Do not share with anyone."), ["482913"]);
+        assert_eq!(hidden("Adding payee 'Zoom meeting, open to all'. To confirm use 591806"), ["591806"]);
+        assert_eq!(hidden("El código del portal es 4821. Un saludo"), ["4821"]);
+        assert_eq!(hidden("Everyone welcome! Wi-Fi password: Blue$ky2291"), ["Blue$ky2291"]);
         // A game's words do not hide a real code that arrives from a short code.
         assert_eq!(hidden("Your Kahoot verification code is 482913"), ["482913"], "a game's own sign-in is a secret");
     }

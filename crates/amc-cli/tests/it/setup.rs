@@ -264,6 +264,9 @@ fn settings_changed_in_the_window_hold_at_once_and_after_a_restart() {
         for (change, said) in [
             (json!({ "attachment_dirs": ["/no/such/folder"] }), "/no/such/folder is not a folder"),
             (json!({ "attachment_dirs": ["relative/path"] }), "is not a full path"),
+            (json!({ "attachment_dirs": ["/"] }), "holds what agents must never send"),
+            (json!({ "attachment_dirs": [data.parent().expect("parent").display().to_string()] }), "never send"),
+            (json!({ "imessage_chat_db": "/no/such/chat.db" }), "there is no chat.db at /no/such/chat.db"),
             (json!({ "rate_limit_burst": 0 }), "rate_limit_burst must be from 1 to 10000, not 0"),
             (json!({ "send_timeout_seconds": 601 }), "send_timeout_seconds must be from 1 to 600, not 601"),
             (json!({ "listen": "0.0.0.0:1" }), "unknown field"),

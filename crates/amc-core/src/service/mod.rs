@@ -90,6 +90,9 @@ struct Inner {
     attachments: std::sync::RwLock<AttachmentPolicy>,
     /// How long a platform has to confirm a send, in milliseconds (changed from the window).
     send_timeout_ms: std::sync::atomic::AtomicU64,
+    /// The longest it has been since start: a send begun before a shorter one was set still
+    /// runs under the longer, so none is given up on while its platform call may go out.
+    send_timeout_ceiling_ms: std::sync::atomic::AtomicU64,
     health: health::Registry,
     paused: AtomicBool,
     started: Instant,
@@ -172,6 +175,7 @@ impl Amc {
                 events: EventBus::default(),
                 attachments: std::sync::RwLock::new(attachments),
                 send_timeout_ms: std::sync::atomic::AtomicU64::new(config.send_timeout.as_millis() as u64),
+                send_timeout_ceiling_ms: std::sync::atomic::AtomicU64::new(config.send_timeout.as_millis() as u64),
                 paused: AtomicBool::new(paused),
                 started: Instant::now(),
                 url_filter: amc_attach::url::is_public,
@@ -274,6 +278,7 @@ impl Amc {
         *self.inner.attachments.write().unwrap_or_else(|p| p.into_inner()) = policy;
         self.inner.limiter.set_limit(settings.rate_limit);
         self.inner.send_timeout_ms.store(settings.send_timeout.as_millis() as u64, Ordering::Release);
+        self.inner.send_timeout_ceiling_ms.fetch_max(settings.send_timeout.as_millis() as u64, Ordering::AcqRel);
         tracing::info!(?settings, "settings changed from the window");
         Ok(())
     }
@@ -286,6 +291,12 @@ impl Amc {
     /// How long a platform has to confirm a send, as it is now.
     fn send_timeout(&self) -> std::time::Duration {
         std::time::Duration::from_millis(self.inner.send_timeout_ms.load(Ordering::Acquire))
+    }
+
+    /// The longest a send in flight may still be waiting on its platform: the longest
+    /// timeout set since start.
+    fn send_timeout_ceiling(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.inner.send_timeout_ceiling_ms.load(Ordering::Acquire))
     }
 
     /// The recording sender, when AMC runs with `--test-sender`.

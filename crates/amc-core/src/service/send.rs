@@ -401,7 +401,7 @@ impl Amc {
     /// so a retry of a request answers with what happened rather than "sending".
     async fn await_outcome(&self, item: OutboxItem) -> Result<OutboxItem> {
         let mut events = self.inner.events.subscribe();
-        let deadline = tokio::time::Instant::now() + self.send_timeout() + std::time::Duration::from_secs(1);
+        let deadline = tokio::time::Instant::now() + self.send_timeout_ceiling() + std::time::Duration::from_secs(1);
         loop {
             let id = item.id.clone();
             let now = self.blocking(move |s| s.outbox_item(&id)).await?;

@@ -146,7 +146,7 @@ impl Amc {
 
     /// Sends stuck in `sending` for longer than a platform may take become `unknown`.
     fn expire_stale_sends(&self, store: &Store) -> Result<()> {
-        let older_than = crate::time::now_ms() - self.send_timeout().as_millis() as i64 - 60_000;
+        let older_than = crate::time::now_ms() - self.send_timeout_ceiling().as_millis() as i64 - 60_000;
         for id in store.expire_stale_sends(older_than)? {
             tracing::warn!(send = %id, "a send never got its outcome; marked unknown for review");
             self.publish(Event::SendChanged { send_id: id, status: OutboxStatus::Unknown });
