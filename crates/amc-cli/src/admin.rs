@@ -720,15 +720,27 @@ pub async fn discord(raw: RawConfig, json_out: bool, cmd: DiscordCmd) -> anyhow:
     Ok(())
 }
 
-/// The bot's token from standard input, asked for when it is a terminal.
+/// The bot's token from standard input, asked for when it is a terminal, where it is
+/// typed without echo (it stays out of the terminal's scrollback).
 fn read_token() -> anyhow::Result<String> {
     use std::io::{BufRead, IsTerminal, Write};
-    if std::io::stdin().is_terminal() {
+    let stdin = std::io::stdin();
+    let mut token = String::new();
+    if stdin.is_terminal() {
         eprint!("Paste the bot's token (Discord Developer Portal → your application → Bot → Reset Token): ");
         std::io::stderr().flush()?;
+        let shown = rustix::termios::tcgetattr(&stdin)?;
+        let mut hidden = shown.clone();
+        hidden.local_modes.remove(rustix::termios::LocalModes::ECHO);
+        rustix::termios::tcsetattr(&stdin, rustix::termios::OptionalActions::Now, &hidden)?;
+        let read = stdin.lock().read_line(&mut token);
+        // Echo comes back whatever the read did.
+        rustix::termios::tcsetattr(&stdin, rustix::termios::OptionalActions::Now, &shown)?;
+        eprintln!();
+        read?;
+    } else {
+        stdin.lock().read_line(&mut token)?;
     }
-    let mut token = String::new();
-    std::io::stdin().lock().read_line(&mut token)?;
     if token.trim().is_empty() {
         bail!("no token given: paste the bot's token on standard input");
     }

@@ -502,3 +502,41 @@ fn a_test_message_goes_to_the_persons_own_conversation_or_says_why_not() {
         drop(serve.stop());
     }
 }
+
+/// At a terminal, `amc discord connect` asks for the token and takes it without echo: the
+/// pasted token is not in what the terminal shows (a pseudo-terminal, as a person's).
+#[test]
+fn a_token_typed_at_a_terminal_is_not_shown() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let script = r#"
+import os, pty, sys
+pid, fd = pty.fork()
+if pid == 0:
+    os.execvp(sys.argv[1], [sys.argv[1], "discord", "connect"])
+seen = b""
+sent = False
+while True:
+    try:
+        chunk = os.read(fd, 1024)
+    except OSError:
+        break
+    if not chunk:
+        break
+    seen += chunk
+    if not sent and b"Paste the bot's token" in seen:
+        os.write(fd, sys.argv[2].encode() + b"\n")
+        sent = True
+os.waitpid(pid, 0)
+sys.stdout.write(seen.decode(errors="replace"))
+"#;
+    let out = Command::new("python3")
+        .args(["-c", script, super::AMC, TOKEN])
+        .env("AMC_DATA_DIR", work.path())
+        .output()
+        .expect("python3");
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(shown.contains("Paste the bot's token"), "{shown}");
+    assert!(!shown.contains("setup-secret"), "the token was echoed: {shown}");
+    // With no AMC running, it says so once the token is read.
+    assert!(shown.contains("AMC"), "{shown}");
+}
