@@ -727,16 +727,17 @@ fn read_token() -> anyhow::Result<String> {
     let stdin = std::io::stdin();
     let mut token = String::new();
     if stdin.is_terminal() {
-        eprint!("Paste the bot's token (Discord Developer Portal → your application → Bot → Reset Token): ");
-        std::io::stderr().flush()?;
+        // Echo off before the prompt shows, so nothing typed after it is echoed.
         let shown = rustix::termios::tcgetattr(&stdin)?;
         let mut hidden = shown.clone();
         hidden.local_modes.remove(rustix::termios::LocalModes::ECHO);
         rustix::termios::tcsetattr(&stdin, rustix::termios::OptionalActions::Now, &hidden)?;
+        eprint!("Paste the bot's token (Discord Developer Portal → your application → Bot → Reset Token): ");
+        std::io::stderr().flush()?;
         let read = stdin.lock().read_line(&mut token);
         // Echo comes back whatever the read did.
         rustix::termios::tcsetattr(&stdin, rustix::termios::OptionalActions::Now, &shown)?;
-        eprintln!();
+        std::io::stderr().write_all(b"\n")?;
         read?;
     } else {
         stdin.lock().read_line(&mut token)?;
