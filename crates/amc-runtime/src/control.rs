@@ -563,13 +563,6 @@ fn refusal(e: CheckError) -> Error {
     }
 }
 
-/// The source's sender as registered with the core: switched in place, so the window can
-/// connect Discord while AMC runs.
-pub(crate) fn switched() -> (Arc<dyn amc_core::sender::Sender>, SwitchedSenderHandle) {
-    let (sender, handle) = amc_core::sender::SwitchedSender::new(Source::Discord);
-    (sender, handle)
-}
-
 impl amc_daemon::DiscordSetup for Control {
     fn show(&self) -> amc_core::sender::BoxFuture<'_, Result<serde_json::Value, Error>> {
         Box::pin(async move { self.show().await.map(json) })

@@ -149,7 +149,7 @@ pub async fn start_reporting(raw: RawConfig, updates: &UpdateReporter) -> anyhow
     let discord_switch = if config.test_sender {
         None
     } else {
-        let (sender, switch) = control::switched();
+        let (sender, switch) = amc_core::sender::SwitchedSender::new(Source::Discord);
         senders = senders.with(Source::Discord, sender);
         Some(switch)
     };
