@@ -412,3 +412,116 @@ async fn relay_calls_answered_directly_are_what_rmcp_answers() {
     }
     assert!(errors >= 5, "the errors are compared too: {errors}");
 }
+
+/// One request to `/mcp/relay` written by hand, each header as given (none added), on a
+/// connection of its own: status, media type and body as JSON.
+async fn answer_raw(d: &Daemon, token: &str, headers: &[(&str, &str)], body: &str) -> (u16, Option<String>, Value) {
+    let mut head = format!("POST /mcp/relay HTTP/1.1\r\nauthorization: Bearer {token}\r\nconnection: close\r\n");
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str(&format!("content-length: {}\r\n\r\n{body}", body.len()));
+    let within = Duration::from_secs(10);
+    let (a, _) = super::raw::exchange(super::raw::open(d, false).await, head.into_bytes(), within).await;
+    let a = a.unwrap_or_else(|e| panic!("{e}: {headers:?}"));
+    let v = serde_json::from_slice(&a.body).unwrap_or_else(|_| json!(String::from_utf8_lossy(&a.body)));
+    (a.status, a.header("content-type").map(str::to_owned), v)
+}
+
+/// The daemon answers a relay call itself only where rmcp would take the request as it
+/// is (see `amc_mcp::direct`), which it judges from the headers by rmcp's rules. Those
+/// rules are checked here against rmcp itself, on the headers clients send and near
+/// misses of each: every form of Host, Accept, Content-Type, protocol version, Origin and
+/// session, one at a time and in 300 mixes, is sent once as it is and once with an empty
+/// `_meta` (which only rmcp answers), and the two answers must agree in status, media
+/// type and body, refusals included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn headers_answered_directly_are_those_rmcp_takes() {
+    let d = Daemon::start().await;
+    let (_, token) = d.agent("owner").await;
+    let mut o = relay_conn(&d, &token).await;
+    let t = tool(&mut o, "create_thread", json!({ "title": "headers", "idempotency_key": "h" })).await;
+    let thread = t["thread_id"].as_str().expect("id").to_owned();
+    tool(&mut o, "send_message", json!({ "thread_id": thread, "body": "one", "idempotency_key": "m" })).await;
+    // Each dimension's forms; the first is what `amc_client` and the SDKs send, and an
+    // empty value leaves the header out.
+    let dimensions: [(&str, &[&str]); 6] = [
+        ("host", &["localhost", "localhost:8080", "127.0.0.1", "[::1]:9", "LocalHost", "evil.example", ""]),
+        (
+            "accept",
+            &[
+                "application/json, text/event-stream",
+                "text/event-stream, application/json",
+                "application/json,text/event-stream",
+                "Application/JSON, Text/Event-Stream",
+                "application/json",
+                "text/event-stream",
+                "*/*",
+                "application/json, text/event-stream;q=0",
+                "application/*, text/*",
+                "",
+            ],
+        ),
+        (
+            "content-type",
+            &[
+                "application/json",
+                "application/json; charset=utf-8",
+                "APPLICATION/JSON",
+                "application/json-patch+json",
+                "text/plain",
+                "",
+            ],
+        ),
+        (
+            "mcp-protocol-version",
+            &["2025-11-25", "2024-11-05", "2025-03-26", "2025-06-18", "2026-07-28", "2099-01-01", "latest", ""],
+        ),
+        ("origin", &["", "http://localhost:6274", "http://evil.example"]),
+        ("mcp-session-id", &["", "s-1"]),
+    ];
+    let mut mixes: Vec<Vec<usize>> = Vec::new();
+    for (at, (_, forms)) in dimensions.iter().enumerate() {
+        for form in 0..forms.len() {
+            let mut mix = vec![0; dimensions.len()];
+            mix[at] = form;
+            mixes.push(mix);
+        }
+    }
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    for _ in 0..300 {
+        mixes.push(
+            dimensions
+                .iter()
+                .map(|(_, forms)| {
+                    seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+                    (seed >> 33) as usize % forms.len()
+                })
+                .collect(),
+        );
+    }
+    let call = json!({ "name": "read_messages", "arguments": { "thread_id": thread } });
+    let (mut direct, mut refused) = (0, 0);
+    for mix in mixes {
+        let headers: Vec<(&str, &str)> = dimensions
+            .iter()
+            .zip(&mix)
+            .map(|((name, forms), &form)| (*name, forms[form]))
+            .filter(|(_, v)| !v.is_empty())
+            .collect();
+        let body = |params: &Value| json!({ "jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": params });
+        let mut through_rmcp = call.clone();
+        through_rmcp["_meta"] = json!({});
+        let as_is = answer_raw(&d, &token, &headers, &body(&call).to_string()).await;
+        let by_rmcp = answer_raw(&d, &token, &headers, &body(&through_rmcp).to_string()).await;
+        assert_eq!(as_is, by_rmcp, "{headers:?}");
+        let mut sent = http::HeaderMap::new();
+        for (k, v) in &headers {
+            sent.append(*k, http::HeaderValue::from_str(v).expect("value"));
+        }
+        direct += usize::from(amc_mcp::direct::DirectCall::of(&sent, body(&call).to_string().as_bytes()).is_some());
+        refused += usize::from(as_is.0 != 200);
+    }
+    assert!(direct >= 20, "the daemon's own path is taken often enough to be judged: {direct}");
+    assert!(refused >= 20, "refusals are compared too: {refused}");
+}
