@@ -48,7 +48,7 @@ impl SecretKind {
 /// The version of the rules below. Stored with the classification of every message
 /// (`messages.secrets`): a build whose rules differ classifies every message again, in the
 /// background (see `Store::classify_more`). Raise it with every change to the rules.
-pub const RULES: i64 = 24;
+pub const RULES: i64 = 25;
 
 impl SecretKind {
     /// The kind's bit in a stored classification ([`classify`]).
@@ -637,6 +637,7 @@ const ENTER: &[&str] = &[
     "zadejte", "zadej", "introdu", "introduceți", "introduceti", "tastați", "tastati", "tastezi", "tastează",
     "πληκτρολογήστε", "εισάγετε", "εισαγάγετε", "yazın", "yazin", "yazarak", "girerek", "أدخل", "ادخل", "הקלד",
     "הקלידו", "הזן", "הזינו", "กรอก", "eintippen", "pencet", "tekan", "bấm", "nhấn", "vul", "syötä", "syota",
+    "ange", "angiv", "indtast", "tast inn", "skriv inn",
 ];
 
 /// Words that may stand between a word asking to enter something and the code: "gib dort
@@ -671,7 +672,8 @@ const PASSWORD_WORDS: &[&str] = &[
     "passord", "jelszó", "jelszava", "jelszavad", "kata laluan", "parolă", "parola wi-fi", "parola wifi", "lösen",
     "κωδικός", "κωδικός πρόσβασης", "προσωρινός κωδικός", "sandi:", "mk:", "parola ta", "parola temporar",
     "parola dvs", "parola de acces", "parola inițial", "parola initial", "باسورد", "wifi-kode", "wifi-koden",
-    "wlan-kode", "salasanasi", "salasanan", "passordet", "lösenordet", "adgangskoden",
+    "wlan-kode", "salasanasi", "salasanan", "passordet", "lösenordet", "adgangskoden", "netzwerkschlüssel",
+    "kode", "koden",
 ];
 
 /// The passwords of `text` (`lower` its lowercase): the first token after a word for a
@@ -866,7 +868,7 @@ const CHANGED: &[&str] = &[
 
 /// Words of [`PASSWORD_WORDS`] that mean a password only about Wi-Fi or before a colon.
 const WEAK_PASSWORD_WORDS: &[&str] =
-    &["pw", "key", "mdp", "chave", "chiave", "clé", "schlüssel", "schluessel", "κωδικός"];
+    &["pw", "key", "mdp", "chave", "chiave", "clé", "schlüssel", "schluessel", "κωδικός", "kode", "koden"];
 
 /// Verbs after which a password is said: "is", "es", "c'est", "ist", "係".
 #[rustfmt::skip]
@@ -882,6 +884,12 @@ const KEY_WORDS: &[&str] = &[
     "key", "clave", "clé", "cle", "schlüssel", "schluessel", "sleutel", "chave", "chiave", "klucz", "kunci",
     "klíč", "klic", "ключ", "anahtar", "anahtarı", "anahtarınız", "nyckel", "nøgle", "nøkkel", "avain", "khóa",
     "cheie", "cheia", "κλειδί", "מפתח", "कुंजी", "مفتاح", "キー", "鍵", "密钥", "密鑰", "金鑰", "키",
+    // a recovery code's words: what a key of groups after them is
+    "recovery code", "backup code", "codice di recupero", "código de recuperación", "código de recuperação",
+    "code de récupération", "wiederherstellungscode", "herstelcode", "kod odzyskiwania", "код восстановления",
+    "kurtarma kodu", "återställningskod", "gendannelseskode", "gjenopprettingskode", "palautuskoodi",
+    "cod de recuperare", "κωδικός ανάκτησης", "קוד שחזור", "رمز الاسترداد", "kode pemulihan", "mã khôi phục",
+    "복구 코드", "恢复码", "復原碼", "リカバリーコード", "รหัสกู้คืน",
 ];
 
 /// The keys of `text` (`lower` its lowercase): three or more groups of four to six capitals
@@ -1133,7 +1141,8 @@ fn find_in(text: &str, short_code: bool) -> Vec<Found> {
         }
     }
     let mut strong = places(&lower, List::Strong);
-    let offer = strong.is_empty() && !places(&lower, List::Offers).is_empty();
+    // "Feel free to …" offers nothing.
+    let offer = strong.is_empty() && places(&lower, List::Offers).iter().any(|&at| !lower[..at].ends_with("feel "));
     let entering = places(&lower, List::Enter);
     let signing_in = places(&lower, List::SignIn);
     // A booking's "confirmation code" names the booking: where the only words that leave
@@ -1313,6 +1322,14 @@ fn find_in(text: &str, short_code: bool) -> Vec<Found> {
                 && close(text, &signing_in, &c.at, NEAR)
                 && !offer
                 && !booking);
+        // "Here's what you need to sign in from a new device: 7QJ2X": given by the colon that
+        // ends a sentence about signing in.
+        let is_code = is_code
+            || (c.shape == Shape::Capitals
+                && colon_before(&lower[..c.at.start])
+                && in_the_sentence(&lower[..c.at.start], &signing_in)
+                && !offer
+                && !booking);
         if !is_code {
             continue;
         }
@@ -1378,6 +1395,12 @@ fn find_in(text: &str, short_code: bool) -> Vec<Found> {
     repeated(text, &lower, &mut found);
     found.sort_by_key(|f| f.at.start);
     found
+}
+
+/// Whether one of `places` (sorted) stands in the last sentence of `before`.
+fn in_the_sentence(before: &str, places: &[usize]) -> bool {
+    let start = before.rfind(['.', '!', '?', '\n', '。']).map_or(0, |i| i + 1);
+    places.iter().any(|&p| p >= start && p < before.len())
 }
 
 /// Whether the candidate at `at` is a line of its own after a line ending in a colon
@@ -1906,12 +1929,19 @@ fn named_in_clause(rest: &str, doors: bool) -> bool {
         return false;
     }
     let joined = format!(" {} ", phrase.iter().rev().copied().collect::<Vec<_>>().join(" "));
-    let says = |list: &[&str]| list.iter().any(|r| joined.match_indices(r).any(|(i, _)| word_starts(&joined, i, r)));
+    // Whole words, or stems that take endings: "voo" (a flight) is not in "voor".
+    let says = |list: &[&str]| {
+        list.iter().any(|r| {
+            joined.match_indices(r).any(|(i, _)| word_starts(&joined, i, r) && stem_ends(&joined, i + r.len(), r))
+        })
+    };
     if says(NOT_SECRET) || says(OFFERS) {
         return false;
     }
     if doors {
-        return phrase.iter().any(|w| DOORS.iter().any(|d| bare(w).starts_with(d)));
+        // "Digicode de l'immeuble :": a word that alone names what a door takes opens it.
+        return phrase.iter().skip(1).any(|w| DOOR_CODES.contains(&bare(w).as_str()))
+            || phrase.iter().any(|w| DOORS.iter().any(|d| bare(w).starts_with(d)));
     }
     !says(REFERENCES) && !says(BOOKINGS) && !says(PLACES) && !says(LABELS)
 }
@@ -2448,6 +2478,11 @@ const LINK_CONTEXT: &[&str] = &[
     "resetează", "reseteaza", "resetare", "parola", "επαναφορά", "κωδικού πρόσβασης", "in te loggen",
     "zaloguj", "سجّل الدخول", "سجل الدخول", "تسجيل الدخول", "masuk", "log ind", "palauta", "salasana", "vahvista",
     "tilbakestill", "passord", "logging in", "account recovery", "recupere", "pemulihan", "recovery",
+    // confirming an address or signing in, said in more languages
+    "recover your", "bevestig je", "bevestig uw", "войдите", "тут войти", "تأكيد بريدك", "تأكيد البريد", "साइन इन",
+    "लॉग इन", "bekreft e-post", "bekräfta din e-post", "bekræft din e-mail", "להתחבר", "להתחברות",
+    "ยืนยันอีเมล", "salasanasi", "vahvista sähköposti", "potvrďte e-mail", "potvrdit e-mail",
+    "xác nhận email", "verifikasi email", "konfirmasi email", "επιβεβαιώστε το email",
 ];
 
 /// Hosts whose links name a document, a place, a post or a video, never who signs in:
@@ -3086,6 +3121,38 @@ mod tests {
         assert_eq!(hidden("Everyone welcome! Wi-Fi password: Blue$ky2291"), ["Blue$ky2291"]);
         // A game's words do not hide a real code that arrives from a short code.
         assert_eq!(hidden("Your Kahoot verification code is 482913"), ["482913"], "a game's own sign-in is a secret");
+    }
+
+    #[test]
+    fn recovery_codes_door_codes_sign_in_sentences_and_links_in_more_languages_are_found() {
+        let hidden = |text: &str| find(text, false).iter().map(|f| text[f.at.clone()].to_owned()).collect::<Vec<_>>();
+        // A recovery code of groups after its name, in a language's own words.
+        assert_eq!(hidden("Codice di recupero: 4HK2-P9QX-7TMW. Conservalo."), ["4HK2-P9QX-7TMW"]);
+        assert_eq!(hidden("Ihr Wiederherstellungscode lautet 8XQ2 M4TR K7PZ"), ["8XQ2 M4TR K7PZ"]);
+        // A word that alone names what a door takes opens a clause that names the door.
+        assert_eq!(hidden("Digicode de la résidence : 47B29, 2e étage."), ["47B29"]);
+        // Given by the colon that ends a sentence about signing in; not one about something else.
+        assert_eq!(hidden("Here is what you need to log in on the new laptop: 9XKQ2"), ["9XKQ2"]);
+        assert!(hidden("Signed in fine. The room is: B4X2").is_empty());
+        // Entering in Swedish and Danish; a Wi-Fi password after "kode".
+        assert_eq!(hidden("Ange 482 917 i appen för att koppla klockan."), ["482 917"]);
+        assert_eq!(hidden("Wifi: Hytta, kode: Fjell!2025hus"), ["Fjell!2025hus"]);
+        // "voor" is not "voo" (a flight): a Dutch pairing code for a box.
+        assert_eq!(hidden("Koppelcode voor je tv-box: 9KX-4TQ. Voer deze in op de site."), ["9KX-4TQ"]);
+        // Links after words that sign in or confirm an address, in more languages.
+        for text in [
+            "Войдите по ссылке: https://ya.cc/t/8KqZx2Pm",
+            "Bevestig je e-mailadres via https://mrkt.pl/v/Hq82KsZx",
+            "להתחברות לחצו: https://wolt.com/l/Bn8TsY3r",
+            "Recover your account here: https://tinyurl.com/yh4r8kq2",
+        ] {
+            assert_eq!(hidden(text).len(), 1, "{text}");
+        }
+        // A link in a message that confirms nothing stays.
+        assert!(hidden("Bevestiging van je bestelling: https://mrkt.pl/o/Hq82KsZx").is_empty());
+        // "Feel free" offers nothing; a shop's free gift does.
+        assert_eq!(hidden("Feel free to call. To sign in use code 4821 when asked"), ["4821"]);
+        assert!(hidden("Get a free coffee with code 4821 at checkout").is_empty());
     }
 
     #[test]
