@@ -103,7 +103,7 @@ fn recovery_and_pairing_codes_and_links_in_more_languages_are_found() {
     holds_the_goals("tuning-9.tsv", (190, 225));
 }
 
-/// The held-out sets (`tests/fixtures/secrets/heldout.tsv` to `heldout-9.tsv`) were written
+/// The held-out sets (`tests/fixtures/secrets/heldout.tsv` to `heldout-10.tsv`) were written
 /// apart from the finder and are measured, never tuned on (`cargo run -p amc-secrets
 /// --example measure -- tests/fixtures/secrets/heldout.tsv`): each stays as it was
 /// committed, byte for byte.
