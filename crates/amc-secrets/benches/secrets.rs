@@ -1,14 +1,22 @@
 //! What hiding one-time codes costs each message an agent is given: `find` over the
 //! corpus of `tests/fixtures/secrets/` (codes, links and ordinary messages with numbers),
-//! over ordinary chat text without any, and over a message made to cost the most.
+//! over ordinary chat text without any, and over a message made to cost the most; each
+//! beside the rules alone (`find_with` an empty model), in the same run.
 //!
 //!     cargo bench -p amc-secrets --bench secrets
 
 use std::time::Instant;
 
-use amc_secrets::find;
+use amc_secrets::learned::Model;
+use amc_secrets::{find, find_with};
 
-fn per_message(texts: &[String]) -> f64 {
+/// The rules alone: the finder with a model that takes nothing.
+fn rules_alone(text: &str, short_code: bool) -> Vec<amc_secrets::Found> {
+    static EMPTY: std::sync::LazyLock<Model> = std::sync::LazyLock::new(Model::empty);
+    find_with(text, short_code, &EMPTY)
+}
+
+fn per_message(texts: &[String], find: fn(&str, bool) -> Vec<amc_secrets::Found>) -> f64 {
     let rounds = 2_000;
     let started = Instant::now();
     let mut found = 0;
@@ -39,17 +47,24 @@ fn main() {
         })
         .collect();
     eprintln!(
-        "secrets::find per message: corpus ({} messages) {:.0} ns, ordinary chat {:.0} ns",
+        "secrets::find per message: corpus ({} messages) {:.0} ns, ordinary chat {:.0} ns; \
+         the rules alone {:.0} ns and {:.0} ns",
         texts.len(),
-        per_message(&texts),
-        per_message(&chat)
+        per_message(&texts, find),
+        per_message(&chat, find),
+        per_message(&texts, rules_alone),
+        per_message(&chat, rules_alone),
     );
     // Messages made to cost the most: 40 KB of "code 1234" (4,000 codes), and of candidates
     // that are none ("a1b2", 8,000 of them; "Ab3dE9").
     for (what, unit) in [("codes", "code 1234 "), ("near-codes", "a1b2 "), ("capitals", "Ab3dE9 ")] {
         let crafted = unit.repeat(40_000 / unit.len());
-        let started = Instant::now();
-        std::hint::black_box(find(std::hint::black_box(&crafted), false));
-        eprintln!("secrets::find on 40 KB of {what}: {:.1} ms", started.elapsed().as_secs_f64() * 1e3);
+        let ms = |find: fn(&str, bool) -> Vec<amc_secrets::Found>| {
+            let started = Instant::now();
+            std::hint::black_box(find(std::hint::black_box(&crafted), false));
+            started.elapsed().as_secs_f64() * 1e3
+        };
+        let (with, without) = (ms(find), ms(rules_alone));
+        eprintln!("secrets::find on 40 KB of {what}: {with:.1} ms; the rules alone {without:.1} ms");
     }
 }

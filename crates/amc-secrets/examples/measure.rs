@@ -10,6 +10,7 @@
 #![allow(clippy::print_stdout, reason = "a measuring tool prints its figures")]
 
 #[path = "../tests/measure/mod.rs"]
+#[allow(dead_code, reason = "what the learner shares with it is not used here")]
 mod measure;
 
 fn main() {

@@ -8,11 +8,16 @@
 //! form (`@example.com #123456`); any such run from a short-code sender. A sign-in link
 //! is a URL whose address speaks of resetting, signing in or verifying and carries a
 //! token. Numbers that are prices, dates, times, phone numbers or parts of larger numbers
-//! are never codes. The corpus in `tests/fixtures/secrets/` holds real-shaped examples
-//! and non-examples; its test gives the rules' recall and how many ordinary messages they
-//! flag.
+//! are never codes. A run the rules leave is then put to a small model learned from the
+//! sets of messages in `tests/fixtures/secrets/` ([`learned`]), which takes it only when
+//! the text around it reads like the text around codes; references, places and offers are
+//! still ruled out after it. Those sets hold real-shaped examples and non-examples; their
+//! tests give the finder's recall and how many ordinary messages it flags.
 
 use std::ops::Range;
+
+#[doc(hidden)]
+pub mod learned;
 
 /// What hides a one-time code in the text agents are given.
 pub const CODE_MARKER: &str = "[one-time code hidden by AMC]";
@@ -48,7 +53,7 @@ impl SecretKind {
 /// The version of the rules below. Stored with the classification of every message
 /// (`messages.secrets`): a build whose rules differ classifies every message again, in the
 /// background (see `Store::classify_more`). Raise it with every change to the rules.
-pub const RULES: i64 = 25;
+pub const RULES: i64 = 26;
 
 impl SecretKind {
     /// The kind's bit in a stored classification ([`classify`]).
@@ -145,13 +150,16 @@ pub enum Rule {
     LinkAddress,
     /// A link the words around call a sign-in, reset or verification link.
     LinkWords,
+    /// The words around it read like those around codes, to the model learned from
+    /// services' messages ([`learned`]).
+    Learned,
     /// The rules failed on this text: all of it is hidden.
     Unread,
 }
 
 impl Rule {
     /// Every rule.
-    const ALL: [Rule; 11] = [
+    const ALL: [Rule; 12] = [
         Rule::OriginBound,
         Rule::CalledTheCode,
         Rule::SignInWords,
@@ -162,6 +170,7 @@ impl Rule {
         Rule::Repeated,
         Rule::LinkAddress,
         Rule::LinkWords,
+        Rule::Learned,
         Rule::Unread,
     ];
 
@@ -183,6 +192,7 @@ impl Rule {
             Rule::Repeated => "repeated",
             Rule::LinkAddress => "link_address",
             Rule::LinkWords => "link_words",
+            Rule::Learned => "learned",
             Rule::Unread => "unread",
         }
     }
@@ -200,6 +210,7 @@ impl Rule {
             Rule::Repeated => "the same code again",
             Rule::LinkAddress => "a link whose address signs in or resets, with a token",
             Rule::LinkWords => "a link the words around call a sign-in or reset link",
+            Rule::Learned => "the words around it read like those around codes in services' messages",
             Rule::Unread => "AMC could not read this message for codes, so it hides all of it",
         }
     }
@@ -1112,15 +1123,22 @@ pub fn is_short_code_sender(sender: &str) -> bool {
 /// The secrets in `text`, in order, none overlapping. `short_code`: the sender is a short
 /// code ([`is_short_code_sender`]), whose numbers are codes whatever the words.
 pub fn find(text: &str, short_code: bool) -> Vec<Found> {
+    find_with(text, short_code, learned::Model::built_in())
+}
+
+/// [`find`] with another learned model (to measure one).
+#[doc(hidden)]
+pub fn find_with(text: &str, short_code: bool, model: &learned::Model) -> Vec<Found> {
     // The rules are tested on texts made to break them (`no_text_makes_the_finder_panic`);
     // should one still fail on a text, the whole text is hidden rather than the message
     // lost or given whole.
-    std::panic::catch_unwind(|| find_in(text, short_code))
+    std::panic::catch_unwind(|| find_in(text, short_code, model))
         .unwrap_or_else(|_| vec![Found { kind: SecretKind::Code, at: 0..text.len(), rule: Rule::Unread }])
 }
 
 /// [`find`], the rules themselves.
-fn find_in(text: &str, short_code: bool) -> Vec<Found> {
+fn find_in(text: &str, short_code: bool, model: &learned::Model) -> Vec<Found> {
+    let sent_by_short_code = short_code;
     // Most messages hold neither a run that could be a code nor a link: one pass tells.
     let runs = candidates(text);
     let apple = apple_codes(text);
@@ -1213,6 +1231,9 @@ fn find_in(text: &str, short_code: bool) -> Vec<Found> {
     let short_code = short_code && !booking && (!named.is_empty() || !weak.is_empty() || only_numbers());
     // A booking's message names its codes by the booking (above): none of them is a secret.
     let listed: Vec<(Range<usize>, Shape)> = runs.iter().map(|c| (c.at.clone(), c.shape)).collect();
+    // What the learned model reads of the message, once, and how many candidates it judged.
+    let message_sum = std::cell::OnceCell::new();
+    let mut judged = 0;
     for c in runs.into_iter().filter(|_| !booking) {
         if close(text, &shared, &c.at, NEAR_STRONG) || close(text, &games, &c.at, NEAR) {
             continue;
@@ -1330,7 +1351,16 @@ fn find_in(text: &str, short_code: bool) -> Vec<Found> {
                 && in_the_sentence(&lower[..c.at.start], &signing_in)
                 && !offer
                 && !booking);
-        if !is_code {
+        // What the rules leave, the learned model may take.
+        let learned = !is_code && !offer && {
+            judged += 1;
+            judged <= learned::JUDGED
+                && model.takes(
+                    &learned::features(&lower, &c.at, sent_by_short_code),
+                    *message_sum.get_or_init(|| model.sum(&learned::message_features(&lower))),
+                )
+        };
+        if !is_code && !learned {
             continue;
         }
         // What the words right before it name it by (an order, a card's last digits, a
@@ -1350,7 +1380,7 @@ fn find_in(text: &str, short_code: bool) -> Vec<Found> {
             Label::Other if !near_strong => continue,
             _ => {}
         }
-        let rule = rule();
+        let rule = if learned { Rule::Learned } else { rule() };
         found.push(Found { kind: SecretKind::Code, at: c.at, rule });
     }
     // A list of codes ("backup codes: 48201937 77110264 30589912"): the next of the same
@@ -1395,6 +1425,21 @@ fn find_in(text: &str, short_code: bool) -> Vec<Found> {
     repeated(text, &lower, &mut found);
     found.sort_by_key(|f| f.at.start);
     found
+}
+
+/// Each candidate of `text` and its features for the learned model ([`learned::features`]),
+/// as the finder reads them: what `examples/learn.rs` learns from.
+#[doc(hidden)]
+pub fn candidate_features(text: &str, short_code: bool) -> Vec<(Range<usize>, Vec<u32>)> {
+    let lower = lower_in_place(text);
+    let message = learned::message_features(&lower);
+    candidates(text)
+        .into_iter()
+        .map(|c| {
+            let f = [learned::features(&lower, &c.at, short_code), message.clone()].concat();
+            (c.at, f)
+        })
+        .collect()
 }
 
 /// Whether one of `places` (sorted) stands in the last sentence of `before`.
@@ -2985,7 +3030,11 @@ mod tests {
         assert!(hidden("次の画面で入力してください。お問い合わせ番号：AB12CD34").is_empty());
         assert!(hidden("Type your username: JSMITH88").is_empty());
         assert!(hidden("Input voltage: 220V").is_empty());
-        assert!(hidden("Enterprise tier: PRO2024 (type 'upgrade' to switch)").is_empty());
+        // The rules leave a plan's name after an asking word; the learned model reads "type"
+        // right after a colon's capitals as a code's cue and takes it, a cost it was measured with.
+        let plan = "Enterprise tier: PRO2024 (type 'upgrade' to switch)";
+        assert!(find_with(plan, false, &learned::Model::empty()).is_empty());
+        assert_eq!(hidden(plan), ["PRO2024"]);
         assert!(hidden("The zip code for the garage is 94110").is_empty());
         assert!(hidden("The promo code for the portal is SAVE20").is_empty());
         assert!(hidden("Login help: https://support.apple.com/kb/HT204053").is_empty());

@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 
-use amc_secrets::{Author, SecretKind, in_message};
+use amc_secrets::{Author, Found, SecretKind, in_message};
 
 /// How many of a kind there are, and how many the finder got right.
 #[derive(Default)]
@@ -44,9 +44,19 @@ impl Figures {
     }
 }
 
-/// The figures of the corpus `text`.
-pub fn measure(text: &str) -> Figures {
-    let mut figures = Figures::default();
+/// A message of a corpus: its line, kind, category, sender, secret and text.
+pub struct Line<'a> {
+    pub n: usize,
+    pub kind: &'a str,
+    pub category: &'a str,
+    pub sender: &'a str,
+    pub secret: String,
+    pub message: String,
+}
+
+/// The messages of the corpus `text`.
+pub fn lines(text: &str) -> Vec<Line<'_>> {
+    let mut out = Vec::new();
     for (n, line) in text.lines().enumerate() {
         if line.starts_with('#') || line.trim().is_empty() {
             continue;
@@ -58,7 +68,63 @@ pub fn measure(text: &str) -> Figures {
             _ => panic!("line {}: four or five columns", n + 1),
         };
         let (secret, message) = (secret.replace("\\n", "\n"), message.replace("\\n", "\n"));
-        let found = in_message(Author { source: "imessage", sender, is_self: false }, &message);
+        out.push(Line { n: n + 1, kind, category, sender, secret, message });
+    }
+    out
+}
+
+/// Held-out sets sealed and not yet measured after a change: measured, never learned from.
+pub const NOT_LEARNED: &[&str] = &["heldout-10.tsv"];
+
+/// The sets the learned model learns from, by name, in the order of their names: every
+/// `.tsv` in `dir` but [`NOT_LEARNED`].
+pub fn learned_sets(dir: &std::path::Path) -> Vec<(String, String)> {
+    let mut sets: Vec<(String, String)> = std::fs::read_dir(dir)
+        .expect("the sets")
+        .filter_map(|e| {
+            let name = e.ok()?.file_name().into_string().ok()?;
+            let learned = name.ends_with(".tsv") && !NOT_LEARNED.contains(&name.as_str());
+            learned.then(|| std::fs::read_to_string(dir.join(&name)).map(|text| (name, text)).ok()).flatten()
+        })
+        .collect();
+    sets.sort();
+    sets
+}
+
+/// What the learned model learns from the corpus `text`: each candidate of each message,
+/// a secret when it lies in the message's code or password. A number inside a link is the
+/// link's, which the model never judges, and is left out.
+pub fn examples(text: &str) -> Vec<amc_secrets::learned::Example> {
+    let mut out = Vec::new();
+    for line in lines(text) {
+        let author = Author { source: "imessage", sender: line.sender, is_self: false };
+        let places: Vec<std::ops::Range<usize>> = if line.kind == "none" {
+            Vec::new()
+        } else {
+            line.message.match_indices(line.secret.as_str()).map(|(at, s)| at..at + s.len()).collect()
+        };
+        for (at, features) in amc_secrets::candidate_features(&line.message, author.is_short_code()) {
+            let inside = places.iter().any(|p| p.start < at.end && at.start < p.end);
+            if inside && line.kind == "link" {
+                continue;
+            }
+            out.push(amc_secrets::learned::Example { features, secret: inside });
+        }
+    }
+    out
+}
+
+/// The figures of the corpus `text`.
+pub fn measure(text: &str) -> Figures {
+    measure_with(text, in_message)
+}
+
+/// The figures of the corpus `text` as `find` finds its secrets.
+pub fn measure_with(text: &str, find: impl Fn(Author<'_>, &str) -> Vec<Found>) -> Figures {
+    let mut figures = Figures::default();
+    for Line { n, kind, category, sender, secret, message } in lines(text) {
+        let n = n - 1;
+        let found = find(Author { source: "imessage", sender, is_self: false }, &message);
         let want = match kind {
             "code" | "password" => Some(SecretKind::Code),
             "link" => Some(SecretKind::Link),

@@ -1,0 +1,269 @@
+//! A second opinion on the candidates the rules leave: a logistic model of the text around
+//! a candidate, learned from the sets of messages in `tests/fixtures/secrets/` by
+//! `examples/learn.rs` and kept in `learned.bin`. It reads what the rules' tables cannot
+//! list: how services in any language put the words that ask for a code around one.
+//!
+//! A candidate's features are hashed into [`SIZE`] weights: the characters just before
+//! and after it (pieces of two to four, the nearest apart), the message's own pieces of
+//! three characters, its shape ("000000", "A0A-0A0"), and whether a short code sent it.
+//! Digits are all one character to it, so no number is learned, only where numbers stand.
+
+use std::ops::Range;
+
+/// How many weights the features are hashed into: 2^17.
+pub const SIZE: usize = 1 << 17;
+const MASK: u32 = (1 << 17) - 1;
+
+/// How far the context reaches, in characters, before and after a candidate; and the
+/// nearest part, whose pieces count apart.
+const BEFORE: usize = 40;
+const AFTER: usize = 30;
+const NEAR_BEFORE: usize = 12;
+const NEAR_AFTER: usize = 8;
+
+/// A model: a weight per hashed feature, a bias, and the score above which a candidate is
+/// taken as a code.
+pub struct Model {
+    /// The weights, `SIZE` of them.
+    pub weights: Vec<f32>,
+    /// The bias.
+    pub bias: f32,
+    /// The score a candidate must pass.
+    pub threshold: f32,
+}
+
+impl Model {
+    /// The model kept in `learned.bin`: a little-endian `f32` scale, bias and threshold,
+    /// then `SIZE` weights of one signed byte each (times the scale).
+    pub fn built_in() -> &'static Model {
+        static MODEL: std::sync::LazyLock<Model> =
+            std::sync::LazyLock::new(|| Model::read(include_bytes!("learned.bin")).unwrap_or_else(Model::empty));
+        &MODEL
+    }
+
+    /// A model that takes nothing.
+    pub fn empty() -> Model {
+        Model { weights: vec![0.0; SIZE], bias: 0.0, threshold: f32::INFINITY }
+    }
+
+    /// The model written in `bytes` ([`Model::write`]), if they hold one.
+    pub fn read(bytes: &[u8]) -> Option<Model> {
+        let f = |at: usize| Some(f32::from_le_bytes(bytes.get(at..at + 4)?.try_into().ok()?));
+        let (scale, bias, threshold) = (f(0)?, f(4)?, f(8)?);
+        let weights = bytes.get(12..12 + SIZE)?;
+        let weights = weights.iter().map(|&b| f32::from(i8::from_le_bytes([b])) * scale).collect();
+        Some(Model { weights, bias, threshold })
+    }
+
+    /// The model in bytes, each weight rounded to one of 255 steps of the largest.
+    pub fn write(&self) -> Vec<u8> {
+        let largest = self.weights.iter().fold(0f32, |m, w| m.max(w.abs()));
+        let scale = if largest > 0.0 { largest / 127.0 } else { 1.0 };
+        let mut out = Vec::with_capacity(12 + SIZE);
+        for v in [scale, self.bias, self.threshold] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        // Rounded and bounded to a byte's range first: the cast cannot wrap.
+        #[allow(clippy::cast_possible_truncation)]
+        out.extend(self.weights.iter().map(|w| ((w / scale).round().clamp(-127.0, 127.0) as i8).to_le_bytes()[0]));
+        out
+    }
+
+    /// The sum of the weights of `features`: a candidate's score is the bias, its own
+    /// features' sum and its message's ([`message_features`]), the last read once a message.
+    pub fn sum(&self, features: &[u32]) -> f32 {
+        features.iter().map(|&f| self.weights[f as usize]).sum()
+    }
+
+    /// Whether a candidate with these features, in a message whose features sum to
+    /// `message`, is a code.
+    pub fn takes(&self, features: &[u32], message: f32) -> bool {
+        self.bias + self.sum(features) + message > self.threshold
+    }
+}
+
+/// A candidate's features, and whether it is (part of) its message's secret.
+pub struct Example {
+    /// Its features ([`features`]) and then its message's ([`message_features`]).
+    pub features: Vec<u32>,
+    /// Whether it is (part of) a secret.
+    pub secret: bool,
+}
+
+/// How many times the learning goes over the examples, how fast it moves, and how
+/// strongly it keeps the weights small.
+const ROUNDS: usize = 12;
+const RATE: f32 = 0.2;
+const SHRINK: f32 = 1e-5;
+
+/// A model learned from `examples`, taking what scores above `threshold`: logistic
+/// regression by AdaGrad, going over the examples in an order fixed by a seed, so the same
+/// examples give the same model.
+pub fn learn(examples: &[&Example], threshold: f32) -> Model {
+    let mut weights = vec![0f32; SIZE];
+    let mut squares = vec![1e-6f32; SIZE];
+    let (mut bias, mut bias_square) = (0f32, 1e-6f32);
+    let mut order: Vec<usize> = (0..examples.len()).collect();
+    let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+    for _ in 0..ROUNDS {
+        for i in (1..order.len()).rev() {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let j = usize::try_from(seed % (i as u64 + 1)).unwrap_or(0);
+            order.swap(i, j);
+        }
+        for &k in &order {
+            let e = examples[k];
+            let score = bias + e.features.iter().map(|&f| weights[f as usize]).sum::<f32>();
+            let p = 1.0 / (1.0 + (-score).exp());
+            let gradient = p - f32::from(u8::from(e.secret));
+            for &f in &e.features {
+                let f = f as usize;
+                let g = gradient + SHRINK * weights[f];
+                squares[f] += g * g;
+                weights[f] -= RATE * g / squares[f].sqrt();
+            }
+            bias_square += gradient * gradient;
+            bias -= RATE * gradient / bias_square.sqrt();
+        }
+    }
+    Model { weights, bias, threshold }
+}
+
+/// How many candidates of one message the model judges at most: what the rules leave of a
+/// service's message is a few numbers, and a message of thousands costs no more than this.
+pub const JUDGED: usize = 32;
+
+/// How much of a message its own features are read from, in characters.
+const MESSAGE_CHARS: usize = 2_000;
+
+/// The features of the candidate at `at` in `lower` (a message's lowercase, as the rules
+/// read it), once each; its message's are apart ([`message_features`]).
+pub fn features(lower: &str, at: &Range<usize>, short_code: bool) -> Vec<u32> {
+    let mut out = Vec::with_capacity(320);
+    let before: Vec<char> = lower[..at.start].chars().rev().take(BEFORE).map(fold).collect();
+    let before: Vec<char> = before.into_iter().rev().chain(['\u{1}']).collect();
+    let after: Vec<char> = ['\u{1}'].into_iter().chain(lower[at.end..].chars().take(AFTER).map(fold)).collect();
+    pieces(b'L', &before, 2..=4, &mut out);
+    pieces(b'R', &after, 2..=4, &mut out);
+    let near = before.len().saturating_sub(NEAR_BEFORE + 1);
+    pieces(b'l', &before[near..], 1..=4, &mut out);
+    pieces(b'r', &after[..after.len().min(NEAR_AFTER + 1)], 1..=4, &mut out);
+    let shape: String = lower[at.clone()]
+        .chars()
+        .map(|c| match c {
+            c if c.is_numeric() => '0',
+            c if c.is_alphabetic() => 'a',
+            c => c,
+        })
+        .collect();
+    out.push(hash(b'S', shape.as_bytes()));
+    out.push(hash(b'N', &[u8::try_from(shape.chars().count()).unwrap_or(u8::MAX)]));
+    if short_code {
+        out.push(hash(b'K', b""));
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// The features of a whole message: its pieces of three characters (of its first
+/// [`MESSAGE_CHARS`]), once each.
+pub fn message_features(lower: &str) -> Vec<u32> {
+    let chars: Vec<char> = [' '].into_iter().chain(lower.chars().take(MESSAGE_CHARS).map(fold)).chain([' ']).collect();
+    let mut out = Vec::new();
+    pieces(b'M', &chars, 3..=3, &mut out);
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// Digits of any script as one, every space as one, the rest as it is.
+fn fold(c: char) -> char {
+    if c.is_numeric() {
+        '0'
+    } else if c.is_whitespace() {
+        ' '
+    } else {
+        c
+    }
+}
+
+/// The hashes of each run of `sizes` characters in `chars`, under `tag`.
+fn pieces(tag: u8, chars: &[char], sizes: std::ops::RangeInclusive<usize>, out: &mut Vec<u32>) {
+    let mut buf = [0u8; 16];
+    for n in sizes {
+        for w in chars.windows(n) {
+            let mut len = 0;
+            for c in w {
+                len += c.encode_utf8(&mut buf[len..]).len();
+            }
+            out.push(hash(tag, &buf[..len]));
+        }
+    }
+}
+
+/// FNV-1a of `tag` and `bytes`, into [`SIZE`].
+fn hash(tag: u8, bytes: &[u8]) -> u32 {
+    let mut h: u32 = 0x811c_9dc5;
+    for &b in std::iter::once(&tag).chain(bytes) {
+        h ^= u32::from(b);
+        h = h.wrapping_mul(0x0100_0193);
+    }
+    h & MASK
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn features_of(text: &str, needle: &str) -> Vec<u32> {
+        let lower = crate::lower_in_place(text);
+        let at = text.find(needle).expect("in the text");
+        [features(&lower, &(at..at + needle.len()), false), message_features(&lower)].concat()
+    }
+
+    #[test]
+    fn a_model_is_read_as_written_to_a_step() {
+        let mut model = Model::empty();
+        model.bias = -1.5;
+        model.threshold = 7.0;
+        model.weights[3] = 2.54;
+        model.weights[SIZE - 1] = -1.27;
+        let again = Model::read(&model.write()).expect("a model");
+        assert_eq!((again.bias, again.threshold), (-1.5, 7.0));
+        assert!((again.weights[3] - 2.54).abs() < 0.01 && (again.weights[SIZE - 1] + 1.27).abs() < 0.02);
+        assert!(Model::read(&model.write()[..100]).is_none(), "a cut file is no model");
+        assert!(!Model::empty().takes(&[1, 2, 3], 0.0), "the empty model takes nothing");
+    }
+
+    #[test]
+    fn numbers_are_where_they_stand_not_what_they_are() {
+        // Two codes of the same shape in the same words are one to the model.
+        assert_eq!(
+            features_of("Your code is 482913, valid 5 min", "482913"),
+            features_of("Your code is 771204, valid 9 min", "771204")
+        );
+        // Another word around it, another shape, or a short code's message is not.
+        let code = features_of("Your code is 482913", "482913");
+        assert_ne!(code, features_of("Your order is 482913", "482913"));
+        assert_ne!(code, features_of("Your code is 4829", "4829"));
+        let lower = crate::lower_in_place("Your code is 482913");
+        assert_ne!(code, [features(&lower, &(13..19), true), message_features(&lower)].concat());
+        assert!(code.iter().all(|&f| (f as usize) < SIZE));
+    }
+
+    /// The built-in model takes codes the rules leave and names itself for them; it is
+    /// asked only about what the rules leave, and never about an offer's numbers.
+    #[test]
+    fn the_built_in_model_takes_what_the_rules_leave_and_says_so() {
+        let text = "Ihr Zugang: 583 201, gültig 5 Minuten";
+        assert!(crate::find_with(text, false, &Model::empty()).is_empty(), "the rules leave it");
+        let found = crate::find(text, false);
+        assert_eq!(found.len(), 1);
+        assert_eq!((&text[found[0].at.clone()], found[0].rule), ("583 201", crate::Rule::Learned));
+        assert!(crate::find("Your order 482913 ships today", false).is_empty());
+        assert!(crate::find("Use 583 201 at checkout for 20% off", false).is_empty());
+    }
+}
