@@ -1,12 +1,16 @@
-//! A second opinion on the candidates the rules leave: a logistic model of the text around
-//! a candidate, learned from the sets of messages in `tests/fixtures/secrets/` by
+//! A second opinion on the numbers and links the rules leave: a logistic model of the text
+//! around them, learned from the sets of messages in `tests/fixtures/secrets/` by
 //! `examples/learn.rs` and kept in `learned.bin`. It reads what the rules' tables cannot
-//! list: how services in any language put the words that ask for a code around one.
+//! list: how services in any language put the words that ask for a code or a click around
+//! one.
 //!
 //! A candidate's features are hashed into [`SIZE`] weights: the characters just before
 //! and after it (pieces of two to four, the nearest apart), the message's own pieces of
-//! three characters, its shape ("000000", "A0A-0A0"), and whether a short code sent it.
-//! Digits are all one character to it, so no number is learned, only where numbers stand.
+//! three characters, and a number's shape ("000000", "a0a-0a0") and whether a short code
+//! sent it, or a link's (its host's labels, its path's parts, what its last part is made
+//! of, its query's keys). A link's features are tagged apart from a number's, so the two
+//! share only the message's. Digits are all one character to it, so no number is learned,
+//! only where numbers stand.
 
 use std::ops::Range;
 
@@ -142,14 +146,7 @@ const MESSAGE_CHARS: usize = 2_000;
 /// read it), once each; its message's are apart ([`message_features`]).
 pub fn features(lower: &str, at: &Range<usize>, short_code: bool) -> Vec<u32> {
     let mut out = Vec::with_capacity(320);
-    let before: Vec<char> = lower[..at.start].chars().rev().take(BEFORE).map(fold).collect();
-    let before: Vec<char> = before.into_iter().rev().chain(['\u{1}']).collect();
-    let after: Vec<char> = ['\u{1}'].into_iter().chain(lower[at.end..].chars().take(AFTER).map(fold)).collect();
-    pieces(b'L', &before, 2..=4, &mut out);
-    pieces(b'R', &after, 2..=4, &mut out);
-    let near = before.len().saturating_sub(NEAR_BEFORE + 1);
-    pieces(b'l', &before[near..], 1..=4, &mut out);
-    pieces(b'r', &after[..after.len().min(NEAR_AFTER + 1)], 1..=4, &mut out);
+    around(lower, at, *b"LRlr", &mut out);
     let shape: String = lower[at.clone()]
         .chars()
         .map(|c| match c {
@@ -166,6 +163,63 @@ pub fn features(lower: &str, at: &Range<usize>, short_code: bool) -> Vec<u32> {
     out.sort_unstable();
     out.dedup();
     out
+}
+
+/// The features of the address at `at` in `lower` that the rules did not take as a
+/// sign-in link, once each: the words around it (apart from a number's), and its shape:
+/// how many labels its host has, how many parts its path, what its last part is made of
+/// and the names of its query's keys. Its message's are apart ([`message_features`]).
+pub fn link_features(lower: &str, at: &Range<usize>) -> Vec<u32> {
+    let mut out = Vec::with_capacity(320);
+    around(lower, at, *b"PQpq", &mut out);
+    let url = &lower[at.clone()];
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let (path, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+    let host = parts.first().copied().unwrap_or_default();
+    let count = |n: usize| [u8::try_from(n.min(9)).unwrap_or(9)];
+    out.push(hash(b'T', b"link"));
+    out.push(hash(b'H', &count(host.split('.').count())));
+    out.push(hash(b'G', &count(parts.len().saturating_sub(1))));
+    out.push(hash(b'h', &count(host.len() / 4)));
+    if let Some(last) = parts.get(1..).and_then(<[&str]>::last) {
+        // Letters, digits and the rest, runs of one kind as one: "r/pe6wnk3j" is "a0a0a0".
+        let mut shape = String::new();
+        for c in last.chars().map(|c| {
+            if c.is_ascii_digit() {
+                '0'
+            } else if c.is_alphabetic() {
+                'a'
+            } else {
+                c
+            }
+        }) {
+            if !shape.ends_with(c) {
+                shape.push(c);
+            }
+        }
+        out.push(hash(b'Z', shape.as_bytes()));
+        out.push(hash(b'z', &count(last.len() / 4)));
+    }
+    for key in query.split('&').filter_map(|kv| kv.split_once('=').map(|(k, _)| k)) {
+        out.push(hash(b'Y', key.as_bytes()));
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// The pieces of the characters around `at` in `lower`, under `tags`: before, after, and the
+/// nearest before and after.
+fn around(lower: &str, at: &Range<usize>, tags: [u8; 4], out: &mut Vec<u32>) {
+    let before: Vec<char> = lower[..at.start].chars().rev().take(BEFORE).map(fold).collect();
+    let before: Vec<char> = before.into_iter().rev().chain(['\u{1}']).collect();
+    let after: Vec<char> = ['\u{1}'].into_iter().chain(lower[at.end..].chars().take(AFTER).map(fold)).collect();
+    pieces(tags[0], &before, 2..=4, out);
+    pieces(tags[1], &after, 2..=4, out);
+    let near = before.len().saturating_sub(NEAR_BEFORE + 1);
+    pieces(tags[2], &before[near..], 1..=4, out);
+    pieces(tags[3], &after[..after.len().min(NEAR_AFTER + 1)], 1..=4, out);
 }
 
 /// The features of a whole message: its pieces of three characters (of its first
@@ -254,8 +308,8 @@ mod tests {
         assert!(code.iter().all(|&f| (f as usize) < SIZE));
     }
 
-    /// The built-in model takes codes the rules leave and names itself for them; it is
-    /// asked only about what the rules leave, and never about an offer's numbers.
+    /// The built-in model takes codes and links the rules leave and names itself for them;
+    /// it is asked only about what the rules leave, and never about an offer's numbers.
     #[test]
     fn the_built_in_model_takes_what_the_rules_leave_and_says_so() {
         let text = "Ihr Zugang: 583 201, gültig 5 Minuten";
@@ -263,6 +317,13 @@ mod tests {
         let found = crate::find(text, false);
         assert_eq!(found.len(), 1);
         assert_eq!((&text[found[0].at.clone()], found[0].rule), ("583 201", crate::Rule::Learned));
+        // A link whose words the rules' tables do not hold, and a video's, which carries no token.
+        let text = "Hej! Klicka här för att komma in: https://app.example.se/q/Ab3kD9xQ2 (gäller 10 min)";
+        assert!(crate::find_with(text, false, &Model::empty()).is_empty(), "the rules leave it");
+        let found = crate::find(text, false);
+        assert_eq!((found.len(), found[0].kind, found[0].rule), (1, crate::SecretKind::Link, crate::Rule::Learned));
+        assert_eq!(&text[found[0].at.clone()], "https://app.example.se/q/Ab3kD9xQ2");
+        assert!(crate::find("Watch this https://youtu.be/dQw4w9WgXcQ lol", false).is_empty());
         assert!(crate::find("Your order 482913 ships today", false).is_empty());
         assert!(crate::find("Use 583 201 at checkout for 20% off", false).is_empty());
     }

@@ -8,10 +8,10 @@
 //! form (`@example.com #123456`); any such run from a short-code sender. A sign-in link
 //! is a URL whose address speaks of resetting, signing in or verifying and carries a
 //! token. Numbers that are prices, dates, times, phone numbers or parts of larger numbers
-//! are never codes. A run the rules leave is then put to a small model learned from the
-//! sets of messages in `tests/fixtures/secrets/` ([`learned`]), which takes it only when
-//! the text around it reads like the text around codes; references, places and offers are
-//! still ruled out after it. Those sets hold real-shaped examples and non-examples; their
+//! are never codes. A run or a link carrying a token that the rules leave is then put to a
+//! small model learned from the sets of messages in `tests/fixtures/secrets/` ([`learned`]),
+//! which takes it only when the text around it reads like the text around codes or
+//! sign-in links; references, places and offers are still ruled out after it. Those sets hold real-shaped examples and non-examples; their
 //! tests give the finder's recall and how many ordinary messages it flags.
 
 use std::ops::Range;
@@ -53,7 +53,7 @@ impl SecretKind {
 /// The version of the rules below. Stored with the classification of every message
 /// (`messages.secrets`): a build whose rules differ classifies every message again, in the
 /// background (see `Store::classify_more`). Raise it with every change to the rules.
-pub const RULES: i64 = 26;
+pub const RULES: i64 = 27;
 
 impl SecretKind {
     /// The kind's bit in a stored classification ([`classify`]).
@@ -150,8 +150,8 @@ pub enum Rule {
     LinkAddress,
     /// A link the words around call a sign-in, reset or verification link.
     LinkWords,
-    /// The words around it read like those around codes, to the model learned from
-    /// services' messages ([`learned`]).
+    /// The words around it read like those around codes or sign-in links, to the model
+    /// learned from services' messages ([`learned`]).
     Learned,
     /// The rules failed on this text: all of it is hidden.
     Unread,
@@ -210,7 +210,7 @@ impl Rule {
             Rule::Repeated => "the same code again",
             Rule::LinkAddress => "a link whose address signs in or resets, with a token",
             Rule::LinkWords => "a link the words around call a sign-in or reset link",
-            Rule::Learned => "the words around it read like those around codes in services' messages",
+            Rule::Learned => "the words around it read like those around codes or sign-in links in services' messages",
             Rule::Unread => "AMC could not read this message for codes, so it hides all of it",
         }
     }
@@ -1151,7 +1151,10 @@ fn find_in(text: &str, short_code: bool, model: &learned::Model) -> Vec<Found> {
     }
     let lower = lower_in_place(text);
     let addresses = addresses(text, &lower);
-    let mut found = links(text, &lower, &addresses);
+    // What the learned model reads of the message, once, and how many candidates it judged.
+    let message_sum = std::cell::OnceCell::new();
+    let message = || *message_sum.get_or_init(|| model.sum(&learned::message_features(&lower)));
+    let mut found = links(text, &lower, &addresses, &|at| model.takes(&learned::link_features(&lower, at), message()));
     // Apple's form is a code whatever else the line says.
     for at in apple {
         if !found.iter().any(|f| overlaps(&f.at, &at)) {
@@ -1231,8 +1234,6 @@ fn find_in(text: &str, short_code: bool, model: &learned::Model) -> Vec<Found> {
     let short_code = short_code && !booking && (!named.is_empty() || !weak.is_empty() || only_numbers());
     // A booking's message names its codes by the booking (above): none of them is a secret.
     let listed: Vec<(Range<usize>, Shape)> = runs.iter().map(|c| (c.at.clone(), c.shape)).collect();
-    // What the learned model reads of the message, once, and how many candidates it judged.
-    let message_sum = std::cell::OnceCell::new();
     let mut judged = 0;
     for c in runs.into_iter().filter(|_| !booking) {
         if close(text, &shared, &c.at, NEAR_STRONG) || close(text, &games, &c.at, NEAR) {
@@ -1354,11 +1355,7 @@ fn find_in(text: &str, short_code: bool, model: &learned::Model) -> Vec<Found> {
         // What the rules leave, the learned model may take.
         let learned = !is_code && !offer && {
             judged += 1;
-            judged <= learned::JUDGED
-                && model.takes(
-                    &learned::features(&lower, &c.at, sent_by_short_code),
-                    *message_sum.get_or_init(|| model.sum(&learned::message_features(&lower))),
-                )
+            judged <= learned::JUDGED && model.takes(&learned::features(&lower, &c.at, sent_by_short_code), message())
         };
         if !is_code && !learned {
             continue;
@@ -1430,16 +1427,18 @@ fn find_in(text: &str, short_code: bool, model: &learned::Model) -> Vec<Found> {
 /// Each candidate of `text` and its features for the learned model ([`learned::features`]),
 /// as the finder reads them: what `examples/learn.rs` learns from.
 #[doc(hidden)]
-pub fn candidate_features(text: &str, short_code: bool) -> Vec<(Range<usize>, Vec<u32>)> {
+pub fn candidate_features(text: &str, short_code: bool) -> Vec<(Range<usize>, SecretKind, Vec<u32>)> {
     let lower = lower_in_place(text);
     let message = learned::message_features(&lower);
-    candidates(text)
-        .into_iter()
-        .map(|c| {
-            let f = [learned::features(&lower, &c.at, short_code), message.clone()].concat();
-            (c.at, f)
-        })
-        .collect()
+    let codes = candidates(text).into_iter().map(|c| {
+        let f = [learned::features(&lower, &c.at, short_code), message.clone()].concat();
+        (c.at, SecretKind::Code, f)
+    });
+    let links = addresses(text, &lower).into_iter().map(|at| {
+        let f = [learned::link_features(&lower, &at), message.clone()].concat();
+        (at, SecretKind::Link, f)
+    });
+    codes.chain(links).collect()
 }
 
 /// Whether one of `places` (sorted) stands in the last sentence of `before`.
@@ -2601,7 +2600,7 @@ fn addresses(text: &str, lower: &str) -> Vec<Range<usize>> {
 /// an app's own scheme, "myapp://verify/482975"), or the words around it do
 /// ([`LINK_CONTEXT`]) and it carries anything like one (a part of 8 or more with letters and
 /// digits, a query value of 6 or more).
-fn links(text: &str, lower: &str, addresses: &[Range<usize>]) -> Vec<Found> {
+fn links(text: &str, lower: &str, addresses: &[Range<usize>], learned: &dyn Fn(&Range<usize>) -> bool) -> Vec<Found> {
     let context = places(lower, List::LinkContext);
     let mut out = Vec::new();
     for at in addresses {
@@ -2660,6 +2659,9 @@ fn links(text: &str, lower: &str, addresses: &[Range<usize>]) -> Vec<Found> {
             Rule::LinkAddress
         } else if said_around && (query_token || path_token || loose) {
             Rule::LinkWords
+        } else if (query_token || path_token || loose) && !DOCUMENT_HOSTS.contains(&host) && learned(at) {
+            // What the rules leave of a link that carries a token, the learned model may take.
+            Rule::Learned
         } else {
             continue;
         };
@@ -3197,8 +3199,10 @@ mod tests {
         ] {
             assert_eq!(hidden(text).len(), 1, "{text}");
         }
-        // A link in a message that confirms nothing stays.
-        assert!(hidden("Bevestiging van je bestelling: https://mrkt.pl/o/Hq82KsZx").is_empty());
+        // The rules' words for confirming an address are not those of confirming an order
+        // (the learned model, which reads the link's shape too, takes this one).
+        let order = "Bevestiging van je bestelling: https://mrkt.pl/o/Hq82KsZx";
+        assert!(find_with(order, false, &learned::Model::empty()).is_empty());
         // "Feel free" offers nothing; a shop's free gift does.
         assert_eq!(hidden("Feel free to call. To sign in use code 4821 when asked"), ["4821"]);
         assert!(hidden("Get a free coffee with code 4821 at checkout").is_empty());
