@@ -130,7 +130,7 @@ fn the_built_in_model_is_what_the_sets_teach() {
     assert!(steps.iter().all(|d| d.abs() <= 1) && off <= steps.len() / 1000, "{off} weights differ");
 }
 
-/// The held-out sets (`tests/fixtures/secrets/heldout.tsv` to `heldout-11.tsv`) were written
+/// The held-out sets (`tests/fixtures/secrets/heldout.tsv` to `heldout-12.tsv`) were written
 /// apart from the finder and are measured, never tuned on (`cargo run -p amc-secrets
 /// --example measure -- tests/fixtures/secrets/heldout.tsv`): each stays as it was
 /// committed, byte for byte.
