@@ -325,6 +325,8 @@ mod tests {
         assert_eq!(&text[found[0].at.clone()], "https://app.example.se/q/Ab3kD9xQ2");
         assert!(crate::find("Watch this https://youtu.be/dQw4w9WgXcQ lol", false).is_empty());
         assert!(crate::find("Your order 482913 ships today", false).is_empty());
+        // Nine or ten digits are a phone's or an account's: the model never judges them.
+        assert!(crate::find("Código para llamar a soporte: 612 345 678", false).is_empty());
         assert!(crate::find("Use 583 201 at checkout for 20% off", false).is_empty());
     }
 }

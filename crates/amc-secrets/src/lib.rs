@@ -53,7 +53,7 @@ impl SecretKind {
 /// The version of the rules below. Stored with the classification of every message
 /// (`messages.secrets`): a build whose rules differ classifies every message again, in the
 /// background (see `Store::classify_more`). Raise it with every change to the rules.
-pub const RULES: i64 = 27;
+pub const RULES: i64 = 28;
 
 impl SecretKind {
     /// The kind's bit in a stored classification ([`classify`]).
@@ -1352,8 +1352,9 @@ fn find_in(text: &str, short_code: bool, model: &learned::Model) -> Vec<Found> {
                 && in_the_sentence(&lower[..c.at.start], &signing_in)
                 && !offer
                 && !booking);
-        // What the rules leave, the learned model may take.
-        let learned = !is_code && !offer && {
+        // What the rules leave, the learned model may take; never 9 or 10 digits, a phone's or
+        // an account's shape, which only the words calling it the code make one.
+        let learned = !is_code && !offer && c.shape != Shape::Long && {
             judged += 1;
             judged <= learned::JUDGED && model.takes(&learned::features(&lower, &c.at, sent_by_short_code), message())
         };
@@ -3032,11 +3033,10 @@ mod tests {
         assert!(hidden("次の画面で入力してください。お問い合わせ番号：AB12CD34").is_empty());
         assert!(hidden("Type your username: JSMITH88").is_empty());
         assert!(hidden("Input voltage: 220V").is_empty());
-        // The rules leave a plan's name after an asking word; the learned model reads "type"
-        // right after a colon's capitals as a code's cue and takes it, a cost it was measured with.
+        // The rules leave a plan's name after an asking word (what the learned model makes of
+        // it is measured on the sets, not held here).
         let plan = "Enterprise tier: PRO2024 (type 'upgrade' to switch)";
         assert!(find_with(plan, false, &learned::Model::empty()).is_empty());
-        assert_eq!(hidden(plan), ["PRO2024"]);
         assert!(hidden("The zip code for the garage is 94110").is_empty());
         assert!(hidden("The promo code for the portal is SAVE20").is_empty());
         assert!(hidden("Login help: https://support.apple.com/kb/HT204053").is_empty());
