@@ -15,8 +15,9 @@
 use std::ops::Range;
 
 /// How many weights the features are hashed into: 2^17.
-pub const SIZE: usize = 1 << 17;
-const MASK: u32 = (1 << 17) - 1;
+const BITS: u32 = 17;
+pub const SIZE: usize = 1 << BITS;
+const MASK: u32 = (1 << BITS) - 1;
 
 /// How far the context reaches, in characters, before and after a candidate; and the
 /// nearest part, whose pieces count apart.
@@ -40,8 +41,10 @@ impl Model {
     /// The model kept in `learned.bin`: a little-endian `f32` scale, bias and threshold,
     /// then `SIZE` weights of one signed byte each (times the scale).
     pub fn built_in() -> &'static Model {
+        // The bytes are built in and checked by the crate's tests
+        // (`the_built_in_model_is_what_the_sets_teach`): they always hold a model.
         static MODEL: std::sync::LazyLock<Model> =
-            std::sync::LazyLock::new(|| Model::read(include_bytes!("learned.bin")).unwrap_or_else(Model::empty));
+            std::sync::LazyLock::new(|| Model::read(include_bytes!("learned.bin")).expect("learned.bin holds a model"));
         &MODEL
     }
 
@@ -50,8 +53,11 @@ impl Model {
         Model { weights: vec![0.0; SIZE], bias: 0.0, threshold: f32::INFINITY }
     }
 
-    /// The model written in `bytes` ([`Model::write`]), if they hold one.
+    /// The model written in `bytes` ([`Model::write`]), if they hold one and nothing more.
     pub fn read(bytes: &[u8]) -> Option<Model> {
+        if bytes.len() != 12 + SIZE {
+            return None;
+        }
         let f = |at: usize| Some(f32::from_le_bytes(bytes.get(at..at + 4)?.try_into().ok()?));
         let (scale, bias, threshold) = (f(0)?, f(4)?, f(8)?);
         let weights = bytes.get(12..12 + SIZE)?;
@@ -77,6 +83,11 @@ impl Model {
     /// features' sum and its message's ([`message_features`]), the last read once a message.
     pub fn sum(&self, features: &[u32]) -> f32 {
         features.iter().map(|&f| self.weights[f as usize]).sum()
+    }
+
+    /// Whether the model judges anything: the empty one does not, and is never asked.
+    pub fn judges(&self) -> bool {
+        self.threshold.is_finite()
     }
 
     /// Whether a candidate with these features, in a message whose features sum to
@@ -120,7 +131,7 @@ pub fn learn(examples: &[&Example], threshold: f32) -> Model {
         for &k in &order {
             let e = examples[k];
             let score = bias + e.features.iter().map(|&f| weights[f as usize]).sum::<f32>();
-            let p = 1.0 / (1.0 + (-score).exp());
+            let p = sigmoid(score);
             let gradient = p - f32::from(u8::from(e.secret));
             for &f in &e.features {
                 let f = f as usize;
@@ -141,6 +152,25 @@ pub const JUDGED: usize = 32;
 
 /// How much of a message its own features are read from, in characters.
 const MESSAGE_CHARS: usize = 2_000;
+
+/// 1 / (1 + e^-x), in additions, products and quotients alone, which IEEE 754 rounds the
+/// same on every machine (a platform's `exp` may differ in its last bit, and learning
+/// would then differ between a Mac and Linux): e^-x as 2^k · e^r, r within ±ln2/2, its
+/// series to 14 terms.
+// k is within ±58, so its exponent's bits fit; the result is within 0 and 1.
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+fn sigmoid(x: f32) -> f32 {
+    let y = -f64::from(x.clamp(-40.0, 40.0)) * std::f64::consts::LOG2_E;
+    let k = y.round();
+    let r = (y - k) * std::f64::consts::LN_2;
+    let (mut term, mut sum) = (1.0f64, 1.0f64);
+    for n in 1..=14 {
+        term *= r / f64::from(n);
+        sum += term;
+    }
+    let two_k = f64::from_bits(((k as i64 + 1023) as u64) << 52);
+    (1.0 / (1.0 + sum * two_k)) as f32
+}
 
 /// The features of the candidate at `at` in `lower` (a message's lowercase, as the rules
 /// read it), once each; its message's are apart ([`message_features`]).
@@ -289,7 +319,16 @@ mod tests {
         assert_eq!((again.bias, again.threshold), (-1.5, 7.0));
         assert!((again.weights[3] - 2.54).abs() < 0.01 && (again.weights[SIZE - 1] + 1.27).abs() < 0.02);
         assert!(Model::read(&model.write()[..100]).is_none(), "a cut file is no model");
+        assert!(Model::read(&[model.write(), vec![0]].concat()).is_none(), "nor one with more");
         assert!(!Model::empty().takes(&[1, 2, 3], 0.0), "the empty model takes nothing");
+    }
+
+    #[test]
+    fn the_sigmoid_is_the_logistic_function() {
+        for x in [-40.0f32, -7.0, -1.0, -0.25, 0.0, 0.25, 1.0, 7.0, 40.0, 1e9, -1e9] {
+            let want = 1.0 / (1.0 + (-f64::from(x.clamp(-40.0, 40.0))).exp());
+            assert!((f64::from(sigmoid(x)) - want).abs() < 1e-7, "{x}: {} against {want}", sigmoid(x));
+        }
     }
 
     #[test]

@@ -8,10 +8,11 @@
 //! form (`@example.com #123456`); any such run from a short-code sender. A sign-in link
 //! is a URL whose address speaks of resetting, signing in or verifying and carries a
 //! token. Numbers that are prices, dates, times, phone numbers or parts of larger numbers
-//! are never codes. A run or a link carrying a token that the rules leave is then put to a
-//! small model learned from the sets of messages in `tests/fixtures/secrets/` ([`learned`]),
-//! which takes it only when the text around it reads like the text around codes or
-//! sign-in links; references, places and offers are still ruled out after it. Those sets hold real-shaped examples and non-examples; their
+//! are never codes. A run or a link carrying a token that the rules leave (not an offer's)
+//! is then put to a small model learned from the sets of messages in
+//! `tests/fixtures/secrets/` ([`learned`]), which takes it only when the text around it
+//! reads like the text around codes or sign-in links; references, places and quantities
+//! are still ruled out after it. Those sets hold real-shaped examples and non-examples; their
 //! tests give the finder's recall and how many ordinary messages it flags.
 
 use std::ops::Range;
@@ -1151,10 +1152,12 @@ fn find_in(text: &str, short_code: bool, model: &learned::Model) -> Vec<Found> {
     }
     let lower = lower_in_place(text);
     let addresses = addresses(text, &lower);
-    // What the learned model reads of the message, once, and how many candidates it judged.
+    // What the learned model reads of the message, once.
     let message_sum = std::cell::OnceCell::new();
     let message = || *message_sum.get_or_init(|| model.sum(&learned::message_features(&lower)));
-    let mut found = links(text, &lower, &addresses, &|at| model.takes(&learned::link_features(&lower, at), message()));
+    let mut found = links(text, &lower, &addresses, &|at| {
+        model.judges() && model.takes(&learned::link_features(&lower, at), message())
+    });
     // Apple's form is a code whatever else the line says.
     for at in apple {
         if !found.iter().any(|f| overlaps(&f.at, &at)) {
@@ -1234,6 +1237,7 @@ fn find_in(text: &str, short_code: bool, model: &learned::Model) -> Vec<Found> {
     let short_code = short_code && !booking && (!named.is_empty() || !weak.is_empty() || only_numbers());
     // A booking's message names its codes by the booking (above): none of them is a secret.
     let listed: Vec<(Range<usize>, Shape)> = runs.iter().map(|c| (c.at.clone(), c.shape)).collect();
+    // How many numbers the learned model judged.
     let mut judged = 0;
     for c in runs.into_iter().filter(|_| !booking) {
         if close(text, &shared, &c.at, NEAR_STRONG) || close(text, &games, &c.at, NEAR) {
@@ -1354,7 +1358,7 @@ fn find_in(text: &str, short_code: bool, model: &learned::Model) -> Vec<Found> {
                 && !booking);
         // What the rules leave, the learned model may take; never 9 or 10 digits, a phone's or
         // an account's shape, which only the words calling it the code make one.
-        let learned = !is_code && !offer && c.shape != Shape::Long && {
+        let learned = !is_code && !offer && c.shape != Shape::Long && model.judges() && {
             judged += 1;
             judged <= learned::JUDGED && model.takes(&learned::features(&lower, &c.at, sent_by_short_code), message())
         };
