@@ -56,8 +56,14 @@ fn main() {
         per_message(&chat, rules_alone),
     );
     // Messages made to cost the most (the median of five): 40 KB of "code 1234" (4,000
-    // codes), and of candidates that are none ("a1b2", 8,000 of them; "Ab3dE9").
-    for (what, unit) in [("codes", "code 1234 "), ("near-codes", "a1b2 "), ("capitals", "Ab3dE9 ")] {
+    // codes), of candidates that are none ("a1b2", 8,000 of them; "Ab3dE9"), and of links
+    // with a token (1,300).
+    for (what, unit) in [
+        ("codes", "code 1234 "),
+        ("near-codes", "a1b2 "),
+        ("capitals", "Ab3dE9 "),
+        ("links", "https://x.example/q/Ab3kD9xQ2 "),
+    ] {
         let crafted = unit.repeat(40_000 / unit.len());
         let ms = |find: fn(&str, bool) -> Vec<amc_secrets::Found>| {
             let started = Instant::now();

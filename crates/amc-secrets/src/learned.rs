@@ -146,8 +146,8 @@ pub fn learn(examples: &[&Example], threshold: f32) -> Model {
     Model { weights, bias, threshold }
 }
 
-/// How many candidates of one message the model judges at most: what the rules leave of a
-/// service's message is a few numbers, and a message of thousands costs no more than this.
+/// How many numbers, and how many links, of one message the model judges at most: what the
+/// rules leave of a service's message is a few, and a message of thousands costs no more.
 pub const JUDGED: usize = 32;
 
 /// How much of a message its own features are read from, in characters.

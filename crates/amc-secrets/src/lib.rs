@@ -1155,8 +1155,13 @@ fn find_in(text: &str, short_code: bool, model: &learned::Model) -> Vec<Found> {
     // What the learned model reads of the message, once.
     let message_sum = std::cell::OnceCell::new();
     let message = || *message_sum.get_or_init(|| model.sum(&learned::message_features(&lower)));
+    // The links it judges, as many as the numbers at most.
+    let judged_links = std::cell::Cell::new(0);
     let mut found = links(text, &lower, &addresses, &|at| {
-        model.judges() && model.takes(&learned::link_features(&lower, at), message())
+        judged_links.set(judged_links.get() + 1);
+        model.judges()
+            && judged_links.get() <= learned::JUDGED
+            && model.takes(&learned::link_features(&lower, at), message())
     });
     // Apple's form is a code whatever else the line says.
     for at in apple {
