@@ -216,7 +216,7 @@ pub fn link_features(lower: &str, at: &Range<usize>) -> Vec<u32> {
         // Letters, digits and the rest, runs of one kind as one: "r/pe6wnk3j" is "a0a0a0".
         let mut shape = String::new();
         for c in last.chars().map(|c| {
-            if c.is_ascii_digit() {
+            if c.is_numeric() {
                 '0'
             } else if c.is_alphabetic() {
                 'a'

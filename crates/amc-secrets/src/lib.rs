@@ -54,7 +54,7 @@ impl SecretKind {
 /// The version of the rules below. Stored with the classification of every message
 /// (`messages.secrets`): a build whose rules differ classifies every message again, in the
 /// background (see `Store::classify_more`). Raise it with every change to the rules.
-pub const RULES: i64 = 28;
+pub const RULES: i64 = 29;
 
 impl SecretKind {
     /// The kind's bit in a stored classification ([`classify`]).
