@@ -29,7 +29,8 @@ fn learn(examples: &[&Example]) -> Model {
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/secrets");
+    let crate_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = crate_dir.join("../../tests/fixtures/secrets");
     let sets = measure::learned_sets(&dir);
     let all: Vec<(String, Vec<Example>)> =
         sets.iter().map(|(name, text)| (name.clone(), measure::examples(text))).collect();
@@ -74,8 +75,7 @@ fn main() {
     if args.iter().any(|a| a == "--write") {
         let learned: Vec<&Example> = all.iter().flat_map(|s| &s.1).collect();
         let model = learn(&learned);
-        std::fs::write(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/learned.bin"), model.write())
-            .expect("write the model");
+        std::fs::write(crate_dir.join("src/learned.bin"), model.write()).expect("write the model");
         println!("learned from {} candidates of {} sets", learned.len(), sets.len());
     }
 }

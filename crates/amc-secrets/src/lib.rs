@@ -2725,6 +2725,11 @@ fn tokenish(part: &str, len: usize) -> bool {
 mod tests {
     use super::*;
 
+    /// What the finder hides of `text`, each part as it stands in it.
+    fn parts(text: &str) -> Vec<String> {
+        find(text, false).iter().map(|f| text[f.at.clone()].to_owned()).collect()
+    }
+
     fn hidden(text: &str) -> String {
         hide(text, &find(text, false))
     }
@@ -3037,7 +3042,7 @@ mod tests {
 
     #[test]
     fn what_asks_to_enter_a_code_or_names_its_door_is_read_within_its_clause() {
-        let hidden = |text: &str| find(text, false).iter().map(|f| text[f.at.clone()].to_owned()).collect::<Vec<_>>();
+        let hidden = parts;
         // A full stop of three bytes before the clause; a label after an asking word.
         assert!(hidden("次の画面で入力してください。お問い合わせ番号：AB12CD34").is_empty());
         assert!(hidden("Type your username: JSMITH88").is_empty());
@@ -3061,7 +3066,7 @@ mod tests {
 
     #[test]
     fn keypads_number_matching_and_keys_on_their_own_line_are_found_and_their_lookalikes_are_not() {
-        let hidden = |text: &str| find(text, false).iter().map(|f| text[f.at.clone()].to_owned()).collect::<Vec<_>>();
+        let hidden = parts;
         // A digit at a time, a keypad's star and hash, a door's word alone.
         assert_eq!(hidden("Alarm code is 5-5-8-0, 30 sec after the door opens"), ["5-5-8-0"]);
         assert_eq!(hidden("Pairing: type the number shown below\n\n4 8 2 9 1 3"), ["4 8 2 9 1 3"]);
@@ -3098,7 +3103,7 @@ mod tests {
 
     #[test]
     fn compounds_pickup_codes_and_keypads_are_found_and_shops_errors_and_phones_are_not() {
-        let hidden = |text: &str| find(text, false).iter().map(|f| text[f.at.clone()].to_owned()).collect::<Vec<_>>();
+        let hidden = parts;
         assert_eq!(hidden("DHL: Ihre Sendung liegt bereit. Abholcode: 481257. Abholung bis 16.03."), ["481257"]);
         assert_eq!(hidden("Säkerhetskod 739 201 för köp på 1 250 kr hos WEBHALLEN."), ["739 201"]);
         assert_eq!(hidden("Rapun ovikoodi on 7043 ja asunto on B 14"), ["7043"]);
@@ -3119,7 +3124,7 @@ mod tests {
 
     #[test]
     fn keys_in_groups_years_at_doors_and_entering_in_more_languages_are_found() {
-        let hidden = |text: &str| find(text, false).iter().map(|f| text[f.at.clone()].to_owned()).collect::<Vec<_>>();
+        let hidden = parts;
         // A key of groups after a word for a key, Latin compounds and CJK alike.
         assert_eq!(hidden("the recovery key is 9QHT 2XWM RK7P, keep it"), ["9QHT 2XWM RK7P"]);
         assert_eq!(hidden("Dein Wiederherstellungsschlüssel: R4TZ-9KQM-W2XP-LH7D"), ["R4TZ-9KQM-W2XP-LH7D"]);
@@ -3148,7 +3153,7 @@ mod tests {
 
     #[test]
     fn lockboxes_lists_lines_of_their_own_and_codes_to_use_are_found_and_shared_codes_are_not() {
-        let hidden = |text: &str| find(text, false).iter().map(|f| text[f.at.clone()].to_owned()).collect::<Vec<_>>();
+        let hidden = parts;
         // A key box's combination, a digit at a time, in a host's words.
         assert_eq!(hidden("Keys are in the lockbox by the side door, the box is 4-7-1-9. Enjoy!"), ["4-7-1-9"]);
         assert_eq!(hidden("Nøkkelboksen ved døra: 5-7-2-0. God tur!"), ["5-7-2-0"]);
@@ -3185,7 +3190,7 @@ mod tests {
 
     #[test]
     fn recovery_codes_door_codes_sign_in_sentences_and_links_in_more_languages_are_found() {
-        let hidden = |text: &str| find(text, false).iter().map(|f| text[f.at.clone()].to_owned()).collect::<Vec<_>>();
+        let hidden = parts;
         // A recovery code of groups after its name, in a language's own words.
         assert_eq!(hidden("Codice di recupero: 4HK2-P9QX-7TMW. Conservalo."), ["4HK2-P9QX-7TMW"]);
         assert_eq!(hidden("Ihr Wiederherstellungscode lautet 8XQ2 M4TR K7PZ"), ["8XQ2 M4TR K7PZ"]);
